@@ -1,0 +1,397 @@
+#include "config/config_params.h"
+
+#include <arpa/inet.h>
+
+#include <array>
+#include <charconv>
+#include <limits>
+#include <system_error>
+#include <type_traits>
+
+namespace bloomgate {
+namespace {
+
+// --- Bounds, each with where it comes from ---------------------------------
+
+// One io_context per thread; more threads than cores only adds context
+// switches. The cap exists so that a typo (threads: 40000) fails at start-up
+// instead of creating tens of thousands of threads. 1024 is above the
+// largest two-socket servers sold today (2 x 192 cores with SMT = 768
+// hardware threads).
+constexpr uint64_t kMaxThreads = 1024;
+// Redis's maxclients has no fixed top (it is limited by the fd limit); a
+// million connections is far beyond what one process serves, so a larger
+// value is almost certainly a typo.
+constexpr uint64_t kMaxClients = 1'000'000;
+// Redis: proto-max-bulk-len may not go below 1mb.
+constexpr uint64_t kMinProtoMaxBulkLen = 1ull << 20;
+// Redis allows up to LLONG_MAX, but a bulk string is buffered whole before a
+// command runs; 4 GB is already 8x Redis's own default and far above any
+// item or BF.LOADCHUNK chunk a client has reason to send.
+constexpr uint64_t kMaxProtoMaxBulkLen = 4ull << 30;
+// 1 KiB is what Redis's default filter and its first two expansions need
+// with the textbook sizing -n*ln(p)/ln(2)^2 bits: 100 items at 1% = 120
+// bytes, 200 at 0.5% = 276, 400 at 0.25% = 624; 1019 bytes in all. A lower
+// cap would make ordinary use of default filters fail.
+constexpr uint64_t kMinFilterMemory = 1ull << 10;
+// 1 TiB: more RAM than any machine we expect to run on, so a larger cap
+// can only be a slip of the unit (4096gb meant as 4096mb).
+constexpr uint64_t kMaxFilterMemory = 1ull << 40;
+// The output limit is compared with pending reply bytes, so any positive
+// value works; below a few KiB a client would pause after nearly every
+// reply, so 1 KiB is the floor. The top matches kMaxFilterMemory's reasoning.
+constexpr uint64_t kMinOutputBufferLimit = 1ull << 10;
+constexpr uint64_t kMaxOutputBufferLimit = 1ull << 40;
+// Redis: timeout is an int of seconds.
+constexpr uint64_t kMaxTimeout = std::numeric_limits<int32_t>::max();
+// Redis 8 / RedisBloom src/config.c: bf-initial-size in [1, 2^30],
+// bf-expansion-factor in [0, 32768], bf-error-rate in (0, 1) with anything
+// above 0.25 stored as 0.25 (BF_ERROR_RATE_CAP): a Bloom filter at a 25%
+// false-positive rate already has only 2 hash functions.
+constexpr uint64_t kMaxBfInitialSize = 1ull << 30;
+constexpr uint64_t kMaxBfExpansionFactor = 32768;
+constexpr double kBfErrorRateCap = 0.25;
+// Redis: CONFIG_BINDADDR_MAX.
+constexpr size_t kMaxBindAddresses = 16;
+
+constexpr std::array<std::string_view, 7> kLogLevels = {
+    "trace", "debug", "info", "warn", "error", "critical", "off"};
+
+// --- Small text helpers -----------------------------------------------------
+
+char AsciiLower(char c) {
+  return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+}
+
+bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (AsciiLower(a[i]) != AsciiLower(b[i])) return false;
+  }
+  return true;
+}
+
+std::string RangeText(uint64_t min, uint64_t max) {
+  return "between " + std::to_string(min) + " and " + std::to_string(max) +
+         " inclusive";
+}
+
+// --- Parsers shared by the rows ---------------------------------------------
+
+// Decimal digits only, like Redis's string2ll: no sign, spaces or "0x". A
+// leading '-' is parsed so that "-1" gets the range message, not "must be an
+// integer".
+template <typename T>
+bool SetInteger(std::string_view value, uint64_t min, uint64_t max, T* out,
+                std::string* error) {
+  static_assert(std::is_unsigned_v<T>);
+  const bool negative = !value.empty() && value.front() == '-';
+  std::string_view digits = negative ? value.substr(1) : value;
+  uint64_t parsed = 0;
+  auto [end, ec] =
+      std::from_chars(digits.data(), digits.data() + digits.size(), parsed);
+  // from_chars itself refuses '+' and spaces; requiring it to consume
+  // everything refuses trailing junk ("6379.0", "63 79").
+  const bool all_digits =
+      !digits.empty() && end == digits.data() + digits.size();
+  if (!all_digits || (ec != std::errc() && ec != std::errc::result_out_of_range)) {
+    *error = "argument must be an integer " + RangeText(min, max);
+    return false;
+  }
+  if (negative || ec == std::errc::result_out_of_range || parsed < min ||
+      parsed > max) {
+    *error = "argument must be " + RangeText(min, max);
+    return false;
+  }
+  *out = static_cast<T>(parsed);
+  return true;
+}
+
+bool SetMemory(std::string_view value, uint64_t min, uint64_t max,
+               uint64_t* out, std::string* error) {
+  const bool bounded = min != 0 || max != std::numeric_limits<uint64_t>::max();
+  std::optional<uint64_t> bytes = ParseMemoryValue(value);
+  if (!bytes) {
+    *error = "argument must be a memory value";
+    if (bounded) error->append(" ").append(RangeText(min, max));
+    return false;
+  }
+  if (*bytes < min || *bytes > max) {
+    *error = "argument must be " + RangeText(min, max);
+    return false;
+  }
+  *out = *bytes;
+  return true;
+}
+
+bool SetLogLevel(ServerConfig* config, std::string_view value,
+                 std::string* error) {
+  for (std::string_view level : kLogLevels) {
+    if (EqualsIgnoreCase(value, level)) {
+      config->loglevel = std::string(level);
+      return true;
+    }
+  }
+  std::string allowed;
+  for (std::string_view level : kLogLevels) {
+    if (!allowed.empty()) allowed += ", ";
+    allowed += level;
+  }
+  *error = "invalid loglevel '" + std::string(value) + "': must be one of " +
+           allowed;
+  return false;
+}
+
+bool SetBfErrorRate(ServerConfig* config, std::string_view value,
+                    std::string* error) {
+  double rate = 0;
+  auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(),
+                                   rate, std::chars_format::general);
+  if (value.empty() || ec != std::errc() ||
+      end != value.data() + value.size()) {
+    *error = "argument must be a number between 0 and 1 exclusive";
+    return false;
+  }
+  // Written as !(in range) so that NaN, which compares false, is refused.
+  if (!(rate > 0.0 && rate < 1.0)) {
+    *error = "argument must be between 0 and 1 exclusive";
+    return false;
+  }
+  config->bf_error_rate = rate > kBfErrorRateCap ? kBfErrorRateCap : rate;
+  return true;
+}
+
+// Redis's bind takes IP literals; so do we, checked here with inet_pton so a
+// typo fails when the file is read rather than when the listener opens.
+// Host names are refused: resolving them would make start-up depend on DNS.
+bool SetBind(ServerConfig* config, std::string_view value,
+             std::string* error) {
+  std::vector<std::string> addresses;
+  size_t pos = 0;
+  while (pos < value.size()) {
+    const size_t start = value.find_first_not_of(" \t,", pos);
+    if (start == std::string_view::npos) break;
+    size_t stop = value.find_first_of(" \t,", start);
+    if (stop == std::string_view::npos) stop = value.size();
+    addresses.emplace_back(value.substr(start, stop - start));
+    pos = stop;
+  }
+  if (addresses.empty()) {
+    *error = "argument must list at least one address";
+    return false;
+  }
+  if (addresses.size() > kMaxBindAddresses) {
+    *error = "argument must list at most " +
+             std::to_string(kMaxBindAddresses) + " addresses";
+    return false;
+  }
+  for (const std::string& address : addresses) {
+    unsigned char buffer[sizeof(struct in6_addr)];
+    if (inet_pton(AF_INET, address.c_str(), buffer) != 1 &&
+        inet_pton(AF_INET6, address.c_str(), buffer) != 1) {
+      *error = "invalid bind address '" + address +
+               "': must be an IPv4 or IPv6 address";
+      return false;
+    }
+  }
+  config->bind = std::move(addresses);
+  return true;
+}
+
+// --- Formatters --------------------------------------------------------------
+
+std::string FormatDouble(double value) {
+  // The shortest digits that read back to the same double, written without
+  // an exponent as CONFIG GET users expect: 0.01 -> "0.01" (not
+  // "0.010000000000000000208"), 0.0001 -> "0.0001" (not "1e-04"). The
+  // longest such text is 326 chars ("0.", 323 zeros and "5" for the smallest
+  // subnormal); DBL_MAX needs 309.
+  std::array<char, 400> buffer;
+  const std::to_chars_result result =
+      std::to_chars(buffer.data(), buffer.data() + buffer.size(), value,
+                    std::chars_format::fixed);
+  return std::string(buffer.data(), result.ptr);
+}
+
+std::string JoinBind(const std::vector<std::string>& addresses) {
+  std::string joined;
+  for (const std::string& address : addresses) {
+    if (!joined.empty()) joined += ' ';
+    joined += address;
+  }
+  return joined;
+}
+
+const std::vector<ConfigParam>& BuildTable() {
+  using C = ServerConfig;
+  using S = std::string;
+  using V = std::string_view;
+  static const std::vector<ConfigParam> kTable = {
+      {"bind", "addresses to listen on, space- or comma-separated IP literals",
+       /*runtime_settable=*/false, ConfigType::kAddressList, "<addr[,addr...]>",
+       [](C* c, V v, S* e) { return SetBind(c, v, e); },
+       [](const C& c) { return JoinBind(c.bind); }},
+      {"port", "TCP port to listen on",
+       /*runtime_settable=*/false, ConfigType::kInteger, "<1-65535>",
+       [](C* c, V v, S* e) { return SetInteger(v, 1, 65535, &c->port, e); },
+       [](const C& c) { return std::to_string(c.port); }},
+      {"threads", "I/O threads, one event loop each; 0 = one per core",
+       /*runtime_settable=*/false, ConfigType::kInteger, "<0-1024>",
+       [](C* c, V v, S* e) {
+         return SetInteger(v, 0, kMaxThreads, &c->threads, e);
+       },
+       [](const C& c) { return std::to_string(c.threads); }},
+      {"loglevel",
+       "log verbosity: trace, debug, info, warn, error, critical or off",
+       /*runtime_settable=*/true, ConfigType::kEnum, "<level>",
+       [](C* c, V v, S* e) { return SetLogLevel(c, v, e); },
+       [](const C& c) { return c.loglevel; }},
+      {"logfile", "file to append the log to; empty = stderr",
+       /*runtime_settable=*/false, ConfigType::kString, "<path>",
+       [](C* c, V v, S*) {
+         c->logfile = std::string(v);
+         return true;
+       },
+       [](const C& c) { return c.logfile; }},
+      {"requirepass", "password clients must AUTH with; empty = no AUTH",
+       /*runtime_settable=*/true, ConfigType::kString, "<password>",
+       [](C* c, V v, S*) {
+         c->requirepass = std::string(v);
+         return true;
+       },
+       [](const C& c) { return c.requirepass; }},
+      {"maxclients", "most clients connected at once; more are refused",
+       /*runtime_settable=*/true, ConfigType::kInteger, "<1-1000000>",
+       [](C* c, V v, S* e) {
+         return SetInteger(v, 1, kMaxClients, &c->maxclients, e);
+       },
+       [](const C& c) { return std::to_string(c.maxclients); }},
+      {"maxmemory",
+       "bytes all filters together may use; 0 = 3/4 of physical RAM",
+       /*runtime_settable=*/true, ConfigType::kMemory, "<bytes>",
+       [](C* c, V v, S* e) {
+         return SetMemory(v, 0, std::numeric_limits<uint64_t>::max(),
+                          &c->maxmemory, e);
+       },
+       [](const C& c) { return std::to_string(c.maxmemory); }},
+      {"max-filter-memory", "bytes one filter may grow to, all layers counted",
+       /*runtime_settable=*/true, ConfigType::kMemory, "<1kb-1024gb>",
+       [](C* c, V v, S* e) {
+         return SetMemory(v, kMinFilterMemory, kMaxFilterMemory,
+                          &c->max_filter_memory, e);
+       },
+       [](const C& c) { return std::to_string(c.max_filter_memory); }},
+      {"proto-max-bulk-len", "largest bulk string a client may send",
+       /*runtime_settable=*/true, ConfigType::kMemory, "<1mb-4gb>",
+       [](C* c, V v, S* e) {
+         return SetMemory(v, kMinProtoMaxBulkLen, kMaxProtoMaxBulkLen,
+                          &c->proto_max_bulk_len, e);
+       },
+       [](const C& c) { return std::to_string(c.proto_max_bulk_len); }},
+      {"client-output-buffer-limit",
+       "pending reply bytes after which a client is not read until they drain",
+       /*runtime_settable=*/true, ConfigType::kMemory, "<1kb-1024gb>",
+       [](C* c, V v, S* e) {
+         return SetMemory(v, kMinOutputBufferLimit, kMaxOutputBufferLimit,
+                          &c->client_output_buffer_limit, e);
+       },
+       [](const C& c) { return std::to_string(c.client_output_buffer_limit); }},
+      {"timeout", "seconds an idle client is kept; 0 = forever",
+       /*runtime_settable=*/true, ConfigType::kInteger, "<0-2147483647>",
+       [](C* c, V v, S* e) {
+         return SetInteger(v, 0, kMaxTimeout, &c->timeout, e);
+       },
+       [](const C& c) { return std::to_string(c.timeout); }},
+      {"bf-error-rate",
+       "false-positive rate of filters created implicitly; above 0.25 is "
+       "stored as 0.25",
+       /*runtime_settable=*/true, ConfigType::kRatio, "<rate in (0,1)>",
+       [](C* c, V v, S* e) { return SetBfErrorRate(c, v, e); },
+       [](const C& c) { return FormatDouble(c.bf_error_rate); }},
+      {"bf-initial-size", "capacity of filters created implicitly",
+       /*runtime_settable=*/true, ConfigType::kInteger, "<1-1073741824>",
+       [](C* c, V v, S* e) {
+         return SetInteger(v, 1, kMaxBfInitialSize, &c->bf_initial_size, e);
+       },
+       [](const C& c) { return std::to_string(c.bf_initial_size); }},
+      {"bf-expansion-factor",
+       "growth factor of filters created implicitly; 0 = non-scaling",
+       /*runtime_settable=*/true, ConfigType::kInteger, "<0-32768>",
+       [](C* c, V v, S* e) {
+         return SetInteger(v, 0, kMaxBfExpansionFactor,
+                           &c->bf_expansion_factor, e);
+       },
+       [](const C& c) { return std::to_string(c.bf_expansion_factor); }},
+  };
+  return kTable;
+}
+
+}  // namespace
+
+const std::vector<ConfigParam>& AllConfigParams() { return BuildTable(); }
+
+const ConfigParam* FindConfigParam(std::string_view name) {
+  // A linear scan of 15 rows: lookups happen at start-up and on CONFIG
+  // GET/SET, never per data command, so a map would buy nothing.
+  for (const ConfigParam& param : AllConfigParams()) {
+    if (EqualsIgnoreCase(param.name, name)) return &param;
+  }
+  return nullptr;
+}
+
+bool SetConfigValue(ServerConfig* config, std::string_view name,
+                    std::string_view value, std::string* error) {
+  const ConfigParam* param = FindConfigParam(name);
+  if (param == nullptr) {
+    *error = "unknown config parameter '" + std::string(name) + "'";
+    return false;
+  }
+  // Each setter parses into a local and assigns only on success, which is
+  // what keeps *config unchanged on failure.
+  return param->set(config, value, error);
+}
+
+std::string GetConfigValue(const ServerConfig& config, std::string_view name) {
+  const ConfigParam* param = FindConfigParam(name);
+  return param == nullptr ? std::string() : param->get(config);
+}
+
+std::optional<uint64_t> ParseMemoryValue(std::string_view text) {
+  size_t digits = 0;
+  while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') {
+    ++digits;
+  }
+  if (digits == 0) return std::nullopt;
+  uint64_t number = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + digits, number);
+  if (ec != std::errc()) return std::nullopt;  // more than 64 bits of digits
+
+  // Redis's memtoull units: a bare letter is a power of 1000, with "b" a
+  // power of 1024.
+  struct Unit {
+    std::string_view suffix;
+    uint64_t multiplier;
+  };
+  static constexpr std::array<Unit, 8> kUnits = {{
+      {"", 1},
+      {"b", 1},
+      {"k", 1000},
+      {"kb", 1024},
+      {"m", 1000 * 1000},
+      {"mb", 1024 * 1024},
+      {"g", 1000ull * 1000 * 1000},
+      {"gb", 1024ull * 1024 * 1024},
+  }};
+  const std::string_view suffix = text.substr(digits);
+  uint64_t multiplier = 0;
+  for (const Unit& unit : kUnits) {
+    if (EqualsIgnoreCase(suffix, unit.suffix)) multiplier = unit.multiplier;
+  }
+  if (multiplier == 0) return std::nullopt;
+  if (number > std::numeric_limits<uint64_t>::max() / multiplier) {
+    return std::nullopt;
+  }
+  return number * multiplier;
+}
+
+}  // namespace bloomgate

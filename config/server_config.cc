@@ -1,0 +1,133 @@
+#include "config/server_config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <system_error>
+
+#include "config/config_params.h"
+
+namespace bloomgate {
+namespace {
+
+// yaml-cpp marks count from 0; editors count from 1.
+int HumanLine(const YAML::Mark& mark) { return mark.line + 1; }
+int HumanColumn(const YAML::Mark& mark) { return mark.column + 1; }
+
+// The text a YAML value stands for. A null (`logfile:` or `logfile: ~`)
+// means empty, which is what "empty = stderr" / "empty = no AUTH" want; a
+// list is joined with spaces, the form redis.conf uses for bind.
+bool ValueText(const ConfigParam& param, const YAML::Node& value,
+               std::string* text, std::string* error) {
+  if (value.IsNull()) {
+    text->clear();
+    return true;
+  }
+  if (value.IsScalar()) {
+    *text = value.Scalar();
+    return true;
+  }
+  if (value.IsSequence() && param.type == ConfigType::kAddressList) {
+    text->clear();
+    for (const YAML::Node& item : value) {
+      if (!item.IsScalar()) {
+        *error = "list items must be plain addresses";
+        return false;
+      }
+      if (!text->empty()) *text += ' ';
+      *text += item.Scalar();
+    }
+    return true;
+  }
+  *error = param.type == ConfigType::kAddressList
+               ? "value must be an address, a space-separated string of "
+                 "addresses or a list of them"
+               : "value must be a single value, not a list or map";
+  return false;
+}
+
+}  // namespace
+
+bool LoadConfigFile(const std::string& path, ServerConfig* config,
+                    std::string* error) {
+  const std::string where = "config file " + path + ": ";
+  // A directory opens fine as an ifstream on Linux and then reads as empty,
+  // which would pass for an empty config; ask first.
+  std::error_code ignored;
+  if (std::filesystem::is_directory(path, ignored)) {
+    *error = where + "is a directory";
+    return false;
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    *error = where + "cannot open: " + std::strerror(errno);
+    return false;
+  }
+  const std::string contents{std::istreambuf_iterator<char>(in),
+                             std::istreambuf_iterator<char>()};
+  if (in.bad()) {
+    *error = where + "cannot read: " + std::strerror(errno);
+    return false;
+  }
+
+  YAML::Node root;
+  try {
+    root = YAML::Load(contents);
+  } catch (const YAML::Exception& e) {
+    *error = where + "YAML syntax error at line " +
+             std::to_string(HumanLine(e.mark)) + ", column " +
+             std::to_string(HumanColumn(e.mark)) + ": " + e.msg;
+    return false;
+  }
+  if (root.IsNull()) return true;  // empty or only comments: all defaults
+  if (!root.IsMap()) {
+    *error = where + "must be a map of 'key: value' lines, one per setting";
+    return false;
+  }
+
+  // Work on a copy so that a bad key halfway down leaves *config untouched.
+  ServerConfig staged = *config;
+  // yaml-cpp keeps both entries of a repeated key; refuse them, because
+  // silently taking either one hides a mistake. Keyed by the canonical
+  // name, so "Port" and "port" count as the same key.
+  std::map<std::string_view, int> seen_at_line;
+  for (const auto& entry : root) {
+    const YAML::Node& key = entry.first;
+    const YAML::Node& value = entry.second;
+    if (!key.IsScalar()) {
+      *error = where + "line " + std::to_string(HumanLine(key.Mark())) +
+               ": keys must be plain setting names";
+      return false;
+    }
+    const std::string& name = key.Scalar();
+    const ConfigParam* param = FindConfigParam(name);
+    if (param == nullptr) {
+      *error = where + "unknown key '" + name + "'";
+      return false;
+    }
+    auto [previous, inserted] =
+        seen_at_line.emplace(param->name, HumanLine(key.Mark()));
+    if (!inserted) {
+      *error = where + "key '" + name + "' appears twice (lines " +
+               std::to_string(previous->second) + " and " +
+               std::to_string(HumanLine(key.Mark())) + ")";
+      return false;
+    }
+    std::string text;
+    std::string message;
+    if (!ValueText(*param, value, &text, &message) ||
+        !param->set(&staged, text, &message)) {
+      *error = where + "key '" + name + "': " + message;
+      return false;
+    }
+  }
+  *config = std::move(staged);
+  return true;
+}
+
+}  // namespace bloomgate

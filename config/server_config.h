@@ -1,0 +1,68 @@
+// ServerConfig: every setting of the server in one plain struct, with the
+// defaults written on the fields. The textual form of each setting (its YAML
+// key, CONFIG GET/SET name and --flag, its validation and formatting) lives in
+// config_params.h; this header only adds the YAML file loader, because this is
+// the one place in the project that sees YAML.
+
+#ifndef BLOOMGATE_CONFIG_SERVER_CONFIG_H_
+#define BLOOMGATE_CONFIG_SERVER_CONFIG_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace bloomgate {
+
+struct ServerConfig {
+  // Addresses to listen on: IPv4 or IPv6 literals. In YAML either one string
+  // of space- (or comma-) separated addresses, as in redis.conf, or a list.
+  std::vector<std::string> bind = {"127.0.0.1"};
+  uint16_t port = 6379;
+  // I/O threads, one io_context each; 0 = one per core.
+  uint32_t threads = 0;
+  // spdlog level name: trace|debug|info|warn|error|critical|off.
+  std::string loglevel = "info";
+  // Empty = stderr.
+  std::string logfile;
+  // Empty = no AUTH needed.
+  std::string requirepass;
+  // Connected clients beyond this are refused; range [1, 1000000].
+  uint32_t maxclients = 10000;
+  // Total bytes of all filters; 0 = 3/4 of physical RAM, which the server
+  // works out at start-up (the config never looks at the machine).
+  uint64_t maxmemory = 0;
+  // Bytes one filter may grow to, all layers included ("max-filter-memory").
+  uint64_t max_filter_memory = 4ull << 30;
+  // Largest bulk string a client may send ("proto-max-bulk-len"); Redis's
+  // default and lower bound, capped at 4 GB (see config_params.cc).
+  uint64_t proto_max_bulk_len = 512ull << 20;
+  // Pending reply bytes after which the server stops reading from a client
+  // until its replies drain ("client-output-buffer-limit").
+  uint64_t client_output_buffer_limit = 64ull << 20;
+  // Idle client timeout in seconds; 0 = never.
+  uint32_t timeout = 0;
+  // Defaults for BF.ADD/BF.INSERT on a missing key, named and bounded as in
+  // Redis 8. "bf-error-rate" is in (0, 1) and a value above 0.25 is stored as
+  // 0.25, as Redis 8 does.
+  double bf_error_rate = 0.01;
+  uint64_t bf_initial_size = 100;
+  // 0 = non-scaling filters.
+  uint32_t bf_expansion_factor = 2;
+
+  // For tests and for "did anything change" checks after CONFIG SET.
+  bool operator==(const ServerConfig&) const = default;
+};
+
+// Reads a YAML map of `key: value` (keys as in AllConfigParams(), any case)
+// into *config. Every key must be known, appear once and hold a scalar (only
+// `bind` may also hold a list). On any problem returns false, sets *error to
+// a message starting "config file <path>: " (with line and column for YAML
+// syntax errors, with the key for bad values) and leaves *config unchanged:
+// nothing is applied unless the whole file is valid. An empty file is valid
+// and changes nothing.
+bool LoadConfigFile(const std::string& path, ServerConfig* config,
+                    std::string* error);
+
+}  // namespace bloomgate
+
+#endif  // BLOOMGATE_CONFIG_SERVER_CONFIG_H_

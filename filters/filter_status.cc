@@ -1,0 +1,21 @@
+#include "filters/filter_status.h"
+
+namespace bloomgate {
+
+const char* ToString(FilterStatus status) {
+  switch (status) {
+    case FilterStatus::kOk:
+      return "ok";
+    case FilterStatus::kFull:
+      return "full";
+    case FilterStatus::kFilterMemoryLimit:
+      return "filter memory limit";
+    case FilterStatus::kOutOfMemory:
+      return "out of memory";
+    case FilterStatus::kTooManyLayers:
+      return "too many layers";
+  }
+  return "unknown filter status";
+}
+
+}  // namespace bloomgate

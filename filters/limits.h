@@ -1,0 +1,44 @@
+#pragma once
+
+#include <cstdint>
+
+namespace bloomgate {
+
+// Bounds shared by command validation and the snapshot loader: one constant
+// each, so a filter can never be created that its own snapshot refuses to load.
+
+// Per-filter limits, filled from the server config.
+struct FilterLimits {
+  // Cap on one filter's memory_bytes(), all layers and bookkeeping included.
+  // 0 means no per-filter cap (the shared MemoryBudget still applies).
+  // 4 GiB holds ~2.9 billion items at 1% in one layer (11.6 bits/key).
+  uint64_t max_filter_bytes = 4ull << 30;
+};
+
+// RedisBloom's EXPANSION range is [0, 32768]; 0 means NONSCALING.
+constexpr uint32_t kMaxBloomExpansion = 32768;
+
+// Larger requested error rates are capped to 0.25, as Redis 8 does
+// (BF_ERROR_RATE_CAP in RedisBloom's config.h).
+constexpr double kMaxBloomErrorRate = 0.25;
+
+// Layers of one scalable filter. Each layer halves the error rate, so layer i
+// of a filter created at the 0.25 cap is sized for 0.125 * 2^-i. Why 64:
+//  - with EXPANSION >= 2, layer 63 alone would hold >= 2^63 items and could
+//    never be allocated, so the cap never binds there: it only stops
+//    EXPANSION 1 filters (64 x capacity items), which RedisBloom lets grow
+//    until the error underflows double (~1070 layers);
+//  - the deepest layer's error stays far from 0 (0.125 * 2^-63 ~= 1.4e-20,
+//    vs 2^-1074), so sizing stays finite, even if costly: 512-bit blocks need
+//    ~1,235 bits/key and 40 probes there (see bloom_math.h), and the byte
+//    caps decide;
+//  - it bounds a miss to 64 cache lines and the retired layer lists a filter
+//    keeps for lock-free readers to 64*65/2 = 2,080 pointers (16 KiB).
+constexpr uint32_t kMaxBloomLayers = 64;
+
+// Probes per item inside one 512-bit block. The best count for the blocked
+// layout is 6-7 at 1%, 9 at 0.1%, 12 at 0.01%, 22 at 1e-9 and 40 at 1e-20 (the
+// deepest layer above), so 64 is never the binding limit for a sane request.
+constexpr uint32_t kMaxBloomProbes = 64;
+
+}  // namespace bloomgate

@@ -1,0 +1,150 @@
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "filters/bloom_math.h"
+#include "filters/filter_status.h"
+#include "filters/key_hash.h"
+#include "filters/limits.h"
+#include "filters/memory_budget.h"
+
+namespace bloomgate {
+
+struct ScalableBloomOptions {
+  double error_rate = 0.01;  // RedisBloom's default bf-error-rate
+  uint64_t capacity = 100;   // bf-initial-size
+  uint32_t expansion = 2;    // bf-expansion-factor; 0 = NONSCALING
+};
+
+// One layer, as BF.DEBUG / BF.INFO and the snapshot writer see it.
+struct BloomLayerInfo {
+  uint64_t capacity;  // items this layer was sized for
+  uint64_t items;     // items for which this layer flipped at least one bit
+  uint64_t bits;
+  uint64_t bytes;  // of the bit array alone
+  uint32_t probes;
+  double error_rate;  // the FP rate this layer was sized for
+};
+
+// A scalable Bloom filter with RedisBloom's growth rule (sb.c):
+//  - layer 0 has the requested capacity and error_rate * 0.5 when scaling
+//    (error_rate * 1 when NONSCALING), so the sum over all layers
+//    error_rate * (1/2 + 1/4 + ...) stays below error_rate;
+//  - a layer is full when its item count >= its capacity; the next NEW item
+//    (one no layer already reports) appends a layer with capacity x expansion
+//    and half the error rate;
+//  - Add checks every layer first, newest to oldest, and inserts nothing if
+//    any says "present" (so a false positive "exists" is final); otherwise it
+//    inserts into the newest layer. items() counts adds that flipped a bit.
+//  - a full NONSCALING filter answers kFull for new items.
+// Each layer is a BlockedBloom sized by ChooseBlockedBloomShape, so its
+// measured FP rate stays at or under the layer's error rate.
+//
+// Concurrency: Add and MayContain run concurrently from any threads. Bit
+// updates never lock; only growth (appending a layer) takes grow_mutex_, and
+// adds/lookups on the existing layers continue meanwhile. The layer list is
+// an immutable array published through an atomic pointer (see layers_). Two
+// threads adding the same new item at the same moment may both report
+// *added = true (each flipped a different bit), so items() can count it twice,
+// and racing adds can push a layer a few items (at most one per racing
+// thread) past its capacity before one of them grows the filter. No added
+// item is ever lost.
+class ScalableBloomFilter {
+ public:
+  // Validates options and checks every limit BEFORE allocating anything:
+  //  - error_rate must be in (0, 1); values above kMaxBloomErrorRate are
+  //    capped to it. capacity >= 1. expansion <= kMaxBloomExpansion.
+  //    The caller validates these for its error texts; anything outside them
+  //    (NaN, 0, capacity 0, ...) is refused here with kFilterMemoryLimit.
+  //  - a first layer too large to exist at all (e.g. capacity UINT64_MAX), or
+  //    larger than limits.max_filter_bytes -> kFilterMemoryLimit;
+  //  - not enough room in *budget, or the allocation fails -> kOutOfMemory.
+  // On failure nothing stays reserved and *out is reset. `budget` may be
+  // nullptr (no shared cap); otherwise it must outlive the filter. `out` must
+  // not be nullptr. Never throws.
+  static FilterStatus Create(const ScalableBloomOptions& options, const FilterLimits& limits,
+                             MemoryBudget* budget, std::unique_ptr<ScalableBloomFilter>* out);
+
+  // Releases memory_bytes() back to the budget. No call may be running.
+  ~ScalableBloomFilter();
+
+  ScalableBloomFilter(const ScalableBloomFilter&) = delete;
+  ScalableBloomFilter& operator=(const ScalableBloomFilter&) = delete;
+
+  // Adds the item. *added is true iff it was new (it flipped a bit); false if
+  // some layer already (probably) contains it, or on any non-kOk status.
+  // Statuses: kOk; kFull (NONSCALING and full); or, when a layer must be
+  // appended, kTooManyLayers / kFilterMemoryLimit / kOutOfMemory, in which
+  // case the filter is left exactly as it was and the item is not added.
+  FilterStatus Add(const KeyHash& h, bool* added);
+
+  // Checks the layers newest to oldest and stops at the first hit. Never
+  // blocks, not even while another thread grows the filter.
+  bool MayContain(const KeyHash& h) const;
+
+  uint64_t capacity() const;    // sum of the layer capacities (BF.INFO Capacity), saturating
+  uint64_t items() const;       // items that flipped a bit (BF.CARD, BF.INFO items)
+  uint32_t num_layers() const;  // BF.INFO "Number of filters"
+  uint32_t expansion() const { return expansion_; }  // 0 when NONSCALING
+  bool scaling() const { return expansion_ != 0; }
+  double error_rate() const { return error_rate_; }  // as requested, after the cap
+  // Bytes of all layers plus bookkeeping (BF.INFO Size, MEMORY USAGE); this is
+  // exactly what is reserved in the budget and checked against the cap.
+  uint64_t memory_bytes() const;
+  const FilterLimits& limits() const { return limits_; }
+
+  // Per-layer details, oldest first.
+  std::vector<BloomLayerInfo> Layers() const;
+
+ private:
+  struct Layer;
+  struct LayerList;
+
+  ScalableBloomFilter(double error_rate, uint32_t expansion, const FilterLimits& limits,
+                      MemoryBudget* budget, std::unique_ptr<LayerList> first, uint64_t bytes);
+
+  // Builds (but does not publish) a list of previous's layers plus one new
+  // layer of `shape`, after checking the per-filter cap against current_bytes
+  // + its cost and reserving that cost (plus extra_bytes) from the budget. On
+  // failure nothing is reserved.
+  static FilterStatus NewLayerList(const LayerList* previous, uint64_t capacity, double error_rate,
+                                   const BloomShape& shape, uint64_t extra_bytes,
+                                   uint64_t current_bytes, const FilterLimits& limits,
+                                   MemoryBudget* budget, std::unique_ptr<LayerList>* out,
+                                   uint64_t* reserved_bytes);
+
+  // Appends a layer if `seen` is still the published list; if another thread
+  // got there first, just returns the list it published. *current is the
+  // published list afterwards.
+  FilterStatus Grow(const LayerList* seen, const LayerList** current);
+
+  static bool Contains(const LayerList& list, const KeyHash& h);
+
+  // The published layer list: immutable once stored. Growth builds a new list
+  // (old layers + the new one) and stores it with memory_order_release;
+  // readers load it with memory_order_acquire, so everything the grower wrote
+  // before the store (the list, the new layer, its zeroed bit array) is
+  // visible to any reader that sees the new pointer. A reader may keep using
+  // the previous list after the swap, so retired lists are never freed early:
+  // each list owns its predecessor and all go with the filter.
+  std::atomic<const LayerList*> layers_;
+  const double error_rate_;
+  const uint32_t expansion_;
+  const FilterLimits limits_;
+  MemoryBudget* const budget_;
+  // Written only under grow_mutex_; read relaxed by memory_bytes().
+  std::atomic<uint64_t> memory_bytes_;
+  std::mutex grow_mutex_;  // serialises growth; never held by adds or lookups
+  std::unique_ptr<const LayerList> owned_layers_;  // == layers_; guarded by grow_mutex_
+  // The shape of the next layer, computed once: a filter stuck at a memory
+  // limit sees every new item retry growth, and each retry must stay cheap.
+  // Guarded by grow_mutex_; valid when next_shape_layers_ == the layer count.
+  BloomShape next_shape_{};
+  uint32_t next_shape_layers_ = 0;
+};
+
+}  // namespace bloomgate

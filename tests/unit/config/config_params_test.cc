@@ -1,0 +1,399 @@
+#include "config/config_params.h"
+
+#include <gtest/gtest.h>
+
+#include <limits>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "config/server_config.h"
+
+namespace bloomgate {
+namespace {
+
+// Sets `name` to `value` on a default config and expects success.
+ServerConfig SetOnDefaults(std::string_view name, std::string_view value) {
+  ServerConfig config;
+  std::string error;
+  EXPECT_TRUE(SetConfigValue(&config, name, value, &error))
+      << name << " = '" << value << "': " << error;
+  return config;
+}
+
+// Expects `value` to be refused for `name` with exactly `message`, and the
+// config to come out unchanged.
+void ExpectRejected(std::string_view name, std::string_view value,
+                    const std::string& message) {
+  ServerConfig config;
+  const ServerConfig before = config;
+  std::string error;
+  EXPECT_FALSE(SetConfigValue(&config, name, value, &error))
+      << name << " accepted '" << value << "'";
+  EXPECT_EQ(error, message) << name << " = '" << value << "'";
+  EXPECT_TRUE(config == before) << name << " changed on a refused value";
+}
+
+TEST(ServerConfig, DefaultsAreTheDocumentedValues) {
+  const ServerConfig config;
+  EXPECT_EQ(config.bind, std::vector<std::string>{"127.0.0.1"});
+  EXPECT_EQ(config.port, 6379);
+  EXPECT_EQ(config.threads, 0u);
+  EXPECT_EQ(config.loglevel, "info");
+  EXPECT_EQ(config.logfile, "");
+  EXPECT_EQ(config.requirepass, "");
+  EXPECT_EQ(config.maxclients, 10000u);
+  EXPECT_EQ(config.maxmemory, 0u);
+  EXPECT_EQ(config.max_filter_memory, 4ull << 30);
+  EXPECT_EQ(config.proto_max_bulk_len, 512ull << 20);
+  EXPECT_EQ(config.client_output_buffer_limit, 64ull << 20);
+  EXPECT_EQ(config.timeout, 0u);
+  EXPECT_EQ(config.bf_error_rate, 0.01);
+  EXPECT_EQ(config.bf_initial_size, 100u);
+  EXPECT_EQ(config.bf_expansion_factor, 2u);
+}
+
+TEST(ConfigParams, TableHasOneRowPerSettingWithRedisStyleNames) {
+  std::vector<std::string_view> names;
+  for (const ConfigParam& param : AllConfigParams()) {
+    names.push_back(param.name);
+  }
+  EXPECT_EQ(names, (std::vector<std::string_view>{
+                       "bind", "port", "threads", "loglevel", "logfile",
+                       "requirepass", "maxclients", "maxmemory",
+                       "max-filter-memory", "proto-max-bulk-len",
+                       "client-output-buffer-limit", "timeout",
+                       "bf-error-rate", "bf-initial-size",
+                       "bf-expansion-factor"}));
+}
+
+TEST(ConfigParams, EveryRowHasADescriptionHintSetterAndGetter) {
+  for (const ConfigParam& param : AllConfigParams()) {
+    EXPECT_FALSE(param.description.empty()) << param.name;
+    EXPECT_EQ(param.description.find('\n'), std::string_view::npos)
+        << param.name << " description must be one line";
+    EXPECT_FALSE(param.value_hint.empty()) << param.name;
+    EXPECT_NE(param.set, nullptr) << param.name;
+    EXPECT_NE(param.get, nullptr) << param.name;
+  }
+}
+
+TEST(ConfigParams, OnlyPortBindThreadsAndLogfileAreStartUpOnly) {
+  std::set<std::string_view> start_up_only;
+  for (const ConfigParam& param : AllConfigParams()) {
+    if (!param.runtime_settable) start_up_only.insert(param.name);
+  }
+  EXPECT_EQ(start_up_only, (std::set<std::string_view>{"bind", "logfile",
+                                                       "port", "threads"}));
+}
+
+TEST(ConfigParams, FindIgnoresCaseAndReturnsTheTableRow) {
+  const ConfigParam* param = FindConfigParam("MaxMemory");
+  ASSERT_NE(param, nullptr);
+  EXPECT_EQ(param->name, "maxmemory");
+  EXPECT_EQ(FindConfigParam("BF-ERROR-RATE"), FindConfigParam("bf-error-rate"));
+  for (const ConfigParam& row : AllConfigParams()) {
+    EXPECT_EQ(FindConfigParam(row.name), &row);
+  }
+}
+
+TEST(ConfigParams, FindReturnsNullForUnknownAndUnderscoredNames) {
+  EXPECT_EQ(FindConfigParam("frobnicate"), nullptr);
+  EXPECT_EQ(FindConfigParam(""), nullptr);
+  // The struct field name is not an alias: one spelling per setting.
+  EXPECT_EQ(FindConfigParam("max_filter_memory"), nullptr);
+}
+
+TEST(ConfigParams, EveryDefaultRoundTripsThroughGetAndSet) {
+  for (const ConfigParam& param : AllConfigParams()) {
+    const ServerConfig defaults;
+    ServerConfig config;
+    std::string error;
+    const std::string text = GetConfigValue(defaults, param.name);
+    EXPECT_TRUE(SetConfigValue(&config, param.name, text, &error))
+        << param.name << " refused its own default '" << text << "': " << error;
+    EXPECT_TRUE(config == defaults) << param.name << " did not round-trip";
+  }
+}
+
+TEST(ConfigParams, GetUsesRedisTextForms) {
+  ServerConfig config;
+  config.bind = {"127.0.0.1", "::1"};
+  config.max_filter_memory = 1ull << 30;
+  config.bf_error_rate = 0.001;
+  EXPECT_EQ(GetConfigValue(config, "bind"), "127.0.0.1 ::1");
+  EXPECT_EQ(GetConfigValue(config, "max-filter-memory"), "1073741824");
+  EXPECT_EQ(GetConfigValue(config, "proto-max-bulk-len"), "536870912");
+  EXPECT_EQ(GetConfigValue(config, "bf-error-rate"), "0.001");
+  EXPECT_EQ(GetConfigValue(ServerConfig{}, "bf-error-rate"), "0.01");
+  EXPECT_EQ(GetConfigValue(config, "port"), "6379");
+  EXPECT_EQ(GetConfigValue(config, "PORT"), "6379");
+  EXPECT_EQ(GetConfigValue(config, "no-such-thing"), "");
+}
+
+TEST(SetConfigValue, EachKeySetsItsField) {
+  struct Case {
+    std::string_view name;
+    std::string_view value;
+    std::string_view expected_get;
+  };
+  const std::vector<Case> cases = {
+      {"bind", "0.0.0.0 ::", "0.0.0.0 ::"},
+      {"port", "6380", "6380"},
+      {"threads", "8", "8"},
+      {"loglevel", "debug", "debug"},
+      {"logfile", "/var/log/bloomgate.log", "/var/log/bloomgate.log"},
+      {"requirepass", "s3cret pass", "s3cret pass"},
+      {"maxclients", "50", "50"},
+      {"maxmemory", "2gb", "2147483648"},
+      {"max-filter-memory", "100mb", "104857600"},
+      {"proto-max-bulk-len", "2mb", "2097152"},
+      {"client-output-buffer-limit", "1mb", "1048576"},
+      {"timeout", "300", "300"},
+      {"bf-error-rate", "0.001", "0.001"},
+      {"bf-initial-size", "1000", "1000"},
+      {"bf-expansion-factor", "4", "4"},
+  };
+  ASSERT_EQ(cases.size(), AllConfigParams().size()) << "a row has no case";
+  for (const Case& c : cases) {
+    const ServerConfig config = SetOnDefaults(c.name, c.value);
+    EXPECT_EQ(GetConfigValue(config, c.name), c.expected_get) << c.name;
+    EXPECT_FALSE(config == ServerConfig{}) << c.name << " changed nothing";
+  }
+  EXPECT_EQ(SetOnDefaults("port", "6380").port, 6380);
+  EXPECT_EQ(SetOnDefaults("maxmemory", "2gb").maxmemory, 2ull << 30);
+  EXPECT_EQ(SetOnDefaults("bf-error-rate", "0.001").bf_error_rate, 0.001);
+  EXPECT_EQ(SetOnDefaults("bind", "0.0.0.0 ::").bind,
+            (std::vector<std::string>{"0.0.0.0", "::"}));
+}
+
+TEST(SetConfigValue, NameIsCaseInsensitive) {
+  EXPECT_EQ(SetOnDefaults("MaxClients", "7").maxclients, 7u);
+}
+
+TEST(SetConfigValue, UnknownNameIsRefused) {
+  ExpectRejected("frobnicate", "1", "unknown config parameter 'frobnicate'");
+}
+
+TEST(SetConfigValue, PortRefusesZeroTooLargeAndText) {
+  ExpectRejected("port", "0", "argument must be between 1 and 65535 inclusive");
+  ExpectRejected("port", "70000",
+                 "argument must be between 1 and 65535 inclusive");
+  ExpectRejected("port", "-1", "argument must be between 1 and 65535 inclusive");
+  ExpectRejected("port", "99999999999999999999999",
+                 "argument must be between 1 and 65535 inclusive");
+  ExpectRejected("port", "abc",
+                 "argument must be an integer between 1 and 65535 inclusive");
+  ExpectRejected("port", "",
+                 "argument must be an integer between 1 and 65535 inclusive");
+  ExpectRejected("port", "63 79",
+                 "argument must be an integer between 1 and 65535 inclusive");
+  ExpectRejected("port", "+6379",
+                 "argument must be an integer between 1 and 65535 inclusive");
+  ExpectRejected("port", "6379.0",
+                 "argument must be an integer between 1 and 65535 inclusive");
+}
+
+TEST(SetConfigValue, IntegerRangesHoldAtBothEnds) {
+  struct Case {
+    std::string_view name;
+    uint64_t min;
+    uint64_t max;
+  };
+  for (const Case& c : std::vector<Case>{{"port", 1, 65535},
+                                         {"threads", 0, 1024},
+                                         {"maxclients", 1, 1000000},
+                                         {"timeout", 0, 2147483647},
+                                         {"bf-initial-size", 1, 1073741824},
+                                         {"bf-expansion-factor", 0, 32768}}) {
+    const std::string range = "argument must be between " +
+                              std::to_string(c.min) + " and " +
+                              std::to_string(c.max) + " inclusive";
+    EXPECT_EQ(GetConfigValue(SetOnDefaults(c.name, std::to_string(c.min)),
+                             c.name),
+              std::to_string(c.min));
+    EXPECT_EQ(GetConfigValue(SetOnDefaults(c.name, std::to_string(c.max)),
+                             c.name),
+              std::to_string(c.max));
+    ExpectRejected(c.name, std::to_string(c.max + 1), range);
+    if (c.min > 0) ExpectRejected(c.name, std::to_string(c.min - 1), range);
+  }
+}
+
+TEST(SetConfigValue, MemoryAcceptsRedisUnitsIgnoringCase) {
+  EXPECT_EQ(SetOnDefaults("maxmemory", "12345").maxmemory, 12345u);
+  EXPECT_EQ(SetOnDefaults("maxmemory", "100b").maxmemory, 100u);
+  EXPECT_EQ(SetOnDefaults("maxmemory", "1k").maxmemory, 1000u);
+  EXPECT_EQ(SetOnDefaults("maxmemory", "1kb").maxmemory, 1024u);
+  EXPECT_EQ(SetOnDefaults("maxmemory", "3m").maxmemory, 3000000u);
+  EXPECT_EQ(SetOnDefaults("maxmemory", "3mb").maxmemory, 3u << 20);
+  EXPECT_EQ(SetOnDefaults("maxmemory", "5g").maxmemory, 5000000000u);
+  EXPECT_EQ(SetOnDefaults("maxmemory", "5gb").maxmemory, 5ull << 30);
+  EXPECT_EQ(SetOnDefaults("maxmemory", "5GB").maxmemory, 5ull << 30);
+  EXPECT_EQ(SetOnDefaults("maxmemory", "5Gb").maxmemory, 5ull << 30);
+  EXPECT_EQ(SetOnDefaults("maxmemory", "7K").maxmemory, 7000u);
+  EXPECT_EQ(SetOnDefaults("maxmemory", "0").maxmemory, 0u);
+}
+
+TEST(SetConfigValue, MemoryRefusesNegativeFractionsAndUnknownUnits) {
+  for (std::string_view bad :
+       {"-1", "-1gb", "1.5gb", "", "gb", "1 gb", "1tb", "1kib", "abc", " 1",
+        "18446744073709551616", "17179869184gb"}) {
+    ExpectRejected("maxmemory", bad, "argument must be a memory value");
+  }
+}
+
+TEST(SetConfigValue, BoundedMemoryNamesItsRange) {
+  ExpectRejected("proto-max-bulk-len", "1000k",
+                 "argument must be between 1048576 and 4294967296 inclusive");
+  ExpectRejected("proto-max-bulk-len", "5gb",
+                 "argument must be between 1048576 and 4294967296 inclusive");
+  ExpectRejected("proto-max-bulk-len", "-5",
+                 "argument must be a memory value between 1048576 and "
+                 "4294967296 inclusive");
+  EXPECT_EQ(SetOnDefaults("proto-max-bulk-len", "1mb").proto_max_bulk_len,
+            1u << 20);
+  EXPECT_EQ(SetOnDefaults("proto-max-bulk-len", "4gb").proto_max_bulk_len,
+            4ull << 30);
+  ExpectRejected("max-filter-memory", "1023",
+                 "argument must be between 1024 and 1099511627776 inclusive");
+  EXPECT_EQ(SetOnDefaults("max-filter-memory", "1kb").max_filter_memory, 1024u);
+  ExpectRejected("client-output-buffer-limit", "0",
+                 "argument must be between 1024 and 1099511627776 inclusive");
+}
+
+TEST(SetConfigValue, BfErrorRateRefusesZeroOneAndText) {
+  ExpectRejected("bf-error-rate", "0",
+                 "argument must be between 0 and 1 exclusive");
+  ExpectRejected("bf-error-rate", "1",
+                 "argument must be between 0 and 1 exclusive");
+  ExpectRejected("bf-error-rate", "-0.5",
+                 "argument must be between 0 and 1 exclusive");
+  ExpectRejected("bf-error-rate", "nan",
+                 "argument must be between 0 and 1 exclusive");
+  ExpectRejected("bf-error-rate", "x",
+                 "argument must be a number between 0 and 1 exclusive");
+  ExpectRejected("bf-error-rate", "",
+                 "argument must be a number between 0 and 1 exclusive");
+  ExpectRejected("bf-error-rate", "0.01x",
+                 "argument must be a number between 0 and 1 exclusive");
+}
+
+TEST(SetConfigValue, BfErrorRateAcceptsDecimalAndExponentForms) {
+  EXPECT_EQ(SetOnDefaults("bf-error-rate", "1e-3").bf_error_rate, 0.001);
+  EXPECT_EQ(SetOnDefaults("bf-error-rate", "0.25").bf_error_rate, 0.25);
+  EXPECT_EQ(
+      GetConfigValue(SetOnDefaults("bf-error-rate", "0.0001"), "bf-error-rate"),
+      "0.0001");
+}
+
+TEST(ConfigParams, DoublesPrintInShortestFixedFormThatRoundTrips) {
+  for (double rate : {0.01, 0.001, 0.0001, 1e-9, 0.123456789012345, 0.07 + 0.1,
+                      5e-324}) {
+    ServerConfig config;
+    config.bf_error_rate = rate;
+    const std::string text = GetConfigValue(config, "bf-error-rate");
+    EXPECT_EQ(text.find('e'), std::string::npos) << text;
+    ServerConfig back;
+    std::string error;
+    ASSERT_TRUE(SetConfigValue(&back, "bf-error-rate", text, &error)) << error;
+    EXPECT_EQ(back.bf_error_rate, rate) << text;
+  }
+  ServerConfig config;
+  config.bf_error_rate = 1e-9;
+  EXPECT_EQ(GetConfigValue(config, "bf-error-rate"), "0.000000001");
+}
+
+TEST(SetConfigValue, BfErrorRateAboveAQuarterIsStoredAsAQuarterLikeRedis8) {
+  const ServerConfig config = SetOnDefaults("bf-error-rate", "0.5");
+  EXPECT_EQ(config.bf_error_rate, 0.25);
+  EXPECT_EQ(GetConfigValue(config, "bf-error-rate"), "0.25");
+  EXPECT_EQ(SetOnDefaults("bf-error-rate", "0.999").bf_error_rate, 0.25);
+}
+
+TEST(SetConfigValue, LoglevelRefusesUnknownLevelListingTheAllowedOnes) {
+  ExpectRejected("loglevel", "verbose",
+                 "invalid loglevel 'verbose': must be one of trace, debug, "
+                 "info, warn, error, critical, off");
+  ExpectRejected("loglevel", "",
+                 "invalid loglevel '': must be one of trace, debug, info, "
+                 "warn, error, critical, off");
+}
+
+TEST(SetConfigValue, LoglevelIgnoresCaseAndIsStoredLowercase) {
+  EXPECT_EQ(SetOnDefaults("loglevel", "WARN").loglevel, "warn");
+  for (std::string_view level :
+       {"trace", "debug", "info", "warn", "error", "critical", "off"}) {
+    EXPECT_EQ(SetOnDefaults("loglevel", level).loglevel, level);
+  }
+}
+
+TEST(SetConfigValue, BindTakesSpacesCommasAndIpv6) {
+  EXPECT_EQ(SetOnDefaults("bind", "127.0.0.1,::1").bind,
+            (std::vector<std::string>{"127.0.0.1", "::1"}));
+  EXPECT_EQ(SetOnDefaults("bind", " 10.0.0.1 , 10.0.0.2  ::1 ").bind,
+            (std::vector<std::string>{"10.0.0.1", "10.0.0.2", "::1"}));
+  EXPECT_EQ(SetOnDefaults("bind", "fe80::1:2").bind,
+            (std::vector<std::string>{"fe80::1:2"}));
+}
+
+TEST(SetConfigValue, BindRefusesEmptyHostNamesAndTooManyAddresses) {
+  ExpectRejected("bind", "", "argument must list at least one address");
+  ExpectRejected("bind", " , ", "argument must list at least one address");
+  ExpectRejected("bind", "127.0.0.1 localhost",
+                 "invalid bind address 'localhost': must be an IPv4 or IPv6 "
+                 "address");
+  ExpectRejected("bind", "256.0.0.1",
+                 "invalid bind address '256.0.0.1': must be an IPv4 or IPv6 "
+                 "address");
+  std::string seventeen;
+  for (int i = 1; i <= 17; ++i) seventeen += "10.0.0." + std::to_string(i) + " ";
+  ExpectRejected("bind", seventeen, "argument must list at most 16 addresses");
+}
+
+TEST(SetConfigValue, StringsAreStoredVerbatimIncludingEmpty) {
+  ServerConfig config;
+  std::string error;
+  ASSERT_TRUE(SetConfigValue(&config, "requirepass", "p@ss", &error));
+  ASSERT_TRUE(SetConfigValue(&config, "requirepass", "", &error));
+  EXPECT_EQ(config.requirepass, "");
+  EXPECT_EQ(SetOnDefaults("logfile", " spaced name.log ").logfile,
+            " spaced name.log ");
+}
+
+TEST(SetConfigValue, EveryRefusedValueLeavesTheWholeConfigUnchanged) {
+  // Start from a non-default config so "unchanged" cannot mean "reset".
+  ServerConfig config;
+  std::string error;
+  ASSERT_TRUE(SetConfigValue(&config, "port", "7000", &error));
+  ASSERT_TRUE(SetConfigValue(&config, "bind", "10.1.1.1 ::1", &error));
+  ASSERT_TRUE(SetConfigValue(&config, "loglevel", "error", &error));
+  ASSERT_TRUE(SetConfigValue(&config, "bf-error-rate", "0.05", &error));
+  const ServerConfig before = config;
+  for (const ConfigParam& param : AllConfigParams()) {
+    if (param.type == ConfigType::kString) continue;  // any text is valid
+    error.clear();
+    EXPECT_FALSE(SetConfigValue(&config, param.name, "not-a-value!", &error))
+        << param.name;
+    EXPECT_FALSE(error.empty()) << param.name;
+    EXPECT_TRUE(config == before) << param.name;
+  }
+}
+
+TEST(ParseMemoryValue, FollowsRedisUnitsAndRefusesOverflow) {
+  EXPECT_EQ(ParseMemoryValue("0"), 0u);
+  EXPECT_EQ(ParseMemoryValue("1kb"), 1024u);
+  EXPECT_EQ(ParseMemoryValue("1KB"), 1024u);
+  EXPECT_EQ(ParseMemoryValue("2M"), 2000000u);
+  EXPECT_EQ(ParseMemoryValue("18446744073709551615"),
+            std::numeric_limits<uint64_t>::max());
+  EXPECT_EQ(ParseMemoryValue("17179869183gb"), 17179869183ull << 30);
+  EXPECT_EQ(ParseMemoryValue("17179869184gb"), std::nullopt);
+  EXPECT_EQ(ParseMemoryValue("18446744073709551616"), std::nullopt);
+  EXPECT_EQ(ParseMemoryValue("-1"), std::nullopt);
+  EXPECT_EQ(ParseMemoryValue("1 kb"), std::nullopt);
+  EXPECT_EQ(ParseMemoryValue("kb"), std::nullopt);
+}
+
+}  // namespace
+}  // namespace bloomgate
