@@ -1,0 +1,59 @@
+// Every connected client, for CLIENT LIST / CLIENT INFO, INFO clients and
+// the maxclients limit. A connection registers when it starts and leaves when
+// it closes; its ClientInfo is shared with the registry so that CLIENT LIST on
+// another thread can read it.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace bloomgate {
+
+struct CommandSpec;
+
+struct ClientInfo {
+  uint64_t id = 0;
+  std::string addr;     // peer "ip:port"
+  std::string laddr;    // local "ip:port"
+  int64_t created_ms = 0;
+  // Written by the owning connection, read by CLIENT LIST elsewhere.
+  std::atomic<int64_t> last_interaction_ms{0};
+  std::atomic<const CommandSpec*> last_command{nullptr};
+  std::atomic<int> resp{2};
+  std::atomic<bool> in_multi{false};
+
+  std::string name() const;
+  std::string lib_name() const;
+  std::string lib_ver() const;
+  void set_name(std::string name);
+  void set_lib_name(std::string lib_name);
+  void set_lib_ver(std::string lib_ver);
+
+  // Redis's CLIENT LIST line for this client (without the newline).
+  std::string Describe(int64_t now_ms) const;
+
+ private:
+  mutable std::mutex mutex_;
+  std::string name_, lib_name_, lib_ver_;
+};
+
+class ClientRegistry {
+ public:
+  std::shared_ptr<ClientInfo> Register(std::string addr, std::string laddr, int64_t now_ms);
+  void Unregister(uint64_t id);
+  std::vector<std::shared_ptr<ClientInfo>> Snapshot() const;
+  size_t count() const { return count_.load(std::memory_order_relaxed); }
+
+ private:
+  mutable std::mutex mutex_;
+  std::map<uint64_t, std::shared_ptr<ClientInfo>> clients_;
+  uint64_t next_id_ = 1;
+  std::atomic<size_t> count_{0};
+};
+
+}  // namespace bloomgate

@@ -1,0 +1,53 @@
+// Per-connection state that commands read and change: protocol version,
+// authentication, and the MULTI/WATCH transaction in progress. Owned by one
+// connection and touched only on its thread.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "server/client_registry.h"
+#include "server/keyspace.h"
+
+namespace bloomgate {
+
+struct CommandSpec;
+
+struct QueuedCommand {
+  const CommandSpec* spec = nullptr;
+  std::vector<std::string> args;  // owned copies: the read buffer moves on
+};
+
+// WATCH remembers the entry a key named (or null if it was missing) and its
+// version; EXEC aborts if either changed. Holding the shared_ptr keeps the
+// entry's address from being reused by a new entry (no ABA).
+struct WatchedKey {
+  std::string key;
+  EntryPtr entry;
+  uint64_t version = 0;
+};
+
+struct ClientState {
+  std::shared_ptr<ClientInfo> info;
+  size_t worker_index = 0;
+  bool resp3 = false;
+  bool authenticated = false;
+  bool close_after_reply = false;  // QUIT, protocol errors
+
+  bool in_multi = false;
+  bool multi_dirty = false;  // a command failed to queue: EXEC aborts
+  std::vector<QueuedCommand> queued;
+  std::vector<WatchedKey> watched;
+
+  void ResetTransaction() {
+    in_multi = false;
+    multi_dirty = false;
+    queued.clear();
+    watched.clear();
+    if (info) info->in_multi.store(false, std::memory_order_relaxed);
+  }
+};
+
+}  // namespace bloomgate

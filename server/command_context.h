@@ -1,0 +1,26 @@
+// What a command handler is given: its arguments, where to write the reply,
+// the calling client, and the shared server state.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+#include "server/client_state.h"
+#include "server/reply_builder.h"
+#include "server/server_context.h"
+
+namespace bloomgate {
+
+struct CommandContext {
+  std::span<const std::string_view> args;  // args[0] is the command name
+  const CommandSpec& spec;
+  ReplyBuilder& reply;
+  ClientState& client;
+  ServerContext& server;
+  int64_t now_ms;
+
+  WorkerCounters& counters() { return server.stats.worker(client.worker_index); }
+};
+
+}  // namespace bloomgate

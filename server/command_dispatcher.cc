@@ -1,0 +1,124 @@
+#include "server/command_dispatcher.h"
+
+#include <chrono>
+#include <optional>
+
+#include "server/command_context.h"
+#include "server/errors.h"
+
+namespace bloomgate {
+namespace {
+
+std::string UnknownCommandText(std::span<const std::string_view> args) {
+  // Redis's text, including its 128-byte caps and the trailing space.
+  std::string quoted;
+  for (size_t i = 1; i < args.size() && quoted.size() < 128; ++i) {
+    quoted += "'";
+    quoted += args[i].substr(0, 128 - quoted.size() + 1);
+    quoted += "' ";
+  }
+  return "ERR unknown command '" + std::string(args[0].substr(0, 128)) +
+         "', with args beginning with: " + quoted;
+}
+
+std::string Upper(std::string_view text) {
+  std::string upper(text);
+  for (char& c : upper) {
+    if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
+  }
+  return upper;
+}
+
+}  // namespace
+
+void CommandStripes(const CommandSpec& spec, std::span<const std::string_view> args,
+                    std::vector<size_t>* stripes, bool* all) {
+  *all = (spec.flags & kCmdAllKeys) != 0;
+  stripes->clear();
+  if (*all) return;
+  std::vector<size_t> indices;
+  CommandTable::KeyIndices(spec, args.size(), &indices);
+  for (size_t index : indices) stripes->push_back(KeyLocks::StripeOf(args[index]));
+}
+
+void RunCommand(ServerContext& server, ClientState& client, const CommandSpec& spec,
+                std::span<const std::string_view> args, ReplyBuilder& reply, bool locks_held) {
+  std::optional<KeyLocks::Guard> guard;
+  if (!locks_held) {
+    std::vector<size_t> stripes;
+    bool all = false;
+    CommandStripes(spec, args, &stripes, &all);
+    if (all) {
+      guard.emplace(server.key_locks.LockAll(/*exclusive=*/false));
+    } else if (!stripes.empty()) {
+      guard.emplace(server.key_locks.Lock(std::move(stripes), /*exclusive=*/false));
+    }
+  }
+  WorkerCounters& counters = server.stats.worker(client.worker_index);
+  uint64_t errors_before = reply.errors_written();
+  auto start = std::chrono::steady_clock::now();
+  // Set first, so CLIENT INFO / LIST describe the command being run.
+  if (client.info) client.info->last_command.store(&spec, std::memory_order_relaxed);
+  CommandContext ctx{args, spec, reply, client, server, NowMs()};
+  spec.handler(ctx);
+  auto usec = std::chrono::duration_cast<std::chrono::microseconds>(
+                  std::chrono::steady_clock::now() - start)
+                  .count();
+  CommandCounters& stats = counters.commands[spec.id];
+  Bump(stats.calls);
+  Bump(stats.usec, static_cast<uint64_t>(usec));
+  if (reply.errors_written() != errors_before) Bump(stats.failed_calls);
+}
+
+void DispatchCommand(ServerContext& server, ClientState& client,
+                     std::span<const std::string_view> args, ReplyBuilder& reply) {
+  WorkerCounters& counters = server.stats.worker(client.worker_index);
+  Bump(counters.commands_processed);
+  const CommandSpec* spec = server.commands.Find(args[0]);
+  auto reject = [&](std::string_view text) {
+    if (client.in_multi) client.multi_dirty = true;
+    reply.Error(text);
+  };
+  if (spec == nullptr) {
+    reject(UnknownCommandText(args));
+    return;
+  }
+  if (!spec->subcommands.empty() && !(args.size() == 1 && spec->handler != nullptr)) {
+    // A container (CLIENT, CONFIG, ...) runs the row of its subcommand; one
+    // with a handler of its own (COMMAND) also runs alone.
+    if (args.size() < 2) {
+      reject("ERR wrong number of arguments for '" + spec->full_name + "' command");
+      Bump(counters.commands[spec->id].rejected_calls);
+      return;
+    }
+    const CommandSpec* sub = CommandTable::FindSubcommand(*spec, args[1]);
+    if (sub == nullptr) {
+      reject("ERR unknown subcommand '" + std::string(args[1].substr(0, 128)) + "'. Try " +
+             Upper(spec->name) + " HELP.");
+      Bump(counters.commands[spec->id].rejected_calls);
+      return;
+    }
+    spec = sub;
+  }
+  if (!CommandTable::ArityMatches(*spec, args.size())) {
+    reject("ERR wrong number of arguments for '" + spec->full_name + "' command");
+    Bump(counters.commands[spec->id].rejected_calls);
+    return;
+  }
+  if (!client.authenticated && (spec->flags & kCmdNoAuth) == 0) {
+    reject(errors::kNoAuth);
+    Bump(counters.commands[spec->id].rejected_calls);
+    return;
+  }
+  if (client.in_multi && (spec->flags & kCmdNoMulti) == 0) {
+    QueuedCommand queued;
+    queued.spec = spec;
+    queued.args.assign(args.begin(), args.end());
+    client.queued.push_back(std::move(queued));
+    reply.SimpleString("QUEUED");
+    return;
+  }
+  RunCommand(server, client, *spec, args, reply, /*locks_held=*/false);
+}
+
+}  // namespace bloomgate

@@ -1,0 +1,103 @@
+// The command table: every command Bloomgate answers is one row here.
+//
+// A row declares the command's shape (arity, optional maximum, flags, key
+// positions) and its handler. Everything that needs to know about commands
+// reads these rows: the dispatcher's arity and existence checks, COMMAND
+// (INFO / DOCS / COUNT / LIST / GETKEYS), INFO commandstats, the key locks a
+// transaction takes, and the README's command list. Handlers therefore never
+// check argument counts for shape.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace bloomgate {
+
+struct CommandContext;
+using CommandHandler = void (*)(CommandContext& ctx);
+
+// Flags, named as Redis names them in COMMAND INFO.
+enum CommandFlag : uint32_t {
+  kCmdWrite = 1u << 0,
+  kCmdReadOnly = 1u << 1,
+  kCmdFast = 1u << 2,
+  kCmdDenyOom = 1u << 3,
+  kCmdAdmin = 1u << 4,
+  kCmdNoAuth = 1u << 5,      // allowed before AUTH (AUTH, HELLO, QUIT)
+  kCmdLoading = 1u << 6,     // allowed while a snapshot is loading
+  kCmdStale = 1u << 7,
+  kCmdNoMulti = 1u << 8,     // not queued inside MULTI (the transaction verbs)
+  kCmdAllKeys = 1u << 9,     // touches the whole keyspace (FLUSHALL, KEYS, SCAN)
+  kCmdNoScript = 1u << 10,
+};
+
+struct CommandSpec {
+  std::string_view name;     // lower case; a subcommand's own word, e.g. "setname"
+  // Redis's convention, counting the command name (and for a subcommand, the
+  // container's name too): N > 0 means exactly N, N < 0 means at least -N.
+  int arity = 0;
+  // Largest argument count accepted, counting the name; 0 = no maximum.
+  int max_args = 0;
+  uint32_t flags = 0;
+  // Key positions: first key index, last key index (-1 = the last argument),
+  // step between keys; all 0 for keyless commands.
+  int first_key = 0;
+  int last_key = 0;
+  int key_step = 0;
+  CommandHandler handler = nullptr;   // null only for containers
+  std::string_view summary;
+  std::string_view group;             // COMMAND DOCS group: "bf", "generic", ...
+  std::string_view since;             // the Redis / RedisBloom version it follows
+  std::vector<CommandSpec> subcommands;
+
+  // Filled in by CommandTable: "client|setname", and a dense index used by
+  // per-thread statistics.
+  std::string full_name;
+  size_t id = 0;
+  const CommandSpec* parent = nullptr;
+};
+
+// Each command family lists its rows in its own file.
+std::vector<CommandSpec> ConnectionCommands();
+std::vector<CommandSpec> IntrospectionCommands();
+std::vector<CommandSpec> ServerCommands();
+std::vector<CommandSpec> KeyspaceCommands();
+std::vector<CommandSpec> TransactionCommands();
+std::vector<CommandSpec> BloomCommands();
+
+class CommandTable {
+ public:
+  // Builds the table from every family; the rows are immutable afterwards,
+  // so worker threads read it without locks.
+  CommandTable();
+
+  // Case-insensitive lookup of a top-level command.
+  const CommandSpec* Find(std::string_view name) const;
+  // Case-insensitive lookup of a subcommand of a container.
+  static const CommandSpec* FindSubcommand(const CommandSpec& container,
+                                           std::string_view name);
+  const std::vector<CommandSpec>& commands() const { return commands_; }
+  // Every row, containers and their subcommands, indexed by CommandSpec::id.
+  const std::vector<const CommandSpec*>& all() const { return all_; }
+
+  // Indices into `args` (args[0] = command name) that name keys.
+  static void KeyIndices(const CommandSpec& spec, size_t argc,
+                         std::vector<size_t>* out);
+  // Whether `argc` fits the row's arity and maximum.
+  static bool ArityMatches(const CommandSpec& spec, size_t argc);
+
+ private:
+  std::vector<CommandSpec> commands_;
+  std::vector<const CommandSpec*> all_;
+  std::unordered_map<std::string, const CommandSpec*> by_name_;
+};
+
+// Lower-cases ASCII; command names and option keywords are case-insensitive.
+std::string AsciiLower(std::string_view text);
+bool EqualsIgnoreCase(std::string_view a, std::string_view b);
+
+}  // namespace bloomgate

@@ -1,0 +1,83 @@
+// Every error text a client can see, in one place.
+//
+// Each text is the whole error line without the leading '-': its first word is
+// the error code the client sees. Most codes are "ERR", but RedisBloom sends
+// some errors with no code at all ("Bad capacity" goes on the wire as
+// "-Bad capacity"), and client libraries match on those exact texts, so they
+// are kept verbatim here (see shared COMPAT.md §1.10).
+#pragma once
+
+#include <string_view>
+
+namespace bloomgate::errors {
+
+// --- Generic (Redis's networking.c / server.c texts) ---
+inline constexpr std::string_view kSyntax = "ERR syntax error";
+inline constexpr std::string_view kNotInteger =
+    "ERR value is not an integer or out of range";
+inline constexpr std::string_view kNotFloat = "ERR value is not a valid float";
+inline constexpr std::string_view kWrongType =
+    "WRONGTYPE Operation against a key holding the wrong kind of value";
+inline constexpr std::string_view kNoAuth = "NOAUTH Authentication required.";
+inline constexpr std::string_view kWrongPass =
+    "WRONGPASS invalid username-password pair or user is disabled.";
+inline constexpr std::string_view kAuthNotConfigured =
+    "ERR AUTH <password> called without any password configured for the "
+    "default user. Are you sure your configuration is correct?";
+inline constexpr std::string_view kNoProto = "NOPROTO unsupported protocol version";
+inline constexpr std::string_view kMaxClients = "ERR max number of clients reached";
+inline constexpr std::string_view kNoSuchKey = "ERR no such key";
+inline constexpr std::string_view kDbIndexOutOfRange = "ERR DB index is out of range";
+inline constexpr std::string_view kOom =
+    "OOM command not allowed when used memory > 'maxmemory'.";
+inline constexpr std::string_view kInvalidExpireTime =
+    "ERR invalid expire time in '%s' command";
+inline constexpr std::string_view kExpireOptionsConflict =
+    "ERR NX and XX, GT or LT options at the same time are not compatible";
+inline constexpr std::string_view kExpireGtLtConflict =
+    "ERR GT and LT options at the same time are not compatible";
+inline constexpr std::string_view kInvalidCursor = "ERR invalid cursor";
+inline constexpr std::string_view kClientNameSpaces =
+    "ERR Client names cannot contain spaces, newlines or special characters.";
+
+// --- Transactions (Redis's multi.c) ---
+inline constexpr std::string_view kMultiNested = "ERR MULTI calls can not be nested";
+inline constexpr std::string_view kExecWithoutMulti = "ERR EXEC without MULTI";
+inline constexpr std::string_view kDiscardWithoutMulti = "ERR DISCARD without MULTI";
+inline constexpr std::string_view kWatchInsideMulti =
+    "ERR WATCH inside MULTI is not allowed";
+inline constexpr std::string_view kExecAbort =
+    "EXECABORT Transaction discarded because of previous errors.";
+
+// --- Bloom filters (RedisBloom, Redis 8 texts) ---
+inline constexpr std::string_view kNotFound = "ERR not found";
+inline constexpr std::string_view kItemExists = "ERR item exists";
+inline constexpr std::string_view kBadErrorRate = "ERR bad error rate";
+inline constexpr std::string_view kErrorRateRange =
+    "ERR error rate must be in the range (0.000000, 1.000000)";
+inline constexpr std::string_view kBadCapacity = "ERR bad capacity";
+inline constexpr std::string_view kCapacityRange =
+    "ERR capacity must be in the range [1, 18446744073709551615]";
+inline constexpr std::string_view kNoExpansion = "ERR no expansion";
+inline constexpr std::string_view kBadExpansion = "ERR bad expansion";
+inline constexpr std::string_view kExpansionRange =
+    "ERR expansion must be in the range [0, 32768]";
+inline constexpr std::string_view kNonScalingCannotExpand =
+    "Nonscaling filters cannot expand";
+inline constexpr std::string_view kInsufficientMemory =
+    "ERR Insufficient memory to create filter";
+inline constexpr std::string_view kNonScalingFull = "ERR non scaling filter is full";
+inline constexpr std::string_view kProblemInserting = "ERR problem inserting into filter";
+inline constexpr std::string_view kInvalidInfoValue = "Invalid information value";
+// BF.INSERT's own texts carry no "ERR" code in RedisBloom.
+inline constexpr std::string_view kInsertBadErrorRate = "Bad error rate";
+inline constexpr std::string_view kInsertBadExpansion = "Bad expansion";
+inline constexpr std::string_view kInsertBadCapacity = "Bad capacity";
+inline constexpr std::string_view kInsertUnknownArgument = "Unknown argument received";
+// Where RedisBloom silently misreads input, we refuse it instead (README
+// "Differences from RedisBloom").
+inline constexpr std::string_view kNoCreateWithOptions =
+    "ERR NOCREATE cannot be combined with CAPACITY or ERROR";
+inline constexpr std::string_view kDuplicateOption = "ERR option given more than once";
+
+}  // namespace bloomgate::errors

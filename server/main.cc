@@ -1,0 +1,84 @@
+// bloomgate: argv, logging, configuration, then serve until stopped.
+#include <spdlog/sinks/basic_file_sink.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+#include <thread>
+
+#include "config/command_line.h"
+#include "config/config_params.h"
+#include "config/server_config.h"
+#include "server/server.h"
+#include "server/server_context.h"
+
+namespace {
+
+bool SetUpLogging(const bloomgate::ServerConfig& config, std::string* error) {
+  try {
+    std::shared_ptr<spdlog::logger> logger;
+    if (config.logfile.empty()) {
+      logger = spdlog::stderr_color_mt("bloomgate");
+    } else {
+      logger = spdlog::basic_logger_mt("bloomgate", config.logfile);
+    }
+    spdlog::set_default_logger(logger);
+    spdlog::set_level(spdlog::level::from_str(config.loglevel));
+    spdlog::flush_on(spdlog::level::info);
+  } catch (const spdlog::spdlog_ex& e) {
+    *error = std::string("cannot open log: ") + e.what();
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace bloomgate;
+  CommandLine command_line;
+  std::vector<std::pair<std::string, std::string>> overrides;
+  std::string error;
+  if (!ParseCommandLine(argc, argv, &command_line, &overrides, &error)) {
+    std::fprintf(stderr, "bloomgate: %s\n(try --help)\n", error.c_str());
+    return 2;
+  }
+  if (command_line.show_help) {
+    std::printf("%s", CommandLineHelp().c_str());
+    return 0;
+  }
+  if (command_line.show_version) {
+    std::printf("bloomgate %s (Redis %s protocol, RedisBloom-compatible BF.*)\n",
+                std::string(kBloomgateVersion).c_str(), std::string(kRedisVersion).c_str());
+    return 0;
+  }
+  ServerConfig config;
+  if (!ResolveConfig(command_line, overrides, &config, &error)) {
+    std::fprintf(stderr, "bloomgate: %s\n", error.c_str());
+    return 1;
+  }
+  if (!SetUpLogging(config, &error)) {
+    std::fprintf(stderr, "bloomgate: %s\n", error.c_str());
+    return 1;
+  }
+  size_t threads = config.threads != 0 ? config.threads
+                                       : std::max(1u, std::thread::hardware_concurrency());
+
+  ServerContext context(config, threads);
+  context.config_file = command_line.config_path;
+  context.executable = argv[0];
+  context.worker_threads = threads;
+  Server server(context, threads);
+  if (!server.Listen(config.bind, config.port, &error)) {
+    spdlog::critical("{}", error);
+    return 1;
+  }
+  context.port = server.bound_port();
+  spdlog::info("bloomgate {} started: port {}, {} worker threads, config {}, maxmemory {} bytes",
+               kBloomgateVersion, context.port, threads,
+               command_line.config_path.empty() ? "(defaults)" : command_line.config_path,
+               context.budget.limit());
+  server.Run();
+  spdlog::info("bye");
+  return 0;
+}

@@ -1,0 +1,38 @@
+// The server's configuration while it runs: start-up values plus what
+// CONFIG SET has changed since. Readers take a copy under a shared lock;
+// CONFIG SET validates on a copy and swaps it in, so a reader never sees a
+// half-applied change. The hot path never reads it: connections copy what
+// they need when they start, filters are created with the defaults of the
+// moment.
+#pragma once
+
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <string_view>
+
+#include "config/server_config.h"
+
+namespace bloomgate {
+
+class RuntimeConfig {
+ public:
+  explicit RuntimeConfig(ServerConfig config) : config_(std::move(config)) {}
+
+  ServerConfig Get() const {
+    std::shared_lock lock(mutex_);
+    return config_;
+  }
+
+  // Applies name/value pairs all-or-nothing; on failure *error names the
+  // offending parameter and nothing changes. `changed` (optional) receives
+  // the resulting configuration.
+  bool Set(const std::vector<std::pair<std::string, std::string>>& pairs,
+           std::string* error, ServerConfig* changed);
+
+ private:
+  mutable std::shared_mutex mutex_;
+  ServerConfig config_;
+};
+
+}  // namespace bloomgate

@@ -1,0 +1,66 @@
+// What every command handler can reach: the keyspace and everything shared
+// by all worker threads. One instance lives as long as the server.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "config/server_config.h"
+#include "filters/limits.h"
+#include "filters/memory_budget.h"
+#include "server/client_registry.h"
+#include "server/command_table.h"
+#include "server/key_locks.h"
+#include "server/keyspace.h"
+#include "server/runtime_config.h"
+#include "server/server_stats.h"
+
+namespace bloomgate {
+
+inline constexpr std::string_view kBloomgateVersion = "0.1.0";
+// The Redis release whose behaviour we follow (COMPAT.md: Redis 8 line), as
+// reported in INFO and HELLO, and the RedisBloom module version libraries
+// look for in INFO modules / MODULE LIST.
+inline constexpr std::string_view kRedisVersion = "8.0.0";
+inline constexpr int kBloomModuleVersion = 80000;
+
+int64_t NowMs();
+
+class ServerContext {
+ public:
+  ServerContext(ServerConfig config, size_t workers);
+
+  // Re-derives the limits that hot paths read from the current config
+  // (memory caps); called at start-up and after CONFIG SET.
+  void ApplyConfig(const ServerConfig& config);
+  FilterLimits filter_limits() const {
+    FilterLimits limits;
+    limits.max_filter_bytes = max_filter_bytes_.load(std::memory_order_relaxed);
+    return limits;
+  }
+
+  RuntimeConfig config;
+  MemoryBudget budget;
+  Keyspace keyspace;
+  KeyLocks key_locks;
+  CommandTable commands;
+  ServerStats stats;
+  ClientRegistry clients;
+
+  // Set by the server: asks it to stop gracefully (SHUTDOWN).
+  std::function<void()> request_shutdown;
+
+  int64_t start_time_ms = 0;
+  std::string run_id;
+  std::string config_file;
+  std::string executable;
+  uint16_t port = 0;
+  size_t worker_threads = 0;
+
+ private:
+  std::atomic<uint64_t> max_filter_bytes_{0};
+};
+
+}  // namespace bloomgate
