@@ -91,21 +91,23 @@ double BlockedFp(double bits_per_key, int probes, int block_bits,
   return std::min(total, 1.0);
 }
 
-// The fewest bits/key (a multiple of kBloomBitsPerKeyStep) at which `probes`
-// probes reach `target`, or infinity if none below kMaxBloomBits bits/key
-// does. BlockedFp falls as bits/key grow, so step up by 1.5x, then bisect.
-double MinBitsPerKey(double target, int probes, double textbook) {
-  const auto distinct = DistinctProbeDistribution(probes, kBloomBlockBits);
-  auto fp = [&](double bpk) { return BlockedFp(bpk, probes, kBloomBlockBits, distinct); };
+// The fewest bits (cells)/key, a multiple of kBloomBitsPerKeyStep, at which
+// `probes` probes into blocks of `block_cells` reach `target`, or infinity if
+// none below MaxBlockedCells cells/key does. BlockedFp falls as cells/key
+// grow, so step up by 1.5x, then bisect.
+double MinBitsPerKey(double target, int probes, double textbook, int block_cells) {
+  const auto distinct = DistinctProbeDistribution(probes, block_cells);
+  auto fp = [&](double bpk) { return BlockedFp(bpk, probes, block_cells, distinct); };
   // A blocked filter never beats the standard optimum, so start there.
   double lo = std::max(textbook, 1.0) * 0.99;
   if (fp(lo) <= target) return std::ceil(lo / kBloomBitsPerKeyStep) * kBloomBitsPerKeyStep;
   double hi = lo;
-  constexpr double kMaxBitsPerKey = static_cast<double>(kMaxBloomBits);
+  const double max_cells_per_key =
+      static_cast<double>(MaxBlockedCells(static_cast<uint32_t>(block_cells)));
   do {
     lo = hi;
     hi *= 1.5;
-    if (hi > kMaxBitsPerKey) return kInfinity;
+    if (hi > max_cells_per_key) return kInfinity;
   } while (fp(hi) > target);
   while (hi - lo > kBloomBitsPerKeyStep) {
     const double mid = (lo + hi) / 2;
@@ -119,8 +121,8 @@ struct ProbeChoice {
   int probes;
 };
 
-// The fewest bits/key over all probe counts for `target`.
-ProbeChoice FewestBitsPerKey(double target) {
+// The fewest bits (cells)/key over all probe counts for `target`.
+ProbeChoice FewestBitsPerKey(double target, int block_cells) {
   constexpr int kMaxProbes = static_cast<int>(kMaxBloomProbes);
   const double textbook = -std::log2(target) / std::log(2.0);
   // The best probe count is unimodal in k: start a little under the standard
@@ -129,10 +131,10 @@ ProbeChoice FewestBitsPerKey(double target) {
   ProbeChoice best;
   best.probes =
       std::clamp(static_cast<int>(std::lround(0.8 * std::log(2.0) * textbook)), 1, kMaxProbes);
-  best.bits_per_key = MinBitsPerKey(target, best.probes, textbook);
+  best.bits_per_key = MinBitsPerKey(target, best.probes, textbook, block_cells);
   for (int step : {-1, +1}) {
     for (int k = best.probes + step; k >= 1 && k <= kMaxProbes; k += step) {
-      const double bpk = MinBitsPerKey(target, k, textbook);
+      const double bpk = MinBitsPerKey(target, k, textbook, block_cells);
       if (!(bpk < best.bits_per_key)) break;
       best = ProbeChoice{bpk, k};
     }
@@ -145,19 +147,20 @@ ProbeChoice FewestBitsPerKey(double target) {
 // default filter it creates, then 0.0025, 0.00125... as they grow. A small
 // per-thread memo makes those ~free without any locking; results are the
 // same with or without it.
-ProbeChoice CachedFewestBitsPerKey(double target) {
+ProbeChoice CachedFewestBitsPerKey(double target, int block_cells) {
   struct Entry {
     double target;  // 0 = empty slot (never a valid target)
+    int block_cells;
     ProbeChoice choice;
   };
   constexpr size_t kEntries = 16;
   thread_local std::array<Entry, kEntries> cache{};
   thread_local size_t next_slot = 0;
   for (const Entry& entry : cache) {
-    if (entry.target == target) return entry.choice;
+    if (entry.target == target && entry.block_cells == block_cells) return entry.choice;
   }
-  const ProbeChoice choice = FewestBitsPerKey(target);
-  cache[next_slot] = Entry{target, choice};
+  const ProbeChoice choice = FewestBitsPerKey(target, block_cells);
+  cache[next_slot] = Entry{target, block_cells, choice};
   next_slot = (next_slot + 1) % kEntries;
   return choice;
 }
@@ -181,26 +184,42 @@ double BlockedBloomFpRate(double bits_per_key, int probes, int block_bits) {
 }
 
 BloomShape ChooseBlockedBloomShape(double fp_rate, uint64_t capacity) {
+  const BlockedShape shape = ChooseBlockedShape(fp_rate, capacity, kBloomBlockBits);
+  return BloomShape{/*bits=*/shape.cells, /*probes=*/shape.probes,
+                    /*bits_per_key=*/shape.cells_per_key, /*predicted_fp=*/shape.predicted_fp};
+}
+
+BlockedShape ChooseBlockedShape(double fp_rate, uint64_t capacity, uint32_t block_cells) {
   constexpr int kMaxProbes = static_cast<int>(kMaxBloomProbes);
+  // Outside 16..512 the shape is refused as absurd (saturated), like a bad
+  // rate: a 64-byte block holds at most 512 one-bit cells, and tinier blocks
+  // make the model's (1 - 1/B)^k underflow its recurrences.
+  constexpr uint32_t kMinBlockCells = 16;
+  constexpr uint32_t kMaxBlockCells = kBloomBlockBits;
+  const uint32_t cells_per_block = std::clamp(block_cells, kMinBlockCells, kMaxBlockCells);
+  const uint64_t max_cells = MaxBlockedCells(cells_per_block);
   const double keys = static_cast<double>(std::max<uint64_t>(capacity, 1));
-  const BloomShape saturated{/*bits=*/kMaxBloomBits, /*probes=*/1,
-                             /*bits_per_key=*/static_cast<double>(kMaxBloomBits) / keys,
-                             /*predicted_fp=*/1.0};
-  if (!(fp_rate > 0 && fp_rate < 1)) return saturated;
-  const ProbeChoice choice = CachedFewestBitsPerKey(fp_rate * kBloomFpSafetyMargin);
+  const BlockedShape saturated{/*cells=*/max_cells, /*block_cells=*/cells_per_block,
+                               /*probes=*/1,
+                               /*cells_per_key=*/static_cast<double>(max_cells) / keys,
+                               /*predicted_fp=*/1.0};
+  if (!(fp_rate > 0 && fp_rate < 1) || cells_per_block != block_cells) return saturated;
+  const int cells_int = static_cast<int>(block_cells);
+  const ProbeChoice choice = CachedFewestBitsPerKey(fp_rate * kBloomFpSafetyMargin, cells_int);
   if (!(choice.bits_per_key < kInfinity)) return saturated;
 
-  // Whole blocks, computed in double: capacity * bits/key can exceed 2^64.
-  const double blocks = std::ceil(keys * choice.bits_per_key / kBloomBlockBits);
-  if (!(blocks < static_cast<double>(kMaxBloomBits / kBloomBlockBits))) return saturated;
-  BloomShape shape;
-  shape.bits = static_cast<uint64_t>(blocks) * kBloomBlockBits;
-  shape.bits_per_key = static_cast<double>(shape.bits) / keys;
+  // Whole blocks, computed in double: capacity * cells/key can exceed 2^64.
+  const double blocks = std::ceil(keys * choice.bits_per_key / block_cells);
+  if (!(blocks < static_cast<double>(max_cells / block_cells))) return saturated;
+  BlockedShape shape;
+  shape.cells = static_cast<uint64_t>(blocks) * block_cells;
+  shape.block_cells = block_cells;
+  shape.cells_per_key = static_cast<double>(shape.cells) / keys;
 
   // Rounding up to blocks can add many bits/key to a small filter (100 keys at
   // 11.75 bits/key become 3 blocks = 15.36 bits/key); re-pick k for what we got.
   int best_k = choice.probes;
-  auto fp_at = [&](int k) { return BlockedBloomFpRate(shape.bits_per_key, k, kBloomBlockBits); };
+  auto fp_at = [&](int k) { return BlockedBloomFpRate(shape.cells_per_key, k, cells_int); };
   double best_fp = fp_at(best_k);
   for (int k = best_k + 1; k <= kMaxProbes; ++k) {
     const double fp = fp_at(k);

@@ -91,4 +91,47 @@ struct BloomShape {
 // the most, which is one reason kMaxBloomLayers is finite.
 BloomShape ChooseBlockedBloomShape(double fp_rate, uint64_t capacity);
 
+// The blocked layout with `block_cells` cells per 64-byte block instead of
+// 512 bits: a counting Bloom filter packs 128 4-bit or 64 8-bit counters into
+// one cache line, and an item's counters all fall into one block. A query is a
+// false positive iff all its cells are non-zero, which is exactly "all its
+// bits are set" in a Bloom filter over the same probes, so the Poisson model
+// of BlockedBloomFpRate applies with block_bits = block_cells.
+struct BlockedShape {
+  uint64_t cells;          // whole blocks of block_cells; MaxBlockedCells(...) if saturated
+  uint32_t block_cells;    // cells per 64-byte block
+  uint32_t probes;         // cells touched per item, all inside one block
+  double cells_per_key;    // cells / capacity (after rounding up to blocks)
+  double predicted_fp;     // BlockedBloomFpRate at that cells_per_key, at capacity
+
+  uint64_t blocks() const { return cells / block_cells; }
+};
+
+// The most cells a shape can have: the same 2^55 - 1 blocks as kMaxBloomBits
+// (so < 2^61 bytes, whatever the cell width).
+constexpr uint64_t MaxBlockedCells(uint32_t block_cells) {
+  return ((uint64_t{1} << 55) - 1) * block_cells;
+}
+static_assert(MaxBlockedCells(kBloomBlockBits) == kMaxBloomBits);
+
+// ChooseBlockedBloomShape for blocks of `block_cells` cells (16..512): the same
+// search, margin and saturation rules (a saturated shape has
+// cells == MaxBlockedCells(block_cells), probes 1, predicted_fp 1).
+// ChooseBlockedShape(p, n, 512) is ChooseBlockedBloomShape(p, n) exactly.
+//
+// Smaller blocks spread the per-block load more (the Poisson tail is fatter
+// relative to the mean), so they need more cells per key. Large capacity,
+// x0.95 margin included (filters_test prints this table):
+//
+//   p       512 cells (Bloom)   128 cells (4-bit)   64 cells (8-bit)
+//   1%        10.11  k=7          11.27  k=6          12.92  k=6
+//   0.5%      11.75  k=7          13.55  k=7          16.11  k=6
+//   0.1%      15.83  k=9          19.97  k=8          26.33  k=8
+//   0.01%     22.47  k=12         32.97  k=10         51.78  k=9
+//
+// So a counting filter at 1% costs 4 x 11.27 = 45.1 bits/key with 4-bit
+// counters and 8 x 12.92 = 103.4 bits/key with 8-bit ones (a scaling filter's
+// first layer is sized for half the rate: 54.2 and 128.9 bits/key).
+BlockedShape ChooseBlockedShape(double fp_rate, uint64_t capacity, uint32_t block_cells);
+
 }  // namespace bloomgate

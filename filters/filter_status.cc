@@ -14,6 +14,10 @@ const char* ToString(FilterStatus status) {
       return "out of memory";
     case FilterStatus::kTooManyLayers:
       return "too many layers";
+    case FilterStatus::kInvalidOptions:
+      return "invalid options";
+    case FilterStatus::kMaxExpansions:
+      return "maximum expansions reached";
   }
   return "unknown filter status";
 }

@@ -17,6 +17,16 @@ enum class FilterStatus {
   kOutOfMemory,
   // Scale-out impossible: the filter already has kMaxBloomLayers layers.
   kTooManyLayers,
+  // Create() was given options outside their documented ranges (a counting
+  // filter's counter width other than 4 or 8, a cuckoo bucket size of 0, ...).
+  // The server validates options first, with RedisBloom's texts, so seeing
+  // this is a server bug; map it to a generic "ERR could not create filter".
+  // (ScalableBloomFilter predates it and reports bad options as
+  // kFilterMemoryLimit.)
+  kInvalidOptions,
+  // A cuckoo filter needs a new sub-filter but already has max_expansions of
+  // them (RedisBloom: "Maximum expansions reached").
+  kMaxExpansions,
 };
 
 // A short lower-case name for logs and test messages, e.g. "filter memory limit".

@@ -41,4 +41,26 @@ constexpr uint32_t kMaxBloomLayers = 64;
 // deepest layer above), so 64 is never the binding limit for a sane request.
 constexpr uint32_t kMaxBloomProbes = 64;
 
+// Counting Bloom filters (CBF.*) reuse kMaxBloomExpansion, kMaxBloomErrorRate
+// and kMaxBloomLayers. Their counters are 4 or 8 bits wide (COUNTERBITS).
+constexpr uint32_t kCountingBloomNarrowCounterBits = 4;  // max 15, 128 per block
+constexpr uint32_t kCountingBloomWideCounterBits = 8;    // max 255, 64 per block
+
+// Cuckoo filters (CF.*), RedisBloom's ranges (Redis 8 config.c and
+// CF.RESERVE): BUCKETSIZE [1, 255], MAXITERATIONS [1, 65535], EXPANSION
+// [0, 32768] (0 = non-scaling), cf-max-expansions [1, 65536] (default 32).
+// CAPACITY must be at least 2 * BUCKETSIZE; there is no fixed upper bound (our
+// caps are on memory), but see kMaxCuckooBuckets.
+constexpr uint32_t kMaxCuckooBucketSize = 255;
+constexpr uint32_t kMaxCuckooIterations = 65535;
+constexpr uint32_t kMaxCuckooExpansion = 32768;
+constexpr uint32_t kMaxCuckooMaxExpansions = 65536;
+constexpr uint32_t kDefaultCuckooMaxExpansions = 32;
+
+// The most buckets one cuckoo sub-filter may have: 2^56, RedisBloom's guard
+// on its 56-bit bucket count. With 255-slot buckets that is < 2^64 bytes, so
+// no byte count overflows; any such filter is refused by the memory caps or
+// fails to allocate long before.
+constexpr uint64_t kMaxCuckooBuckets = uint64_t{1} << 56;
+
 }  // namespace bloomgate

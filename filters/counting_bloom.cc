@@ -1,0 +1,243 @@
+#include "filters/counting_bloom.h"
+
+#include <algorithm>
+#include <bit>
+#include <cstddef>
+#include <new>
+#include <type_traits>
+
+#include "filters/limits.h"
+
+namespace bloomgate {
+namespace {
+
+static_assert(std::atomic<uint64_t>::is_always_lock_free);
+static_assert(sizeof(std::atomic<uint64_t>) == sizeof(uint64_t));
+static_assert(std::is_trivially_destructible_v<std::atomic<uint64_t>>);
+
+constexpr std::align_val_t kBlockAlignment{BlockedCountingBloom::kBlockBytes};
+
+// Lane arithmetic for kBits-bit counters packed in a 64-bit word (SWAR). A
+// "lane mask" has only the lowest bit of each selected lane set, so adding or
+// subtracting it changes each selected counter by exactly one; the callers
+// never add to a lane at its max or subtract from a lane at 0, so no carry or
+// borrow ever crosses into the neighbouring lane.
+template <uint32_t kBits>
+struct Lanes {
+  static_assert(kBits == 4 || kBits == 8);
+  static constexpr uint32_t kPerWord = 64 / kBits;                  // 16 or 8
+  static constexpr uint32_t kBlockCells = 512 / kBits;              // 128 or 64
+  static constexpr uint32_t kCellShift = 64 - std::countr_zero(kBlockCells);  // 57 or 58
+  static constexpr uint64_t kMax = (uint64_t{1} << kBits) - 1;      // 15 or 255
+  static constexpr uint64_t kLow = UINT64_MAX / kMax;  // 0x1111... or 0x0101...
+
+  // The low bit of every lane whose bits are all ones (a saturated counter).
+  static uint64_t Saturated(uint64_t x) {
+    uint64_t m = x;
+    for (uint32_t i = 1; i < kBits; ++i) m &= x >> i;
+    return m & kLow;
+  }
+  // The low bit of every lane that is not zero.
+  static uint64_t NonZero(uint64_t x) {
+    uint64_t m = x;
+    for (uint32_t i = 1; i < kBits; ++i) m |= x >> i;
+    return m & kLow;
+  }
+  static uint64_t Lane(uint64_t word, uint32_t lane) { return (word >> (lane * kBits)) & kMax; }
+};
+
+// The item's distinct cells as one lane mask per word of its block.
+template <uint32_t kBits>
+void GatherCells(uint64_t lo, uint32_t probes, uint64_t (&masks)[8]) {
+  using L = Lanes<kBits>;
+  uint64_t x = lo;
+  for (uint32_t i = 0; i < probes; ++i) {
+    const uint32_t cell = static_cast<uint32_t>(x >> L::kCellShift);
+    masks[cell / L::kPerWord] |= uint64_t{1} << ((cell % L::kPerWord) * kBits);
+    x *= BlockedCountingBloom::kProbeMultiplier;
+  }
+}
+
+}  // namespace
+
+uint64_t BlockedCountingBloom::BytesFor(const BlockedShape& shape) {
+  if (shape.block_cells == 0) return 0;
+  const uint64_t blocks =
+      shape.cells / shape.block_cells + (shape.cells % shape.block_cells != 0 ? 1 : 0);
+  return blocks * kBlockBytes;  // blocks < 2^55, so < 2^61 bytes
+}
+
+std::unique_ptr<BlockedCountingBloom> BlockedCountingBloom::Create(const BlockedShape& shape,
+                                                                   uint32_t counter_bits) {
+  if (counter_bits != kCountingBloomNarrowCounterBits &&
+      counter_bits != kCountingBloomWideCounterBits) {
+    return nullptr;
+  }
+  if (shape.block_cells != BlockCellsFor(counter_bits) || shape.cells == 0 ||
+      shape.cells % shape.block_cells != 0 || shape.probes < 1 ||
+      shape.probes > kMaxBloomProbes) {
+    return nullptr;
+  }
+  const uint64_t bytes = BytesFor(shape);
+  if (bytes > PTRDIFF_MAX) return nullptr;
+  void* raw = ::operator new(static_cast<size_t>(bytes), kBlockAlignment, std::nothrow);
+  if (raw == nullptr) return nullptr;
+  const uint64_t num_blocks = bytes / kBlockBytes;
+  const uint64_t num_words = num_blocks * kWordsPerBlock;
+  auto* words = static_cast<std::atomic<uint64_t>*>(raw);
+  // Start each word's lifetime, zeroed (the compiler turns this into memset).
+  for (uint64_t i = 0; i < num_words; ++i) new (&words[i]) std::atomic<uint64_t>(0);
+  auto* layer = new (std::nothrow) BlockedCountingBloom(words, num_blocks, shape.probes,
+                                                        counter_bits);
+  if (layer == nullptr) {
+    ::operator delete(raw, kBlockAlignment);
+    return nullptr;
+  }
+  return std::unique_ptr<BlockedCountingBloom>(layer);
+}
+
+BlockedCountingBloom::BlockedCountingBloom(std::atomic<uint64_t>* words, uint64_t num_blocks,
+                                           uint32_t probes, uint32_t counter_bits)
+    : words_(words),
+      num_blocks_(num_blocks),
+      probes_(probes),
+      counter_bits_(counter_bits),
+      block_cells_(BlockCellsFor(counter_bits)) {}
+
+BlockedCountingBloom::~BlockedCountingBloom() {
+  // std::atomic<uint64_t> is trivially destructible: just free the array.
+  ::operator delete(static_cast<void*>(words_), kBlockAlignment);
+}
+
+// Memory order: relaxed for every counter access, as for BlockedBloom's bits.
+// Nothing else is published through the counters (no thread reads other
+// memory because it saw a counter), and what the filter promises -- no update
+// lost or doubled -- is a property of each word's modification order, which
+// every read-modify-write on that word joins whatever the order argument: a
+// compare_exchange succeeds only against the latest value, and on failure it
+// reloads `old` so the loop recomputes the change from what is really there.
+// Callers that need "an Add that returned happens-before this lookup" already
+// have that edge (a reply round-trip, a join, the layer list's acquire).
+
+template <uint32_t kBits>
+void BlockedCountingBloom::IncrementImpl(const KeyHash& h) {
+  using L = Lanes<kBits>;
+  uint64_t masks[kWordsPerBlock] = {};
+  GatherCells<kBits>(h.lo, probes_, masks);
+  std::atomic<uint64_t>* const block = BlockFor(h.hi);
+  uint64_t newly_saturated = 0;
+  for (uint64_t w = 0; w < kWordsPerBlock; ++w) {
+    const uint64_t mine = masks[w];
+    if (mine == 0) continue;
+    // Relaxed (see above).
+    uint64_t old = block[w].load(std::memory_order_relaxed);
+    for (;;) {
+      // Saturated counters stay where they are: add only below the max.
+      const uint64_t add = mine & ~L::Saturated(old);
+      if (add == 0) break;  // all of this word's cells are saturated
+      const uint64_t next = old + add;
+      // Relaxed on success and failure (see above); a failure refreshes `old`.
+      if (block[w].compare_exchange_weak(old, next, std::memory_order_relaxed,
+                                         std::memory_order_relaxed)) {
+        // Exactly the lanes this CAS moved to the max: counted once, ever,
+        // since a saturated lane is never changed again.
+        newly_saturated += static_cast<uint64_t>(std::popcount(add & L::Saturated(next)));
+        break;
+      }
+    }
+  }
+  if (newly_saturated != 0) {
+    // Relaxed: a statistic, published through nothing.
+    saturated_.fetch_add(newly_saturated, std::memory_order_relaxed);
+  }
+}
+
+template <uint32_t kBits>
+bool BlockedCountingBloom::DecrementImpl(const KeyHash& h) {
+  using L = Lanes<kBits>;
+  uint64_t masks[kWordsPerBlock] = {};
+  GatherCells<kBits>(h.lo, probes_, masks);
+  std::atomic<uint64_t>* const block = BlockFor(h.hi);
+  bool emptied = false;
+  for (uint64_t w = 0; w < kWordsPerBlock; ++w) {
+    const uint64_t mine = masks[w];
+    if (mine == 0) continue;
+    // Relaxed (see above).
+    uint64_t old = block[w].load(std::memory_order_relaxed);
+    for (;;) {
+      // Never below 0 (no borrow into the next lane), never off the max.
+      const uint64_t sub = mine & L::NonZero(old) & ~L::Saturated(old);
+      if (sub == 0) break;
+      const uint64_t next = old - sub;
+      // Relaxed on success and failure (see above); a failure refreshes `old`.
+      if (block[w].compare_exchange_weak(old, next, std::memory_order_relaxed,
+                                         std::memory_order_relaxed)) {
+        emptied |= (sub & ~L::NonZero(next)) != 0;
+        break;
+      }
+    }
+  }
+  return emptied;
+}
+
+template <uint32_t kBits>
+uint64_t BlockedCountingBloom::MinCounterImpl(const KeyHash& h) const {
+  using L = Lanes<kBits>;
+  const std::atomic<uint64_t>* const block = BlockFor(h.hi);
+  uint64_t min = L::kMax;
+  uint64_t x = h.lo;
+  for (uint32_t i = 0; i < probes_; ++i) {
+    const uint32_t cell = static_cast<uint32_t>(x >> L::kCellShift);
+    // Relaxed (see above).
+    const uint64_t word = block[cell / L::kPerWord].load(std::memory_order_relaxed);
+    min = std::min(min, L::Lane(word, cell % L::kPerWord));
+    // Most misses stop after one or two probes, as in BlockedBloom.
+    if (min == 0) return 0;
+    x *= kProbeMultiplier;
+  }
+  return min;
+}
+
+void BlockedCountingBloom::Increment(const KeyHash& h) {
+  if (counter_bits_ == kCountingBloomNarrowCounterBits) {
+    IncrementImpl<kCountingBloomNarrowCounterBits>(h);
+  } else {
+    IncrementImpl<kCountingBloomWideCounterBits>(h);
+  }
+}
+
+bool BlockedCountingBloom::Decrement(const KeyHash& h) {
+  return counter_bits_ == kCountingBloomNarrowCounterBits
+             ? DecrementImpl<kCountingBloomNarrowCounterBits>(h)
+             : DecrementImpl<kCountingBloomWideCounterBits>(h);
+}
+
+bool BlockedCountingBloom::MayContain(const KeyHash& h) const {
+  return MinCounter(h) != 0;
+}
+
+uint64_t BlockedCountingBloom::MinCounter(const KeyHash& h) const {
+  return counter_bits_ == kCountingBloomNarrowCounterBits
+             ? MinCounterImpl<kCountingBloomNarrowCounterBits>(h)
+             : MinCounterImpl<kCountingBloomWideCounterBits>(h);
+}
+
+uint64_t BlockedCountingBloom::Counter(uint64_t cell) const {
+  const uint32_t per_word = 64 / counter_bits_;
+  // Relaxed (see above).
+  const uint64_t word = words_[cell / per_word].load(std::memory_order_relaxed);
+  return (word >> ((cell % per_word) * counter_bits_)) & max_count();
+}
+
+void BlockedCountingBloom::Prefetch(const KeyHash& h) const {
+  // One line: blocks are 64 bytes and 64-byte aligned. Read intent, keep in
+  // all cache levels (locality 3).
+  __builtin_prefetch(BlockFor(h.hi), /*rw=*/0, /*locality=*/3);
+}
+
+uint64_t BlockedCountingBloom::saturated_counters() const {
+  // Relaxed: a statistic; exact once concurrent updates have finished.
+  return saturated_.load(std::memory_order_relaxed);
+}
+
+}  // namespace bloomgate

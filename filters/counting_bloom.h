@@ -1,0 +1,141 @@
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+
+#include "filters/bloom_math.h"
+#include "filters/key_hash.h"
+
+namespace bloomgate {
+
+// One counting Bloom filter layer in the blocked layout of BlockedBloom: the
+// counters are packed into 64-bit words, eight words (one 64-byte cache line)
+// per block, and all counters of an item fall into one block.
+//
+//   4-bit counters: 128 cells per block, 16 lanes per word
+//     bits of word w:  63..60     ...  11..8       7..4        3..0
+//     cell:            16w+15     ...  16w+2       16w+1       16w
+//   8-bit counters: 64 cells per block, 8 lanes per word
+//     bits of word w:  63..56     ...  15..8       7..0
+//     cell:            8w+7       ...  8w+1        8w
+//
+//   block = fastrange64(hash.hi, num_blocks)                  (as BlockedBloom)
+//   probe i = top log2(block_cells) bits (7 or 6) of hash.lo * M^i,
+//             M = 0x9e3779b97f4a7c15; cell c of the block is lane c % (64/bits)
+//             of word c / (64/bits).
+//
+// A cell is "set" when its counter is non-zero, so MayContain answers exactly
+// as a BlockedBloom with block_bits = block_cells would, and ChooseBlockedShape
+// sizes it with the same model. An item's probes may repeat a cell; Increment
+// and Decrement touch each distinct cell of the item once.
+//
+// Saturation: a counter that reaches max_count() (15 or 255) is never
+// incremented past it and never decremented again. An overflow therefore costs
+// accuracy (the cell stays set after its items are gone, and MinCounter can
+// under-report a count above the maximum) but can never cause a false
+// negative. saturated_counters() counts cells that have become saturated; it
+// grows by exactly one per cell, in the update that took the cell to the max.
+//
+// Thread safety: every operation may run concurrently with any other from any
+// number of threads, without a lock. Each word is updated with a
+// compare-and-swap loop that applies the item's whole change to that word at
+// once, so concurrent increments and decrements of the same counters are never
+// lost or applied twice (CAS failures retry on the fresh value). An item's
+// change to its (up to 8) words is not atomic as a whole: a concurrent reader
+// can see some of its words updated and not others, which for an Increment
+// racing a MayContain just means "not yet added".
+class BlockedCountingBloom {
+ public:
+  static constexpr uint64_t kBlockBytes = 64;    // one cache line
+  static constexpr uint64_t kWordsPerBlock = 8;  // 64-bit words per block
+  static constexpr uint64_t kProbeMultiplier = 0x9e3779b97f4a7c15ull;
+
+  // Cells per block for a counter width: 128 for 4 bits, 64 for 8 bits.
+  static constexpr uint32_t BlockCellsFor(uint32_t counter_bits) {
+    return static_cast<uint32_t>(kBlockBytes * 8) / counter_bits;
+  }
+
+  // Bytes of the counter array for `shape` (whole blocks; < 2^61 bytes).
+  static uint64_t BytesFor(const BlockedShape& shape);
+
+  // A zeroed layer for `shape`, or nullptr if counter_bits is not 4 or 8, the
+  // shape is not for BlockCellsFor(counter_bits)-cell blocks, has no cells or
+  // probes outside [1, kMaxBloomProbes], or the allocation fails. Never
+  // throws. Like BlockedBloom::Create, the array is zeroed here so the memory
+  // is resident from the start.
+  static std::unique_ptr<BlockedCountingBloom> Create(const BlockedShape& shape,
+                                                      uint32_t counter_bits);
+
+  ~BlockedCountingBloom();
+  BlockedCountingBloom(const BlockedCountingBloom&) = delete;
+  BlockedCountingBloom& operator=(const BlockedCountingBloom&) = delete;
+
+  // Adds one to each of the item's distinct counters that is below the max.
+  void Increment(const KeyHash& h);
+
+  // Subtracts one from each of the item's distinct counters that is neither 0
+  // nor saturated. True iff this call took one of them from 1 to 0, so this
+  // layer no longer reports the item. Callers only decrement items the layer
+  // reports (MayContain); a counter already at 0 is left at 0, never wrapped.
+  bool Decrement(const KeyHash& h);
+
+  // True iff all the item's counters are non-zero. No false negatives while
+  // only items that were incremented are decremented. Wait-free.
+  bool MayContain(const KeyHash& h) const;
+
+  // The smallest of the item's counters: 0 iff !MayContain(h); otherwise an
+  // upper bound on its increments minus decrements, unless that minimum is
+  // saturated (then the true figure may be higher).
+  uint64_t MinCounter(const KeyHash& h) const;
+
+  // The counter of cell `cell` (0 <= cell < cells()), for tests and debugging.
+  uint64_t Counter(uint64_t cell) const;
+
+  // Prefetches the item's block (see BlockedBloom::Prefetch).
+  void Prefetch(const KeyHash& h) const;
+
+  uint64_t cells() const { return num_blocks_ * block_cells_; }
+  uint32_t block_cells() const { return block_cells_; }
+  uint32_t probes() const { return probes_; }
+  uint32_t counter_bits() const { return counter_bits_; }
+  uint64_t max_count() const { return (uint64_t{1} << counter_bits_) - 1; }
+  uint64_t bytes() const { return num_blocks_ * kBlockBytes; }
+  // Cells whose counter has reached max_count(); exact once updates are quiet.
+  uint64_t saturated_counters() const;
+
+  // Raw read access for snapshots: num_words() words, block after block, in
+  // the lane layout drawn above.
+  const std::atomic<uint64_t>* words() const { return words_; }
+  uint64_t num_words() const { return num_blocks_ * kWordsPerBlock; }
+
+ private:
+  BlockedCountingBloom(std::atomic<uint64_t>* words, uint64_t num_blocks, uint32_t probes,
+                       uint32_t counter_bits);
+
+  // Lemire's fastrange, as BlockedBloom::BlockFor.
+  std::atomic<uint64_t>* BlockFor(uint64_t hi) const {
+    const uint64_t block =
+        static_cast<uint64_t>((static_cast<unsigned __int128>(hi) * num_blocks_) >> 64);
+    return words_ + block * kWordsPerBlock;
+  }
+
+  template <uint32_t kBits>
+  void IncrementImpl(const KeyHash& h);
+  template <uint32_t kBits>
+  bool DecrementImpl(const KeyHash& h);
+  template <uint32_t kBits>
+  uint64_t MinCounterImpl(const KeyHash& h) const;
+
+  std::atomic<uint64_t>* const words_;  // 64-byte aligned, num_blocks_ * 8 words
+  const uint64_t num_blocks_;
+  const uint32_t probes_;
+  const uint32_t counter_bits_;  // 4 or 8
+  const uint32_t block_cells_;   // 128 or 64
+  // On its own cache line: bumped rarely, but the fields above are read by
+  // every operation and must not share a line that a writer dirties.
+  // Relaxed fetch_add: a statistic, published through nothing.
+  alignas(64) std::atomic<uint64_t> saturated_{0};
+};
+
+}  // namespace bloomgate

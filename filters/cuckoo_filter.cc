@@ -1,0 +1,377 @@
+#include "filters/cuckoo_filter.h"
+
+#include <algorithm>
+#include <cstddef>
+#include <cstring>
+#include <mutex>
+#include <new>
+#include <utility>
+
+#include "filters/memory_reservation.h"
+
+namespace bloomgate {
+namespace {
+
+using internal::PendingReservation;
+using internal::SaturatingAdd;
+using internal::SaturatingMul;
+
+// RedisBloom's auto-compaction threshold in CuckooFilter_Delete: compact when
+// numDeletes > numItems * 0.10 (and there is more than one sub-filter).
+constexpr double kAutoCompactDeleteRatio = 0.10;
+
+// The smallest power of two >= n, for 1 <= n <= 2^63 (RedisBloom's getNextN2).
+uint64_t NextPowerOfTwo(uint64_t n) { return n <= 1 ? 1 : uint64_t{1} << (64 - __builtin_clzll(n - 1)); }
+
+uint8_t* FindInBucket(uint8_t* bucket, uint32_t bucket_size, uint8_t fp) {
+  for (uint32_t s = 0; s < bucket_size; ++s) {
+    if (bucket[s] == fp) return bucket + s;
+  }
+  return nullptr;
+}
+
+uint64_t CountInBucket(const uint8_t* bucket, uint32_t bucket_size, uint8_t fp) {
+  uint64_t n = 0;
+  for (uint32_t s = 0; s < bucket_size; ++s) n += bucket[s] == fp;
+  return n;
+}
+
+}  // namespace
+
+FilterStatus CuckooFilter::Create(const CuckooFilterOptions& options, const FilterLimits& limits,
+                                  MemoryBudget* budget, std::unique_ptr<CuckooFilter>* out) {
+  out->reset();
+  if (options.bucket_size < 1 || options.bucket_size > kMaxCuckooBucketSize ||
+      options.max_iterations < 1 || options.max_iterations > kMaxCuckooIterations ||
+      options.expansion > kMaxCuckooExpansion || options.max_expansions < 1 ||
+      options.max_expansions > kMaxCuckooMaxExpansions ||
+      options.capacity < 2 * uint64_t{options.bucket_size}) {
+    return FilterStatus::kInvalidOptions;
+  }
+  // RedisBloom: numBuckets = getNextN2(capacity / bucketSize), >= 2 here.
+  const uint64_t per_bucket = options.capacity / options.bucket_size;
+  if (per_bucket > kMaxCuckooBuckets) return FilterStatus::kFilterMemoryLimit;
+  const uint64_t base_buckets = NextPowerOfTwo(per_bucket);
+  if (base_buckets > kMaxCuckooBuckets) return FilterStatus::kFilterMemoryLimit;
+  // 0 stays 0 (non-scaling), as getNextN2(0) wraps back to 0 in RedisBloom.
+  const uint32_t expansion =
+      options.expansion == 0 ? 0 : static_cast<uint32_t>(NextPowerOfTwo(options.expansion));
+
+  // Everything the first step allocates, checked against the cap before any
+  // reservation: the filter object, a one-entry sub-filter array, the slots.
+  const uint64_t object_bytes = sizeof(CuckooFilter);
+  const uint64_t first_bytes =
+      object_bytes + sizeof(SubFilter) + base_buckets * options.bucket_size;  // < 2^64
+  if (limits.max_filter_bytes != 0 && first_bytes > limits.max_filter_bytes) {
+    return FilterStatus::kFilterMemoryLimit;
+  }
+  if (budget != nullptr && !budget->TryReserve(object_bytes)) return FilterStatus::kOutOfMemory;
+  PendingReservation reservation(budget, object_bytes);
+  std::unique_ptr<CuckooFilter> filter(new (std::nothrow) CuckooFilter(
+      options, expansion, base_buckets, limits, budget, /*bytes=*/object_bytes));
+  if (filter == nullptr) return FilterStatus::kOutOfMemory;
+  reservation.Keep();  // the filter's destructor releases memory_bytes_ from here on
+  // No other thread can see the filter yet; the lock is for form (and TSan).
+  std::unique_lock lock(filter->mutex_);
+  const FilterStatus status = filter->Grow();
+  lock.unlock();
+  if (status != FilterStatus::kOk) return status;  // ~CuckooFilter releases what it holds
+  *out = std::move(filter);
+  return FilterStatus::kOk;
+}
+
+CuckooFilter::CuckooFilter(const CuckooFilterOptions& options, uint32_t expansion,
+                           uint64_t base_buckets, const FilterLimits& limits, MemoryBudget* budget,
+                           uint64_t bytes)
+    : base_buckets_(base_buckets),
+      bucket_size_(options.bucket_size),
+      max_iterations_(options.max_iterations),
+      expansion_(expansion),
+      max_expansions_(options.max_expansions),
+      limits_(limits),
+      budget_(budget),
+      memory_bytes_(bytes) {}
+
+CuckooFilter::~CuckooFilter() {
+  if (budget_ != nullptr) budget_->Release(memory_bytes_);
+}
+
+FilterStatus CuckooFilter::Grow() {
+  const uint32_t index = num_filters_;
+  // n_k = n_0 x expansion^k, saturating: an absurd size is refused below.
+  uint64_t growth = 1;
+  for (uint32_t i = 0; i < index; ++i) growth = SaturatingMul(growth, expansion_);
+  const uint64_t buckets = SaturatingMul(base_buckets_, growth);
+  if (buckets > kMaxCuckooBuckets) return FilterStatus::kFilterMemoryLimit;
+  const uint64_t slot_bytes = buckets * bucket_size_;  // <= 2^56 * 255 < 2^64
+  const bool new_array = num_filters_ == filters_capacity_;
+  const uint64_t cost = slot_bytes + (new_array ? sizeof(SubFilter) : 0);
+  if (limits_.max_filter_bytes != 0 &&
+      SaturatingAdd(memory_bytes_, cost) > limits_.max_filter_bytes) {
+    return FilterStatus::kFilterMemoryLimit;
+  }
+  if (budget_ != nullptr && !budget_->TryReserve(cost)) return FilterStatus::kOutOfMemory;
+  PendingReservation reservation(budget_, cost);
+
+  if (slot_bytes > PTRDIFF_MAX) return FilterStatus::kOutOfMemory;
+  // Value-initialised: zeroed (all slots empty) and resident from the start,
+  // so what the budget counts is what the process holds.
+  std::unique_ptr<uint8_t[]> slots(new (std::nothrow) uint8_t[static_cast<size_t>(slot_bytes)]());
+  if (slots == nullptr) return FilterStatus::kOutOfMemory;
+  if (new_array) {
+    // One more entry, exactly: growth is rare and bounded by max_expansions.
+    std::unique_ptr<SubFilter[]> grown(new (std::nothrow) SubFilter[filters_capacity_ + 1]);
+    if (grown == nullptr) return FilterStatus::kOutOfMemory;
+    std::move(filters_.get(), filters_.get() + num_filters_, grown.get());
+    filters_ = std::move(grown);
+    ++filters_capacity_;
+  }
+  filters_[index].slots = std::move(slots);
+  filters_[index].num_buckets = buckets;
+  ++num_filters_;
+  memory_bytes_ += cost;
+  reservation.Keep();
+  return FilterStatus::kOk;
+}
+
+uint8_t* CuckooFilter::FreeSlot(const SubFilter& sub, uint8_t fp, uint64_t index) const {
+  if (uint8_t* slot = FindInBucket(Bucket(sub, index), bucket_size_, 0)) return slot;
+  return FindInBucket(Bucket(sub, AltIndex(index, fp)), bucket_size_, 0);
+}
+
+bool CuckooFilter::Contains(uint8_t fp, uint64_t i1) const {
+  for (uint32_t k = num_filters_; k-- > 0;) {
+    const SubFilter& sub = filters_[k];
+    if (FindInBucket(Bucket(sub, i1), bucket_size_, fp) != nullptr ||
+        FindInBucket(Bucket(sub, AltIndex(i1, fp)), bucket_size_, fp) != nullptr) {
+      return true;
+    }
+  }
+  return false;
+}
+
+uint32_t CuckooFilter::VictimSlot(uint64_t seed, uint32_t kick) const {
+  // splitmix64's finaliser over (seed, kick), then fastrange to the bucket.
+  // (A plain multiply is not enough: seed + kick * odd constant changes the
+  // top bit almost every step, which is round-robin again.)
+  uint64_t x = seed + (uint64_t{kick} + 1) * 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  x ^= x >> 31;
+  return static_cast<uint32_t>(((x >> 32) * bucket_size_) >> 32);
+}
+
+bool CuckooFilter::KickInsert(SubFilter& sub, uint8_t fp, uint64_t i1) {
+  const uint64_t mask = sub.num_buckets - 1;
+  uint64_t bucket = i1 & mask;
+  uint8_t carried = fp;
+  for (uint32_t kick = 0; kick < max_iterations_; ++kick) {
+    // Put the carried fingerprint in the victim slot and carry the evicted
+    // one to ITS other bucket.
+    std::swap(sub.slots[bucket * bucket_size_ + VictimSlot(i1, kick)], carried);
+    bucket = AltIndex(bucket, carried) & mask;
+    if (uint8_t* slot = FindInBucket(sub.slots.get() + bucket * bucket_size_, bucket_size_, 0)) {
+      *slot = carried;
+      return true;
+    }
+  }
+  // No room: undo the kicks, last first. Each step is the exact inverse of
+  // one above (alt is an involution, and the victim slot of each kick is
+  // recomputed), so the sub-filter ends byte for byte as it began and
+  // `carried` is fp again.
+  for (uint32_t kick = max_iterations_; kick-- > 0;) {
+    bucket = AltIndex(bucket, carried) & mask;
+    std::swap(sub.slots[bucket * bucket_size_ + VictimSlot(i1, kick)], carried);
+  }
+  return false;
+}
+
+FilterStatus CuckooFilter::Insert(uint8_t fp, uint64_t i1) {
+  for (uint32_t k = num_filters_; k-- > 0;) {
+    if (uint8_t* slot = FreeSlot(filters_[k], fp, i1)) {
+      *slot = fp;
+      ++items_;
+      return FilterStatus::kOk;
+    }
+  }
+  if (KickInsert(filters_[num_filters_ - 1], fp, i1)) {
+    ++items_;
+    return FilterStatus::kOk;
+  }
+  if (!scaling()) return FilterStatus::kFull;
+  if (num_filters_ >= max_expansions_) return FilterStatus::kMaxExpansions;
+  const FilterStatus status = Grow();
+  if (status != FilterStatus::kOk) return status;
+  // The new sub-filter is empty: bucket i1 has a free slot.
+  *FreeSlot(filters_[num_filters_ - 1], fp, i1) = fp;
+  ++items_;
+  return FilterStatus::kOk;
+}
+
+FilterStatus CuckooFilter::Add(const KeyHash& h) {
+  std::unique_lock lock(mutex_);
+  return Insert(FingerprintOf(h), h.hi);
+}
+
+FilterStatus CuckooFilter::AddIfAbsent(const KeyHash& h, bool* added) {
+  *added = false;
+  const uint8_t fp = FingerprintOf(h);
+  std::unique_lock lock(mutex_);
+  if (Contains(fp, h.hi)) return FilterStatus::kOk;
+  const FilterStatus status = Insert(fp, h.hi);
+  *added = status == FilterStatus::kOk;
+  return status;
+}
+
+bool CuckooFilter::MayContain(const KeyHash& h) const {
+  const uint8_t fp = FingerprintOf(h);
+  std::shared_lock lock(mutex_);
+  return Contains(fp, h.hi);
+}
+
+uint64_t CuckooFilter::Count(const KeyHash& h) const {
+  const uint8_t fp = FingerprintOf(h);
+  std::shared_lock lock(mutex_);
+  uint64_t total = 0;
+  for (uint32_t k = 0; k < num_filters_; ++k) {
+    const SubFilter& sub = filters_[k];
+    const uint8_t* b1 = Bucket(sub, h.hi);
+    const uint8_t* b2 = Bucket(sub, AltIndex(h.hi, fp));
+    total += CountInBucket(b1, bucket_size_, fp);
+    if (b2 != b1) total += CountInBucket(b2, bucket_size_, fp);
+  }
+  return total;
+}
+
+bool CuckooFilter::Remove(const KeyHash& h) {
+  const uint8_t fp = FingerprintOf(h);
+  std::unique_lock lock(mutex_);
+  for (uint32_t k = num_filters_; k-- > 0;) {
+    const SubFilter& sub = filters_[k];
+    uint8_t* slot = FindInBucket(Bucket(sub, h.hi), bucket_size_, fp);
+    if (slot == nullptr) slot = FindInBucket(Bucket(sub, AltIndex(h.hi, fp)), bucket_size_, fp);
+    if (slot == nullptr) continue;
+    *slot = 0;
+    --items_;
+    ++deletes_;
+    if (num_filters_ > 1 &&
+        static_cast<double>(deletes_) > static_cast<double>(items_) * kAutoCompactDeleteRatio) {
+      CompactFrom(/*keep_going=*/false);
+    }
+    return true;
+  }
+  return false;
+}
+
+void CuckooFilter::Compact() {
+  std::unique_lock lock(mutex_);
+  CompactFrom(/*keep_going=*/true);
+}
+
+void CuckooFilter::CompactFrom(bool keep_going) {
+  for (uint32_t k = num_filters_; k-- > 1;) {
+    SubFilter& sub = filters_[k];
+    bool emptied = true;
+    for (uint64_t b = 0; b < sub.num_buckets; ++b) {
+      uint8_t* bucket = sub.slots.get() + b * bucket_size_;
+      for (uint32_t s = 0; s < bucket_size_; ++s) {
+        const uint8_t fp = bucket[s];
+        if (fp == 0) continue;
+        // b is i1 or i2 of this fingerprint's item, masked to n_k; masked
+        // further to an older sub-filter's n_j <= n_k it is that item's bucket
+        // there, and AltIndex gives the other one.
+        uint8_t* home = nullptr;
+        for (uint32_t j = 0; j < k && home == nullptr; ++j) home = FreeSlot(filters_[j], fp, b);
+        if (home == nullptr) {
+          emptied = false;
+          continue;
+        }
+        *home = fp;
+        bucket[s] = 0;
+      }
+    }
+    if (emptied && k == num_filters_ - 1) {
+      // Free the newest sub-filter; the array entry stays for reuse.
+      const uint64_t bytes = sub.num_buckets * bucket_size_;
+      sub.slots.reset();
+      sub.num_buckets = 0;
+      --num_filters_;
+      memory_bytes_ -= bytes;
+      if (budget_ != nullptr) budget_->Release(bytes);
+    } else if (!emptied && !keep_going) {
+      break;  // the sub-filters below cannot be freed either
+    }
+  }
+  deletes_ = 0;
+}
+
+CuckooFilterInfo CuckooFilter::Info() const {
+  std::shared_lock lock(mutex_);
+  return CuckooFilterInfo{
+      /*size=*/memory_bytes_,
+      /*num_buckets=*/base_buckets_,
+      /*num_filters=*/num_filters_,
+      /*items=*/items_,
+      /*deletes=*/deletes_,
+      /*bucket_size=*/bucket_size_,
+      /*expansion=*/expansion_,
+      /*max_iterations=*/max_iterations_,
+  };
+}
+
+uint64_t CuckooFilter::memory_bytes() const {
+  std::shared_lock lock(mutex_);
+  return memory_bytes_;
+}
+
+uint64_t CuckooFilter::num_buckets() const { return base_buckets_; }
+
+uint64_t CuckooFilter::total_buckets() const {
+  std::shared_lock lock(mutex_);
+  uint64_t total = 0;
+  for (uint32_t k = 0; k < num_filters_; ++k) total += filters_[k].num_buckets;
+  return total;
+}
+
+uint32_t CuckooFilter::num_filters() const {
+  std::shared_lock lock(mutex_);
+  return num_filters_;
+}
+
+uint64_t CuckooFilter::items() const {
+  std::shared_lock lock(mutex_);
+  return items_;
+}
+
+uint64_t CuckooFilter::deletes() const {
+  std::shared_lock lock(mutex_);
+  return deletes_;
+}
+
+std::vector<CuckooSubFilterInfo> CuckooFilter::SubFilters() const {
+  std::shared_lock lock(mutex_);
+  std::vector<CuckooSubFilterInfo> infos;
+  infos.reserve(num_filters_);
+  for (uint32_t k = 0; k < num_filters_; ++k) {
+    const SubFilter& sub = filters_[k];
+    const uint64_t bytes = sub.num_buckets * bucket_size_;
+    uint64_t occupied = 0;
+    for (uint64_t i = 0; i < bytes; ++i) occupied += sub.slots[i] != 0;
+    infos.push_back(CuckooSubFilterInfo{sub.num_buckets, bytes, occupied});
+  }
+  return infos;
+}
+
+uint64_t CuckooFilter::CopySlots(uint32_t filter, uint64_t offset, uint8_t* out,
+                                 uint64_t len) const {
+  std::shared_lock lock(mutex_);
+  if (filter >= num_filters_) return 0;
+  const SubFilter& sub = filters_[filter];
+  const uint64_t bytes = sub.num_buckets * bucket_size_;
+  if (offset >= bytes) return 0;
+  const uint64_t n = std::min(len, bytes - offset);
+  std::memcpy(out, sub.slots.get() + offset, static_cast<size_t>(n));
+  return n;
+}
+
+}  // namespace bloomgate
