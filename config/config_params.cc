@@ -322,6 +322,40 @@ const std::vector<ConfigParam>& BuildTable() {
                            &c->bf_expansion_factor, e);
        },
        [](const C& c) { return std::to_string(c.bf_expansion_factor); }},
+      {"cbf-counter-bits", "counter width of counting Bloom filters created implicitly",
+       /*runtime_settable=*/true, ConfigType::kEnum, "<4|8>",
+       [](C* c, V v, S* e) {
+         if (v != "4" && v != "8") {
+           *e = "argument must be 4 or 8";
+           return false;
+         }
+         c->cbf_counter_bits = v == "4" ? 4 : 8;
+         return true;
+       },
+       [](const C& c) { return std::to_string(c.cbf_counter_bits); }},
+      {"cf-bucket-size", "fingerprints per bucket of cuckoo filters created implicitly",
+       /*runtime_settable=*/true, ConfigType::kInteger, "<1-255>",
+       [](C* c, V v, S* e) { return SetInteger(v, 1, 255, &c->cf_bucket_size, e); },
+       [](const C& c) { return std::to_string(c.cf_bucket_size); }},
+      {"cf-initial-size", "capacity of cuckoo filters created implicitly",
+       /*runtime_settable=*/true, ConfigType::kInteger, "<2-1073741824>",
+       [](C* c, V v, S* e) { return SetInteger(v, 2, kMaxBfInitialSize, &c->cf_initial_size, e); },
+       [](const C& c) { return std::to_string(c.cf_initial_size); }},
+      {"cf-max-iterations", "cuckoo kicks before a cuckoo filter grows",
+       /*runtime_settable=*/true, ConfigType::kInteger, "<1-65535>",
+       [](C* c, V v, S* e) { return SetInteger(v, 1, 65535, &c->cf_max_iterations, e); },
+       [](const C& c) { return std::to_string(c.cf_max_iterations); }},
+      {"cf-expansion-factor",
+       "growth factor of cuckoo filters created implicitly; 0 = non-scaling",
+       /*runtime_settable=*/true, ConfigType::kInteger, "<0-32768>",
+       [](C* c, V v, S* e) {
+         return SetInteger(v, 0, kMaxBfExpansionFactor, &c->cf_expansion_factor, e);
+       },
+       [](const C& c) { return std::to_string(c.cf_expansion_factor); }},
+      {"cf-max-expansions", "sub-filters a cuckoo filter may have",
+       /*runtime_settable=*/true, ConfigType::kInteger, "<1-65536>",
+       [](C* c, V v, S* e) { return SetInteger(v, 1, 65536, &c->cf_max_expansions, e); },
+       [](const C& c) { return std::to_string(c.cf_max_expansions); }},
   };
   return kTable;
 }
@@ -331,7 +365,7 @@ const std::vector<ConfigParam>& BuildTable() {
 const std::vector<ConfigParam>& AllConfigParams() { return BuildTable(); }
 
 const ConfigParam* FindConfigParam(std::string_view name) {
-  // A linear scan of 15 rows: lookups happen at start-up and on CONFIG
+  // A linear scan of a few dozen rows: lookups happen at start-up and on CONFIG
   // GET/SET, never per data command, so a map would buy nothing.
   for (const ConfigParam& param : AllConfigParams()) {
     if (EqualsIgnoreCase(param.name, name)) return &param;

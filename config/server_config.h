@@ -48,6 +48,16 @@ struct ServerConfig {
   uint64_t bf_initial_size = 100;
   // 0 = non-scaling filters.
   uint32_t bf_expansion_factor = 2;
+  // Counter width of counting Bloom filters created implicitly (CBF.ADD on
+  // a missing key): 4 or 8 bits. The other CBF defaults are the bf-* ones.
+  uint32_t cbf_counter_bits = 4;
+  // Defaults for cuckoo filters created implicitly (CF.ADD on a missing key),
+  // named, bounded and defaulted as in Redis 8 (COMPAT.md §1.2).
+  uint32_t cf_bucket_size = 2;
+  uint64_t cf_initial_size = 1024;
+  uint32_t cf_max_iterations = 20;
+  uint32_t cf_expansion_factor = 1;  // 0 = non-scaling
+  uint32_t cf_max_expansions = 32;
 
   // For tests and for "did anything change" checks after CONFIG SET.
   bool operator==(const ServerConfig&) const = default;

@@ -1,69 +1,50 @@
 // BF.*: RedisBloom-compatible scalable Bloom filter commands.
 //
-// Ops (find, create, add) work on filters and return statuses; the cmd
-// functions parse arguments, call the ops and write the reply. Reply shapes
-// and error texts follow RedisBloom (Redis 8), see shared COMPAT.md §1.4-1.5;
-// where RedisBloom silently misreads input (options matched by first letter
-// or searched across the whole argument list) we refuse it instead.
+// Ops (create, add) work on filters and return statuses; the cmd functions
+// parse arguments, call the ops and write the reply. Reply shapes and error
+// texts follow RedisBloom (Redis 8), see shared COMPAT.md §1.4-1.5; where
+// RedisBloom silently misreads input (options matched by first letter or
+// searched across the whole argument list) we refuse it instead.
 #include <optional>
 #include <vector>
 
 #include "filters/key_hash.h"
-#include "server/arg_parser.h"
+#include "server/bloom_options.h"
 #include "server/command_context.h"
 #include "server/command_table.h"
 #include "server/errors.h"
+#include "server/filter_lookup.h"
+#include "server/info_reply.h"
 
 namespace bloomgate {
-namespace {
 
-// ---------------------------------------------------------------- ops ----
-
-struct BloomParams {
-  double error_rate = 0.01;
-  uint64_t capacity = 100;
-  uint32_t expansion = 2;  // 0 = non-scaling
-};
-
-BloomParams DefaultBloomParams(const ServerContext& server) {
-  ServerConfig config = server.config.Get();
-  return BloomParams{config.bf_error_rate, config.bf_initial_size,
-                     config.bf_expansion_factor};
-}
-
-// The entry under `key` if it is a Bloom filter. On a missing key returns
-// null with *error unset; on another type sets *error to WRONGTYPE.
-EntryPtr FindBloom(CommandContext& ctx, std::string_view key,
-                   std::optional<std::string_view>* error) {
-  EntryPtr entry = ctx.server.keyspace.Find(key, ctx.now_ms);
-  if (entry == nullptr) {
-    Bump(ctx.counters().keyspace_misses);
-    return nullptr;
-  }
-  Bump(ctx.counters().keyspace_hits);
-  if (entry->bloom() == nullptr) {
-    *error = errors::kWrongType;
-    return nullptr;
-  }
-  return entry;
-}
-
-std::string_view AddFailureText(FilterStatus status) {
+std::string_view BloomAddFailureText(FilterStatus status) {
   switch (status) {
     case FilterStatus::kFull:
       return errors::kNonScalingFull;
     case FilterStatus::kOutOfMemory:
       return errors::kOom;
+    case FilterStatus::kOk:
     case FilterStatus::kFilterMemoryLimit:
     case FilterStatus::kTooManyLayers:
-    case FilterStatus::kOk:
+    case FilterStatus::kInvalidOptions:
+    case FilterStatus::kMaxExpansions:
       break;
   }
   return errors::kProblemInserting;
 }
 
-// Creates a filter under `key` unless one appeared meanwhile; returns the
-// entry now stored, or null with *error set.
+void ReplyBoolsThenError(ReplyBuilder& reply, const std::vector<bool>& results,
+                         std::optional<std::string_view> error) {
+  reply.ArrayHeader(results.size() + (error ? 1 : 0));
+  for (bool result : results) reply.Bool(result);
+  if (error) reply.Error(*error);
+}
+
+namespace {
+
+// ---------------------------------------------------------------- ops ----
+
 EntryPtr CreateBloom(CommandContext& ctx, std::string_view key, const BloomParams& params,
                      bool fail_if_exists, std::optional<std::string_view>* error) {
   ScalableBloomOptions options;
@@ -71,58 +52,28 @@ EntryPtr CreateBloom(CommandContext& ctx, std::string_view key, const BloomParam
   options.capacity = params.capacity;
   options.expansion = params.expansion;
   std::unique_ptr<ScalableBloomFilter> filter;
-  FilterStatus status = ScalableBloomFilter::Create(options, ctx.server.filter_limits(),
-                                                    &ctx.server.budget, &filter);
-  if (status != FilterStatus::kOk) {
-    // RedisBloom's one text for every creation failure (all are memory
-    // limits: the parameters were validated before).
+  if (ScalableBloomFilter::Create(options, ctx.server.filter_limits(), &ctx.server.budget,
+                                  &filter) != FilterStatus::kOk) {
+    // RedisBloom's one text for every creation failure; all are memory
+    // limits, the parameters having been validated before.
     *error = errors::kInsufficientMemory;
     return nullptr;
   }
-  bool inserted = false;
-  EntryPtr entry = ctx.server.keyspace.Insert(
-      key, std::make_shared<KeyEntry>(std::move(filter)), ctx.now_ms, &inserted);
-  if (!inserted) {
-    if (entry->bloom() == nullptr) {
-      *error = errors::kWrongType;
-      return nullptr;
-    }
-    if (fail_if_exists) {
-      *error = errors::kItemExists;
-      return nullptr;
-    }
-  }
-  return entry;
+  return StoreNewFilter(ctx, key, std::move(filter), fail_if_exists, error);
 }
 
-// How a command that adds items treats a missing key.
-struct CreateRule {
-  bool create = true;  // false: NOCREATE, a missing key is "ERR not found"
-  // Parameters given with the command; anything unset comes from the config
-  // defaults, which are only read when a filter is actually created.
-  std::optional<double> error_rate;
-  std::optional<uint64_t> capacity;
-  std::optional<uint32_t> expansion;
-};
-
-// The filter under `key`, created by `rule` when missing.
 EntryPtr FindOrCreateBloom(CommandContext& ctx, std::string_view key, const CreateRule& rule,
                            std::optional<std::string_view>* error) {
-  EntryPtr entry = FindBloom(ctx, key, error);
+  EntryPtr entry = FindFilter<ScalableBloomFilter>(ctx, key, error);
   if (entry != nullptr || error->has_value()) return entry;
   if (!rule.create) {
     *error = errors::kNotFound;
     return nullptr;
   }
-  BloomParams params = DefaultBloomParams(ctx.server);
-  params.error_rate = rule.error_rate.value_or(params.error_rate);
-  params.capacity = rule.capacity.value_or(params.capacity);
-  params.expansion = rule.expansion.value_or(params.expansion);
-  return CreateBloom(ctx, key, params, /*fail_if_exists=*/false, error);
+  return CreateBloom(ctx, key, rule.Resolve(ctx.server), /*fail_if_exists=*/false, error);
 }
 
-// Adds items in order, stopping at the first failure (RedisBloom truncates
-// BF.MADD's reply there: the results so far, then the error).
+// Adds items in order, stopping at the first failure.
 struct AddOutcome {
   std::vector<bool> added;
   std::optional<std::string_view> error;
@@ -137,63 +88,16 @@ AddOutcome AddItems(KeyEntry& entry, std::span<const std::string_view> items) {
     bool added = false;
     FilterStatus status = filter.Add(HashKey(item), &added);
     if (status != FilterStatus::kOk) {
-      outcome.error = AddFailureText(status);
+      outcome.error = BloomAddFailureText(status);
       break;
     }
     outcome.added.push_back(added);
     changed |= added;
   }
+  // WATCH sees a change only when the filter changed; an add of an item the
+  // filter already holds changes nothing.
   if (changed) entry.MarkModified();
   return outcome;
-}
-
-void ReplyAddOutcome(ReplyBuilder& reply, const AddOutcome& outcome) {
-  reply.ArrayHeader(outcome.added.size() + (outcome.error ? 1 : 0));
-  for (bool added : outcome.added) reply.Bool(added);
-  if (outcome.error) reply.Error(*outcome.error);
-}
-
-// BF.RESERVE's counts: a negative number is out of range (RedisBloom reads
-// them as signed integers and range-checks them), anything else that is not
-// a number is `bad`.
-uint64_t NextCount(ArgParser& parser, std::string_view bad, std::string_view out_of_range) {
-  std::string_view text = parser.Next(bad);
-  uint64_t value = 0;
-  int64_t negative = 0;
-  if (parser.failed() || ParseUint64(text, &value)) return value;
-  parser.Fail(ParseInt64(text, &negative) ? out_of_range : bad);
-  return 0;
-}
-
-// Parses EXPANSION / NONSCALING as BF.RESERVE takes them; they may come in
-// any order after the positional arguments.
-void ParseReserveOptions(ArgParser& parser, BloomParams* params) {
-  bool nonscaling = false;
-  std::optional<uint64_t> expansion;
-  while (parser.HasNext() && !parser.failed()) {
-    if (parser.Accept("EXPANSION")) {
-      if (expansion) parser.Fail(errors::kDuplicateOption);
-      if (!parser.HasNext()) parser.Fail(errors::kNoExpansion);
-      uint64_t value = NextCount(parser, errors::kBadExpansion, errors::kExpansionRange);
-      if (!parser.failed() && value > kMaxBloomExpansion) parser.Fail(errors::kExpansionRange);
-      expansion = value;
-    } else if (parser.Accept("NONSCALING")) {
-      if (nonscaling) parser.Fail(errors::kDuplicateOption);
-      nonscaling = true;
-    } else {
-      parser.Fail(errors::kSyntax);
-    }
-  }
-  if (parser.failed()) return;
-  if (nonscaling && expansion && *expansion != 0) {
-    parser.Fail(errors::kNonScalingCannotExpand);
-    return;
-  }
-  if (nonscaling) {
-    params->expansion = 0;
-  } else if (expansion) {
-    params->expansion = static_cast<uint32_t>(*expansion);
-  }
 }
 
 // ---------------------------------------------------------------- cmds ---
@@ -202,20 +106,12 @@ void ParseReserveOptions(ArgParser& parser, BloomParams* params) {
 void CmdReserve(CommandContext& ctx) {
   ArgParser parser(ctx.args, 2);
   BloomParams params = DefaultBloomParams(ctx.server);
-  params.error_rate = parser.NextDouble(errors::kBadErrorRate, errors::kBadErrorRate);
-  if (!parser.failed() && !(params.error_rate > 0 && params.error_rate < 1)) {
-    parser.Fail(errors::kErrorRateRange);
-  }
-  params.capacity = NextCount(parser, errors::kBadCapacity, errors::kCapacityRange);
-  if (!parser.failed() && params.capacity == 0) parser.Fail(errors::kCapacityRange);
-  ParseReserveOptions(parser, &params);
+  ParseReserveArgs(parser, /*counting=*/false, &params);
   if (parser.failed()) {
     ctx.reply.Error(parser.error());
     return;
   }
-  std::optional<std::string_view> error;
-  EntryPtr existing = FindBloom(ctx, ctx.args[1], &error);
-  if (existing != nullptr) error = errors::kItemExists;
+  std::optional<std::string_view> error = ReserveConflict<ScalableBloomFilter>(ctx, ctx.args[1]);
   if (!error) CreateBloom(ctx, ctx.args[1], params, /*fail_if_exists=*/true, &error);
   if (error) {
     ctx.reply.Error(*error);
@@ -248,7 +144,8 @@ void CmdMAdd(CommandContext& ctx) {
     ctx.reply.Error(*error);
     return;
   }
-  ReplyAddOutcome(ctx.reply, AddItems(*entry, ctx.args.subspan(2)));
+  AddOutcome outcome = AddItems(*entry, ctx.args.subspan(2));
+  ReplyBoolsThenError(ctx.reply, outcome.added, outcome.error);
 }
 
 // BF.INSERT key [CAPACITY capacity] [ERROR error] [EXPANSION expansion]
@@ -256,58 +153,10 @@ void CmdMAdd(CommandContext& ctx) {
 void CmdInsert(CommandContext& ctx) {
   ArgParser parser(ctx.args, 2);
   CreateRule rule;
-  bool nonscaling = false;
-  std::optional<uint64_t> expansion;
-  bool items_found = false;
-  while (parser.HasNext() && !parser.failed()) {
-    if (parser.Accept("ITEMS")) {
-      items_found = true;
-      break;
-    }
-    if (parser.Accept("CAPACITY")) {
-      if (rule.capacity) parser.Fail(errors::kDuplicateOption);
-      rule.capacity = parser.NextUint64(errors::kInsertBadCapacity, errors::kInsertBadCapacity);
-      if (!parser.failed() && *rule.capacity == 0) parser.Fail(errors::kInsertBadCapacity);
-    } else if (parser.Accept("ERROR")) {
-      if (rule.error_rate) parser.Fail(errors::kDuplicateOption);
-      rule.error_rate =
-          parser.NextDouble(errors::kInsertBadErrorRate, errors::kInsertBadErrorRate);
-      if (!parser.failed() && !(*rule.error_rate > 0 && *rule.error_rate < 1)) {
-        parser.Fail(errors::kInsertBadErrorRate);
-      }
-    } else if (parser.Accept("EXPANSION")) {
-      if (expansion) parser.Fail(errors::kDuplicateOption);
-      expansion = parser.NextUint64(errors::kInsertBadExpansion, errors::kInsertBadExpansion);
-      if (!parser.failed() && *expansion > kMaxBloomExpansion) {
-        parser.Fail(errors::kInsertBadExpansion);
-      }
-    } else if (parser.Accept("NOCREATE")) {
-      if (!rule.create) parser.Fail(errors::kDuplicateOption);
-      rule.create = false;
-    } else if (parser.Accept("NONSCALING")) {
-      if (nonscaling) parser.Fail(errors::kDuplicateOption);
-      nonscaling = true;
-    } else {
-      parser.Fail(errors::kInsertUnknownArgument);
-    }
-  }
-  if (!parser.failed() && (!items_found || !parser.HasNext())) {
-    parser.Fail("ERR wrong number of arguments for 'bf.insert' command");
-  }
-  if (!parser.failed() && !rule.create && (rule.capacity || rule.error_rate)) {
-    parser.Fail(errors::kNoCreateWithOptions);
-  }
-  if (!parser.failed() && nonscaling && expansion && *expansion != 0) {
-    parser.Fail(errors::kNonScalingCannotExpand);
-  }
+  ParseInsertArgs(parser, "bf.insert", /*counting=*/false, &rule);
   if (parser.failed()) {
     ctx.reply.Error(parser.error());
     return;
-  }
-  if (nonscaling) {
-    rule.expansion = 0;
-  } else if (expansion) {
-    rule.expansion = static_cast<uint32_t>(*expansion);
   }
   std::optional<std::string_view> error;
   EntryPtr entry = FindOrCreateBloom(ctx, ctx.args[1], rule, &error);
@@ -315,13 +164,14 @@ void CmdInsert(CommandContext& ctx) {
     ctx.reply.Error(*error);
     return;
   }
-  ReplyAddOutcome(ctx.reply, AddItems(*entry, parser.Rest()));
+  AddOutcome outcome = AddItems(*entry, parser.Rest());
+  ReplyBoolsThenError(ctx.reply, outcome.added, outcome.error);
 }
 
 // BF.EXISTS key item
 void CmdExists(CommandContext& ctx) {
   std::optional<std::string_view> error;
-  EntryPtr entry = FindBloom(ctx, ctx.args[1], &error);
+  EntryPtr entry = FindFilter<ScalableBloomFilter>(ctx, ctx.args[1], &error);
   if (error) {
     ctx.reply.Error(*error);
     return;
@@ -332,7 +182,7 @@ void CmdExists(CommandContext& ctx) {
 // BF.MEXISTS key item [item ...]
 void CmdMExists(CommandContext& ctx) {
   std::optional<std::string_view> error;
-  EntryPtr entry = FindBloom(ctx, ctx.args[1], &error);
+  EntryPtr entry = FindFilter<ScalableBloomFilter>(ctx, ctx.args[1], &error);
   if (error) {
     ctx.reply.Error(*error);
     return;
@@ -347,7 +197,7 @@ void CmdMExists(CommandContext& ctx) {
 // BF.CARD key
 void CmdCard(CommandContext& ctx) {
   std::optional<std::string_view> error;
-  EntryPtr entry = FindBloom(ctx, ctx.args[1], &error);
+  EntryPtr entry = FindFilter<ScalableBloomFilter>(ctx, ctx.args[1], &error);
   if (error) {
     ctx.reply.Error(*error);
     return;
@@ -357,105 +207,71 @@ void CmdCard(CommandContext& ctx) {
 
 // BF.INFO key [CAPACITY | SIZE | FILTERS | ITEMS | EXPANSION]
 void CmdInfo(CommandContext& ctx) {
-  struct Field {
-    std::string_view selector;
-    std::string_view name;
-  };
-  // RedisBloom's order and names; client libraries read them by name.
-  static constexpr Field kFields[] = {
-      {"CAPACITY", "Capacity"},
-      {"SIZE", "Size"},
-      {"FILTERS", "Number of filters"},
-      {"ITEMS", "Number of items inserted"},
-      {"EXPANSION", "Expansion rate"},
-  };
-  std::optional<size_t> selected;
-  if (ctx.args.size() == 3) {
-    for (size_t i = 0; i < std::size(kFields); ++i) {
-      if (EqualsIgnoreCase(ctx.args[2], kFields[i].selector)) selected = i;
-    }
-    if (!selected) {
-      ctx.reply.Error(errors::kInvalidInfoValue);
-      return;
-    }
-  }
   std::optional<std::string_view> error;
-  EntryPtr entry = FindBloom(ctx, ctx.args[1], &error);
+  EntryPtr entry = FindFilter<ScalableBloomFilter>(ctx, ctx.args[1], &error);
   if (entry == nullptr) {
     ctx.reply.Error(error ? *error : errors::kNotFound);
     return;
   }
   const ScalableBloomFilter& filter = *entry->bloom();
-  auto write_value = [&](size_t field) {
-    switch (field) {
-      case 0: ctx.reply.Integer(static_cast<int64_t>(filter.capacity())); break;
-      case 1: ctx.reply.Integer(static_cast<int64_t>(entry->MemoryUsage())); break;
-      case 2: ctx.reply.Integer(filter.num_layers()); break;
-      case 3: ctx.reply.Integer(static_cast<int64_t>(filter.items())); break;
-      default:
-        if (filter.scaling()) {
-          ctx.reply.Integer(filter.expansion());
-        } else {
-          ctx.reply.Null();
-        }
-    }
+  auto integer = [](uint64_t value) {
+    return [value](ReplyBuilder& reply) { reply.Integer(static_cast<int64_t>(value)); };
   };
-  if (selected) {
-    // RESP2: a singleton array; RESP3: a one-entry map (RedisBloom).
-    if (ctx.reply.resp3()) {
-      ctx.reply.MapHeader(1);
-      ctx.reply.SimpleString(kFields[*selected].name);
-    } else {
-      ctx.reply.ArrayHeader(1);
-    }
-    write_value(*selected);
-    return;
-  }
-  ctx.reply.MapHeader(std::size(kFields));
-  for (size_t i = 0; i < std::size(kFields); ++i) {
-    ctx.reply.SimpleString(kFields[i].name);
-    write_value(i);
-  }
+  // RedisBloom's order and names; client libraries read them by name.
+  const InfoField fields[] = {
+      {"CAPACITY", "Capacity", integer(filter.capacity())},
+      {"SIZE", "Size", integer(entry->MemoryUsage())},
+      {"FILTERS", "Number of filters", integer(filter.num_layers())},
+      {"ITEMS", "Number of items inserted", integer(filter.items())},
+      {"EXPANSION", "Expansion rate",
+       [&filter](ReplyBuilder& reply) {
+         // nil for a non-scaling filter, as RedisBloom.
+         if (filter.scaling()) {
+           reply.Integer(filter.expansion());
+         } else {
+           reply.Null();
+         }
+       }},
+  };
+  std::optional<std::string_view> selector;
+  if (ctx.args.size() == 3) selector = ctx.args[2];
+  ReplyInfoFields(ctx.reply, fields, selector);
 }
 
 }  // namespace
 
 std::vector<CommandSpec> BloomCommands() {
+  // Flags as RedisBloom registers them (COMPAT.md §1.4): writes are
+  // "write deny-oom", reads "readonly fast".
   constexpr uint32_t kWriteOom = kCmdWrite | kCmdDenyOom;
   constexpr uint32_t kReadFast = kCmdReadOnly | kCmdFast;
+  auto row = [](std::string_view name, int arity, int max_args, uint32_t flags,
+                CommandHandler handler, std::string_view summary, std::string_view since) {
+    return CommandSpec{.name = name, .arity = arity, .max_args = max_args, .flags = flags,
+                       .first_key = 1, .last_key = 1, .key_step = 1, .handler = handler,
+                       .summary = summary, .group = "bf", .since = since};
+  };
   return {
-      {.name = "bf.reserve", .arity = -4, .max_args = 7, .flags = kWriteOom | kCmdFast,
-       .first_key = 1, .last_key = 1, .key_step = 1, .handler = CmdReserve,
-       .summary = "Creates a new Bloom filter", .group = "bf", .since = "1.0.0"},
-      {.name = "bf.add", .arity = 3, .flags = kWriteOom | kCmdFast, .first_key = 1,
-       .last_key = 1, .key_step = 1, .handler = CmdAdd,
-       .summary = "Adds an item to a Bloom filter", .group = "bf", .since = "1.0.0"},
-      {.name = "bf.madd", .arity = -3, .flags = kWriteOom | kCmdFast, .first_key = 1,
-       .last_key = 1, .key_step = 1, .handler = CmdMAdd,
-       .summary = "Adds one or more items to a Bloom filter. A filter will be created if it "
-                  "does not exist",
-       .group = "bf", .since = "1.0.0"},
-      {.name = "bf.insert", .arity = -4, .flags = kWriteOom, .first_key = 1, .last_key = 1,
-       .key_step = 1, .handler = CmdInsert,
-       .summary = "Adds one or more items to a Bloom filter. A filter will be created if it "
-                  "does not exist",
-       .group = "bf", .since = "1.0.0"},
-      {.name = "bf.exists", .arity = 3, .flags = kReadFast, .first_key = 1, .last_key = 1,
-       .key_step = 1, .handler = CmdExists,
-       .summary = "Checks whether an item exists in a Bloom filter", .group = "bf",
-       .since = "1.0.0"},
-      {.name = "bf.mexists", .arity = -3, .flags = kReadFast, .first_key = 1, .last_key = 1,
-       .key_step = 1, .handler = CmdMExists,
-       .summary = "Checks whether one or more items exist in a Bloom filter", .group = "bf",
-       .since = "1.0.0"},
-      {.name = "bf.card", .arity = 2, .flags = kReadFast, .first_key = 1, .last_key = 1,
-       .key_step = 1, .handler = CmdCard,
-       .summary = "Returns the cardinality of a Bloom filter", .group = "bf",
-       .since = "2.4.4"},
-      {.name = "bf.info", .arity = -2, .max_args = 3, .flags = kReadFast, .first_key = 1,
-       .last_key = 1, .key_step = 1, .handler = CmdInfo,
-       .summary = "Returns information about a Bloom filter", .group = "bf",
-       .since = "1.0.0"},
+      row("bf.reserve", -4, 7, kWriteOom, CmdReserve, "Creates a new Bloom filter",
+          "1.0.0"),
+      row("bf.add", 3, 0, kWriteOom, CmdAdd, "Adds an item to a Bloom filter",
+          "1.0.0"),
+      row("bf.madd", -3, 0, kWriteOom, CmdMAdd,
+          "Adds one or more items to a Bloom filter. A filter will be created if it does not "
+          "exist",
+          "1.0.0"),
+      row("bf.insert", -4, 0, kWriteOom, CmdInsert,
+          "Adds one or more items to a Bloom filter. A filter will be created if it does not "
+          "exist",
+          "1.0.0"),
+      row("bf.exists", 3, 0, kReadFast, CmdExists,
+          "Checks whether an item exists in a Bloom filter", "1.0.0"),
+      row("bf.mexists", -3, 0, kReadFast, CmdMExists,
+          "Checks whether one or more items exist in a Bloom filter", "1.0.0"),
+      row("bf.card", 2, 0, kReadFast, CmdCard, "Returns the cardinality of a Bloom filter",
+          "2.4.4"),
+      row("bf.info", -2, 3, kReadFast, CmdInfo, "Returns information about a Bloom filter",
+          "1.0.0"),
   };
 }
 

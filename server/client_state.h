@@ -20,12 +20,14 @@ struct QueuedCommand {
   std::vector<std::string> args;  // owned copies: the read buffer moves on
 };
 
-// WATCH remembers the entry a key named (or null if it was missing) and its
-// version; EXEC aborts if either changed. Holding the shared_ptr keeps the
-// entry's address from being reused by a new entry (no ABA).
+// WATCH remembers which entry a key named (its unique id, 0 if the key was
+// missing) and that entry's version; EXEC aborts if either changed. Ids are
+// never reused, so a deleted and re-created key is always seen as changed,
+// and a watcher holds no reference that would keep a deleted filter's
+// memory alive.
 struct WatchedKey {
   std::string key;
-  EntryPtr entry;
+  uint64_t entry_id = 0;
   uint64_t version = 0;
 };
 

@@ -55,7 +55,10 @@ void RunCommand(ServerContext& server, ClientState& client, const CommandSpec& s
     }
   }
   WorkerCounters& counters = server.stats.worker(client.worker_index);
-  uint64_t errors_before = reply.errors_written();
+  Bump(counters.commands_processed);
+  // A command failed when its own reply is an error; errors inside an
+  // array (EXEC's results, a truncated BF.MADD) belong to others.
+  size_t reply_start = reply.buffer()->size();
   auto start = std::chrono::steady_clock::now();
   // Set first, so CLIENT INFO / LIST describe the command being run.
   if (client.info) client.info->last_command.store(&spec, std::memory_order_relaxed);
@@ -67,13 +70,14 @@ void RunCommand(ServerContext& server, ClientState& client, const CommandSpec& s
   CommandCounters& stats = counters.commands[spec.id];
   Bump(stats.calls);
   Bump(stats.usec, static_cast<uint64_t>(usec));
-  if (reply.errors_written() != errors_before) Bump(stats.failed_calls);
+  if (reply.buffer()->size() > reply_start && (*reply.buffer())[reply_start] == '-') {
+    Bump(stats.failed_calls);
+  }
 }
 
 void DispatchCommand(ServerContext& server, ClientState& client,
                      std::span<const std::string_view> args, ReplyBuilder& reply) {
   WorkerCounters& counters = server.stats.worker(client.worker_index);
-  Bump(counters.commands_processed);
   const CommandSpec* spec = server.commands.Find(args[0]);
   auto reject = [&](std::string_view text) {
     if (client.in_multi) client.multi_dirty = true;

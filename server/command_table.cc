@@ -24,8 +24,9 @@ bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
 }
 
 CommandTable::CommandTable() {
-  for (auto family : {ConnectionCommands, IntrospectionCommands, ServerCommands, KeyspaceCommands, TransactionCommands,
-                      BloomCommands}) {
+  for (auto family : {ConnectionCommands, IntrospectionCommands, ServerCommands,
+                      KeyspaceCommands, TransactionCommands, BloomCommands,
+                      CountingBloomCommands, CuckooCommands}) {
     for (CommandSpec& spec : family()) commands_.push_back(std::move(spec));
   }
   std::sort(commands_.begin(), commands_.end(),

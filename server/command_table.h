@@ -68,6 +68,8 @@ std::vector<CommandSpec> ServerCommands();
 std::vector<CommandSpec> KeyspaceCommands();
 std::vector<CommandSpec> TransactionCommands();
 std::vector<CommandSpec> BloomCommands();
+std::vector<CommandSpec> CountingBloomCommands();
+std::vector<CommandSpec> CuckooCommands();
 
 class CommandTable {
  public:

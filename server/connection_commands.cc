@@ -244,7 +244,9 @@ std::vector<CommandSpec> ConnectionCommands() {
        .since = "1.0.0"},
       {.name = "echo", .arity = 2, .flags = kCmdFast, .handler = CmdEcho,
        .summary = "Returns the given string", .group = "connection", .since = "1.0.0"},
-      {.name = "quit", .arity = -1, .flags = kConn | kCmdNoAuth, .handler = CmdQuit,
+      // QUIT runs at once even inside MULTI, as in Redis.
+      {.name = "quit", .arity = -1, .flags = kConn | kCmdNoAuth | kCmdNoMulti,
+       .handler = CmdQuit,
        .summary = "Closes the connection", .group = "connection", .since = "1.0.0"},
       {.name = "select", .arity = 2, .flags = kConn, .handler = CmdSelect,
        .summary = "Changes the selected database (only database 0 exists)",

@@ -78,6 +78,34 @@ inline constexpr std::string_view kInsertUnknownArgument = "Unknown argument rec
 // "Differences from RedisBloom").
 inline constexpr std::string_view kNoCreateWithOptions =
     "ERR NOCREATE cannot be combined with CAPACITY or ERROR";
+inline constexpr std::string_view kNoCreateWithCounterBits =
+    "ERR NOCREATE cannot be combined with COUNTERBITS";
 inline constexpr std::string_view kDuplicateOption = "ERR option given more than once";
+
+// --- Counting Bloom filters (CBF.*, ours) ---
+inline constexpr std::string_view kBadCounterBits = "ERR COUNTERBITS must be 4 or 8";
+
+// --- Cuckoo filters (RedisBloom, Redis 8 texts) ---
+inline constexpr std::string_view kCfBadCapacity = "Bad capacity";
+inline constexpr std::string_view kCfBadMaxIterations = "Couldn't parse MAXITERATIONS";
+inline constexpr std::string_view kCfMaxIterationsRange =
+    "MAXITERATIONS: value must be in the range [1, 65535]";
+inline constexpr std::string_view kCfBadBucketSize = "Couldn't parse BUCKETSIZE";
+inline constexpr std::string_view kCfBucketSizeRange =
+    "BUCKETSIZE: value must be in the range [1, 255]";
+inline constexpr std::string_view kCfBadExpansion = "Couldn't parse EXPANSION";
+inline constexpr std::string_view kCfExpansionRange =
+    "EXPANSION: value must be in the range [0, 32768]";
+// Our capacity bound is memory, not RedisBloom's 2^30 (README).
+inline constexpr std::string_view kCfCapacityRange =
+    "Capacity must be in the range [2 * BUCKETSIZE, 18446744073709551615]";
+inline constexpr std::string_view kCfInsertCapacityRange =
+    "Capacity must be in the range [cf-bucket-size * 2, 18446744073709551615]";
+inline constexpr std::string_view kCfMaxExpansions = "Maximum expansions reached";
+inline constexpr std::string_view kCfFull = "Filter is full";
+inline constexpr std::string_view kCfInsufficientMemory = "ERR Insufficient memory";
+inline constexpr std::string_view kCfDelNotFound = "Not found";
+inline constexpr std::string_view kCfCompactNotFound = "Cuckoo filter was not found";
+inline constexpr std::string_view kCouldNotCreateFilter = "ERR Could not create filter";
 
 }  // namespace bloomgate::errors

@@ -36,6 +36,11 @@ std::vector<std::string_view> FlagNames(const CommandSpec& spec) {
   return names;
 }
 
+// The filter families, which Redis lists as the "bf" module's commands.
+bool IsFilterCommand(const CommandSpec& spec) {
+  return spec.group == "bf" || spec.group == "cbf" || spec.group == "cf";
+}
+
 std::vector<std::string_view> AclCategories(const CommandSpec& spec) {
   std::vector<std::string_view> categories;
   if (spec.flags & kCmdWrite) categories.push_back("@write");
@@ -45,7 +50,8 @@ std::vector<std::string_view> AclCategories(const CommandSpec& spec) {
     categories.push_back("@admin");
     categories.push_back("@dangerous");
   }
-  if (spec.group == "bf") categories.push_back("@bloom");
+  if (spec.group == "bf" || spec.group == "cbf") categories.push_back("@bloom");
+  if (spec.group == "cf") categories.push_back("@cuckoo");
   if (spec.group == "generic" || (spec.flags & kCmdAllKeys)) categories.push_back("@keyspace");
   if (spec.group == "connection") categories.push_back("@connection");
   if (spec.group == "transactions") categories.push_back("@transaction");
@@ -108,7 +114,7 @@ void ReplyCommandDocs(ReplyBuilder& reply, const CommandSpec& spec) {
   reply.Bulk("since");
   reply.Bulk(spec.since);
   reply.Bulk("group");
-  reply.Bulk(spec.group == "bf" ? "module" : spec.group);
+  reply.Bulk(IsFilterCommand(spec) ? "module" : spec.group);
   if (!spec.subcommands.empty()) {
     reply.Bulk("subcommands");
     reply.MapHeader(spec.subcommands.size());
@@ -185,7 +191,7 @@ void CmdCommandList(CommandContext& ctx) {
   for (const CommandSpec* spec : ctx.server.commands.all()) {
     bool keep = true;
     if (EqualsIgnoreCase(filter, "MODULE")) {
-      keep = EqualsIgnoreCase(value, "bf") && spec->group == "bf";
+      keep = EqualsIgnoreCase(value, "bf") && IsFilterCommand(*spec);
     } else if (EqualsIgnoreCase(filter, "ACLCAT")) {
       auto categories = AclCategories(*spec);
       keep = std::any_of(categories.begin(), categories.end(), [&](std::string_view c) {

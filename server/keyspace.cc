@@ -11,18 +11,13 @@ namespace bloomgate {
 std::string_view TypeName(KeyType type) {
   switch (type) {
     case KeyType::kBloom:
-      return "MBbloom--";
+      return "MBbloom--";  // RedisBloom's module type names, as TYPE shows them
+    case KeyType::kCuckoo:
+      return "MBbloomCF";
+    case KeyType::kCountingBloom:
+      return "BGcountBF";  // ours, in the same nine-character style
   }
   return "none";
-}
-
-KeyEntry::KeyEntry(std::unique_ptr<ScalableBloomFilter> bloom) : value_(std::move(bloom)) {}
-
-KeyType KeyEntry::type() const { return KeyType::kBloom; }
-
-ScalableBloomFilter* KeyEntry::bloom() const {
-  auto* bloom = std::get_if<std::unique_ptr<ScalableBloomFilter>>(&value_);
-  return bloom == nullptr ? nullptr : bloom->get();
 }
 
 uint64_t KeyEntry::MemoryUsage() const {
@@ -96,6 +91,7 @@ bool Keyspace::Erase(std::string_view key, int64_t now_ms) {
   bool live = !it->second->ExpiredAt(now_ms);
   doomed = it->second;
   EraseLocked(shard, it);
+  if (!live) expired_keys_.fetch_add(1, std::memory_order_relaxed);
   lock.unlock();
   return live;
 }
@@ -128,9 +124,11 @@ Keyspace::RenameStatus Keyspace::Rename(std::string_view src, std::string_view d
   EntryPtr replaced;  // destroyed after the locks are released
   auto dst_it = dst_shard.entries.find(dst);
   if (dst_it != dst_shard.entries.end()) {
-    if (nx && !dst_it->second->ExpiredAt(now_ms)) return RenameStatus::kTargetExists;
+    bool expired = dst_it->second->ExpiredAt(now_ms);
+    if (nx && !expired) return RenameStatus::kTargetExists;
     replaced = dst_it->second;
     EraseLocked(dst_shard, dst_it);
+    if (expired) expired_keys_.fetch_add(1, std::memory_order_relaxed);
   }
   EntryPtr moving = src_it->second;
   int64_t deadline = moving->expire_at_ms();

@@ -25,22 +25,36 @@
 #include <variant>
 #include <vector>
 
+#include "filters/cuckoo_filter.h"
 #include "filters/scalable_bloom.h"
+#include "filters/scalable_counting_bloom.h"
 
 namespace bloomgate {
 
-enum class KeyType { kBloom };
+// In the order of KeyEntry's variant alternatives.
+enum class KeyType { kBloom, kCountingBloom, kCuckoo };
 
 // The name TYPE and SCAN TYPE use; RedisBloom's module type names.
 std::string_view TypeName(KeyType type);
 
 class KeyEntry {
  public:
-  explicit KeyEntry(std::unique_ptr<ScalableBloomFilter> bloom);
+  template <typename Filter>
+  explicit KeyEntry(std::unique_ptr<Filter> filter)
+      : value_(std::move(filter)), id_(NextId()) {}
 
-  KeyType type() const;
-  // The stored filter, or null when the entry holds another type.
-  ScalableBloomFilter* bloom() const;
+  // Unique for the life of the process (WATCH compares it).
+  uint64_t id() const { return id_; }
+
+  KeyType type() const { return static_cast<KeyType>(value_.index()); }
+  // The stored filter if it is a `Filter`, else null (the key holds another
+  // type: WRONGTYPE).
+  template <typename Filter>
+  Filter* get() const {
+    auto* held = std::get_if<std::unique_ptr<Filter>>(&value_);
+    return held == nullptr ? nullptr : held->get();
+  }
+  ScalableBloomFilter* bloom() const { return get<ScalableBloomFilter>(); }
   uint64_t MemoryUsage() const;
 
   // 0 = no deadline; otherwise Unix time in milliseconds.
@@ -59,7 +73,16 @@ class KeyEntry {
 
  private:
   friend class Keyspace;
-  std::variant<std::unique_ptr<ScalableBloomFilter>> value_;
+  static uint64_t NextId() {
+    // Relaxed: only uniqueness matters, and fetch_add gives it.
+    static std::atomic<uint64_t> next{1};
+    return next.fetch_add(1, std::memory_order_relaxed);
+  }
+
+  std::variant<std::unique_ptr<ScalableBloomFilter>, std::unique_ptr<CountingBloomFilter>,
+               std::unique_ptr<CuckooFilter>>
+      value_;
+  const uint64_t id_;
   std::atomic<int64_t> expire_at_ms_{0};
   std::atomic<uint64_t> version_{0};
 };

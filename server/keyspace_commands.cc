@@ -68,8 +68,9 @@ void CmdScan(CommandContext& ctx) {
     if (parser.Accept("MATCH")) {
       pattern = parser.Next(errors::kSyntax);
     } else if (parser.Accept("COUNT")) {
-      count = parser.NextUint64(errors::kSyntax, errors::kNotInteger);
-      if (!parser.failed() && count < 1) parser.Fail(errors::kSyntax);
+      int64_t requested = parser.NextInt64(errors::kSyntax, errors::kNotInteger);
+      if (!parser.failed() && requested < 1) parser.Fail(errors::kSyntax);
+      count = static_cast<uint64_t>(requested);
     } else if (parser.Accept("TYPE")) {
       type = parser.Next(errors::kSyntax);
     } else {

@@ -6,6 +6,7 @@
 // command on those keys runs in between; clients working on other keys are
 // not held up. Atomicity is Redis's: a command that fails at run time does
 // not undo the others; a command that failed to queue aborts EXEC.
+#include <algorithm>
 #include <vector>
 
 #include "server/command_context.h"
@@ -38,7 +39,7 @@ void CmdDiscard(CommandContext& ctx) {
 bool WatchedKeysUnchanged(CommandContext& ctx) {
   for (const WatchedKey& watched : ctx.client.watched) {
     EntryPtr now = ctx.server.keyspace.Find(watched.key, ctx.now_ms);
-    if (now != watched.entry) return false;
+    if ((now == nullptr ? 0 : now->id()) != watched.entry_id) return false;
     if (now != nullptr && now->version() != watched.version) return false;
   }
   return true;
@@ -91,10 +92,16 @@ void CmdWatch(CommandContext& ctx) {
     return;
   }
   for (std::string_view key : ctx.args.subspan(1)) {
+    // Watching a key again keeps the first record: the transaction must see
+    // every change since the first WATCH.
+    bool already = std::any_of(ctx.client.watched.begin(), ctx.client.watched.end(),
+                               [&](const WatchedKey& w) { return w.key == key; });
+    if (already) continue;
+    EntryPtr entry = ctx.server.keyspace.Find(key, ctx.now_ms);
     WatchedKey watched;
     watched.key = std::string(key);
-    watched.entry = ctx.server.keyspace.Find(key, ctx.now_ms);
-    watched.version = watched.entry == nullptr ? 0 : watched.entry->version();
+    watched.entry_id = entry == nullptr ? 0 : entry->id();
+    watched.version = entry == nullptr ? 0 : entry->version();
     ctx.client.watched.push_back(std::move(watched));
   }
   ctx.reply.Ok();
@@ -121,7 +128,10 @@ std::vector<CommandSpec> TransactionCommands() {
        .key_step = 1, .handler = CmdWatch,
        .summary = "Monitors changes to keys to determine the execution of a transaction",
        .group = "transactions", .since = "2.2.0"},
-      {.name = "unwatch", .arity = 1, .flags = kTxn, .handler = CmdUnwatch,
+      // UNWATCH inside MULTI is queued, as in Redis: it runs at EXEC, after
+      // the watched keys were checked.
+      {.name = "unwatch", .arity = 1,
+       .flags = kCmdFast | kCmdLoading | kCmdStale | kCmdNoScript, .handler = CmdUnwatch,
        .summary = "Forgets about watched keys of a transaction", .group = "transactions",
        .since = "2.2.0"},
   };

@@ -51,6 +51,12 @@ TEST(ServerConfig, DefaultsAreTheDocumentedValues) {
   EXPECT_EQ(config.bf_error_rate, 0.01);
   EXPECT_EQ(config.bf_initial_size, 100u);
   EXPECT_EQ(config.bf_expansion_factor, 2u);
+  EXPECT_EQ(config.cbf_counter_bits, 4u);
+  EXPECT_EQ(config.cf_bucket_size, 2u);
+  EXPECT_EQ(config.cf_initial_size, 1024u);
+  EXPECT_EQ(config.cf_max_iterations, 20u);
+  EXPECT_EQ(config.cf_expansion_factor, 1u);
+  EXPECT_EQ(config.cf_max_expansions, 32u);
 }
 
 TEST(ConfigParams, TableHasOneRowPerSettingWithRedisStyleNames) {
@@ -64,7 +70,9 @@ TEST(ConfigParams, TableHasOneRowPerSettingWithRedisStyleNames) {
                        "max-filter-memory", "proto-max-bulk-len",
                        "client-output-buffer-limit", "timeout",
                        "bf-error-rate", "bf-initial-size",
-                       "bf-expansion-factor"}));
+                       "bf-expansion-factor", "cbf-counter-bits",
+                       "cf-bucket-size", "cf-initial-size", "cf-max-iterations",
+                       "cf-expansion-factor", "cf-max-expansions"}));
 }
 
 TEST(ConfigParams, EveryRowHasADescriptionHintSetterAndGetter) {
@@ -153,6 +161,12 @@ TEST(SetConfigValue, EachKeySetsItsField) {
       {"bf-error-rate", "0.001", "0.001"},
       {"bf-initial-size", "1000", "1000"},
       {"bf-expansion-factor", "4", "4"},
+      {"cbf-counter-bits", "8", "8"},
+      {"cf-bucket-size", "4", "4"},
+      {"cf-initial-size", "2048", "2048"},
+      {"cf-max-iterations", "50", "50"},
+      {"cf-expansion-factor", "2", "2"},
+      {"cf-max-expansions", "8", "8"},
   };
   ASSERT_EQ(cases.size(), AllConfigParams().size()) << "a row has no case";
   for (const Case& c : cases) {
@@ -396,4 +410,26 @@ TEST(ParseMemoryValue, FollowsRedisUnitsAndRefusesOverflow) {
 }
 
 }  // namespace
+TEST(SetConfigValue, FilterDefaultsRefuseValuesOutsideRedisRanges) {
+  struct Case {
+    std::string_view name;
+    std::string_view value;
+  };
+  for (const Case& c : std::vector<Case>{{"cbf-counter-bits", "5"},
+                                         {"cbf-counter-bits", "16"},
+                                         {"cf-bucket-size", "0"},
+                                         {"cf-bucket-size", "256"},
+                                         {"cf-initial-size", "1"},
+                                         {"cf-max-iterations", "0"},
+                                         {"cf-max-iterations", "65536"},
+                                         {"cf-expansion-factor", "32769"},
+                                         {"cf-max-expansions", "0"}}) {
+    ServerConfig config;
+    std::string error;
+    EXPECT_FALSE(SetConfigValue(&config, c.name, c.value, &error)) << c.name << " " << c.value;
+    EXPECT_FALSE(error.empty()) << c.name;
+    EXPECT_EQ(config, ServerConfig{}) << c.name << " changed on a refused value";
+  }
+}
+
 }  // namespace bloomgate

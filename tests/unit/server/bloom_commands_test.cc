@@ -1,0 +1,632 @@
+// BF.* replies and error texts, byte for byte (shared COMPAT.md §1.4, §1.5,
+// §1.10, with the deliberate differences listed in server/errors.h).
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "server/errors.h"
+#include "session.h"
+
+namespace bloomgate {
+namespace {
+
+using namespace bloomgate::testing;
+
+constexpr const char* kU64Max = "18446744073709551615";
+
+class BloomCommands : public ::testing::Test {
+ protected:
+  BloomCommands() : server_(MakeServer()), s_(server_.get()) {}
+
+  std::string Run(const Args& args) { return s_.Run(args); }
+  // BF.INFO Size and MEMORY USAGE's base: what the entry reports.
+  int64_t SizeOf(std::string_view key) {
+    EntryPtr entry = server_->keyspace.Find(key, NowMs());
+    EXPECT_NE(entry, nullptr) << key;
+    return entry == nullptr ? -1 : static_cast<int64_t>(entry->MemoryUsage());
+  }
+  size_t DbSize() { return server_->keyspace.Size(); }
+
+  std::unique_ptr<ServerContext> server_;
+  Session s_;
+};
+
+// Items "item0", "item1", ...
+Args Items(std::string_view command, std::string_view key, size_t count, size_t first = 0) {
+  Args args = {std::string(command), std::string(key)};
+  for (size_t i = first; i < first + count; ++i) args.push_back("item" + std::to_string(i));
+  return args;
+}
+
+std::string Join(const Args& args) {
+  std::string text;
+  for (const std::string& arg : args) text += (text.empty() ? "" : " ") + arg;
+  return text;
+}
+
+// Splits a flat array reply of integers/booleans and at most one trailing
+// error into its elements; fails the test on anything else.
+struct ArrayReply {
+  size_t header = 0;
+  std::vector<std::string> elements;  // each with its type byte and CRLF
+};
+
+ArrayReply ParseFlatArray(const std::string& reply) {
+  ArrayReply parsed;
+  size_t pos = reply.find("\r\n");
+  EXPECT_EQ(reply.front(), '*') << reply.substr(0, 40);
+  if (pos == std::string::npos || reply.front() != '*') return parsed;
+  parsed.header = std::stoul(reply.substr(1, pos - 1));
+  pos += 2;
+  while (pos < reply.size()) {
+    size_t end = reply.find("\r\n", pos);
+    EXPECT_NE(end, std::string::npos);
+    if (end == std::string::npos) break;
+    parsed.elements.push_back(reply.substr(pos, end + 2 - pos));
+    pos = end + 2;
+  }
+  return parsed;
+}
+
+// ------------------------------------------------------------ BF.RESERVE ---
+
+TEST_F(BloomCommands, ReserveCreatesAFilterOnce) {
+  EXPECT_EQ(Run({"BF.RESERVE", "k", "0.01", "100"}), kOk);
+  EXPECT_EQ(Run({"BF.RESERVE", "k", "0.01", "100"}), Err("ERR item exists"));
+  EXPECT_EQ(Run({"BF.RESERVE", "k", "0.5", "7"}), Err("ERR item exists"));
+  EXPECT_EQ(Run({"TYPE", "k"}), Simple("MBbloom--"));
+  EXPECT_EQ(Run({"BF.INFO", "k", "CAPACITY"}), Arr(1) + Int(100));
+}
+
+TEST_F(BloomCommands, ReserveRefusesABadErrorRate) {
+  for (const char* rate : {"abc", "", "0.01x", "1e", "inf", "nan", " 0.01"}) {
+    EXPECT_EQ(Run({"BF.RESERVE", "k", rate, "100"}), Err("ERR bad error rate")) << rate;
+  }
+  for (const char* rate : {"0", "1", "1.5", "-0.1", "-0"}) {
+    EXPECT_EQ(Run({"BF.RESERVE", "k", rate, "100"}),
+              Err("ERR error rate must be in the range (0.000000, 1.000000)"))
+        << rate;
+  }
+  EXPECT_EQ(DbSize(), 0u);
+}
+
+TEST_F(BloomCommands, ReserveCapsALargeErrorRateInsteadOfRefusingIt) {
+  EXPECT_EQ(Run({"BF.RESERVE", "k", "0.9", "100"}), kOk);
+  EntryPtr entry = server_->keyspace.Find("k", NowMs());
+  ASSERT_NE(entry, nullptr);
+  EXPECT_EQ(entry->bloom()->error_rate(), 0.25);
+}
+
+TEST_F(BloomCommands, ReserveRefusesABadCapacity) {
+  for (const char* capacity : {"abc", "1e3", "10.5", "", "18446744073709551616"}) {
+    EXPECT_EQ(Run({"BF.RESERVE", "k", "0.01", capacity}), Err("ERR bad capacity")) << capacity;
+  }
+  EXPECT_EQ(Run({"BF.RESERVE", "k", "0.01", "0"}),
+            Err("ERR capacity must be in the range [1, 18446744073709551615]"));
+  // RedisBloom reads counts as signed integers, so a negative one is out of
+  // range rather than "bad".
+  EXPECT_EQ(Run({"BF.RESERVE", "k", "0.01", "-1"}),
+            Err("ERR capacity must be in the range [1, 18446744073709551615]"));
+  EXPECT_EQ(DbSize(), 0u);
+}
+
+TEST_F(BloomCommands, ReserveChecksTheErrorRateBeforeTheCapacity) {
+  EXPECT_EQ(Run({"BF.RESERVE", "k", "x", "y"}), Err("ERR bad error rate"));
+}
+
+TEST_F(BloomCommands, ReserveExpansionNeedsAValueInRange) {
+  EXPECT_EQ(Run({"BF.RESERVE", "k", "0.01", "100", "EXPANSION"}), Err("ERR no expansion"));
+  EXPECT_EQ(Run({"BF.RESERVE", "k", "0.01", "100", "EXPANSION", "x"}), Err("ERR bad expansion"));
+  EXPECT_EQ(Run({"BF.RESERVE", "k", "0.01", "100", "EXPANSION", "1.5"}),
+            Err("ERR bad expansion"));
+  EXPECT_EQ(Run({"BF.RESERVE", "k", "0.01", "100", "EXPANSION", "32769"}),
+            Err("ERR expansion must be in the range [0, 32768]"));
+  EXPECT_EQ(Run({"BF.RESERVE", "k", "0.01", "100", "EXPANSION", "-1"}),
+            Err("ERR expansion must be in the range [0, 32768]"));
+  EXPECT_EQ(DbSize(), 0u);
+  EXPECT_EQ(Run({"BF.RESERVE", "k", "0.01", "100", "EXPANSION", "32768"}), kOk);
+  EXPECT_EQ(Run({"BF.INFO", "k", "EXPANSION"}), Arr(1) + Int(32768));
+}
+
+TEST_F(BloomCommands, ReserveExpansionZeroMeansNonScaling) {
+  EXPECT_EQ(Run({"BF.RESERVE", "k", "0.01", "100", "EXPANSION", "0"}), kOk);
+  EXPECT_EQ(Run({"BF.INFO", "k", "EXPANSION"}), Arr(1) + kNil);
+}
+
+TEST_F(BloomCommands, ReserveNonScalingCannotExpand) {
+  EXPECT_EQ(Run({"BF.RESERVE", "k", "0.01", "100", "NONSCALING", "EXPANSION", "2"}),
+            Err("Nonscaling filters cannot expand"));
+  EXPECT_EQ(Run({"BF.RESERVE", "k", "0.01", "100", "EXPANSION", "2", "NONSCALING"}),
+            Err("Nonscaling filters cannot expand"));
+  EXPECT_EQ(DbSize(), 0u);
+  EXPECT_EQ(Run({"BF.RESERVE", "k", "0.01", "100", "NONSCALING", "EXPANSION", "0"}), kOk);
+  EXPECT_EQ(Run({"BF.INFO", "k", "EXPANSION"}), Arr(1) + kNil);
+}
+
+TEST_F(BloomCommands, ReserveOptionsAreExactKeywordsInAnyCase) {
+  EXPECT_EQ(Run({"BF.RESERVE", "a", "0.01", "100", "nonscaling"}), kOk);
+  EXPECT_EQ(Run({"BF.RESERVE", "b", "0.01", "100", "Expansion", "4"}), kOk);
+  EXPECT_EQ(Run({"BF.INFO", "a", "EXPANSION"}), Arr(1) + kNil);
+  EXPECT_EQ(Run({"BF.INFO", "b", "EXPANSION"}), Arr(1) + Int(4));
+  // RedisBloom would match these by prefix; we refuse them.
+  EXPECT_EQ(Run({"BF.RESERVE", "c", "0.01", "100", "NONSCALINGX"}), Err("ERR syntax error"));
+  EXPECT_EQ(Run({"BF.RESERVE", "c", "0.01", "100", "EXP", "4"}), Err("ERR syntax error"));
+  EXPECT_EQ(Run({"BF.RESERVE", "c", "0.01", "100", "FOO"}), Err("ERR syntax error"));
+  EXPECT_EQ(DbSize(), 2u);
+}
+
+TEST_F(BloomCommands, ReserveKeyNamedLikeAnOptionIsJustAKey) {
+  // RedisBloom searches the whole argv for NONSCALING (COMPAT §1.11).
+  EXPECT_EQ(Run({"BF.RESERVE", "nonscaling", "0.01", "100"}), kOk);
+  EXPECT_EQ(Run({"BF.INFO", "nonscaling", "EXPANSION"}), Arr(1) + Int(2));
+}
+
+TEST_F(BloomCommands, ReserveRefusesARepeatedOption) {
+  EXPECT_EQ(Run({"BF.RESERVE", "k", "0.01", "100", "NONSCALING", "NONSCALING"}),
+            Err("ERR option given more than once"));
+  EXPECT_EQ(DbSize(), 0u);
+}
+
+TEST_F(BloomCommands, ReserveArityIsFourToSeven) {
+  EXPECT_EQ(Run({"BF.RESERVE", "k", "0.01"}), WrongArity("bf.reserve"));
+  EXPECT_EQ(Run({"BF.RESERVE", "k", "0.01", "100", "EXPANSION", "2", "NONSCALING", "x"}),
+            WrongArity("bf.reserve"));
+}
+
+TEST_F(BloomCommands, ReserveOfAnImpossibleCapacityFailsCleanly) {
+  uint64_t used = server_->budget.used();
+  EXPECT_EQ(Run({"BF.RESERVE", "k", "0.01", kU64Max}),
+            Err("ERR Insufficient memory to create filter"));
+  EXPECT_EQ(Run({"BF.RESERVE", "k", "0.000001", "1000000000000000"}),
+            Err("ERR Insufficient memory to create filter"));
+  EXPECT_EQ(server_->budget.used(), used);
+  EXPECT_EQ(Run({"DBSIZE"}), Int(0));
+}
+
+// ---------------------------------------------------------------- BF.ADD ---
+
+TEST_F(BloomCommands, AddReportsNewThenExisting) {
+  EXPECT_EQ(Run({"BF.ADD", "k", "a"}), Int(1));
+  EXPECT_EQ(Run({"BF.ADD", "k", "a"}), Int(0));
+  EXPECT_EQ(Run({"BF.ADD", "k", ""}), Int(1));
+  EXPECT_EQ(Run({"BF.CARD", "k"}), Int(2));
+}
+
+TEST_F(BloomCommands, AddInResp3ReportsBooleans) {
+  s_.set_resp3(true);
+  EXPECT_EQ(Run({"BF.ADD", "k", "a"}), kTrue3);
+  EXPECT_EQ(Run({"BF.ADD", "k", "a"}), kFalse3);
+}
+
+TEST_F(BloomCommands, AddCreatesAFilterWithTheConfiguredDefaults) {
+  EXPECT_EQ(Run({"BF.ADD", "k", "a"}), Int(1));
+  EXPECT_EQ(Run({"BF.INFO", "k"}), Arr(10) + Simple("Capacity") + Int(100) + Simple("Size") +
+                                       Int(SizeOf("k")) + Simple("Number of filters") + Int(1) +
+                                       Simple("Number of items inserted") + Int(1) +
+                                       Simple("Expansion rate") + Int(2));
+}
+
+TEST_F(BloomCommands, AddUsesDefaultsChangedInTheConfig) {
+  ServerConfig config;
+  config.bf_initial_size = 500;
+  config.bf_expansion_factor = 0;
+  config.bf_error_rate = 0.001;
+  auto server = MakeServer(config);
+  Session s(server.get());
+  EXPECT_EQ(s.Run({"BF.ADD", "k", "a"}), Int(1));
+  EXPECT_EQ(s.Run({"BF.INFO", "k", "CAPACITY"}), Arr(1) + Int(500));
+  EXPECT_EQ(s.Run({"BF.INFO", "k", "EXPANSION"}), Arr(1) + kNil);
+  EXPECT_EQ(server->keyspace.Find("k", NowMs())->bloom()->error_rate(), 0.001);
+
+  EXPECT_EQ(s.Run({"CONFIG", "SET", "bf-initial-size", "64"}), kOk);
+  EXPECT_EQ(s.Run({"BF.ADD", "k2", "a"}), Int(1));
+  EXPECT_EQ(s.Run({"BF.INFO", "k2", "CAPACITY"}), Arr(1) + Int(64));
+}
+
+// --------------------------------------------------------------- BF.MADD ---
+
+TEST_F(BloomCommands, MaddReportsEachItemInOrder) {
+  EXPECT_EQ(Run({"BF.MADD", "k", "a", "b", "a"}), Arr(3) + Int(1) + Int(1) + Int(0));
+  s_.set_resp3(true);
+  EXPECT_EQ(Run({"BF.MADD", "k", "b", "c"}), Arr(2) + kFalse3 + kTrue3);
+  EXPECT_EQ(Run({"BF.CARD", "k"}), Int(3));
+}
+
+TEST_F(BloomCommands, MaddOnAFullNonScalingFilterTruncatesAtTheFirstNewItem) {
+  // COMPAT §1.4: the results so far, then one error element; later items
+  // are not processed.
+  EXPECT_EQ(Run({"BF.RESERVE", "k", "0.01", "3", "NONSCALING"}), kOk);
+  EXPECT_EQ(Run({"BF.MADD", "k", "a", "b", "c"}), Arr(3) + Int(1) + Int(1) + Int(1));
+  EXPECT_EQ(Run({"BF.MADD", "k", "a", "b", "c", "d", "e"}),
+            "*4\r\n:0\r\n:0\r\n:0\r\n-ERR non scaling filter is full\r\n");
+  EXPECT_EQ(Run({"BF.MADD", "k", "d"}), "*1\r\n-ERR non scaling filter is full\r\n");
+  EXPECT_EQ(Run({"BF.MEXISTS", "k", "d", "e"}), Arr(2) + Int(0) + Int(0));
+  EXPECT_EQ(Run({"BF.CARD", "k"}), Int(3));
+}
+
+TEST_F(BloomCommands, MaddTruncationInResp3MixesBooleansAndTheError) {
+  EXPECT_EQ(Run({"BF.RESERVE", "k", "0.01", "2", "NONSCALING"}), kOk);
+  s_.set_resp3(true);
+  EXPECT_EQ(Run({"BF.MADD", "k", "a", "b", "a", "c", "d"}),
+            "*4\r\n#t\r\n#t\r\n#f\r\n-ERR non scaling filter is full\r\n");
+}
+
+TEST_F(BloomCommands, AddOnAFullNonScalingFilterIsAnErrorOnlyForNewItems) {
+  EXPECT_EQ(Run({"BF.RESERVE", "k", "0.01", "1", "NONSCALING"}), kOk);
+  EXPECT_EQ(Run({"BF.ADD", "k", "a"}), Int(1));
+  EXPECT_EQ(Run({"BF.ADD", "k", "a"}), Int(0));
+  EXPECT_EQ(Run({"BF.ADD", "k", "b"}), Err("ERR non scaling filter is full"));
+}
+
+TEST_F(BloomCommands, MaddScalesPastTheInitialCapacity) {
+  EXPECT_EQ(Run({"BF.RESERVE", "k", "0.01", "10", "EXPANSION", "3"}), kOk);
+  ArrayReply reply = ParseFlatArray(Run(Items("BF.MADD", "k", 100)));
+  EXPECT_EQ(reply.header, 100u);
+  EXPECT_EQ(reply.elements.size(), 100u);
+  EntryPtr entry = server_->keyspace.Find("k", NowMs());
+  ASSERT_NE(entry, nullptr);
+  const auto layers = entry->bloom()->Layers();
+  ASSERT_EQ(layers.size(), 3u);  // 10 + 30 + 90 >= 100 items
+  EXPECT_EQ(layers[1].capacity, 30u);
+  EXPECT_EQ(layers[2].capacity, 90u);
+  EXPECT_EQ(Run({"BF.INFO", "k", "CAPACITY"}), Arr(1) + Int(130));
+  EXPECT_EQ(Run({"BF.INFO", "k", "FILTERS"}), Arr(1) + Int(3));
+}
+
+// ------------------------------------------------------------- BF.INSERT ---
+
+TEST_F(BloomCommands, InsertCreatesWithItsOptionsAndAddsTheItems) {
+  EXPECT_EQ(Run({"BF.INSERT", "k", "CAPACITY", "1000", "ERROR", "0.001", "EXPANSION", "4",
+                 "ITEMS", "a", "b", "a"}),
+            Arr(3) + Int(1) + Int(1) + Int(0));
+  EXPECT_EQ(Run({"BF.INFO", "k", "CAPACITY"}), Arr(1) + Int(1000));
+  EXPECT_EQ(Run({"BF.INFO", "k", "EXPANSION"}), Arr(1) + Int(4));
+  EXPECT_EQ(server_->keyspace.Find("k", NowMs())->bloom()->error_rate(), 0.001);
+}
+
+TEST_F(BloomCommands, InsertIgnoresItsOptionsWhenTheKeyExists) {
+  EXPECT_EQ(Run({"BF.RESERVE", "k", "0.01", "100"}), kOk);
+  EXPECT_EQ(Run({"BF.INSERT", "k", "CAPACITY", "5000", "NONSCALING", "ITEMS", "a"}),
+            Arr(1) + Int(1));
+  EXPECT_EQ(Run({"BF.INFO", "k", "CAPACITY"}), Arr(1) + Int(100));
+  EXPECT_EQ(Run({"BF.INFO", "k", "EXPANSION"}), Arr(1) + Int(2));
+}
+
+TEST_F(BloomCommands, InsertNonScalingAndExpansionZeroBothMeanNonScaling) {
+  EXPECT_EQ(Run({"BF.INSERT", "a", "NONSCALING", "ITEMS", "x"}), Arr(1) + Int(1));
+  EXPECT_EQ(Run({"BF.INSERT", "b", "EXPANSION", "0", "ITEMS", "x"}), Arr(1) + Int(1));
+  EXPECT_EQ(Run({"BF.INFO", "a", "EXPANSION"}), Arr(1) + kNil);
+  EXPECT_EQ(Run({"BF.INFO", "b", "EXPANSION"}), Arr(1) + kNil);
+}
+
+TEST_F(BloomCommands, InsertErrorsCarryNoErrCodeAsInRedisBloom) {
+  const std::vector<std::pair<Args, std::string>> cases = {
+      {{"BF.INSERT", "k", "CAPACITY", "0", "ITEMS", "a"}, "Bad capacity"},
+      {{"BF.INSERT", "k", "CAPACITY", "x", "ITEMS", "a"}, "Bad capacity"},
+      {{"BF.INSERT", "k", "CAPACITY", "ITEMS", "a"}, "Bad capacity"},
+      {{"BF.INSERT", "k", "ERROR", "x", "ITEMS", "a"}, "Bad error rate"},
+      {{"BF.INSERT", "k", "ERROR", "0", "ITEMS", "a"}, "Bad error rate"},
+      {{"BF.INSERT", "k", "ERROR", "1", "ITEMS", "a"}, "Bad error rate"},
+      {{"BF.INSERT", "k", "EXPANSION", "x", "ITEMS", "a"}, "Bad expansion"},
+      {{"BF.INSERT", "k", "EXPANSION", "32769", "ITEMS", "a"}, "Bad expansion"},
+      {{"BF.INSERT", "k", "FOO", "ITEMS", "a"}, "Unknown argument received"},
+      {{"BF.INSERT", "k", "CAP", "10", "ITEMS", "a"}, "Unknown argument received"},
+      {{"BF.INSERT", "k", "ITEM", "a", "b"}, "Unknown argument received"},
+  };
+  for (const auto& [args, text] : cases) {
+    EXPECT_EQ(Run(args), Err(text)) << Join(args);
+  }
+  EXPECT_EQ(DbSize(), 0u);
+}
+
+TEST_F(BloomCommands, InsertRefusesConflictingOrRepeatedOptions) {
+  EXPECT_EQ(Run({"BF.INSERT", "k", "NONSCALING", "EXPANSION", "2", "ITEMS", "a"}),
+            Err("Nonscaling filters cannot expand"));
+  EXPECT_EQ(Run({"BF.INSERT", "k", "NOCREATE", "CAPACITY", "10", "ITEMS", "a"}),
+            Err("ERR NOCREATE cannot be combined with CAPACITY or ERROR"));
+  EXPECT_EQ(Run({"BF.INSERT", "k", "ERROR", "0.1", "NOCREATE", "ITEMS", "a"}),
+            Err("ERR NOCREATE cannot be combined with CAPACITY or ERROR"));
+  EXPECT_EQ(Run({"BF.INSERT", "k", "CAPACITY", "10", "CAPACITY", "20", "ITEMS", "a"}),
+            Err("ERR option given more than once"));
+  EXPECT_EQ(DbSize(), 0u);
+}
+
+TEST_F(BloomCommands, InsertNeedsItemsAfterTheItemsKeyword) {
+  EXPECT_EQ(Run({"BF.INSERT", "k", "ITEMS"}), WrongArity("bf.insert"));
+  EXPECT_EQ(Run({"BF.INSERT", "k", "CAPACITY", "10", "ITEMS"}), WrongArity("bf.insert"));
+  EXPECT_EQ(Run({"BF.INSERT", "k", "NONSCALING", "NOCREATE"}), WrongArity("bf.insert"));
+  EXPECT_EQ(DbSize(), 0u);
+}
+
+TEST_F(BloomCommands, InsertTakesEverythingAfterItemsAsItems) {
+  EXPECT_EQ(Run({"BF.INSERT", "k", "ITEMS", "CAPACITY", "NOCREATE", "ITEMS"}),
+            Arr(3) + Int(1) + Int(1) + Int(1));
+  EXPECT_EQ(Run({"BF.EXISTS", "k", "NOCREATE"}), Int(1));
+}
+
+TEST_F(BloomCommands, InsertNoCreateOnAMissingKeyIsNotFound) {
+  EXPECT_EQ(Run({"BF.INSERT", "k", "NOCREATE", "ITEMS", "a"}), Err("ERR not found"));
+  EXPECT_EQ(DbSize(), 0u);
+  EXPECT_EQ(Run({"BF.ADD", "k", "a"}), Int(1));
+  EXPECT_EQ(Run({"BF.INSERT", "k", "NOCREATE", "ITEMS", "a", "b"}), Arr(2) + Int(0) + Int(1));
+}
+
+TEST_F(BloomCommands, InsertOnAFullNonScalingFilterTruncatesLikeMadd) {
+  EXPECT_EQ(Run({"BF.INSERT", "k", "CAPACITY", "2", "NONSCALING", "ITEMS", "a", "b", "c", "d"}),
+            "*3\r\n:1\r\n:1\r\n-ERR non scaling filter is full\r\n");
+  EXPECT_EQ(Run({"BF.CARD", "k"}), Int(2));
+}
+
+TEST_F(BloomCommands, InsertOfAnImpossibleCapacityFailsCleanly) {
+  uint64_t used = server_->budget.used();
+  EXPECT_EQ(Run({"BF.INSERT", "k", "CAPACITY", kU64Max, "ITEMS", "a"}),
+            Err("ERR Insufficient memory to create filter"));
+  EXPECT_EQ(server_->budget.used(), used);
+  EXPECT_EQ(DbSize(), 0u);
+}
+
+// ---------------------------------------------------- BF.EXISTS / MEXISTS ---
+
+TEST_F(BloomCommands, ExistsOnAMissingKeyIsZero) {
+  EXPECT_EQ(Run({"BF.EXISTS", "k", "a"}), Int(0));
+  EXPECT_EQ(Run({"BF.MEXISTS", "k", "a", "b"}), Arr(2) + Int(0) + Int(0));
+  EXPECT_EQ(DbSize(), 0u);
+}
+
+TEST_F(BloomCommands, ExistsFindsAddedItems) {
+  EXPECT_EQ(Run({"BF.MADD", "k", "a", "c"}), Arr(2) + Int(1) + Int(1));
+  EXPECT_EQ(Run({"BF.EXISTS", "k", "a"}), Int(1));
+  EXPECT_EQ(Run({"BF.EXISTS", "k", "b"}), Int(0));
+  EXPECT_EQ(Run({"BF.MEXISTS", "k", "a", "b", "c"}), Arr(3) + Int(1) + Int(0) + Int(1));
+  s_.set_resp3(true);
+  EXPECT_EQ(Run({"BF.EXISTS", "k", "a"}), kTrue3);
+  EXPECT_EQ(Run({"BF.EXISTS", "missing", "a"}), kFalse3);
+  EXPECT_EQ(Run({"BF.MEXISTS", "k", "a", "b"}), Arr(2) + kTrue3 + kFalse3);
+}
+
+TEST_F(BloomCommands, NoAddedItemIsEverReportedMissing) {
+  Run(Items("BF.MADD", "k", 2000));
+  ArrayReply reply = ParseFlatArray(Run(Items("BF.MEXISTS", "k", 2000)));
+  ASSERT_EQ(reply.elements.size(), 2000u);
+  for (size_t i = 0; i < reply.elements.size(); ++i) {
+    ASSERT_EQ(reply.elements[i], Int(1)) << "item" << i;
+  }
+}
+
+// -------------------------------------------------------------- BF.CARD ---
+
+TEST_F(BloomCommands, CardCountsItemsThatFlippedABit) {
+  EXPECT_EQ(Run({"BF.CARD", "k"}), Int(0));
+  EXPECT_EQ(DbSize(), 0u);
+  Run({"BF.MADD", "k", "a", "b", "a"});
+  EXPECT_EQ(Run({"BF.CARD", "k"}), Int(2));
+  s_.set_resp3(true);
+  EXPECT_EQ(Run({"BF.CARD", "k"}), Int(2));
+}
+
+// -------------------------------------------------------------- BF.INFO ---
+
+TEST_F(BloomCommands, InfoOnAMissingKeyIsNotFound) {
+  EXPECT_EQ(Run({"BF.INFO", "k"}), Err("ERR not found"));
+  EXPECT_EQ(Run({"BF.INFO", "k", "CAPACITY"}), Err("ERR not found"));
+  // The key is looked up before the selector, as in RedisBloom.
+  EXPECT_EQ(Run({"BF.INFO", "k", "NOPE"}), Err("ERR not found"));
+}
+
+TEST_F(BloomCommands, InfoInResp2IsAFlatArrayOfTenInRedisBloomsOrder) {
+  EXPECT_EQ(Run({"BF.RESERVE", "k", "0.01", "1000", "EXPANSION", "4"}), kOk);
+  Run({"BF.MADD", "k", "a", "b", "c"});
+  EXPECT_EQ(Run({"BF.INFO", "k"}),
+            "*10\r\n+Capacity\r\n:1000\r\n+Size\r\n" + Int(SizeOf("k")) +
+                "+Number of filters\r\n:1\r\n+Number of items inserted\r\n:3\r\n"
+                "+Expansion rate\r\n:4\r\n");
+}
+
+TEST_F(BloomCommands, InfoInResp3IsAMapOfFive) {
+  EXPECT_EQ(Run({"BF.ADD", "k", "a"}), Int(1));
+  s_.set_resp3(true);
+  EXPECT_EQ(Run({"BF.INFO", "k"}),
+            "%5\r\n+Capacity\r\n:100\r\n+Size\r\n" + Int(SizeOf("k")) +
+                "+Number of filters\r\n:1\r\n+Number of items inserted\r\n:1\r\n"
+                "+Expansion rate\r\n:2\r\n");
+}
+
+TEST_F(BloomCommands, InfoExpansionOfANonScalingFilterIsNil) {
+  EXPECT_EQ(Run({"BF.RESERVE", "k", "0.01", "100", "NONSCALING"}), kOk);
+  EXPECT_EQ(Run({"BF.INFO", "k"}),
+            "*10\r\n+Capacity\r\n:100\r\n+Size\r\n" + Int(SizeOf("k")) +
+                "+Number of filters\r\n:1\r\n+Number of items inserted\r\n:0\r\n"
+                "+Expansion rate\r\n$-1\r\n");
+  s_.set_resp3(true);
+  EXPECT_EQ(Run({"BF.INFO", "k"}),
+            "%5\r\n+Capacity\r\n:100\r\n+Size\r\n" + Int(SizeOf("k")) +
+                "+Number of filters\r\n:1\r\n+Number of items inserted\r\n:0\r\n"
+                "+Expansion rate\r\n_\r\n");
+  EXPECT_EQ(Run({"BF.INFO", "k", "EXPANSION"}), Map(1) + Simple("Expansion rate") + kNull3);
+}
+
+TEST_F(BloomCommands, InfoSelectorIsASingletonArrayInResp2AndAOneEntryMapInResp3) {
+  Run({"BF.MADD", "k", "a", "b"});
+  const int64_t size = SizeOf("k");
+  EXPECT_EQ(Run({"BF.INFO", "k", "CAPACITY"}), Arr(1) + Int(100));
+  EXPECT_EQ(Run({"BF.INFO", "k", "SIZE"}), Arr(1) + Int(size));
+  EXPECT_EQ(Run({"BF.INFO", "k", "FILTERS"}), Arr(1) + Int(1));
+  EXPECT_EQ(Run({"BF.INFO", "k", "ITEMS"}), Arr(1) + Int(2));
+  EXPECT_EQ(Run({"BF.INFO", "k", "EXPANSION"}), Arr(1) + Int(2));
+  s_.set_resp3(true);
+  EXPECT_EQ(Run({"BF.INFO", "k", "CAPACITY"}), Map(1) + Simple("Capacity") + Int(100));
+  EXPECT_EQ(Run({"BF.INFO", "k", "SIZE"}), Map(1) + Simple("Size") + Int(size));
+  EXPECT_EQ(Run({"BF.INFO", "k", "FILTERS"}), Map(1) + Simple("Number of filters") + Int(1));
+  EXPECT_EQ(Run({"BF.INFO", "k", "ITEMS"}),
+            Map(1) + Simple("Number of items inserted") + Int(2));
+  EXPECT_EQ(Run({"BF.INFO", "k", "EXPANSION"}), Map(1) + Simple("Expansion rate") + Int(2));
+}
+
+TEST_F(BloomCommands, InfoSelectorsIgnoreCaseAndRefuseOtherWords) {
+  Run({"BF.ADD", "k", "a"});
+  EXPECT_EQ(Run({"BF.INFO", "k", "capacity"}), Arr(1) + Int(100));
+  EXPECT_EQ(Run({"BF.INFO", "k", "Items"}), Arr(1) + Int(1));
+  EXPECT_EQ(Run({"BF.INFO", "k", "CAP"}), Err("Invalid information value"));
+  EXPECT_EQ(Run({"BF.INFO", "k", "Capacity "}), Err("Invalid information value"));
+}
+
+TEST_F(BloomCommands, InfoSizeGrowsWithTheLayers) {
+  EXPECT_EQ(Run({"BF.RESERVE", "k", "0.01", "10"}), kOk);
+  const int64_t before = SizeOf("k");
+  Run(Items("BF.MADD", "k", 40));
+  EXPECT_GT(SizeOf("k"), before);
+  EXPECT_EQ(Run({"BF.INFO", "k", "SIZE"}), Arr(1) + Int(SizeOf("k")));
+}
+
+// ------------------------------------------------------------ WRONGTYPE ---
+
+TEST_F(BloomCommands, EveryCommandAnswersWrongTypeOnAnotherTypeOfKey) {
+  InsertCuckooKey(server_.get(), "other");
+  EXPECT_EQ(Run({"TYPE", "other"}), Simple("MBbloomCF"));
+  const std::string wrongtype = Err(errors::kWrongType);
+  EXPECT_EQ(Run({"BF.RESERVE", "other", "0.01", "100"}), wrongtype);
+  EXPECT_EQ(Run({"BF.ADD", "other", "a"}), wrongtype);
+  EXPECT_EQ(Run({"BF.MADD", "other", "a", "b"}), wrongtype);
+  EXPECT_EQ(Run({"BF.INSERT", "other", "ITEMS", "a"}), wrongtype);
+  EXPECT_EQ(Run({"BF.INSERT", "other", "NOCREATE", "ITEMS", "a"}), wrongtype);
+  EXPECT_EQ(Run({"BF.EXISTS", "other", "a"}), wrongtype);
+  EXPECT_EQ(Run({"BF.MEXISTS", "other", "a", "b"}), wrongtype);
+  EXPECT_EQ(Run({"BF.CARD", "other"}), wrongtype);
+  EXPECT_EQ(Run({"BF.INFO", "other"}), wrongtype);
+  EXPECT_EQ(Run({"BF.INFO", "other", "CAPACITY"}), wrongtype);
+  EXPECT_EQ(DbSize(), 1u);
+}
+
+// ------------------------------------------------------- memory limits ---
+
+TEST(BloomMemoryLimits, MaxmemoryRefusesAFilterThatDoesNotFit) {
+  ServerConfig config;
+  config.maxmemory = 64 * 1024;
+  auto server = MakeServer(config);
+  Session s(server.get());
+  EXPECT_EQ(s.Run({"BF.RESERVE", "big", "0.01", "1000000"}),
+            Err("ERR Insufficient memory to create filter"));
+  EXPECT_EQ(s.Run({"BF.INSERT", "big", "CAPACITY", "1000000", "ITEMS", "a"}),
+            Err("ERR Insufficient memory to create filter"));
+  EXPECT_EQ(server->budget.used(), 0u);
+  EXPECT_EQ(s.Run({"DBSIZE"}), Int(0));
+  // A small one still fits.
+  EXPECT_EQ(s.Run({"BF.ADD", "small", "a"}), Int(1));
+  EXPECT_EQ(s.Run({"DBSIZE"}), Int(1));
+  EXPECT_GT(server->budget.used(), 0u);
+}
+
+TEST(BloomMemoryLimits, MaxFilterMemoryRefusesAFilterLargerThanTheCap) {
+  ServerConfig config;
+  config.max_filter_memory = 64 * 1024;
+  auto server = MakeServer(config);
+  Session s(server.get());
+  EXPECT_EQ(s.Run({"BF.RESERVE", "big", "0.01", "1000000"}),
+            Err("ERR Insufficient memory to create filter"));
+  EXPECT_EQ(server->budget.used(), 0u);
+  EXPECT_EQ(s.Run({"BF.RESERVE", "small", "0.01", "1000"}), kOk);
+  EXPECT_EQ(s.Run({"DBSIZE"}), Int(1));
+}
+
+TEST(BloomMemoryLimits, DeletingAFilterGivesItsMemoryBack) {
+  auto server = MakeServer();
+  Session s(server.get());
+  EXPECT_EQ(s.Run({"BF.RESERVE", "k", "0.01", "10000"}), kOk);
+  EXPECT_GT(server->budget.used(), 10000u);
+  EXPECT_EQ(s.Run({"DEL", "k"}), Int(1));
+  EXPECT_EQ(server->budget.used(), 0u);
+}
+
+// The bytes a filter created by `reserve` occupies, measured on its own server.
+uint64_t FilterBytes(const Args& reserve) {
+  auto server = MakeServer();
+  Session s(server.get());
+  EXPECT_EQ(s.Run(reserve), kOk);
+  return server->budget.used();
+}
+
+TEST(BloomMemoryLimits, GrowthBlockedByMaxFilterMemoryTruncatesMadd) {
+  const Args reserve = {"BF.RESERVE", "k", "0.01", "100"};
+  ServerConfig config;
+  config.max_filter_memory = FilterBytes(reserve) + 64;  // room for no second layer
+  auto server = MakeServer(config);
+  Session s(server.get());
+  ASSERT_EQ(s.Run(reserve), kOk);
+  const uint64_t used = server->budget.used();
+
+  ArrayReply reply = ParseFlatArray(s.Run(Items("BF.MADD", "k", 300)));
+  ASSERT_FALSE(reply.elements.empty());
+  EXPECT_EQ(reply.header, reply.elements.size());
+  EXPECT_EQ(reply.elements.back(), Err("ERR problem inserting into filter"));
+  EXPECT_GE(reply.elements.size(), 101u);  // at least the first 100 items, then the error
+  EXPECT_LT(reply.elements.size(), 300u);
+  EXPECT_EQ(s.Run({"BF.CARD", "k"}), Int(100));
+  EXPECT_EQ(s.Run({"BF.INFO", "k", "FILTERS"}), Arr(1) + Int(1));
+  EXPECT_EQ(server->budget.used(), used);
+  EXPECT_EQ(s.Run({"BF.ADD", "k", "one more"}), Err("ERR problem inserting into filter"));
+}
+
+TEST(BloomMemoryLimits, GrowthBlockedByMaxmemoryTruncatesMaddWithOom) {
+  const Args reserve = {"BF.RESERVE", "k", "0.01", "100"};
+  ServerConfig config;
+  config.maxmemory = FilterBytes(reserve) + 64;
+  auto server = MakeServer(config);
+  Session s(server.get());
+  ASSERT_EQ(s.Run(reserve), kOk);
+  const uint64_t used = server->budget.used();
+
+  ArrayReply reply = ParseFlatArray(s.Run(Items("BF.MADD", "k", 300)));
+  ASSERT_FALSE(reply.elements.empty());
+  EXPECT_EQ(reply.header, reply.elements.size());
+  EXPECT_EQ(reply.elements.back(), Err(errors::kOom));
+  EXPECT_EQ(s.Run({"BF.CARD", "k"}), Int(100));
+  EXPECT_EQ(server->budget.used(), used);
+}
+
+// ---------------------------------------------- nothing made on errors ---
+
+TEST(BloomErrors, NoFailedCommandCreatesAKeyOrKeepsMemory) {
+  const std::vector<Args> failing = {
+      {"BF.RESERVE", "k", "x", "100"},
+      {"BF.RESERVE", "k", "0.01", "0"},
+      {"BF.RESERVE", "k", "0.01", "100", "EXPANSION"},
+      {"BF.RESERVE", "k", "0.01", "100", "BOGUS"},
+      {"BF.RESERVE", "k", "0.01", kU64Max},
+      {"BF.ADD", "k"},
+      {"BF.MADD", "k"},
+      {"BF.INSERT", "k", "CAPACITY", "0", "ITEMS", "a"},
+      {"BF.INSERT", "k", "NOCREATE", "ITEMS", "a"},
+      {"BF.INSERT", "k", "CAPACITY", kU64Max, "ITEMS", "a"},
+      {"BF.INSERT", "k", "CAPACITY", "10"},
+      {"BF.INFO", "k"},
+      {"BF.INFO", "k", "CAPACITY"},
+      {"BF.INFO", "k", "NOPE"},
+      {"BF.EXISTS", "k", "a"},
+      {"BF.MEXISTS", "k", "a"},
+      {"BF.CARD", "k"},
+  };
+  auto server = MakeServer();
+  Session s(server.get());
+  for (const Args& args : failing) {
+    s.Run(args);
+    EXPECT_EQ(s.Run({"DBSIZE"}), Int(0)) << Join(args);
+    EXPECT_EQ(server->budget.used(), 0u) << Join(args);
+  }
+}
+
+TEST(BloomErrors, EveryRefusalWritesExactlyOneErrorReply) {
+  auto server = MakeServer();
+  Session s(server.get());
+  for (const Args& args : std::vector<Args>{{"BF.RESERVE", "k", "x", "100"},
+                                            {"BF.INSERT", "k", "FOO", "ITEMS", "a"},
+                                            {"BF.INFO", "k"}}) {
+    std::string reply = s.Run(args);
+    EXPECT_EQ(reply.front(), '-') << reply;
+    EXPECT_EQ(reply.find("\r\n"), reply.size() - 2) << reply;
+  }
+  EXPECT_EQ(s.errors_written(), 3u);
+}
+
+}  // namespace
+}  // namespace bloomgate

@@ -1,0 +1,314 @@
+#include "server/command_table.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace bloomgate {
+namespace {
+
+const CommandTable& Table() {
+  static const CommandTable table;
+  return table;
+}
+
+const CommandSpec& Row(std::string_view name) {
+  const CommandSpec* spec = Table().Find(name);
+  EXPECT_NE(spec, nullptr) << name;
+  return *spec;
+}
+
+const CommandSpec& SubRow(std::string_view container, std::string_view name) {
+  const CommandSpec* spec = CommandTable::FindSubcommand(Row(container), name);
+  EXPECT_NE(spec, nullptr) << container << " " << name;
+  return *spec;
+}
+
+std::vector<size_t> Keys(const CommandSpec& spec, size_t argc) {
+  std::vector<size_t> out = {999};  // KeyIndices must clear what it is given
+  CommandTable::KeyIndices(spec, argc, &out);
+  return out;
+}
+
+// The rows a test walks over: every top-level row and every subcommand row.
+const std::vector<const CommandSpec*>& EveryRow() { return Table().all(); }
+
+TEST(CommandTable, AllListsEveryRowOnceWithDenseIds) {
+  size_t expected = 0;
+  for (const CommandSpec& spec : Table().commands()) expected += 1 + spec.subcommands.size();
+  ASSERT_EQ(EveryRow().size(), expected);
+  for (size_t i = 0; i < EveryRow().size(); ++i) {
+    EXPECT_EQ(EveryRow()[i]->id, i) << EveryRow()[i]->full_name;
+  }
+}
+
+TEST(CommandTable, NamesAreLowerCaseAndFullNamesAreUnique) {
+  std::set<std::string> seen;
+  for (const CommandSpec* spec : EveryRow()) {
+    EXPECT_FALSE(spec->name.empty());
+    EXPECT_EQ(AsciiLower(spec->name), spec->name) << spec->full_name;
+    EXPECT_EQ(spec->name.find_first_of(" |"), std::string_view::npos) << spec->full_name;
+    EXPECT_TRUE(seen.insert(spec->full_name).second) << "duplicate " << spec->full_name;
+  }
+}
+
+TEST(CommandTable, SubcommandsKnowTheirContainer) {
+  for (const CommandSpec& spec : Table().commands()) {
+    EXPECT_EQ(spec.parent, nullptr) << spec.full_name;
+    EXPECT_EQ(spec.full_name, spec.name);
+    std::set<std::string_view> names;
+    for (const CommandSpec& sub : spec.subcommands) {
+      EXPECT_EQ(sub.parent, &spec) << sub.full_name;
+      EXPECT_EQ(sub.full_name, std::string(spec.name) + "|" + std::string(sub.name));
+      EXPECT_TRUE(sub.subcommands.empty()) << sub.full_name << ": only one level of nesting";
+      EXPECT_TRUE(names.insert(sub.name).second) << "duplicate " << sub.full_name;
+    }
+  }
+}
+
+TEST(CommandTable, EveryRowHasAHandlerOrSubcommands) {
+  for (const CommandSpec* spec : EveryRow()) {
+    EXPECT_TRUE(spec->handler != nullptr || !spec->subcommands.empty()) << spec->full_name;
+  }
+}
+
+TEST(CommandTable, ArityIsNeverZeroAndFitsTheMaximum) {
+  for (const CommandSpec* spec : EveryRow()) {
+    EXPECT_NE(spec->arity, 0) << spec->full_name;
+    EXPECT_GE(spec->max_args, 0) << spec->full_name;
+    if (spec->max_args > 0) {
+      EXPECT_LE(std::abs(spec->arity), spec->max_args) << spec->full_name;
+      // A maximum only means something for a variadic row.
+      EXPECT_LT(spec->arity, 0) << spec->full_name << " has a fixed arity and a maximum";
+    }
+  }
+}
+
+TEST(CommandTable, ContainersAndSubcommandsCountTheContainerName) {
+  for (const CommandSpec& spec : Table().commands()) {
+    if (spec.subcommands.empty()) continue;
+    if (spec.handler == nullptr) {
+      EXPECT_LE(spec.arity, -2) << spec.full_name << " needs a subcommand";
+    }
+    for (const CommandSpec& sub : spec.subcommands) {
+      EXPECT_GE(std::abs(sub.arity), 2) << sub.full_name;
+    }
+  }
+}
+
+TEST(CommandTable, KeyPositionsAreConsistent) {
+  for (const CommandSpec* spec : EveryRow()) {
+    SCOPED_TRACE(spec->full_name);
+    EXPECT_GE(spec->first_key, 0);
+    if (spec->first_key == 0) {
+      EXPECT_EQ(spec->last_key, 0);
+      EXPECT_EQ(spec->key_step, 0);
+      continue;
+    }
+    EXPECT_GT(spec->key_step, 0);
+    EXPECT_TRUE(spec->last_key < 0 || spec->last_key >= spec->first_key);
+    // The minimum argument count always reaches the first (and a fixed last) key.
+    EXPECT_LT(spec->first_key, std::abs(spec->arity));
+    if (spec->last_key > 0) {
+      EXPECT_LT(spec->last_key, std::abs(spec->arity));
+    }
+  }
+}
+
+TEST(CommandTable, WriteCommandsNameTheirKeysOrTouchTheWholeKeyspace) {
+  // Key locks (and WATCH, and cluster-aware clients) rely on this. No write
+  // command is keyless today; add it here, with the reason, if one must be.
+  const std::set<std::string> keyless_writes = {};
+  for (const CommandSpec* spec : EveryRow()) {
+    if ((spec->flags & kCmdWrite) == 0) continue;
+    if (keyless_writes.count(spec->full_name)) continue;
+    EXPECT_TRUE(spec->first_key > 0 || (spec->flags & kCmdAllKeys) != 0) << spec->full_name;
+  }
+}
+
+TEST(CommandTable, FlagsDoNotContradictEachOther) {
+  for (const CommandSpec* spec : EveryRow()) {
+    SCOPED_TRACE(spec->full_name);
+    EXPECT_FALSE((spec->flags & kCmdWrite) && (spec->flags & kCmdReadOnly));
+    if (spec->flags & kCmdDenyOom) {
+      EXPECT_TRUE(spec->flags & kCmdWrite);
+    }
+  }
+}
+
+TEST(CommandTable, OnlyTheTransactionVerbsRunImmediatelyInsideMulti) {
+  std::set<std::string> no_multi;
+  for (const CommandSpec* spec : EveryRow()) {
+    if (spec->flags & kCmdNoMulti) no_multi.insert(spec->full_name);
+  }
+  // As in Redis (processCommand): EXEC, DISCARD, MULTI, WATCH and QUIT run
+  // at once; everything else, UNWATCH included, is queued.
+  EXPECT_EQ(no_multi, (std::set<std::string>{"discard", "exec", "multi", "quit", "watch"}));
+}
+
+TEST(CommandTable, EveryRowIsDocumented) {
+  for (const CommandSpec* spec : EveryRow()) {
+    SCOPED_TRACE(spec->full_name);
+    EXPECT_FALSE(spec->summary.empty());
+    EXPECT_FALSE(spec->group.empty());
+    ASSERT_FALSE(spec->since.empty());
+    // "1.0.0", "2.8.13": digits and dots.
+    EXPECT_EQ(spec->since.find_first_not_of("0123456789."), std::string_view::npos);
+    EXPECT_NE(spec->since.front(), '.');
+    EXPECT_NE(spec->since.back(), '.');
+  }
+}
+
+TEST(CommandTable, BloomRowsCarryRedisBloomsFlags) {
+  // COMPAT §1.4: reserve/add/madd/insert are "write deny-oom";
+  // exists/mexists/info/card are "readonly fast".
+  constexpr uint32_t kShapeFlags = kCmdWrite | kCmdReadOnly | kCmdFast | kCmdDenyOom;
+  const std::map<std::string, uint32_t> expected = {
+      {"bf.reserve", kCmdWrite | kCmdDenyOom}, {"bf.add", kCmdWrite | kCmdDenyOom},
+      {"bf.madd", kCmdWrite | kCmdDenyOom},    {"bf.insert", kCmdWrite | kCmdDenyOom},
+      {"bf.exists", kCmdReadOnly | kCmdFast},  {"bf.mexists", kCmdReadOnly | kCmdFast},
+      {"bf.info", kCmdReadOnly | kCmdFast},    {"bf.card", kCmdReadOnly | kCmdFast},
+  };
+  std::set<std::string> seen;
+  for (const CommandSpec* spec : EveryRow()) {
+    if (spec->full_name.rfind("bf.", 0) != 0) continue;
+    seen.insert(spec->full_name);
+    auto it = expected.find(spec->full_name);
+    if (it == expected.end()) continue;  // a newer BF.* row; checked once COMPAT lists it
+    EXPECT_EQ(spec->flags & kShapeFlags, it->second) << spec->full_name;
+    EXPECT_EQ(spec->group, "bf") << spec->full_name;
+    // One key, at argument 1.
+    EXPECT_EQ(spec->first_key, 1) << spec->full_name;
+    EXPECT_EQ(spec->last_key, 1) << spec->full_name;
+    EXPECT_EQ(spec->key_step, 1) << spec->full_name;
+  }
+  for (const auto& [name, flags] : expected) EXPECT_TRUE(seen.count(name)) << name;
+}
+
+TEST(CommandTable, BloomRowsHaveRedisBloomsArities) {
+  EXPECT_EQ(Row("bf.reserve").arity, -4);
+  EXPECT_EQ(Row("bf.reserve").max_args, 7);
+  EXPECT_EQ(Row("bf.add").arity, 3);
+  EXPECT_EQ(Row("bf.madd").arity, -3);
+  EXPECT_EQ(Row("bf.insert").arity, -4);
+  EXPECT_EQ(Row("bf.exists").arity, 3);
+  EXPECT_EQ(Row("bf.mexists").arity, -3);
+  EXPECT_EQ(Row("bf.card").arity, 2);
+  EXPECT_EQ(Row("bf.info").arity, -2);
+  EXPECT_EQ(Row("bf.info").max_args, 3);
+}
+
+TEST(CommandTable, FindIgnoresCaseAndRefusesUnknownNames) {
+  EXPECT_EQ(Table().Find("BF.ADD"), Table().Find("bf.add"));
+  EXPECT_EQ(Table().Find("Bf.Add"), Table().Find("bf.add"));
+  EXPECT_EQ(Table().Find("bf.add")->full_name, "bf.add");
+  EXPECT_EQ(Table().Find("nosuchcommand"), nullptr);
+  EXPECT_EQ(Table().Find(""), nullptr);
+  EXPECT_EQ(Table().Find("client|setname"), nullptr);  // subcommands are not top-level
+  EXPECT_EQ(Table().Find("bf.add "), nullptr);
+}
+
+TEST(CommandTable, FindSubcommandIgnoresCase) {
+  const CommandSpec& client = Row("client");
+  ASSERT_NE(CommandTable::FindSubcommand(client, "SETNAME"), nullptr);
+  EXPECT_EQ(CommandTable::FindSubcommand(client, "SetName")->full_name, "client|setname");
+  EXPECT_EQ(CommandTable::FindSubcommand(client, "nosuch"), nullptr);
+  EXPECT_EQ(CommandTable::FindSubcommand(Row("ping"), "x"), nullptr);
+}
+
+TEST(CommandTable, KeyIndicesOfDelAreEveryArgument) {
+  EXPECT_EQ(Keys(Row("del"), 4), (std::vector<size_t>{1, 2, 3}));
+  EXPECT_EQ(Keys(Row("del"), 2), (std::vector<size_t>{1}));
+  EXPECT_EQ(Keys(Row("exists"), 3), (std::vector<size_t>{1, 2}));
+}
+
+TEST(CommandTable, KeyIndicesOfRenameAreSourceAndTarget) {
+  EXPECT_EQ(Keys(Row("rename"), 3), (std::vector<size_t>{1, 2}));
+  EXPECT_EQ(Keys(Row("renamenx"), 3), (std::vector<size_t>{1, 2}));
+}
+
+TEST(CommandTable, KeyIndicesOfMemoryUsageSkipTheSubcommandWord) {
+  const CommandSpec& usage = SubRow("memory", "usage");
+  EXPECT_EQ(Keys(usage, 3), (std::vector<size_t>{2}));
+  EXPECT_EQ(Keys(usage, 5), (std::vector<size_t>{2}));  // MEMORY USAGE k SAMPLES 5
+}
+
+TEST(CommandTable, KeyIndicesOfBloomCommandsAreTheFirstArgumentOnly) {
+  EXPECT_EQ(Keys(Row("bf.madd"), 6), (std::vector<size_t>{1}));
+  EXPECT_EQ(Keys(Row("bf.insert"), 8), (std::vector<size_t>{1}));
+  EXPECT_EQ(Keys(Row("bf.info"), 3), (std::vector<size_t>{1}));
+}
+
+TEST(CommandTable, KeyIndicesOfKeylessCommandsAreEmpty) {
+  EXPECT_TRUE(Keys(Row("ping"), 1).empty());
+  EXPECT_TRUE(Keys(Row("dbsize"), 1).empty());
+  EXPECT_TRUE(Keys(Row("scan"), 4).empty());
+  EXPECT_TRUE(Keys(SubRow("client", "setname"), 3).empty());
+}
+
+TEST(CommandTable, KeyIndicesNeverPointPastTheArguments) {
+  for (const CommandSpec* spec : EveryRow()) {
+    for (size_t argc = 0; argc <= 8; ++argc) {
+      for (size_t index : Keys(*spec, argc)) {
+        EXPECT_LT(index, argc) << spec->full_name << " argc " << argc;
+        EXPECT_GE(index, 1u) << spec->full_name;
+      }
+    }
+  }
+}
+
+TEST(CommandTable, ArityMatchesExactArity) {
+  const CommandSpec& add = Row("bf.add");
+  EXPECT_FALSE(CommandTable::ArityMatches(add, 2));
+  EXPECT_TRUE(CommandTable::ArityMatches(add, 3));
+  EXPECT_FALSE(CommandTable::ArityMatches(add, 4));
+}
+
+TEST(CommandTable, ArityMatchesMinimumArity) {
+  const CommandSpec& madd = Row("bf.madd");
+  EXPECT_FALSE(CommandTable::ArityMatches(madd, 1));
+  EXPECT_FALSE(CommandTable::ArityMatches(madd, 2));
+  EXPECT_TRUE(CommandTable::ArityMatches(madd, 3));
+  EXPECT_TRUE(CommandTable::ArityMatches(madd, 10000));
+}
+
+TEST(CommandTable, ArityMatchesMinimumAndMaximum) {
+  const CommandSpec& info = Row("bf.info");
+  EXPECT_FALSE(CommandTable::ArityMatches(info, 1));
+  EXPECT_TRUE(CommandTable::ArityMatches(info, 2));
+  EXPECT_TRUE(CommandTable::ArityMatches(info, 3));
+  EXPECT_FALSE(CommandTable::ArityMatches(info, 4));
+  const CommandSpec& reserve = Row("bf.reserve");
+  EXPECT_FALSE(CommandTable::ArityMatches(reserve, 3));
+  EXPECT_TRUE(CommandTable::ArityMatches(reserve, 7));
+  EXPECT_FALSE(CommandTable::ArityMatches(reserve, 8));
+}
+
+TEST(CommandTable, ArityMatchesOnHandBuiltRows) {
+  CommandSpec fixed, at_least, bounded;
+  fixed.arity = 2;
+  at_least.arity = -1;
+  bounded.arity = -2;
+  bounded.max_args = 2;
+  EXPECT_FALSE(CommandTable::ArityMatches(fixed, 0));
+  EXPECT_TRUE(CommandTable::ArityMatches(fixed, 2));
+  EXPECT_TRUE(CommandTable::ArityMatches(at_least, 1));
+  EXPECT_TRUE(CommandTable::ArityMatches(at_least, 50));
+  EXPECT_TRUE(CommandTable::ArityMatches(bounded, 2));
+  EXPECT_FALSE(CommandTable::ArityMatches(bounded, 3));
+}
+
+TEST(CommandTable, AsciiLowerAndEqualsIgnoreCaseTouchOnlyAsciiLetters) {
+  EXPECT_EQ(AsciiLower("BF.ADD-Ä@[Z]"), "bf.add-Ä@[z]");
+  EXPECT_TRUE(EqualsIgnoreCase("NonScaling", "NONSCALING"));
+  EXPECT_FALSE(EqualsIgnoreCase("NONSCALING", "NONSCALIN"));
+  EXPECT_FALSE(EqualsIgnoreCase("@", "`"));  // 0x40 and 0x60 differ by the case bit only
+  EXPECT_TRUE(EqualsIgnoreCase("", ""));
+}
+
+}  // namespace
+}  // namespace bloomgate
