@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# The whole benchmark suite in one command (see bench/README.md).
+#
+#   bash bench/run.sh           build (Release), run the filter microbenchmarks and the
+#                               server benchmark, write bench/results/filters-<date>.md and
+#                               bench/results/server-<date>.md (~20 min on 2 cores)
+#   bash bench/run.sh --smoke   the CI version: every benchmark at tiny sizes, writes
+#                               nothing, exits non-zero on any failure (< 60 s after the build)
+#
+# Environment:
+#   BUILD_DIR          build directory (default: build-bench; CI can reuse its `build`)
+#   BLOOMGATE_BIN      server binary (default: $BUILD_DIR/server/bloomgate)
+#   FILTER_BENCH_ARGS  extra flags for filter_bench (e.g. --footprints=256k,1g)
+#   SERVER_BENCH_ARGS  extra flags for server_bench.py (e.g. --rounds 1)
+#
+# Needs, besides scripts/install-deps.sh --test: Debian packages libbenchmark-dev and
+# redis-server (redis-benchmark comes with redis-tools, already a dependency).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+mode=full
+case "${1:-}" in
+  --smoke) mode=smoke ;;
+  "") ;;
+  *) echo "usage: bash bench/run.sh [--smoke]" >&2; exit 2 ;;
+esac
+
+missing=()
+[[ -f /usr/include/benchmark/benchmark.h ]] || missing+=(libbenchmark-dev)
+[[ -x /usr/bin/redis-server ]] || missing+=(redis-server)
+command -v redis-benchmark >/dev/null || missing+=(redis-tools)
+[[ -x /usr/bin/python3 ]] || missing+=(python3)
+if (( ${#missing[@]} > 0 )); then
+  echo "bench/run.sh: missing Debian packages: ${missing[*]}" >&2
+  echo "  install them with: apt-get install -y --no-install-recommends ${missing[*]}" >&2
+  exit 1
+fi
+
+build_dir="${BUILD_DIR:-build-bench}"
+cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DBLOOMGATE_BUILD_BENCH=ON >/dev/null
+cmake --build "$build_dir" --parallel "$(nproc)" --target filter_bench bloomgate
+bin="${BLOOMGATE_BIN:-$build_dir/server/bloomgate}"
+filter_bench="$build_dir/bench/filter_bench"
+# shellcheck disable=SC2206  # word splitting of the extra-flag variables is intended
+filter_extra=(${FILTER_BENCH_ARGS:-})
+# shellcheck disable=SC2206
+server_extra=(${SERVER_BENCH_ARGS:-})
+
+if [[ $mode == smoke ]]; then
+  started=$SECONDS
+  tmp=$(mktemp -d)
+  trap 'rm -rf "$tmp"' EXIT
+  echo "== filter_bench --smoke"
+  "$filter_bench" --smoke --benchmark_min_time=0.01 \
+    --benchmark_out="$tmp/filters.json" --benchmark_out_format=json "${filter_extra[@]}" >/dev/null
+  # Fails on any row that reported an error; prints the target table.
+  /usr/bin/python3 bench/filter_report.py "$tmp/filters.json" | sed -n '/^## Issue-5/,/^## Memory/p'
+  echo "== server_bench.py --smoke"
+  /usr/bin/python3 bench/server_bench.py --smoke --bin "$bin" "${server_extra[@]}" | tail -n 3
+  echo "bench smoke: OK ($((SECONDS - started)) s)"
+  exit 0
+fi
+
+date=$(date +%F)
+mkdir -p bench/results
+json="$build_dir/bench/filters-$date.json"
+filter_cmd=("$filter_bench" --benchmark_min_time=0.1 --benchmark_repetitions=3
+            --benchmark_out="$json" --benchmark_out_format=json "${filter_extra[@]}")
+echo "== ${filter_cmd[*]}"
+"${filter_cmd[@]}"
+/usr/bin/python3 bench/filter_report.py "$json" --out "bench/results/filters-$date.md" \
+  --command "${filter_cmd[*]}"
+echo "== bench/server_bench.py"
+/usr/bin/python3 bench/server_bench.py --bin "$bin" --out "bench/results/server-$date.md" \
+  "${server_extra[@]}"
