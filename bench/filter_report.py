@@ -184,6 +184,16 @@ def build_report(context, runs, command):
             if best:
                 rows.append([f"3b. batched ({best[0]}) / single lookup at {big} ({kind})", "≤ 0.15x",
                              fmt_ratio(best[1]), verdict(best[1][0] <= 0.15)])
+        for kind in ("neg", "pos"):
+            r = f.ratio(f"blocked_2m_pages/lookup_{kind}/single/{big}", f"memory/chase_2m_pages/{big}")
+            if r:
+                rows.append([f"3a. with 2 MiB pages: lookup at {big} / dependent miss ({kind})", "≤ 1.2x",
+                             fmt_ratio(r), verdict(r[0] <= 1.2)])
+            r = f.ratio(f"blocked_2m_pages/lookup_{kind}/batch100/{big}",
+                        f"blocked_2m_pages/lookup_{kind}/single/{big}")
+            if r:
+                rows.append([f"3b. with 2 MiB pages: batch100 / single at {big} ({kind})", "≤ 0.15x",
+                             fmt_ratio(r), verdict(r[0] <= 0.15)])
     small = sizes[0] if sizes else None
     if small:
         for kind in ("neg", "pos"):
@@ -211,8 +221,8 @@ def build_report(context, runs, command):
     for mode in ("single", "loop"):
         r = f.ratio(f"keyspace/scalable/lookup_neg/{mode}/100000", f"keyspace/scalable/lookup_neg/{mode}/1")
         if r:
-            rows.append([f"5. (library) lookup in 1 of 100,000 filters / in 1 of 1, {mode}", "≤ 1.1x",
-                         fmt_ratio(r), verdict(r[0] <= 1.1)])
+            rows.append([f"5. (cause, library level) lookup in 1 of 100,000 filters / in 1 of 1, {mode}",
+                         "", fmt_ratio(r), "see the server results"])
     for p in ("0.01", "0.001", "0.0001"):
         name = f"accuracy/scalable_nonscaling/p={p}"
         ratio = f.counter(name, "ratio_to_optimum")
