@@ -6,6 +6,7 @@
 
 #include "filters/blocked_bloom.h"
 #include "filters/bloom_math.h"
+#include "filters/memory_reservation.h"
 
 namespace bloomgate {
 namespace {
@@ -14,28 +15,9 @@ namespace {
 // one before, and a scaling filter's first layer half the requested rate.
 constexpr double kErrorTighteningRatio = 0.5;
 
-uint64_t SaturatingAdd(uint64_t a, uint64_t b) { return b > UINT64_MAX - a ? UINT64_MAX : a + b; }
-
-uint64_t SaturatingMul(uint64_t a, uint64_t b) {
-  uint64_t product;
-  return __builtin_mul_overflow(a, b, &product) ? UINT64_MAX : product;
-}
-
-// Bytes taken from a MemoryBudget, given back on scope exit unless kept.
-class PendingReservation {
- public:
-  PendingReservation(MemoryBudget* budget, uint64_t bytes) : budget_(budget), bytes_(bytes) {}
-  ~PendingReservation() {
-    if (budget_ != nullptr) budget_->Release(bytes_);
-  }
-  PendingReservation(const PendingReservation&) = delete;
-  PendingReservation& operator=(const PendingReservation&) = delete;
-  void Keep() { budget_ = nullptr; }
-
- private:
-  MemoryBudget* budget_;
-  uint64_t bytes_;
-};
+using internal::PendingReservation;
+using internal::SaturatingAdd;
+using internal::SaturatingMul;
 
 }  // namespace
 
