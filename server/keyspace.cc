@@ -43,11 +43,14 @@ EntryPtr Keyspace::Find(std::string_view key, int64_t now_ms) {
     if (it == shard.entries.end()) return nullptr;
     if (!it->second->ExpiredAt(now_ms)) return it->second;
   }
-  // Expired: remove it, unless someone replaced it in the meantime.
+  // Expired: remove it, unless someone replaced it in the meantime. The
+  // entry is freed after the lock is released (a filter can be gigabytes).
+  EntryPtr doomed;
   std::unique_lock lock(shard.mutex);
   auto it = shard.entries.find(key);
   if (it == shard.entries.end()) return nullptr;
   if (!it->second->ExpiredAt(now_ms)) return it->second;
+  doomed = it->second;
   EraseLocked(shard, it);
   expired_keys_.fetch_add(1, std::memory_order_relaxed);
   return nullptr;
@@ -56,6 +59,7 @@ EntryPtr Keyspace::Find(std::string_view key, int64_t now_ms) {
 EntryPtr Keyspace::Insert(std::string_view key, EntryPtr entry, int64_t now_ms,
                           bool* inserted) {
   Shard& shard = ShardFor(key);
+  EntryPtr doomed;  // an expired entry, freed after the lock is released
   std::unique_lock lock(shard.mutex);
   auto it = shard.entries.find(key);
   if (it != shard.entries.end()) {
@@ -63,6 +67,7 @@ EntryPtr Keyspace::Insert(std::string_view key, EntryPtr entry, int64_t now_ms,
       *inserted = false;
       return it->second;
     }
+    doomed = it->second;
     EraseLocked(shard, it);
     expired_keys_.fetch_add(1, std::memory_order_relaxed);
   }
@@ -108,6 +113,9 @@ Keyspace::RenameStatus Keyspace::Rename(std::string_view src, std::string_view d
                                         int64_t now_ms) {
   size_t src_index = HashName(src) >> (64 - kShardBits);
   size_t dst_index = HashName(dst) >> (64 - kShardBits);
+  // A replaced target is freed after the locks are released: declared
+  // before them, it is destroyed after them.
+  EntryPtr replaced;
   // Lock both shards in index order so two renames can never deadlock.
   std::unique_lock<std::shared_mutex> first(shards_[std::min(src_index, dst_index)].mutex);
   std::unique_lock<std::shared_mutex> second;
@@ -121,7 +129,6 @@ Keyspace::RenameStatus Keyspace::Rename(std::string_view src, std::string_view d
     return RenameStatus::kNoSuchKey;
   }
   if (src == dst) return nx ? RenameStatus::kTargetExists : RenameStatus::kOk;
-  EntryPtr replaced;  // destroyed after the locks are released
   auto dst_it = dst_shard.entries.find(dst);
   if (dst_it != dst_shard.entries.end()) {
     bool expired = dst_it->second->ExpiredAt(now_ms);
