@@ -71,10 +71,18 @@ class BlockedBloom {
   uint32_t probes() const { return probes_; }
   uint64_t bytes() const { return num_blocks_ * kBlockBytes; }
 
+  uint64_t num_blocks() const { return num_blocks_; }
+
   // Raw read access for snapshots: num_words() words, block after block,
   // bit j of word i is bit 64*i + j of the filter.
   const std::atomic<uint64_t>* words() const { return words_; }
   uint64_t num_words() const { return num_blocks_ * kWordsPerBlock; }
+
+  // Raw write access, same layout, ONLY for a loader filling a restored
+  // filter before it is published to other threads (persistence/
+  // filter_codec.cc). Once published, bits change only through Add, which is
+  // what keeps "bits are never cleared" true for concurrent readers.
+  std::atomic<uint64_t>* mutable_words() { return words_; }
 
  private:
   BlockedBloom(std::atomic<uint64_t>* words, uint64_t num_blocks, uint32_t probes);

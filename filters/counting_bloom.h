@@ -104,10 +104,23 @@ class BlockedCountingBloom {
   // Cells whose counter has reached max_count(); exact once updates are quiet.
   uint64_t saturated_counters() const;
 
+  uint64_t num_blocks() const { return num_blocks_; }
+
   // Raw read access for snapshots: num_words() words, block after block, in
   // the lane layout drawn above.
   const std::atomic<uint64_t>* words() const { return words_; }
   uint64_t num_words() const { return num_blocks_ * kWordsPerBlock; }
+
+  // Raw write access, same layout, ONLY for a loader filling a restored
+  // layer before it is published to other threads (persistence/
+  // filter_codec.cc); call RecountSaturated() once the words are in place.
+  std::atomic<uint64_t>* mutable_words() { return words_; }
+
+  // Sets saturated_counters() to the number of cells now at max_count() and
+  // returns it. For loaders after filling mutable_words(): a saturated cell
+  // never changes again, so this equals what the original layer counted one
+  // update at a time. Reads every word: O(bytes()).
+  uint64_t RecountSaturated();
 
  private:
   BlockedCountingBloom(std::atomic<uint64_t>* words, uint64_t num_blocks, uint32_t probes,

@@ -1,6 +1,7 @@
 #include "filters/cuckoo_filter.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstddef>
 #include <cstring>
 #include <mutex>
@@ -76,6 +77,78 @@ FilterStatus CuckooFilter::Create(const CuckooFilterOptions& options, const Filt
   const FilterStatus status = filter->Grow();
   lock.unlock();
   if (status != FilterStatus::kOk) return status;  // ~CuckooFilter releases what it holds
+  *out = std::move(filter);
+  return FilterStatus::kOk;
+}
+
+uint64_t CuckooFilter::SubFilterBuckets(uint64_t base_buckets, uint32_t expansion,
+                                        uint32_t index) {
+  // Stop multiplying once saturated: index can be up to 65535.
+  uint64_t buckets = base_buckets;
+  for (uint32_t i = 0; i < index && buckets != UINT64_MAX; ++i) {
+    buckets = SaturatingMul(buckets, expansion);
+  }
+  return buckets;
+}
+
+FilterStatus CuckooFilter::Restore(const CuckooFilterShape& shape, const FilterLimits& limits,
+                                   MemoryBudget* budget, std::unique_ptr<CuckooFilter>* out) {
+  out->reset();
+  // The loader has already refused these with precise texts; here they only
+  // must never produce a filter (or an allocation) from a bad description.
+  const bool expansion_ok = shape.expansion == 0 || (shape.expansion <= kMaxCuckooExpansion &&
+                                                     std::has_single_bit(shape.expansion));
+  if (shape.bucket_size < 1 || shape.bucket_size > kMaxCuckooBucketSize ||
+      shape.max_iterations < 1 || shape.max_iterations > kMaxCuckooIterations || !expansion_ok ||
+      shape.max_expansions < 1 || shape.max_expansions > kMaxCuckooMaxExpansions ||
+      shape.base_buckets < 2 || shape.base_buckets > kMaxCuckooBuckets ||
+      !std::has_single_bit(shape.base_buckets) || shape.num_filters < 1 ||
+      shape.num_filters > shape.max_expansions ||
+      (shape.expansion == 0 && shape.num_filters != 1)) {
+    return FilterStatus::kInvalidOptions;
+  }
+  // What Create + Grow would hold with this many sub-filters and no spare
+  // array entries: the object, one SubFilter entry and the slots of each.
+  uint64_t total = sizeof(CuckooFilter);
+  for (uint32_t k = 0; k < shape.num_filters; ++k) {
+    const uint64_t buckets = SubFilterBuckets(shape.base_buckets, shape.expansion, k);
+    if (buckets > kMaxCuckooBuckets) return FilterStatus::kInvalidOptions;
+    total = SaturatingAdd(total, sizeof(SubFilter) + buckets * shape.bucket_size);  // < 2^64
+  }
+  if (limits.max_filter_bytes != 0 && total > limits.max_filter_bytes) {
+    return FilterStatus::kFilterMemoryLimit;
+  }
+  if (budget != nullptr && !budget->TryReserve(total)) return FilterStatus::kOutOfMemory;
+  PendingReservation reservation(budget, total);
+
+  CuckooFilterOptions options;
+  options.bucket_size = shape.bucket_size;
+  options.max_iterations = shape.max_iterations;
+  options.max_expansions = shape.max_expansions;
+  // memory_bytes_ = total from the start: the destructor releases exactly
+  // what was reserved even if an allocation below fails.
+  std::unique_ptr<CuckooFilter> filter(new (std::nothrow) CuckooFilter(
+      options, shape.expansion, shape.base_buckets, limits, budget, /*bytes=*/total));
+  if (filter == nullptr) return FilterStatus::kOutOfMemory;
+  reservation.Keep();
+  // No other thread can see the filter yet; the lock is for form (and TSan).
+  std::unique_lock lock(filter->mutex_);
+  filter->filters_.reset(new (std::nothrow) SubFilter[shape.num_filters]);
+  if (filter->filters_ == nullptr) return FilterStatus::kOutOfMemory;
+  filter->filters_capacity_ = shape.num_filters;
+  for (uint32_t k = 0; k < shape.num_filters; ++k) {
+    const uint64_t buckets = SubFilterBuckets(shape.base_buckets, shape.expansion, k);
+    const uint64_t slot_bytes = buckets * shape.bucket_size;
+    if (slot_bytes > PTRDIFF_MAX) return FilterStatus::kOutOfMemory;
+    // Value-initialised: zeroed and resident from the start, as in Grow.
+    filter->filters_[k].slots.reset(new (std::nothrow) uint8_t[static_cast<size_t>(slot_bytes)]());
+    if (filter->filters_[k].slots == nullptr) return FilterStatus::kOutOfMemory;
+    filter->filters_[k].num_buckets = buckets;
+    filter->num_filters_ = k + 1;
+  }
+  filter->items_ = shape.items;
+  filter->deletes_ = shape.deletes;
+  lock.unlock();
   *out = std::move(filter);
   return FilterStatus::kOk;
 }
@@ -361,6 +434,22 @@ std::vector<CuckooSubFilterInfo> CuckooFilter::SubFilters() const {
   }
   return infos;
 }
+
+CuckooFilterShape CuckooFilter::Shape() const {
+  std::shared_lock lock(mutex_);
+  CuckooFilterShape shape;
+  shape.base_buckets = base_buckets_;
+  shape.bucket_size = bucket_size_;
+  shape.max_iterations = max_iterations_;
+  shape.expansion = expansion_;
+  shape.max_expansions = max_expansions_;
+  shape.num_filters = num_filters_;
+  shape.items = items_;
+  shape.deletes = deletes_;
+  return shape;
+}
+
+uint8_t* CuckooFilter::mutable_slots(uint32_t filter) { return filters_[filter].slots.get(); }
 
 uint64_t CuckooFilter::CopySlots(uint32_t filter, uint64_t offset, uint8_t* out,
                                  uint64_t len) const {

@@ -41,6 +41,21 @@ struct CuckooSubFilterInfo {
   uint64_t occupied;     // non-empty slots
 };
 
+// Everything a snapshot or a dump saves of a cuckoo filter besides its slots,
+// read under one lock (CuckooFilter::Shape) and given back to
+// CuckooFilter::Restore. Sub-filter k has SubFilterBuckets(base_buckets,
+// expansion, k) buckets of bucket_size one-byte slots.
+struct CuckooFilterShape {
+  uint64_t base_buckets = 0;    // sub-filter 0's buckets: a power of two, [2, kMaxCuckooBuckets]
+  uint32_t bucket_size = 0;     // [1, kMaxCuckooBucketSize]
+  uint32_t max_iterations = 0;  // [1, kMaxCuckooIterations]
+  uint32_t expansion = 0;       // 0 or a power of two <= kMaxCuckooExpansion (already rounded)
+  uint32_t max_expansions = 0;  // [1, kMaxCuckooMaxExpansions]
+  uint32_t num_filters = 0;     // [1, max_expansions]; exactly 1 when expansion is 0
+  uint64_t items = 0;           // occupied slots
+  uint64_t deletes = 0;         // removes since the last compaction
+};
+
 // A cuckoo filter with RedisBloom's semantics (cuckoo.c; COMPAT.md 1.7), on
 // our 128-bit XXH3 KeyHash instead of MurmurHash64A:
 //
@@ -136,6 +151,21 @@ class CuckooFilter {
   static FilterStatus Create(const CuckooFilterOptions& options, const FilterLimits& limits,
                              MemoryBudget* budget, std::unique_ptr<CuckooFilter>* out);
 
+  // For loaders (persistence/filter_codec.cc): a filter of exactly `shape`,
+  // every slot empty and items()/deletes() as given; fill the slots through
+  // mutable_slots() before publishing the filter (the loader then checks
+  // items against the occupied slots). Fields outside the ranges of
+  // CuckooFilterShape, or a sub-filter above kMaxCuckooBuckets buckets ->
+  // kInvalidOptions. The whole memory_bytes() is checked against
+  // limits.max_filter_bytes (-> kFilterMemoryLimit) and reserved in *budget
+  // (-> kOutOfMemory) before anything is allocated; failures leave nothing
+  // reserved and *out reset. Never throws.
+  // memory_bytes() is the original's, except after a compaction freed
+  // sub-filters: the original keeps their sizeof(SubFilter) array entries
+  // for reuse (16 bytes each), a restored filter has none to spare.
+  static FilterStatus Restore(const CuckooFilterShape& shape, const FilterLimits& limits,
+                              MemoryBudget* budget, std::unique_ptr<CuckooFilter>* out);
+
   // Releases memory_bytes() back to the budget. No call may be running.
   ~CuckooFilter();
 
@@ -179,8 +209,20 @@ class CuckooFilter {
   uint32_t max_expansions() const { return max_expansions_; }
   const FilterLimits& limits() const { return limits_; }
 
-  // Per sub-filter details, oldest first.
+  // Per sub-filter details, oldest first. Counts occupied slots: O(bytes).
   std::vector<CuckooSubFilterInfo> SubFilters() const;
+
+  // Everything but the slots, under one shared lock (cheap: no slot is read).
+  CuckooFilterShape Shape() const;
+
+  // Buckets of sub-filter `index`: base_buckets x expansion^index, saturating
+  // at UINT64_MAX (an absurd size every caller refuses).
+  static uint64_t SubFilterBuckets(uint64_t base_buckets, uint32_t expansion, uint32_t index);
+
+  // Sub-filter `filter`'s slot bytes (SubFilters()[filter].bytes of them),
+  // writable without the lock: ONLY for a loader filling a Restore()d filter
+  // before it is published to other threads.
+  uint8_t* mutable_slots(uint32_t filter);
 
   // Copies up to `len` bytes of sub-filter `filter`'s slots, starting at byte
   // `offset` (bucket b's slots are bytes b*bucket_size ..), to `out`; returns

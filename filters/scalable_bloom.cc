@@ -38,6 +38,15 @@ struct ScalableBloomFilter::LayerList {
   uint32_t count = 0;
 };
 
+uint64_t ScalableBloomFilter::LayerCost(const BloomShape& shape, uint32_t count) {
+  // Everything one growth step allocates, so memory_bytes() is what we really
+  // hold: the bit array, its BlockedBloom, the Layer, and a new list whose
+  // pointer array has `count` entries. < 2^62 for any shape below
+  // kMaxBloomBits and count <= kMaxBloomLayers.
+  return BlockedBloom::BytesFor(shape) + sizeof(BlockedBloom) + sizeof(Layer) +
+         sizeof(LayerList) + uint64_t{count} * sizeof(Layer*);
+}
+
 FilterStatus ScalableBloomFilter::NewLayerList(const LayerList* previous, uint64_t capacity,
                                                double error_rate, const BloomShape& shape,
                                                uint64_t extra_bytes, uint64_t current_bytes,
@@ -48,9 +57,7 @@ FilterStatus ScalableBloomFilter::NewLayerList(const LayerList* previous, uint64
   // absurd size it is, before asking anyone for memory.
   if (shape.bits >= kMaxBloomBits) return FilterStatus::kFilterMemoryLimit;
   const uint32_t count = previous == nullptr ? 1 : previous->count + 1;
-  // Everything this step allocates, so memory_bytes() is what we really hold.
-  const uint64_t cost = extra_bytes + BlockedBloom::BytesFor(shape) + sizeof(BlockedBloom) +
-                        sizeof(Layer) + sizeof(LayerList) + uint64_t{count} * sizeof(Layer*);
+  const uint64_t cost = extra_bytes + LayerCost(shape, count);
   if (limits.max_filter_bytes != 0 &&
       SaturatingAdd(current_bytes, cost) > limits.max_filter_bytes) {
     return FilterStatus::kFilterMemoryLimit;
@@ -106,6 +113,61 @@ FilterStatus ScalableBloomFilter::Create(const ScalableBloomOptions& options,
     if (budget != nullptr) budget->Release(bytes);
     return FilterStatus::kOutOfMemory;
   }
+  return FilterStatus::kOk;
+}
+
+FilterStatus ScalableBloomFilter::Restore(double error_rate, uint32_t expansion,
+                                          std::span<const BloomLayerShape> layers,
+                                          const FilterLimits& limits, MemoryBudget* budget,
+                                          std::unique_ptr<ScalableBloomFilter>* out) {
+  out->reset();
+  // The loader has already refused these with precise texts; here they only
+  // must never produce a filter (or an allocation) from a bad description.
+  if (!(error_rate > 0 && error_rate <= kMaxBloomErrorRate) || expansion > kMaxBloomExpansion ||
+      layers.empty() || layers.size() > kMaxBloomLayers || (expansion == 0 && layers.size() != 1)) {
+    return FilterStatus::kInvalidOptions;
+  }
+  uint64_t total = sizeof(ScalableBloomFilter);
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const BloomLayerShape& layer = layers[i];
+    if (layer.capacity == 0 || !(layer.error_rate > 0 && layer.error_rate <= kMaxBloomErrorRate) ||
+        layer.bits == 0 || layer.bits % kBloomBlockBits != 0 || layer.bits >= kMaxBloomBits ||
+        layer.probes < 1 || layer.probes > kMaxBloomProbes) {
+      return FilterStatus::kInvalidOptions;
+    }
+    const BloomShape shape{layer.bits, layer.probes, 0, 0};
+    total = SaturatingAdd(total, LayerCost(shape, static_cast<uint32_t>(i + 1)));
+  }
+  // The whole filter is checked and reserved at once, before the first
+  // allocation: a description of 64 huge layers is refused up front instead
+  // of after allocating the first few.
+  if (limits.max_filter_bytes != 0 && total > limits.max_filter_bytes) {
+    return FilterStatus::kFilterMemoryLimit;
+  }
+  if (budget != nullptr && !budget->TryReserve(total)) return FilterStatus::kOutOfMemory;
+  PendingReservation reservation(budget, total);
+
+  // Built as growth builds it (each list owns its predecessor), so the
+  // structure and memory_bytes() match the original's. Already checked and
+  // reserved above: no cap and no budget per step.
+  const FilterLimits unlimited{/*max_filter_bytes=*/0};
+  std::unique_ptr<LayerList> list;
+  for (const BloomLayerShape& layer : layers) {
+    std::unique_ptr<LayerList> grown;
+    uint64_t reserved = 0;
+    const FilterStatus status = NewLayerList(
+        list.get(), layer.capacity, layer.error_rate, BloomShape{layer.bits, layer.probes, 0, 0},
+        /*extra_bytes=*/0, /*current_bytes=*/0, unlimited, /*budget=*/nullptr, &grown, &reserved);
+    if (status != FilterStatus::kOk) return status;
+    // Relaxed: the filter is not published yet.
+    grown->newest->items.store(layer.items, std::memory_order_relaxed);
+    grown->previous = std::move(list);
+    list = std::move(grown);
+  }
+  out->reset(new (std::nothrow) ScalableBloomFilter(error_rate, expansion, limits, budget,
+                                                    std::move(list), total));
+  if (*out == nullptr) return FilterStatus::kOutOfMemory;
+  reservation.Keep();  // the filter's destructor releases `total` from here on
   return FilterStatus::kOk;
 }
 
@@ -252,6 +314,16 @@ std::vector<BloomLayerInfo> ScalableBloomFilter::Layers() const {
     });
   }
   return infos;
+}
+
+const BlockedBloom& ScalableBloomFilter::layer(uint32_t index) const {
+  // Acquire: see MayContain.
+  return *layers_.load(std::memory_order_acquire)->layers[index]->bloom;
+}
+
+BlockedBloom* ScalableBloomFilter::mutable_layer(uint32_t index) {
+  // Acquire: see MayContain (the caller owns the unpublished filter anyway).
+  return layers_.load(std::memory_order_acquire)->layers[index]->bloom.get();
 }
 
 }  // namespace bloomgate

@@ -4,8 +4,10 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <vector>
 
+#include "filters/blocked_bloom.h"
 #include "filters/bloom_math.h"
 #include "filters/filter_status.h"
 #include "filters/key_hash.h"
@@ -28,6 +30,16 @@ struct BloomLayerInfo {
   uint64_t bytes;  // of the bit array alone
   uint32_t probes;
   double error_rate;  // the FP rate this layer was sized for
+};
+
+// One layer as saved by a snapshot or a dump, for ScalableBloomFilter::Restore:
+// what Layers() reports, less the byte count (derived from bits).
+struct BloomLayerShape {
+  uint64_t capacity;  // >= 1
+  uint64_t items;
+  double error_rate;  // in (0, kMaxBloomErrorRate]
+  uint64_t bits;      // a whole number of 512-bit blocks, > 0, < kMaxBloomBits
+  uint32_t probes;    // [1, kMaxBloomProbes]
 };
 
 // A scalable Bloom filter with RedisBloom's growth rule (sb.c):
@@ -69,6 +81,21 @@ class ScalableBloomFilter {
   static FilterStatus Create(const ScalableBloomOptions& options, const FilterLimits& limits,
                              MemoryBudget* budget, std::unique_ptr<ScalableBloomFilter>* out);
 
+  // For loaders (persistence/filter_codec.cc): a filter with exactly these
+  // layers, oldest first, every bit zero and each layer's items() as given;
+  // fill the bits through mutable_layer() before publishing the filter.
+  // error_rate is the requested rate after the cap, (0, kMaxBloomErrorRate];
+  // expansion <= kMaxBloomExpansion; 1..kMaxBloomLayers layers, exactly one
+  // when expansion is 0; each layer within the ranges of BloomLayerShape.
+  // Anything else -> kInvalidOptions. The whole filter's memory_bytes() (the
+  // same figure the original had with these layers) is checked against
+  // limits.max_filter_bytes (-> kFilterMemoryLimit) and reserved in *budget
+  // (-> kOutOfMemory) before anything is allocated; failures leave nothing
+  // reserved and *out reset. Never throws. Later growth follows `limits`.
+  static FilterStatus Restore(double error_rate, uint32_t expansion,
+                              std::span<const BloomLayerShape> layers, const FilterLimits& limits,
+                              MemoryBudget* budget, std::unique_ptr<ScalableBloomFilter>* out);
+
   // Releases memory_bytes() back to the budget. No call may be running.
   ~ScalableBloomFilter();
 
@@ -100,6 +127,13 @@ class ScalableBloomFilter {
   // Per-layer details, oldest first.
   std::vector<BloomLayerInfo> Layers() const;
 
+  // Layer `index` (0 = oldest, < num_layers()), e.g. for a snapshot writer to
+  // read its words(). Layers live as long as the filter and never move.
+  const BlockedBloom& layer(uint32_t index) const;
+  // The same layer, writable: ONLY for a loader filling a Restore()d filter
+  // before it is published (see BlockedBloom::mutable_words).
+  BlockedBloom* mutable_layer(uint32_t index);
+
  private:
   struct Layer;
   struct LayerList;
@@ -111,6 +145,10 @@ class ScalableBloomFilter {
   // layer of `shape`, after checking the per-filter cap against current_bytes
   // + its cost and reserving that cost (plus extra_bytes) from the budget. On
   // failure nothing is reserved.
+  // What NewLayerList adds to memory_bytes() for a layer of `shape` that
+  // becomes layer number `count` (1-based), extra_bytes excluded.
+  static uint64_t LayerCost(const BloomShape& shape, uint32_t count);
+
   static FilterStatus NewLayerList(const LayerList* previous, uint64_t capacity, double error_rate,
                                    const BloomShape& shape, uint64_t extra_bytes,
                                    uint64_t current_bytes, const FilterLimits& limits,

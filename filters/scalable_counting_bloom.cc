@@ -36,6 +36,14 @@ struct CountingBloomFilter::LayerList {
   uint32_t count = 0;
 };
 
+uint64_t CountingBloomFilter::LayerCost(const BlockedShape& shape, uint32_t count) {
+  // Everything one growth step allocates, so memory_bytes() is what we really
+  // hold: the counters, their BlockedCountingBloom, the Layer, and a new list
+  // whose pointer array has `count` entries (< 2^62 for any unsaturated shape).
+  return BlockedCountingBloom::BytesFor(shape) + sizeof(BlockedCountingBloom) + sizeof(Layer) +
+         sizeof(LayerList) + uint64_t{count} * sizeof(Layer*);
+}
+
 FilterStatus CountingBloomFilter::NewLayerList(const LayerList* previous, uint64_t capacity,
                                                double error_rate, const BlockedShape& shape,
                                                uint32_t counter_bits, uint64_t extra_bytes,
@@ -47,10 +55,7 @@ FilterStatus CountingBloomFilter::NewLayerList(const LayerList* previous, uint64
   // absurd size it is, before asking anyone for memory.
   if (shape.cells >= MaxBlockedCells(shape.block_cells)) return FilterStatus::kFilterMemoryLimit;
   const uint32_t count = previous == nullptr ? 1 : previous->count + 1;
-  // Everything this step allocates, so memory_bytes() is what we really hold.
-  const uint64_t cost = extra_bytes + BlockedCountingBloom::BytesFor(shape) +
-                        sizeof(BlockedCountingBloom) + sizeof(Layer) + sizeof(LayerList) +
-                        uint64_t{count} * sizeof(Layer*);
+  const uint64_t cost = extra_bytes + LayerCost(shape, count);
   if (limits.max_filter_bytes != 0 &&
       SaturatingAdd(current_bytes, cost) > limits.max_filter_bytes) {
     return FilterStatus::kFilterMemoryLimit;
@@ -108,6 +113,66 @@ FilterStatus CountingBloomFilter::Create(const CountingBloomOptions& options,
     if (budget != nullptr) budget->Release(bytes);
     return FilterStatus::kOutOfMemory;
   }
+  return FilterStatus::kOk;
+}
+
+FilterStatus CountingBloomFilter::Restore(double error_rate, uint32_t expansion,
+                                          uint32_t counter_bits,
+                                          std::span<const CountingBloomLayerShape> layers,
+                                          const FilterLimits& limits, MemoryBudget* budget,
+                                          std::unique_ptr<CountingBloomFilter>* out) {
+  out->reset();
+  // The loader has already refused these with precise texts; here they only
+  // must never produce a filter (or an allocation) from a bad description.
+  if (!(error_rate > 0 && error_rate <= kMaxBloomErrorRate) || expansion > kMaxBloomExpansion ||
+      (counter_bits != kCountingBloomNarrowCounterBits &&
+       counter_bits != kCountingBloomWideCounterBits) ||
+      layers.empty() || layers.size() > kMaxBloomLayers || (expansion == 0 && layers.size() != 1)) {
+    return FilterStatus::kInvalidOptions;
+  }
+  const uint32_t block_cells = BlockedCountingBloom::BlockCellsFor(counter_bits);
+  uint64_t total = sizeof(CountingBloomFilter);
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const CountingBloomLayerShape& layer = layers[i];
+    if (layer.capacity == 0 || !(layer.error_rate > 0 && layer.error_rate <= kMaxBloomErrorRate) ||
+        layer.cells == 0 || layer.cells % block_cells != 0 ||
+        layer.cells >= MaxBlockedCells(block_cells) || layer.probes < 1 ||
+        layer.probes > kMaxBloomProbes) {
+      return FilterStatus::kInvalidOptions;
+    }
+    const BlockedShape shape{layer.cells, block_cells, layer.probes, 0, 0};
+    total = SaturatingAdd(total, LayerCost(shape, static_cast<uint32_t>(i + 1)));
+  }
+  // Checked and reserved as a whole before the first allocation (see
+  // ScalableBloomFilter::Restore).
+  if (limits.max_filter_bytes != 0 && total > limits.max_filter_bytes) {
+    return FilterStatus::kFilterMemoryLimit;
+  }
+  if (budget != nullptr && !budget->TryReserve(total)) return FilterStatus::kOutOfMemory;
+  PendingReservation reservation(budget, total);
+
+  // Built as growth builds it, so structure and memory_bytes() match the
+  // original's; already checked and reserved, so no cap or budget per step.
+  const FilterLimits unlimited{/*max_filter_bytes=*/0};
+  std::unique_ptr<LayerList> list;
+  for (const CountingBloomLayerShape& layer : layers) {
+    std::unique_ptr<LayerList> grown;
+    uint64_t reserved = 0;
+    const FilterStatus status =
+        NewLayerList(list.get(), layer.capacity, layer.error_rate,
+                     BlockedShape{layer.cells, block_cells, layer.probes, 0, 0}, counter_bits,
+                     /*extra_bytes=*/0, /*current_bytes=*/0, unlimited, /*budget=*/nullptr,
+                     &grown, &reserved);
+    if (status != FilterStatus::kOk) return status;
+    // Relaxed: the filter is not published yet.
+    grown->newest->items.store(layer.items, std::memory_order_relaxed);
+    grown->previous = std::move(list);
+    list = std::move(grown);
+  }
+  out->reset(new (std::nothrow) CountingBloomFilter(error_rate, expansion, counter_bits, limits,
+                                                    budget, std::move(list), total));
+  if (*out == nullptr) return FilterStatus::kOutOfMemory;
+  reservation.Keep();  // the filter's destructor releases `total` from here on
   return FilterStatus::kOk;
 }
 
@@ -298,6 +363,7 @@ std::vector<CountingBloomLayerInfo> CountingBloomFilter::Layers() const {
         /*probes=*/layer.counters->probes(),
         /*error_rate=*/layer.error_rate,
         /*saturated_counters=*/layer.counters->saturated_counters(),
+        /*net_items=*/items,
     });
   }
   return infos;
@@ -306,6 +372,11 @@ std::vector<CountingBloomLayerInfo> CountingBloomFilter::Layers() const {
 const BlockedCountingBloom& CountingBloomFilter::layer(uint32_t index) const {
   // Acquire: see MayContain.
   return *layers_.load(std::memory_order_acquire)->layers[index]->counters;
+}
+
+BlockedCountingBloom* CountingBloomFilter::mutable_layer(uint32_t index) {
+  // Acquire: see MayContain (the caller owns the unpublished filter anyway).
+  return layers_.load(std::memory_order_acquire)->layers[index]->counters.get();
 }
 
 }  // namespace bloomgate

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <vector>
 
 #include "filters/bloom_math.h"
@@ -31,6 +32,18 @@ struct CountingBloomLayerInfo {
   uint32_t probes;
   double error_rate;  // the FP rate this layer was sized for
   uint64_t saturated_counters;
+  // `items` before the clamp: below 0 only once THE RULE has been broken.
+  // What a snapshot saves, so that items() survives a restore exactly.
+  int64_t net_items;
+};
+
+// One layer as saved by a snapshot or a dump, for CountingBloomFilter::Restore.
+struct CountingBloomLayerShape {
+  uint64_t capacity;  // >= 1
+  int64_t items;      // the layer's net_items
+  double error_rate;  // in (0, kMaxBloomErrorRate]
+  uint64_t cells;     // a whole number of blocks, > 0, < MaxBlockedCells(block cells)
+  uint32_t probes;    // [1, kMaxBloomProbes]
 };
 
 // A scalable counting Bloom filter (our CBF.* family): ScalableBloomFilter's
@@ -119,6 +132,24 @@ class CountingBloomFilter {
   static FilterStatus Create(const CountingBloomOptions& options, const FilterLimits& limits,
                              MemoryBudget* budget, std::unique_ptr<CountingBloomFilter>* out);
 
+  // For loaders (persistence/filter_codec.cc): a filter with exactly these
+  // layers, oldest first, every counter zero and each layer's net item count
+  // as given; fill the counters through mutable_layer() (then
+  // RecountSaturated() on each layer) before publishing the filter.
+  // error_rate is the requested rate after the cap, (0, kMaxBloomErrorRate];
+  // expansion <= kMaxBloomExpansion; counter_bits 4 or 8; 1..kMaxBloomLayers
+  // layers, exactly one when expansion is 0, each within the ranges of
+  // CountingBloomLayerShape for BlockCellsFor(counter_bits)-cell blocks.
+  // Anything else -> kInvalidOptions. The whole memory_bytes() (what the
+  // original had with these layers) is checked against
+  // limits.max_filter_bytes (-> kFilterMemoryLimit) and reserved in *budget
+  // (-> kOutOfMemory) before anything is allocated; failures leave nothing
+  // reserved and *out reset. Never throws. Later growth follows `limits`.
+  static FilterStatus Restore(double error_rate, uint32_t expansion, uint32_t counter_bits,
+                              std::span<const CountingBloomLayerShape> layers,
+                              const FilterLimits& limits, MemoryBudget* budget,
+                              std::unique_ptr<CountingBloomFilter>* out);
+
   // Releases memory_bytes() back to the budget. No call may be running.
   ~CountingBloomFilter();
 
@@ -169,6 +200,9 @@ class CountingBloomFilter {
   // Layer `index` (0 = oldest, < num_layers()), e.g. for a snapshot writer to
   // read its words(). Layers live as long as the filter.
   const BlockedCountingBloom& layer(uint32_t index) const;
+  // The same layer, writable: ONLY for a loader filling a Restore()d filter
+  // before it is published (see BlockedCountingBloom::mutable_words).
+  BlockedCountingBloom* mutable_layer(uint32_t index);
 
  private:
   struct Layer;
@@ -177,6 +211,10 @@ class CountingBloomFilter {
   CountingBloomFilter(double error_rate, uint32_t expansion, uint32_t counter_bits,
                       const FilterLimits& limits, MemoryBudget* budget,
                       std::unique_ptr<LayerList> first, uint64_t bytes);
+
+  // What NewLayerList adds to memory_bytes() for a layer of `shape` that
+  // becomes layer number `count` (1-based), extra_bytes excluded.
+  static uint64_t LayerCost(const BlockedShape& shape, uint32_t count);
 
   // As ScalableBloomFilter::NewLayerList: builds (but does not publish)
   // previous's layers plus one new layer, after checking the per-filter cap

@@ -1,0 +1,19 @@
+// One stored filter of any family: what a key holds and what a snapshot
+// record or a log record describes. The alternatives' order is part of
+// nothing persistent (records carry their own FilterKind byte); it only has
+// to match KeyType in server/keyspace.h.
+#pragma once
+
+#include <memory>
+#include <variant>
+
+#include "filters/cuckoo_filter.h"
+#include "filters/scalable_bloom.h"
+#include "filters/scalable_counting_bloom.h"
+
+namespace bloomgate {
+
+using AnyFilter = std::variant<std::unique_ptr<ScalableBloomFilter>,
+                               std::unique_ptr<CountingBloomFilter>, std::unique_ptr<CuckooFilter>>;
+
+}  // namespace bloomgate
