@@ -198,6 +198,99 @@ bool SetBind(ServerConfig* config, std::string_view value,
   return true;
 }
 
+// Redis's "save" syntax: pairs of "<seconds> <changes>", or "" for none.
+bool SetSavePoints(ServerConfig* config, std::string_view value, std::string* error) {
+  std::vector<std::string_view> words;
+  size_t pos = 0;
+  while (pos < value.size()) {
+    const size_t start = value.find_first_not_of(" \t", pos);
+    if (start == std::string_view::npos) break;
+    size_t stop = value.find_first_of(" \t", start);
+    if (stop == std::string_view::npos) stop = value.size();
+    words.push_back(value.substr(start, stop - start));
+    pos = stop;
+  }
+  if (words.size() % 2 != 0) {
+    *error = "Invalid save parameters";
+    return false;
+  }
+  std::vector<ServerConfig::SavePoint> points;
+  for (size_t i = 0; i < words.size(); i += 2) {
+    ServerConfig::SavePoint point;
+    std::string ignored;
+    if (!SetInteger(words[i], 1, kMaxTimeout, &point.seconds, &ignored) ||
+        !SetInteger(words[i + 1], 1, std::numeric_limits<int64_t>::max(), &point.changes,
+                    &ignored)) {
+      *error = "Invalid save parameters";
+      return false;
+    }
+    points.push_back(point);
+  }
+  config->save = std::move(points);
+  return true;
+}
+
+std::string FormatSavePoints(const std::vector<ServerConfig::SavePoint>& points) {
+  std::string text;
+  for (const ServerConfig::SavePoint& point : points) {
+    if (!text.empty()) text += ' ';
+    text += std::to_string(point.seconds) + " " + std::to_string(point.changes);
+  }
+  return text;
+}
+
+bool SetYesNo(std::string_view value, bool* out, std::string* error) {
+  if (EqualsIgnoreCase(value, "yes")) {
+    *out = true;
+  } else if (EqualsIgnoreCase(value, "no")) {
+    *out = false;
+  } else {
+    *error = "argument must be 'yes' or 'no'";
+    return false;
+  }
+  return true;
+}
+
+bool SetAppendFsync(ServerConfig* config, std::string_view value, std::string* error) {
+  using F = ServerConfig::AppendFsync;
+  if (EqualsIgnoreCase(value, "always")) {
+    config->appendfsync = F::kAlways;
+  } else if (EqualsIgnoreCase(value, "everysec")) {
+    config->appendfsync = F::kEverySec;
+  } else if (EqualsIgnoreCase(value, "no")) {
+    config->appendfsync = F::kNo;
+  } else {
+    *error = "argument(s) must be one of the following: always, everysec, no";
+    return false;
+  }
+  return true;
+}
+
+std::string FormatAppendFsync(ServerConfig::AppendFsync mode) {
+  switch (mode) {
+    case ServerConfig::AppendFsync::kAlways:
+      return "always";
+    case ServerConfig::AppendFsync::kEverySec:
+      return "everysec";
+    case ServerConfig::AppendFsync::kNo:
+      return "no";
+  }
+  return "everysec";
+}
+
+// A file name inside `dir`: no directory part, so a CONFIG SET can never
+// make the server write outside its data directory (Redis 7 refuses
+// path separators in dbfilename for the same reason).
+bool SetFileName(std::string_view value, std::string* out, std::string* error) {
+  if (value.empty() || value.find('/') != std::string_view::npos || value == "." ||
+      value == "..") {
+    *error = "dbfilename can't be a path, just a filename";
+    return false;
+  }
+  *out = std::string(value);
+  return true;
+}
+
 // --- Formatters --------------------------------------------------------------
 
 std::string FormatDouble(double value) {
@@ -356,6 +449,37 @@ const std::vector<ConfigParam>& BuildTable() {
        /*runtime_settable=*/true, ConfigType::kInteger, "<1-65536>",
        [](C* c, V v, S* e) { return SetInteger(v, 1, 65536, &c->cf_max_expansions, e); },
        [](const C& c) { return std::to_string(c.cf_max_expansions); }},
+      {"dir", "directory of the snapshot and the append-only log",
+       /*runtime_settable=*/false, ConfigType::kString, "<path>",
+       [](C* c, V v, S* e) {
+         if (v.empty()) {
+           *e = "argument must be a directory";
+           return false;
+         }
+         c->dir = std::string(v);
+         return true;
+       },
+       [](const C& c) { return c.dir; }},
+      {"dbfilename", "snapshot file name inside dir",
+       /*runtime_settable=*/true, ConfigType::kString, "<name>",
+       [](C* c, V v, S* e) { return SetFileName(v, &c->dbfilename, e); },
+       [](const C& c) { return c.dbfilename; }},
+      {"save", "snapshot after <seconds> if <changes> writes, as pairs; \"\" = never",
+       /*runtime_settable=*/true, ConfigType::kString, "\"<seconds> <changes> ...\"",
+       [](C* c, V v, S* e) { return SetSavePoints(c, v, e); },
+       [](const C& c) { return FormatSavePoints(c.save); }},
+      {"appendonly", "log every acknowledged write to the append-only log",
+       /*runtime_settable=*/true, ConfigType::kEnum, "<yes|no>",
+       [](C* c, V v, S* e) { return SetYesNo(v, &c->appendonly, e); },
+       [](const C& c) { return std::string(c.appendonly ? "yes" : "no"); }},
+      {"appendfsync", "when the log is fsynced: always, everysec or no",
+       /*runtime_settable=*/true, ConfigType::kEnum, "<always|everysec|no>",
+       [](C* c, V v, S* e) { return SetAppendFsync(c, v, e); },
+       [](const C& c) { return FormatAppendFsync(c.appendfsync); }},
+      {"appendfilename", "base name of the append-only log files inside dir",
+       /*runtime_settable=*/false, ConfigType::kString, "<name>",
+       [](C* c, V v, S* e) { return SetFileName(v, &c->appendfilename, e); },
+       [](const C& c) { return c.appendfilename; }},
   };
   return kTable;
 }

@@ -59,6 +59,31 @@ struct ServerConfig {
   uint32_t cf_expansion_factor = 1;  // 0 = non-scaling
   uint32_t cf_max_expansions = 32;
 
+  // --- Persistence, named and defaulted as in Redis -------------------------
+  // Directory of the snapshot and the append-only log; relative paths are
+  // taken from the server's working directory (Redis's `dir ./`).
+  std::string dir = "./";
+  // Snapshot file name inside `dir`.
+  std::string dbfilename = "dump.bgs";
+  // Snapshot schedule: save after `seconds` if at least `changes` writes
+  // happened, for any of the pairs; empty = no automatic snapshots. Redis 7's
+  // default "3600 1 300 100 60 10000".
+  struct SavePoint {
+    uint64_t seconds = 0;
+    uint64_t changes = 0;
+    bool operator==(const SavePoint&) const = default;
+  };
+  std::vector<SavePoint> save = {{3600, 1}, {300, 100}, {60, 10000}};
+  // Log every acknowledged write before replying ("appendonly yes").
+  bool appendonly = true;
+  // When the log is fsynced: "always" before every reply, "everysec" once a
+  // second (a crash of the machine loses at most ~1 s of writes; a crash of
+  // the process loses none), "no" when the OS decides.
+  enum class AppendFsync { kAlways, kEverySec, kNo };
+  AppendFsync appendfsync = AppendFsync::kEverySec;
+  // Base name of the log files in `dir`: <appendfilename>.<generation>.
+  std::string appendfilename = "appendonly.bglog";
+
   // For tests and for "did anything change" checks after CONFIG SET.
   bool operator==(const ServerConfig&) const = default;
 };

@@ -72,7 +72,8 @@ TEST(ConfigParams, TableHasOneRowPerSettingWithRedisStyleNames) {
                        "bf-error-rate", "bf-initial-size",
                        "bf-expansion-factor", "cbf-counter-bits",
                        "cf-bucket-size", "cf-initial-size", "cf-max-iterations",
-                       "cf-expansion-factor", "cf-max-expansions"}));
+                       "cf-expansion-factor", "cf-max-expansions", "dir", "dbfilename",
+                       "save", "appendonly", "appendfsync", "appendfilename"}));
 }
 
 TEST(ConfigParams, EveryRowHasADescriptionHintSetterAndGetter) {
@@ -86,13 +87,15 @@ TEST(ConfigParams, EveryRowHasADescriptionHintSetterAndGetter) {
   }
 }
 
-TEST(ConfigParams, OnlyPortBindThreadsAndLogfileAreStartUpOnly) {
+// The data directory and log base name are read once, at start-up: moving
+// them under a running log would split its generations across two places.
+TEST(ConfigParams, OnlyListenersThreadsLogfileAndDataFilesAreStartUpOnly) {
   std::set<std::string_view> start_up_only;
   for (const ConfigParam& param : AllConfigParams()) {
     if (!param.runtime_settable) start_up_only.insert(param.name);
   }
-  EXPECT_EQ(start_up_only, (std::set<std::string_view>{"bind", "logfile",
-                                                       "port", "threads"}));
+  EXPECT_EQ(start_up_only, (std::set<std::string_view>{"appendfilename", "bind", "dir",
+                                                       "logfile", "port", "threads"}));
 }
 
 TEST(ConfigParams, FindIgnoresCaseAndReturnsTheTableRow) {
@@ -167,6 +170,12 @@ TEST(SetConfigValue, EachKeySetsItsField) {
       {"cf-max-iterations", "50", "50"},
       {"cf-expansion-factor", "2", "2"},
       {"cf-max-expansions", "8", "8"},
+      {"dir", "/var/lib/bloomgate", "/var/lib/bloomgate"},
+      {"dbfilename", "filters.bgs", "filters.bgs"},
+      {"save", "900  1 60 5000", "900 1 60 5000"},
+      {"appendonly", "NO", "no"},
+      {"appendfsync", "always", "always"},
+      {"appendfilename", "log.bglog", "log.bglog"},
   };
   ASSERT_EQ(cases.size(), AllConfigParams().size()) << "a row has no case";
   for (const Case& c : cases) {
