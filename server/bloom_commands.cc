@@ -10,6 +10,7 @@
 
 #include "filters/key_hash.h"
 #include "server/bloom_options.h"
+#include "server/chunk_transfer.h"
 #include "server/command_context.h"
 #include "server/command_table.h"
 #include "server/errors.h"
@@ -117,6 +118,7 @@ void CmdReserve(CommandContext& ctx) {
     ctx.reply.Error(*error);
     return;
   }
+  ctx.skip_log = true;  // the creation record in the log says it all
   ctx.reply.Ok();
 }
 
@@ -238,6 +240,15 @@ void CmdInfo(CommandContext& ctx) {
   ReplyInfoFields(ctx.reply, fields, selector);
 }
 
+constexpr ChunkCommandTexts kChunkTexts = {FilterKind::kScalableBloom,
+                                           errors::kScanDumpBadIterator,
+                                           errors::kLoadChunkBadIterator,
+                                           errors::kReceivedBadData};
+
+// BF.SCANDUMP key iterator / BF.LOADCHUNK key iterator data
+void CmdScanDump(CommandContext& ctx) { ScanDump(ctx, kChunkTexts); }
+void CmdLoadChunk(CommandContext& ctx) { LoadChunk(ctx, kChunkTexts); }
+
 }  // namespace
 
 std::vector<CommandSpec> BloomCommands() {
@@ -254,13 +265,13 @@ std::vector<CommandSpec> BloomCommands() {
   return {
       row("bf.reserve", -4, 7, kWriteOom, CmdReserve, "Creates a new Bloom filter",
           "1.0.0"),
-      row("bf.add", 3, 0, kWriteOom, CmdAdd, "Adds an item to a Bloom filter",
+      row("bf.add", 3, 0, kWriteOom | kCmdOrderFree, CmdAdd, "Adds an item to a Bloom filter",
           "1.0.0"),
-      row("bf.madd", -3, 0, kWriteOom, CmdMAdd,
+      row("bf.madd", -3, 0, kWriteOom | kCmdOrderFree, CmdMAdd,
           "Adds one or more items to a Bloom filter. A filter will be created if it does not "
           "exist",
           "1.0.0"),
-      row("bf.insert", -4, 0, kWriteOom, CmdInsert,
+      row("bf.insert", -4, 0, kWriteOom | kCmdOrderFree, CmdInsert,
           "Adds one or more items to a Bloom filter. A filter will be created if it does not "
           "exist",
           "1.0.0"),
@@ -272,6 +283,10 @@ std::vector<CommandSpec> BloomCommands() {
           "2.4.4"),
       row("bf.info", -2, 3, kReadFast, CmdInfo, "Returns information about a Bloom filter",
           "1.0.0"),
+      row("bf.scandump", 3, 0, kReadFast, CmdScanDump,
+          "Begins an incremental save of the bloom filter", "1.0.0"),
+      row("bf.loadchunk", 4, 0, kWriteOom, CmdLoadChunk,
+          "Restores a filter previously saved using SCANDUMP", "1.0.0"),
   };
 }
 

@@ -38,6 +38,19 @@ struct ClientState {
   bool authenticated = false;
   bool close_after_reply = false;  // QUIT, protocol errors
 
+  // The append-only log records this client's current batch of commands
+  // wrote: the connection makes them durable (Durability::FlushForReply)
+  // before it sends the batch's replies. 0 = nothing to flush.
+  uint64_t log_generation = 0;
+  uint64_t log_sequence = 0;
+  // Log replay at start-up: commands run at the time recorded with them
+  // (so EXPIRE and lazy expiry replay exactly) and are not logged again.
+  bool replaying = false;
+  int64_t replay_time_ms = 0;
+  // EXEC is running this client's queued commands, holding their key locks:
+  // a command that needs every lock (SAVE) must refuse instead of waiting.
+  bool in_exec = false;
+
   bool in_multi = false;
   bool multi_dirty = false;  // a command failed to queue: EXEC aborts
   std::vector<QueuedCommand> queued;

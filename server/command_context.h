@@ -19,6 +19,10 @@ struct CommandContext {
   ClientState& client;
   ServerContext& server;
   int64_t now_ms;
+  // A write command sets this when the log must not record it as a command:
+  // RESERVE (its creation record says everything) and LOADCHUNK (chunks
+  // are staged; the finished filter is logged whole).
+  bool skip_log = false;
 
   WorkerCounters& counters() { return server.stats.worker(client.worker_index); }
 };

@@ -43,16 +43,34 @@ void CommandStripes(const CommandSpec& spec, std::span<const std::string_view> a
 
 void RunCommand(ServerContext& server, ClientState& client, const CommandSpec& spec,
                 std::span<const std::string_view> args, ReplyBuilder& reply, bool locks_held) {
+  const bool write = (spec.flags & kCmdWrite) != 0;
   std::optional<KeyLocks::Guard> guard;
   if (!locks_held) {
     std::vector<size_t> stripes;
     bool all = false;
     CommandStripes(spec, args, &stripes, &all);
+    // Writes hold their keys exclusively (except order-free Bloom adds), so
+    // that two writes to one key are logged in the order they took effect:
+    // replaying a CBF.DEL before the CBF.ADD it followed would lose the item.
     if (all) {
-      guard.emplace(server.key_locks.LockAll(/*exclusive=*/false));
+      guard.emplace(server.key_locks.LockAll(/*exclusive=*/write));
     } else if (!stripes.empty()) {
-      guard.emplace(server.key_locks.Lock(std::move(stripes), /*exclusive=*/false));
+      bool exclusive = write && (spec.flags & kCmdOrderFree) == 0;
+      guard.emplace(server.key_locks.Lock(std::move(stripes), exclusive));
     }
+  }
+  Durability& durability = *server.durability;
+  if (write && !client.replaying && durability.write_error()) {
+    // As Redis: once the log cannot be written, no write is acknowledged.
+    reply.Error(errors::kLogWriteFailed);
+    return;
+  }
+  if (write && !client.replaying && durability.logging() &&
+      CommandRecordBodyBytes(args) > kMaxLogRecordBodyBytes) {
+    // Refused before it runs: a write the log cannot hold could not be
+    // acknowledged (only a multi-GB argument list can get here).
+    reply.Error(errors::kTooLargeToLog);
+    return;
   }
   WorkerCounters& counters = server.stats.worker(client.worker_index);
   Bump(counters.commands_processed);
@@ -62,17 +80,25 @@ void RunCommand(ServerContext& server, ClientState& client, const CommandSpec& s
   auto start = std::chrono::steady_clock::now();
   // Set first, so CLIENT INFO / LIST describe the command being run.
   if (client.info) client.info->last_command.store(&spec, std::memory_order_relaxed);
-  CommandContext ctx{args, spec, reply, client, server, NowMs()};
+  const int64_t now_ms = client.replaying ? client.replay_time_ms : NowMs();
+  CommandContext ctx{args, spec, reply, client, server, now_ms};
   spec.handler(ctx);
+  const bool failed =
+      reply.buffer()->size() > reply_start && (*reply.buffer())[reply_start] == '-';
+  if (write && !failed) {
+    durability.CountChanges(1);
+    // Appended while the key locks are still held (see above).
+    if (!ctx.skip_log && !client.replaying && durability.logging()) {
+      durability.LogCommand(client, args, now_ms);
+    }
+  }
   auto usec = std::chrono::duration_cast<std::chrono::microseconds>(
                   std::chrono::steady_clock::now() - start)
                   .count();
   CommandCounters& stats = counters.commands[spec.id];
   Bump(stats.calls);
   Bump(stats.usec, static_cast<uint64_t>(usec));
-  if (reply.buffer()->size() > reply_start && (*reply.buffer())[reply_start] == '-') {
-    Bump(stats.failed_calls);
-  }
+  if (failed) Bump(stats.failed_calls);
 }
 
 void DispatchCommand(ServerContext& server, ClientState& client,

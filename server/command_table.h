@@ -33,6 +33,11 @@ enum CommandFlag : uint32_t {
   kCmdNoMulti = 1u << 8,     // not queued inside MULTI (the transaction verbs)
   kCmdAllKeys = 1u << 9,     // touches the whole keyspace (FLUSHALL, KEYS, SCAN)
   kCmdNoScript = 1u << 10,
+  // Ours: a write whose effects commute with those of every other command
+  // with this flag (Bloom adds only set bits), so several may run on one key
+  // at once. Every other write holds its keys' locks exclusively, so writes
+  // to one key reach the append-only log in the order they took effect.
+  kCmdOrderFree = 1u << 11,
 };
 
 struct CommandSpec {

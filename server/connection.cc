@@ -181,6 +181,31 @@ void Connection::ProcessInput() {
     in_begin_ += consumed;
     if (parser_unauthenticated_ && client_.authenticated) UpdateParserLimits();
   }
+  if (client_.log_sequence != 0) {
+    // The replies wait until the log holds the batch's writes. The manager
+    // flushes once for every connection of this thread that is waiting (one
+    // write, and with appendfsync always one fsync, per loop pass, as Redis
+    // does in beforeSleep), then resumes each.
+    awaiting_log_ = true;
+    manager_.AwaitLogFlush(shared_from_this(), client_);
+    return;
+  }
+  SendOrContinue();
+}
+
+void Connection::ResumeAfterLogFlush(bool logged) {
+  awaiting_log_ = false;
+  if (closed_) return;
+  if (!logged) {
+    // The batch's writes are not in the log: no reply may acknowledge them.
+    // The client sees the connection drop and must treat them as unknown.
+    Close();
+    return;
+  }
+  SendOrContinue();
+}
+
+void Connection::SendOrContinue() {
   if (!out_.empty()) {
     DoWrite();
   } else if (client_.close_after_reply) {

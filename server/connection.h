@@ -33,11 +33,17 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // closes when its replies are out.
   void Stop();
   int64_t last_activity_ms() const { return last_activity_ms_; }
+  // Called by the manager once this connection's log records are durable
+  // (`logged`) or could not be written: sends the replies, or closes.
+  void ResumeAfterLogFlush(bool logged);
+  tcp::socket::executor_type executor() { return socket_.get_executor(); }
 
  private:
   void DoRead();
   void DoWrite();
   void ProcessInput();
+  // After a batch: write its replies, or close, or read more.
+  void SendOrContinue();
   void DrainForStop();
   void Close();
   void UpdateParserLimits();
@@ -57,6 +63,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::string writing_;  // replies on the wire
   ReplyBuilder reply_;
   bool write_in_flight_ = false;
+  bool awaiting_log_ = false;  // replies held until the log has the batch's writes
   bool stopping_ = false;
   bool closed_ = false;
   int64_t last_activity_ms_ = 0;

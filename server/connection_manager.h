@@ -2,14 +2,18 @@
 // idle-timeout sweep can reach each of them. Touched only on its thread.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <unordered_set>
+#include <vector>
 
 #include "server/asio.h"
 
 namespace bloomgate {
 
 class Connection;
+class ServerContext;
+struct ClientState;
 
 class ConnectionManager {
  public:
@@ -20,8 +24,24 @@ class ConnectionManager {
   void StopIdle(int64_t now_ms, int64_t timeout_ms);
   size_t size() const { return connections_.size(); }
 
+  // Holds `connection`'s replies until the append-only log has the records
+  // its client just wrote (and takes them from `client`). The first waiter of
+  // a loop pass posts one flush for all; handlers already queued (other
+  // connections' reads) run first and join it.
+  explicit ConnectionManager(ServerContext& server) : server_(server) {}
+  void AwaitLogFlush(std::shared_ptr<Connection> connection, ClientState& client);
+
  private:
+  struct Waiter {
+    std::shared_ptr<Connection> connection;
+    uint64_t generation;
+    uint64_t sequence;
+  };
+  void FlushWaiters();
+
+  ServerContext& server_;
   std::unordered_set<std::shared_ptr<Connection>> connections_;
+  std::vector<Waiter> waiters_;
 };
 
 }  // namespace bloomgate

@@ -14,6 +14,7 @@
 
 #include "filters/key_hash.h"
 #include "server/bloom_options.h"
+#include "server/chunk_transfer.h"
 #include "server/command_context.h"
 #include "server/command_table.h"
 #include "server/errors.h"
@@ -142,6 +143,7 @@ void CmdReserve(CommandContext& ctx) {
     ctx.reply.Error(*error);
     return;
   }
+  ctx.skip_log = true;  // the creation record in the log says it all
   ctx.reply.Ok();
 }
 
@@ -236,6 +238,15 @@ void CmdInfo(CommandContext& ctx) {
   ReplyInfoFields(ctx.reply, fields, selector);
 }
 
+// CBF.SCANDUMP / CBF.LOADCHUNK take BF.*'s texts: the family follows BF.*.
+constexpr ChunkCommandTexts kChunkTexts = {FilterKind::kCountingBloom,
+                                           errors::kScanDumpBadIterator,
+                                           errors::kLoadChunkBadIterator,
+                                           errors::kReceivedBadData};
+
+void CmdScanDump(CommandContext& ctx) { ScanDump(ctx, kChunkTexts); }
+void CmdLoadChunk(CommandContext& ctx) { LoadChunk(ctx, kChunkTexts); }
+
 }  // namespace
 
 std::vector<CommandSpec> CountingBloomCommands() {
@@ -270,6 +281,10 @@ std::vector<CommandSpec> CountingBloomCommands() {
           "Returns the number of items in a counting Bloom filter"),
       row("cbf.info", -2, 3, kReadFast, CmdInfo,
           "Returns information about a counting Bloom filter"),
+      row("cbf.scandump", 3, 0, kReadFast, CmdScanDump,
+          "Begins an incremental save of a counting Bloom filter"),
+      row("cbf.loadchunk", 4, 0, kWriteOom, CmdLoadChunk,
+          "Restores a counting Bloom filter saved with CBF.SCANDUMP"),
   };
 }
 

@@ -10,6 +10,7 @@
 
 #include "filters/key_hash.h"
 #include "server/arg_parser.h"
+#include "server/chunk_transfer.h"
 #include "server/command_context.h"
 #include "server/command_table.h"
 #include "server/errors.h"
@@ -165,6 +166,7 @@ void CmdReserve(CommandContext& ctx) {
     ctx.reply.Error(*error);
     return;
   }
+  ctx.skip_log = true;  // the creation record in the log says it all
   ctx.reply.Ok();
 }
 
@@ -347,6 +349,14 @@ void CmdInfo(CommandContext& ctx) {
   ReplyInfoFields(ctx.reply, fields, std::nullopt);
 }
 
+constexpr ChunkCommandTexts kChunkTexts = {FilterKind::kCuckoo, errors::kCfInvalidPosition,
+                                           errors::kCfInvalidPosition,
+                                           errors::kCfCouldNotLoadChunk};
+
+// CF.SCANDUMP key iterator / CF.LOADCHUNK key iterator data
+void CmdScanDump(CommandContext& ctx) { ScanDump(ctx, kChunkTexts); }
+void CmdLoadChunk(CommandContext& ctx) { LoadChunk(ctx, kChunkTexts); }
+
 }  // namespace
 
 std::vector<CommandSpec> CuckooCommands() {
@@ -384,6 +394,10 @@ std::vector<CommandSpec> CuckooCommands() {
           "Moves items into newer sub-filters and frees emptied ones", "1.0.0"),
       row("cf.info", 2, 0, kReadFast, CmdInfo,
           "Returns information about a Cuckoo Filter", "1.0.0"),
+      row("cf.scandump", 3, 0, kReadFast, CmdScanDump,
+          "Begins an incremental save of the bloom filter", "1.0.0"),
+      row("cf.loadchunk", 4, 0, kWriteOom, CmdLoadChunk,
+          "Restores a filter previously saved using SCANDUMP", "1.0.0"),
   };
 }
 

@@ -13,6 +13,14 @@ namespace bloomgate::errors {
 
 // --- Generic (Redis's networking.c / server.c texts) ---
 inline constexpr std::string_view kSyntax = "ERR syntax error";
+inline constexpr std::string_view kSaveInsideExec =
+    "ERR SAVE, BGSAVE and BGREWRITEAOF are not allowed inside a transaction";
+inline constexpr std::string_view kTooLargeToLog =
+    "ERR command too large for the append-only log (4 GiB per record)";
+// Redis's text when its append-only log cannot be written.
+inline constexpr std::string_view kLogWriteFailed =
+    "MISCONF Errors writing to the AOF file: writes are refused until the server is restarted "
+    "with a working data directory";
 inline constexpr std::string_view kNotInteger =
     "ERR value is not an integer or out of range";
 inline constexpr std::string_view kNotFloat = "ERR value is not a valid float";
@@ -52,6 +60,12 @@ inline constexpr std::string_view kExecAbort =
 // --- Bloom filters (RedisBloom, Redis 8 texts) ---
 inline constexpr std::string_view kNotFound = "ERR not found";
 inline constexpr std::string_view kItemExists = "ERR item exists";
+// SCANDUMP / LOADCHUNK (COMPAT.md §1.6).
+inline constexpr std::string_view kScanDumpBadIterator = "Second argument must be numeric";
+inline constexpr std::string_view kLoadChunkBadIterator = "ERR Second argument must be numeric";
+inline constexpr std::string_view kReceivedBadData = "ERR received bad data";
+inline constexpr std::string_view kCfInvalidPosition = "Invalid position";
+inline constexpr std::string_view kCfCouldNotLoadChunk = "Couldn't load chunk!";
 inline constexpr std::string_view kBadErrorRate = "ERR bad error rate";
 inline constexpr std::string_view kErrorRateRange =
     "ERR error rate must be in the range (0.000000, 1.000000)";

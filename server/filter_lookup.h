@@ -39,8 +39,17 @@ EntryPtr StoreNewFilter(CommandContext& ctx, std::string_view key,
                         std::unique_ptr<Filter> filter, bool fail_if_exists,
                         std::optional<std::string_view>* error) {
   bool inserted = false;
+  Durability& durability = *ctx.server.durability;
   EntryPtr entry = ctx.server.keyspace.Insert(
-      key, std::make_shared<KeyEntry>(std::move(filter)), ctx.now_ms, &inserted);
+      key, std::make_shared<KeyEntry>(std::move(filter)), ctx.now_ms, &inserted,
+      [&ctx, &durability](const std::string& name, const KeyEntry& created) {
+        // The creation is logged with the filter's exact parameters, so a
+        // replay never depends on the defaults in force when it runs.
+        if (durability.logging() && !ctx.client.replaying) {
+          durability.LogFilter(ctx.client, name, created.filter(), /*with_payload=*/false,
+                               ctx.now_ms);
+        }
+      });
   if (inserted) return entry;
   if (entry->get<Filter>() == nullptr) {
     *error = errors::kWrongType;

@@ -294,9 +294,8 @@ std::string MemorySection(CommandContext& ctx) {
       ctx.server.filter_limits().max_filter_bytes);
 }
 
-std::string PersistenceSection(CommandContext&) {
-  // Filters live in memory only for now: nothing is ever loading.
-  return "# Persistence\r\nloading:0\r\nasync_loading:0\r\naof_enabled:0\r\n";
+std::string PersistenceSection(CommandContext& ctx) {
+  return "# Persistence\r\n" + ctx.server.durability->InfoFields();
 }
 
 std::string StatsSection(CommandContext& ctx) {

@@ -57,7 +57,7 @@ EntryPtr Keyspace::Find(std::string_view key, int64_t now_ms) {
 }
 
 EntryPtr Keyspace::Insert(std::string_view key, EntryPtr entry, int64_t now_ms,
-                          bool* inserted) {
+                          bool* inserted, const InsertHook& on_inserted) {
   Shard& shard = ShardFor(key);
   EntryPtr doomed;  // an expired entry, freed after the lock is released
   std::unique_lock lock(shard.mutex);
@@ -71,9 +71,23 @@ EntryPtr Keyspace::Insert(std::string_view key, EntryPtr entry, int64_t now_ms,
     EraseLocked(shard, it);
     expired_keys_.fetch_add(1, std::memory_order_relaxed);
   }
-  shard.entries.emplace(std::string(key), entry);
+  auto stored = shard.entries.emplace(std::string(key), entry).first;
   *inserted = true;
+  if (on_inserted) on_inserted(stored->first, *entry);
   return entry;
+}
+
+void Keyspace::Put(std::string_view key, EntryPtr entry, int64_t expire_at_ms) {
+  Shard& shard = ShardFor(key);
+  EntryPtr doomed;  // a replaced entry, freed after the lock is released
+  std::unique_lock lock(shard.mutex);
+  auto it = shard.entries.find(key);
+  if (it != shard.entries.end()) {
+    doomed = it->second;
+    EraseLocked(shard, it);
+  }
+  auto stored = shard.entries.emplace(std::string(key), std::move(entry)).first;
+  if (expire_at_ms != 0) SetDeadlineLocked(shard, stored->first, *stored->second, expire_at_ms);
 }
 
 void Keyspace::EraseLocked(

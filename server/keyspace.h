@@ -25,9 +25,7 @@
 #include <variant>
 #include <vector>
 
-#include "filters/cuckoo_filter.h"
-#include "filters/scalable_bloom.h"
-#include "filters/scalable_counting_bloom.h"
+#include "filters/any_filter.h"
 
 namespace bloomgate {
 
@@ -42,6 +40,7 @@ class KeyEntry {
   template <typename Filter>
   explicit KeyEntry(std::unique_ptr<Filter> filter)
       : value_(std::move(filter)), id_(NextId()) {}
+  explicit KeyEntry(AnyFilter filter) : value_(std::move(filter)), id_(NextId()) {}
 
   // Unique for the life of the process (WATCH compares it).
   uint64_t id() const { return id_; }
@@ -55,6 +54,8 @@ class KeyEntry {
     return held == nullptr ? nullptr : held->get();
   }
   ScalableBloomFilter* bloom() const { return get<ScalableBloomFilter>(); }
+  // The filter whatever its family, for snapshots and the log.
+  const AnyFilter& filter() const { return value_; }
   uint64_t MemoryUsage() const;
 
   // 0 = no deadline; otherwise Unix time in milliseconds.
@@ -79,9 +80,7 @@ class KeyEntry {
     return next.fetch_add(1, std::memory_order_relaxed);
   }
 
-  std::variant<std::unique_ptr<ScalableBloomFilter>, std::unique_ptr<CountingBloomFilter>,
-               std::unique_ptr<CuckooFilter>>
-      value_;
+  AnyFilter value_;
   const uint64_t id_;
   std::atomic<int64_t> expire_at_ms_{0};
   std::atomic<uint64_t> version_{0};
@@ -98,8 +97,19 @@ class Keyspace {
   // (an expired entry is removed on the way).
   EntryPtr Find(std::string_view key, int64_t now_ms);
 
+  // Called with the shard locked exclusively, just after an Insert stored a
+  // new entry and before any other client can find it: the append-only log
+  // records the creation here, so no command on the new key can reach the
+  // log before the record that creates it.
+  using InsertHook = std::function<void(const std::string& key, const KeyEntry& entry)>;
+
   // Stores `entry` unless a live entry exists; returns the entry now stored.
-  EntryPtr Insert(std::string_view key, EntryPtr entry, int64_t now_ms, bool* inserted);
+  EntryPtr Insert(std::string_view key, EntryPtr entry, int64_t now_ms, bool* inserted,
+                  const InsertHook& on_inserted = nullptr);
+
+  // Stores `entry` with deadline `expire_at_ms` (0 = none), replacing any
+  // entry under `key`; for loading snapshots and replaying the log.
+  void Put(std::string_view key, EntryPtr entry, int64_t expire_at_ms);
 
   // Removes a live key; true if one was removed.
   bool Erase(std::string_view key, int64_t now_ms);

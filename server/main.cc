@@ -4,11 +4,13 @@
 #include <spdlog/spdlog.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <thread>
 
 #include "config/command_line.h"
 #include "config/config_params.h"
 #include "config/server_config.h"
+#include "server/offline_tools.h"
 #include "server/server.h"
 #include "server/server_context.h"
 
@@ -36,6 +38,7 @@ bool SetUpLogging(const bloomgate::ServerConfig& config, std::string* error) {
 
 int main(int argc, char** argv) {
   using namespace bloomgate;
+  if (IsOfflineMode(argc, argv)) return RunOfflineMode(argc, argv);
   CommandLine command_line;
   std::vector<std::pair<std::string, std::string>> overrides;
   std::string error;
@@ -57,6 +60,11 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bloomgate: %s\n", error.c_str());
     return 1;
   }
+  // The data directory as an absolute path, as Redis reports it in CONFIG
+  // GET dir: logs and INFO then name files unambiguously.
+  std::error_code dir_error;
+  std::filesystem::path data_dir = std::filesystem::absolute(config.dir, dir_error);
+  if (!dir_error) config.dir = data_dir.lexically_normal().string();
   if (!SetUpLogging(config, &error)) {
     std::fprintf(stderr, "bloomgate: %s\n", error.c_str());
     return 1;
@@ -68,6 +76,15 @@ int main(int argc, char** argv) {
   context.config_file = command_line.config_path;
   context.executable = argv[0];
   context.worker_threads = threads;
+  // The data first, the port second: no client ever sees a half-loaded
+  // keyspace, and a damaged file stops the server before it serves.
+  Status loaded = context.durability->Load();
+  if (!loaded.ok()) {
+    spdlog::critical("cannot load the data in '{}': {}", config.dir, loaded.message());
+    spdlog::critical("the files were left untouched; fix or move them and start again "
+                     "(`bloomgate check-snapshot FILE` verifies a snapshot)");
+    return 1;
+  }
   Server server(context, threads);
   if (!server.Listen(config.bind, config.port, &error)) {
     spdlog::critical("{}", error);
@@ -79,6 +96,7 @@ int main(int argc, char** argv) {
                command_line.config_path.empty() ? "(defaults)" : command_line.config_path,
                context.budget.limit());
   server.Run();
+  context.durability->Shutdown(context.final_save.load());
   spdlog::info("bye");
   return 0;
 }

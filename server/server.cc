@@ -27,7 +27,7 @@ Server::Server(ServerContext& context, size_t threads)
       signals_(pool_.context(0), SIGINT, SIGTERM),
       housekeeping_(pool_.context(0)) {
   for (size_t i = 0; i < pool_.size(); ++i) {
-    managers_.push_back(std::make_unique<ConnectionManager>());
+    managers_.push_back(std::make_unique<ConnectionManager>(context_));
   }
   context_.request_shutdown = [this] { Stop(); };
 }
@@ -106,6 +106,8 @@ void Server::ScheduleHousekeeping() {
     if (ec || stopping_.load(std::memory_order_acquire)) return;
     int64_t now = NowMs();
     context_.keyspace.SweepExpired(now, kExpireKeysPerRound);
+    context_.durability->Tick(now);
+    context_.chunk_staging.DropIdle(now);
     int64_t timeout_ms = static_cast<int64_t>(context_.config.Get().timeout) * 1000;
     if (timeout_ms > 0) {
       for (size_t i = 0; i < pool_.size(); ++i) {

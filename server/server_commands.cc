@@ -72,10 +72,62 @@ void CmdShutdown(CommandContext& ctx) {
       return;
     }
   }
+  for (std::string_view option : ctx.args.subspan(1)) {
+    if (EqualsIgnoreCase(option, "NOSAVE")) ctx.server.final_save = Durability::FinalSave::kNoSave;
+    if (EqualsIgnoreCase(option, "SAVE")) ctx.server.final_save = Durability::FinalSave::kSave;
+  }
   spdlog::info("SHUTDOWN requested by client id={}",
                ctx.client.info ? ctx.client.info->id : 0);
   ctx.client.close_after_reply = true;
   if (ctx.server.request_shutdown) ctx.server.request_shutdown();
+}
+
+// SAVE: a snapshot written before the reply. Other clients are paused only
+// for the cut (see durability.h); the snapshot is written without locks.
+void CmdSave(CommandContext& ctx) {
+  if (ctx.client.in_exec) {
+    // EXEC holds key locks that the cut would wait for.
+    ctx.reply.Error(errors::kSaveInsideExec);
+    return;
+  }
+  Status status = ctx.server.durability->Save();
+  if (!status.ok()) {
+    ctx.reply.ErrorWithErrPrefix(status.message());
+    return;
+  }
+  ctx.reply.Ok();
+}
+
+// BGSAVE [SCHEDULE] / BGREWRITEAOF: the cut now, the snapshot on a
+// background thread. A snapshot starts a new log generation, so it is also
+// how the log is compacted: BGREWRITEAOF is the same operation.
+void StartBackgroundSave(CommandContext& ctx, std::string_view started) {
+  if (ctx.client.in_exec) {
+    ctx.reply.Error(errors::kSaveInsideExec);
+    return;
+  }
+  Status status = ctx.server.durability->StartBackgroundSave();
+  if (!status.ok()) {
+    ctx.reply.ErrorWithErrPrefix(status.message());
+    return;
+  }
+  ctx.reply.SimpleString(started);
+}
+
+void CmdBgSave(CommandContext& ctx) {
+  if (ctx.args.size() == 2 && !EqualsIgnoreCase(ctx.args[1], "SCHEDULE")) {
+    ctx.reply.Error(errors::kSyntax);
+    return;
+  }
+  StartBackgroundSave(ctx, "Background saving started");
+}
+
+void CmdBgRewriteAof(CommandContext& ctx) {
+  StartBackgroundSave(ctx, "Background append only file rewriting started");
+}
+
+void CmdLastSave(CommandContext& ctx) {
+  ctx.reply.Integer(ctx.server.durability->last_save_time_s());
 }
 
 }  // namespace
@@ -96,6 +148,20 @@ std::vector<CommandSpec> ServerCommands() {
             .summary = "Sets configuration parameters in-flight", .group = "server",
             .since = "2.0.0"},
        }},
+      {.name = "save", .arity = 1, .flags = kCmdAdmin | kCmdNoScript, .handler = CmdSave,
+       .summary = "Synchronously saves the database(s) to disk", .group = "server",
+       .since = "1.0.0"},
+      {.name = "bgsave", .arity = -1, .max_args = 2, .flags = kCmdAdmin | kCmdNoScript,
+       .handler = CmdBgSave, .summary = "Asynchronously saves the database(s) to disk",
+       .group = "server", .since = "1.0.0"},
+      {.name = "bgrewriteaof", .arity = 1, .flags = kCmdAdmin | kCmdNoScript,
+       .handler = CmdBgRewriteAof,
+       .summary = "Asynchronously rewrites the append-only file to disk", .group = "server",
+       .since = "1.0.0"},
+      {.name = "lastsave", .arity = 1, .flags = kCmdLoading | kCmdStale | kCmdFast,
+       .handler = CmdLastSave,
+       .summary = "Returns the Unix timestamp of the last successful save to disk",
+       .group = "server", .since = "1.0.0"},
       {.name = "shutdown", .arity = -1, .max_args = 4, .flags = kAdmin,
        .handler = CmdShutdown, .summary = "Stops the server gracefully", .group = "server",
        .since = "1.0.0"},

@@ -43,12 +43,14 @@ ServerContext::ServerContext(ServerConfig initial, size_t workers)
       stats(workers, commands.all().size()),
       start_time_ms(NowMs()),
       run_id(RandomRunId()) {
+  durability = std::make_unique<Durability>(*this, DefaultFileSystem());
   ApplyConfig(initial);
 }
 
 void ServerContext::ApplyConfig(const ServerConfig& current) {
   budget.set_limit(EffectiveMaxMemory(current.maxmemory));
   max_filter_bytes_.store(current.max_filter_memory, std::memory_order_relaxed);
+  if (durability != nullptr) durability->ApplyConfig(current);
 }
 
 }  // namespace bloomgate

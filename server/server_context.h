@@ -10,8 +10,10 @@
 #include "config/server_config.h"
 #include "filters/limits.h"
 #include "filters/memory_budget.h"
+#include "server/chunk_transfer.h"
 #include "server/client_registry.h"
 #include "server/command_table.h"
+#include "server/durability.h"
 #include "server/key_locks.h"
 #include "server/keyspace.h"
 #include "server/runtime_config.h"
@@ -48,9 +50,16 @@ class ServerContext {
   CommandTable commands;
   ServerStats stats;
   ClientRegistry clients;
+  // LOADCHUNK sequences in progress, invisible until complete.
+  ChunkStaging chunk_staging;
+  // Snapshots and the append-only log. Created with the real file system;
+  // tests may replace it (e.g. with one over a failing file system).
+  std::unique_ptr<Durability> durability;
 
   // Set by the server: asks it to stop gracefully (SHUTDOWN).
   std::function<void()> request_shutdown;
+  // SHUTDOWN SAVE / NOSAVE: what the final snapshot does at exit.
+  std::atomic<Durability::FinalSave> final_save{Durability::FinalSave::kDefault};
 
   int64_t start_time_ms = 0;
   std::string run_id;

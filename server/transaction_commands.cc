@@ -81,9 +81,11 @@ void CmdExec(CommandContext& ctx) {
     return;
   }
   ctx.reply.ArrayHeader(queued.size());
+  client.in_exec = true;
   for (size_t i = 0; i < queued.size(); ++i) {
     RunCommand(ctx.server, client, *queued[i].spec, argvs[i], ctx.reply, /*locks_held=*/true);
   }
+  client.in_exec = false;
 }
 
 void CmdWatch(CommandContext& ctx) {

@@ -527,3 +527,90 @@ class ServerTestCase(unittest.TestCase):
         with self.assertRaises(redis.ResponseError) as ctx:
             fn(*args, **kwargs)
         self.assertEqual(str(ctx.exception), expected)
+
+
+# --------------------------------------------------------------------------
+# Servers over a data directory that outlives them (durability tests).
+# --------------------------------------------------------------------------
+
+OFFLINE_DEADLINE_S = 30.0
+
+
+class PersistentServer(BloomgateServer):
+    """A bloomgate process whose cwd is `data_dir`, a directory the caller
+    owns: it is neither created fresh nor deleted, so a second
+    PersistentServer on the same directory sees what the first one left.
+
+    The log goes to `log_path` (default: a numbered file next to data_dir,
+    so the data directory holds only what the server writes). kill9() ends
+    the process without any chance to flush or save.
+    """
+
+    _log_counter = 0
+
+    def __init__(self, data_dir, args=(), log_path=None, expected_exit_code=0, ready=True):
+        super().__init__(args, expected_exit_code=expected_exit_code, ready=ready)
+        self.data_dir = os.path.abspath(data_dir)
+        if log_path is None:
+            PersistentServer._log_counter += 1
+            log_path = os.path.join(os.path.dirname(self.data_dir),
+                                    f"bloomgate-{os.getpid()}-{PersistentServer._log_counter}.log")
+        self.fixed_log_path = log_path
+
+    def start(self):
+        binary = server_binary()
+        last_error = None
+        for _attempt in range(3):  # the free port can be taken between probe and bind
+            self.port = free_port()
+            self.log_path = self.fixed_log_path
+            self._log_file = open(self.log_path, "wb")
+            cmd = [binary, "--port", str(self.port), "--bind", "127.0.0.1", *self.args]
+            self.proc = subprocess.Popen(cmd, cwd=self.data_dir, stdin=subprocess.DEVNULL,
+                                         stdout=self._log_file, stderr=subprocess.STDOUT)
+            if not self.wait_ready:
+                return self
+            try:
+                self._wait_until_ready()
+                return self
+            except AssertionError as e:
+                last_error = e
+                log = self.log()
+                self._kill()
+                self._cleanup()
+                if "address already in use" not in log.lower():
+                    raise
+        raise last_error
+
+    def kill9(self):
+        """SIGKILL, then waits for the process; returns its exit code."""
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+        code = self.proc.wait(timeout=STOP_DEADLINE_S)
+        self._cleanup()
+        return code
+
+    def log(self):
+        # The log file outlives the process here, so always read the file.
+        if self._log_file is not None:
+            self._log_file.flush()
+        if self.log_path is None or not os.path.exists(self.log_path):
+            return "<no log>"
+        with open(self.log_path, "rb") as f:
+            return f.read()[-20000:].decode("utf-8", "replace")
+
+
+def run_bloomgate(args, input=None, cwd=None, deadline_s=OFFLINE_DEADLINE_S):
+    """Runs the binary in one of its offline modes (check-snapshot, build,
+    ...) to completion; returns the CompletedProcess with text stdout and
+    stderr. `input` (str or bytes) is fed to its stdin."""
+    if isinstance(input, str):
+        input = input.encode()
+    proc = subprocess.run([server_binary(), *[str(a) for a in args]], input=input,
+                          stdin=None if input is not None else subprocess.DEVNULL,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd,
+                          timeout=deadline_s)
+    proc.stdout = proc.stdout.decode("utf-8", "replace")
+    proc.stderr = proc.stderr.decode("utf-8", "replace")
+    return proc

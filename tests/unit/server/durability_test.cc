@@ -1,0 +1,223 @@
+// Durability in-process: snapshot + log across a "crash" (the context is
+// dropped without Shutdown, as kill -9 would), exact replay of deletes,
+// cuts under concurrent writers, and injected file-system failures.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <thread>
+
+#include "../config/temp_dir.h"
+#include "../persistence/fault_file_system.h"
+#include "server/durability.h"
+#include "session.h"
+
+namespace bloomgate::testing {
+namespace {
+
+using test_support::FaultFileSystem;
+using test_support::FaultOp;
+using testutil::TempDir;
+
+ServerConfig ConfigIn(const TempDir& dir) {
+  ServerConfig config;
+  config.dir = dir.path().string();
+  config.save = {};  // only explicit saves
+  config.appendfsync = ServerConfig::AppendFsync::kAlways;
+  return config;
+}
+
+// A context that has loaded `dir` through `fs`.
+std::unique_ptr<ServerContext> StartOn(const ServerConfig& config, FileSystem* fs) {
+  auto server = MakeServer(config);
+  server->durability = std::make_unique<Durability>(*server, fs);
+  Status loaded = server->durability->Load();
+  EXPECT_TRUE(loaded.ok()) << loaded.message();
+  return server;
+}
+
+// Runs a command and, like a connection, makes its log records durable
+// before "replying".
+std::string RunDurably(ServerContext& server, Session& session, const Args& args) {
+  std::string reply = session.Run(args);
+  Status flushed = server.durability->FlushForReply(session.client());
+  EXPECT_TRUE(flushed.ok()) << flushed.message();
+  return reply;
+}
+
+std::string ReadFile(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+std::string InfoField(Session& session, std::string_view field) {
+  std::string info = session.Run({"INFO", "persistence"});
+  size_t at = info.find(std::string(field) + ":");
+  if (at == std::string::npos) return "<missing>";
+  size_t start = at + field.size() + 1;
+  return info.substr(start, info.find('\r', start) - start);
+}
+
+TEST(Durability, EveryFamilyComesBackFromTheLogAfterACrash) {
+  TempDir dir;
+  ServerConfig config = ConfigIn(dir);
+  {
+    auto server = StartOn(config, DefaultFileSystem());
+    Session s(server.get());
+    EXPECT_EQ(RunDurably(*server, s, {"BF.ADD", "bf", "a"}), Int(1));
+    EXPECT_EQ(RunDurably(*server, s, {"CF.ADD", "cf", "a"}), Int(1));
+    EXPECT_EQ(RunDurably(*server, s, {"CBF.ADD", "cbf", "a"}), Int(1));
+    EXPECT_EQ(RunDurably(*server, s, {"BF.RESERVE", "big", "0.001", "5000"}), kOk);
+    EXPECT_EQ(RunDurably(*server, s, {"PEXPIRE", "bf", "100000"}), Int(1));
+    // Dropped without Shutdown: no final snapshot, only the log.
+  }
+  auto server = StartOn(config, DefaultFileSystem());
+  Session s(server.get());
+  EXPECT_EQ(s.Run({"BF.EXISTS", "bf", "a"}), Int(1));
+  EXPECT_EQ(s.Run({"CF.EXISTS", "cf", "a"}), Int(1));
+  EXPECT_EQ(s.Run({"CBF.COUNT", "cbf", "a"}), Int(1));
+  EXPECT_EQ(s.Run({"BF.INFO", "big", "CAPACITY"}), Arr(1) + Int(5000));
+  std::string ttl = s.Run({"PTTL", "bf"});
+  EXPECT_TRUE(ttl.starts_with(":9") || ttl == Int(100000)) << ttl;
+}
+
+TEST(Durability, DeletesAreReplayedExactlyOnceAcrossASnapshotCut) {
+  TempDir dir;
+  ServerConfig config = ConfigIn(dir);
+  {
+    auto server = StartOn(config, DefaultFileSystem());
+    Session s(server.get());
+    for (int i = 0; i < 3; ++i) RunDurably(*server, s, {"CBF.ADD", "cbf", "x"});
+    for (int i = 0; i < 3; ++i) RunDurably(*server, s, {"CF.ADD", "cf", "x"});
+    EXPECT_EQ(RunDurably(*server, s, {"SAVE"}), kOk);
+    EXPECT_EQ(RunDurably(*server, s, {"CBF.DEL", "cbf", "x"}), Int(1));
+    EXPECT_EQ(RunDurably(*server, s, {"CF.DEL", "cf", "x"}), Int(1));
+  }
+  auto server = StartOn(config, DefaultFileSystem());
+  Session s(server.get());
+  EXPECT_EQ(s.Run({"CBF.COUNT", "cbf", "x"}), Int(2));
+  EXPECT_EQ(s.Run({"CF.COUNT", "cf", "x"}), Int(2));
+}
+
+TEST(Durability, ABackgroundSaveUnderConcurrentWritersLosesAndDoublesNothing) {
+  TempDir dir;
+  ServerConfig config = ConfigIn(dir);
+  config.appendfsync = ServerConfig::AppendFsync::kNo;  // the write(2) is enough in-process
+  constexpr int kWriters = 2;
+  constexpr int kItemsPerWriter = 1500;
+  {
+    auto server = StartOn(config, DefaultFileSystem());
+    std::atomic<bool> saved{false};
+    std::vector<std::thread> writers;
+    for (int w = 0; w < kWriters; ++w) {
+      writers.emplace_back([&, w] {
+        Session s(server.get(), /*worker=*/w);
+        for (int i = 0; i < kItemsPerWriter; ++i) {
+          std::string item = std::to_string(w) + ":" + std::to_string(i);
+          RunDurably(*server, s, {"CBF.ADD", "cbf", item});
+          RunDurably(*server, s, {"BF.ADD", "bf", item});
+        }
+      });
+    }
+    while (!saved) {
+      Status status = server->durability->StartBackgroundSave();
+      saved = status.ok();
+      if (!saved) std::this_thread::yield();
+    }
+    for (std::thread& writer : writers) writer.join();
+    // Wait for the background save before the "crash".
+    Session s(server.get());
+    for (int i = 0; i < 1000 && InfoField(s, "rdb_bgsave_in_progress") != "0"; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    EXPECT_EQ(InfoField(s, "rdb_last_bgsave_status"), "ok");
+  }
+  auto server = StartOn(config, DefaultFileSystem());
+  Session s(server.get());
+  // Every add counted once: the snapshot holds those before the cut, the
+  // log those after, and no add is in both.
+  EXPECT_EQ(s.Run({"CBF.CARD", "cbf"}), Int(kWriters * kItemsPerWriter));
+  for (int w = 0; w < kWriters; ++w) {
+    for (int i = 0; i < kItemsPerWriter; i += 7) {
+      std::string item = std::to_string(w) + ":" + std::to_string(i);
+      ASSERT_EQ(s.Run({"BF.EXISTS", "bf", item}), Int(1)) << item;
+      ASSERT_NE(s.Run({"CBF.COUNT", "cbf", item}), Int(0)) << item;
+    }
+  }
+}
+
+TEST(Durability, AFailedSaveKeepsThePreviousSnapshotAndTheServerServing) {
+  TempDir dir;
+  ServerConfig config = ConfigIn(dir);
+  FaultFileSystem fs(DefaultFileSystem());
+  auto server = StartOn(config, &fs);
+  Session s(server.get());
+  RunDurably(*server, s, {"BF.ADD", "bf", "before"});
+  ASSERT_EQ(s.Run({"SAVE"}), kOk);
+  std::filesystem::path snapshot = dir.path() / "dump.bgs";
+  std::string good = ReadFile(snapshot);
+  RunDurably(*server, s, {"BF.ADD", "bf", "after"});
+  fs.FailNth(FaultOp::kRename, fs.calls(FaultOp::kRename) + 1, "Input/output error");
+  std::string reply = s.Run({"SAVE"});
+  EXPECT_TRUE(reply.starts_with("-ERR ")) << reply;
+  EXPECT_NE(reply.find("failed at rename"), std::string::npos) << reply;
+  EXPECT_NE(reply.find("Input/output error"), std::string::npos) << reply;
+  EXPECT_EQ(ReadFile(snapshot), good);
+  EXPECT_EQ(InfoField(s, "rdb_last_bgsave_status"), "err");
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path())) {
+    EXPECT_EQ(entry.path().filename().string().find(".tmp"), std::string::npos)
+        << "temporary file left behind: " << entry.path();
+  }
+  EXPECT_EQ(RunDurably(*server, s, {"BF.ADD", "bf", "later"}), Int(1));
+  EXPECT_EQ(s.Run({"BF.EXISTS", "bf", "after"}), Int(1));
+  // And nothing was lost: the logs since the good snapshot are all kept.
+  server.reset();
+  auto reloaded = StartOn(config, DefaultFileSystem());
+  Session t(reloaded.get());
+  EXPECT_EQ(t.Run({"BF.EXISTS", "bf", "after"}), Int(1));
+  EXPECT_EQ(t.Run({"BF.EXISTS", "bf", "later"}), Int(1));
+}
+
+TEST(Durability, AFullDiskStopsWritesButNotReads) {
+  TempDir dir;
+  ServerConfig config = ConfigIn(dir);
+  FaultFileSystem fs(DefaultFileSystem());
+  auto server = StartOn(config, &fs);
+  Session s(server.get());
+  RunDurably(*server, s, {"BF.ADD", "bf", "a"});
+  fs.SetDiskFullAfter(0);
+  s.Run({"BF.ADD", "bf", "b"});
+  Status flushed = server->durability->FlushForReply(s.client());
+  EXPECT_FALSE(flushed.ok());
+  EXPECT_NE(flushed.message().find("No space left on device"), std::string::npos)
+      << flushed.message();
+  // Redis's rule: no write is acknowledged once the log cannot be written.
+  EXPECT_TRUE(s.Run({"BF.ADD", "bf", "c"}).starts_with("-MISCONF"));
+  EXPECT_EQ(s.Run({"BF.EXISTS", "bf", "a"}), Int(1));
+  EXPECT_EQ(InfoField(s, "aof_last_write_status"), "err");
+}
+
+TEST(Durability, ADamagedSnapshotRefusesToLoadAndIsLeftAsItWas) {
+  TempDir dir;
+  ServerConfig config = ConfigIn(dir);
+  {
+    auto server = StartOn(config, DefaultFileSystem());
+    Session s(server.get());
+    RunDurably(*server, s, {"BF.ADD", "bf", "a"});
+    ASSERT_EQ(s.Run({"SAVE"}), kOk);
+  }
+  std::filesystem::path snapshot = dir.path() / "dump.bgs";
+  std::string bytes = ReadFile(snapshot);
+  bytes[bytes.size() / 2] ^= 0x01;
+  std::ofstream(snapshot, std::ios::binary | std::ios::trunc) << bytes;
+  auto server = MakeServer(config);
+  Status loaded = server->durability->Load();
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_NE(loaded.message().find("dump.bgs"), std::string::npos) << loaded.message();
+  EXPECT_EQ(ReadFile(snapshot), bytes);
+}
+
+}  // namespace
+}  // namespace bloomgate::testing
