@@ -41,13 +41,13 @@ std::string ToString(ServerConfig::AppendFsync policy) {
 }  // namespace
 
 // What a cut captured: the keys, their deadlines and their filters, kept
-// alive (Bloom filters by reference to their entries, counting and cuckoo
-// filters as private clones) until the snapshot is written.
+// alive by reference to their entries until the snapshot is written; for
+// counting and cuckoo filters, the copies owed to it (see durability.h).
 struct Durability::SaveJob {
   SnapshotMeta meta;
   uint64_t changes_at_cut = 0;
-  std::vector<EntryPtr> entries;
-  std::vector<std::unique_ptr<AnyFilter>> clones;
+  std::vector<EntryPtr> entries;                      // parallel to records
+  std::vector<std::shared_ptr<SnapshotCopy>> copies;  // parallel; null for Bloom
   std::vector<SnapshotRecordSource> records;
   std::string dir;
   std::string filename;
@@ -387,13 +387,16 @@ Status Durability::Cut(std::unique_ptr<SaveJob>* out) {
     SnapshotRecordSource record;
     record.name = name;
     record.expire_at_ms = entry->expire_at_ms();
+    std::shared_ptr<SnapshotCopy> copy;
     if (entry->type() == KeyType::kBloom) {
       record.filter = &entry->filter();
     } else {
-      job->clones.push_back(std::make_unique<AnyFilter>(CloneFilter(entry->filter())));
-      record.filter = job->clones.back().get();
+      // Owed a copy as of now; made by the first writer or by the saver.
+      copy = std::make_shared<SnapshotCopy>();
+      entry->ArmSnapshotCopy(copy);
     }
     job->entries.push_back(entry);
+    job->copies.push_back(std::move(copy));
     job->records.push_back(std::move(record));
   });
   *out = std::move(job);
@@ -402,8 +405,25 @@ Status Durability::Cut(std::unique_ptr<SaveJob>* out) {
 
 Status Durability::WriteJob(SaveJob& job) {
   auto start = std::chrono::steady_clock::now();
+  // Collect the copies owed to this snapshot, making those no writer has
+  // made yet. Each takes only its own entry's lock: writers to that filter
+  // wait for its copy, everything else runs on.
+  Status status = Status::Ok();
+  for (size_t i = 0; i < job.records.size(); ++i) {
+    if (job.copies[i] == nullptr) continue;
+    job.entries[i]->TakeSnapshotCopy();
+    const AnyFilter& copy = job.copies[i]->filter;
+    bool missing = std::visit([](const auto& filter) { return filter == nullptr; }, copy);
+    if (missing && status.ok()) {
+      status = Status::Error("out of memory copying key '" + job.records[i].name +
+                             "' for the snapshot");
+    }
+    job.records[i].filter = &copy;
+  }
   uint64_t bytes = 0;
-  Status status = WriteSnapshot(*fs_, job.dir, job.filename, job.meta, job.records, &bytes);
+  if (status.ok()) {
+    status = WriteSnapshot(*fs_, job.dir, job.filename, job.meta, job.records, &bytes);
+  }
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   last_save_attempt_ms_.store(NowMs(), std::memory_order_relaxed);
   last_save_duration_ms_.store(static_cast<int64_t>(seconds * 1000), std::memory_order_relaxed);
@@ -468,7 +488,7 @@ Status Durability::StartBackgroundSave() {
   bgsave_started_ms_.store(NowMs(), std::memory_order_relaxed);
   background_ = std::thread([this, job = std::move(job)]() mutable {
     (void)WriteJob(*job);
-    job.reset();  // frees the clones and drops the entry references first
+    job.reset();  // frees the copies and drops the entry references first
     bgsave_in_progress_.store(false, std::memory_order_release);
   });
   return Status::Ok();

@@ -19,19 +19,23 @@
 // A snapshot cut (SAVE, BGSAVE, the schedule, shutdown) takes every key
 // lock exclusively for a moment: no command runs, so every write so far is
 // in the log being closed and every later one goes to the new generation.
-// Under the cut it starts log generation N+1, keeps references to every
-// Bloom filter and clones every counting and cuckoo filter; then, without
-// locks, it writes the snapshot naming N+1 and, once that is renamed into
-// place, deletes the logs before N+1. Why the copy is consistent:
+// Under the cut it starts log generation N+1 and records every key with a
+// reference to its entry (no filter bytes are copied: the pause is a walk
+// over the key names); then, without the global lock, it writes the
+// snapshot naming N+1 and, once that is renamed into place, deletes the
+// logs before N+1. Why what it writes is the state at the cut:
 //  - Bloom bits are only ever set. Writing them while adds continue stores
 //    every bit set before the cut plus perhaps some set after; the log from
 //    N+1 replays those later adds, and adding a present item changes no bit.
 //    (Item counters may differ by the adds that raced the copy; BF.CARD is
 //    approximate under concurrent adds anyway.)
 //  - Counters and cuckoo slots are not idempotent: replaying a delete or an
-//    add twice would change them. So they are copied exactly at the cut,
-//    while no writer runs; the pause is one memory copy of those filters
-//    (about 0.1-0.2 s per GB).
+//    add twice would change them, so the snapshot must hold them exactly as
+//    they were at the cut. The cut arms a copy-on-write on each such entry
+//    (KeyEntry::ArmSnapshotCopy): the first write command to reach the
+//    filter afterwards copies it before changing it, and the saver copies
+//    those nobody wrote to. Only writers of a filter being copied wait (for
+//    one memory copy of that filter); reads and all other keys go on.
 #pragma once
 
 #include <atomic>

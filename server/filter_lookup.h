@@ -27,6 +27,10 @@ EntryPtr FindFilter(CommandContext& ctx, std::string_view key,
     *error = errors::kWrongType;
     return nullptr;
   }
+  // A snapshot may still owe itself a copy of this filter as it was at its
+  // cut; a write makes that copy first (nothing to do for Bloom filters,
+  // which are never armed).
+  if ((ctx.spec.flags & kCmdWrite) != 0) entry->TakeSnapshotCopy();
   return entry;
 }
 

@@ -4,6 +4,7 @@
 #include <mutex>
 #include <xxhash.h>
 
+#include "persistence/filter_codec.h"
 #include "server/glob.h"
 
 namespace bloomgate {
@@ -25,6 +26,22 @@ uint64_t KeyEntry::MemoryUsage() const {
   constexpr uint64_t kEntryOverhead = sizeof(KeyEntry) + 64;
   return std::visit([](const auto& value) { return value->memory_bytes(); }, value_) +
          kEntryOverhead;
+}
+
+void KeyEntry::ArmSnapshotCopy(std::shared_ptr<SnapshotCopy> copy) {
+  std::lock_guard lock(snapshot_mutex_);
+  snapshot_copy_ = std::move(copy);
+  snapshot_armed_.store(true, std::memory_order_release);
+}
+
+void KeyEntry::TakeSnapshotCopy() {
+  if (!snapshot_armed_.load(std::memory_order_acquire)) return;
+  std::lock_guard lock(snapshot_mutex_);
+  if (snapshot_copy_ == nullptr) return;  // another thread made it meanwhile
+  snapshot_copy_->filter = CloneFilter(value_);
+  snapshot_copy_->taken = true;
+  snapshot_copy_.reset();
+  snapshot_armed_.store(false, std::memory_order_release);
 }
 
 uint64_t Keyspace::HashName(std::string_view name) {

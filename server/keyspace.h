@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <shared_mutex>
 #include <string>
@@ -34,6 +35,14 @@ enum class KeyType { kBloom, kCountingBloom, kCuckoo };
 
 // The name TYPE and SCAN TYPE use; RedisBloom's module type names.
 std::string_view TypeName(KeyType type);
+
+// The copy a snapshot takes of a counting or cuckoo filter as it was at the
+// cut (see server/durability.h): made by the filter's first writer after the
+// cut, or by the saver, whichever comes first.
+struct SnapshotCopy {
+  AnyFilter filter;    // null inside if the copy could not be allocated
+  bool taken = false;  // guarded by the entry's snapshot mutex until the saver reads it
+};
 
 class KeyEntry {
  public:
@@ -68,6 +77,15 @@ class KeyEntry {
     int64_t at = expire_at_ms();
     return at != 0 && at <= now_ms;
   }
+  // Copy-on-write for snapshots. ArmSnapshotCopy is called at a cut, while
+  // no command runs; from then on the filter must be copied into `copy`
+  // before anything changes it. TakeSnapshotCopy makes that copy if it is
+  // still owed: every write command calls it before touching a counting or
+  // cuckoo filter (one atomic load when nothing is owed), and the saver calls
+  // it for each armed entry, so the copy is exactly the state at the cut.
+  void ArmSnapshotCopy(std::shared_ptr<SnapshotCopy> copy);
+  void TakeSnapshotCopy();
+
   // Bumped by every write that changes the entry; WATCH compares it.
   uint64_t version() const { return version_.load(std::memory_order_acquire); }
   void MarkModified() { version_.fetch_add(1, std::memory_order_acq_rel); }
@@ -84,6 +102,11 @@ class KeyEntry {
   const uint64_t id_;
   std::atomic<int64_t> expire_at_ms_{0};
   std::atomic<uint64_t> version_{0};
+  // Set (release) at a cut, cleared (release) once the copy is made; read
+  // with acquire so a writer that sees it cleared also sees the copy done.
+  std::atomic<bool> snapshot_armed_{false};
+  std::mutex snapshot_mutex_;                  // serialises the copy with writers
+  std::shared_ptr<SnapshotCopy> snapshot_copy_;  // guarded by snapshot_mutex_
 };
 
 using EntryPtr = std::shared_ptr<KeyEntry>;

@@ -11,6 +11,7 @@
 
 #include "../config/temp_dir.h"
 #include "../persistence/fault_file_system.h"
+#include "filters/key_hash.h"
 #include "server/durability.h"
 #include "session.h"
 
@@ -146,6 +147,31 @@ TEST(Durability, ABackgroundSaveUnderConcurrentWritersLosesAndDoublesNothing) {
       ASSERT_NE(s.Run({"CBF.COUNT", "cbf", item}), Int(0)) << item;
     }
   }
+}
+
+// The copy-on-write that keeps counting and cuckoo filters exact in a
+// snapshot: once armed, the first write command copies the filter before
+// changing it, and later writes leave the copy alone.
+TEST(Durability, AWriteAfterTheCutCopiesTheFilterFirst) {
+  auto server = MakeServer();
+  Session s(server.get());
+  s.Run({"CBF.ADD", "cbf", "x"});
+  s.Run({"CBF.ADD", "cbf", "x"});
+  EntryPtr entry = server->keyspace.Find("cbf", NowMs());
+  auto copy = std::make_shared<SnapshotCopy>();
+  entry->ArmSnapshotCopy(copy);
+  EXPECT_EQ(s.Run({"CBF.COUNT", "cbf", "x"}), Int(2));
+  EXPECT_FALSE(copy->taken) << "a read must not make the copy";
+  EXPECT_EQ(s.Run({"CBF.ADD", "cbf", "x"}), Int(0));
+  ASSERT_TRUE(copy->taken);
+  EXPECT_EQ(s.Run({"CBF.DEL", "cbf", "x"}), Int(1));
+  EXPECT_EQ(s.Run({"CBF.ADD", "cbf", "y"}), Int(1));
+  const auto& copied = std::get<std::unique_ptr<CountingBloomFilter>>(copy->filter);
+  ASSERT_NE(copied, nullptr);
+  EXPECT_EQ(copied->Count(HashKey("x")), 2u);
+  EXPECT_EQ(copied->items(), 2u);
+  entry->TakeSnapshotCopy();  // nothing owed any more: the copy stays as it was
+  EXPECT_EQ(copied->items(), 2u);
 }
 
 TEST(Durability, AFailedSaveKeepsThePreviousSnapshotAndTheServerServing) {
