@@ -2,7 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <set>
 #include <string>
@@ -308,6 +312,37 @@ TEST(CommandTable, AsciiLowerAndEqualsIgnoreCaseTouchOnlyAsciiLetters) {
   EXPECT_FALSE(EqualsIgnoreCase("NONSCALING", "NONSCALIN"));
   EXPECT_FALSE(EqualsIgnoreCase("@", "`"));  // 0x40 and 0x60 differ by the case bit only
   EXPECT_TRUE(EqualsIgnoreCase("", ""));
+}
+
+}  // namespace
+}  // namespace bloomgate
+
+namespace bloomgate {
+namespace {
+
+std::string Upper(std::string_view text) {
+  std::string upper(text);
+  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return upper;
+}
+
+// The README's command list is documentation users read instead of COMMAND:
+// a row added to the table without a word there fails here.
+TEST(CommandTable, TheReadmeNamesEveryCommandAndSubcommand) {
+  // This file is tests/unit/server/; the README is at the repository root.
+  std::filesystem::path readme =
+      std::filesystem::path(__FILE__).parent_path() / ".." / ".." / ".." / "README.md";
+  std::ifstream in(readme);
+  ASSERT_TRUE(in) << "cannot open " << readme;
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  for (const CommandSpec& spec : Table().commands()) {
+    EXPECT_NE(text.find("`" + Upper(spec.name)), std::string::npos)
+        << "README.md does not list " << Upper(spec.name);
+    for (const CommandSpec& sub : spec.subcommands) {
+      EXPECT_NE(text.find(Upper(sub.name)), std::string::npos)
+          << "README.md does not list " << Upper(spec.name) << " " << Upper(sub.name);
+    }
+  }
 }
 
 }  // namespace
