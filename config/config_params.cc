@@ -266,6 +266,8 @@ bool SetAppendFsync(ServerConfig* config, std::string_view value, std::string* e
   return true;
 }
 
+}  // namespace
+
 std::string FormatAppendFsync(ServerConfig::AppendFsync mode) {
   switch (mode) {
     case ServerConfig::AppendFsync::kAlways:
@@ -277,6 +279,8 @@ std::string FormatAppendFsync(ServerConfig::AppendFsync mode) {
   }
   return "everysec";
 }
+
+namespace {
 
 // A file name inside `dir`: no directory part, so a CONFIG SET can never
 // make the server write outside its data directory (Redis 7 refuses

@@ -88,6 +88,9 @@ std::string GetConfigValue(const ServerConfig& config, std::string_view name);
 // spaces, an unknown unit) and for results that overflow 64 bits.
 std::optional<uint64_t> ParseMemoryValue(std::string_view text);
 
+// appendfsync as CONFIG GET and INFO show it: "always", "everysec", "no".
+std::string FormatAppendFsync(ServerConfig::AppendFsync mode);
+
 }  // namespace bloomgate
 
 #endif  // BLOOMGATE_CONFIG_CONFIG_PARAMS_H_

@@ -109,6 +109,18 @@ void Publish(CommandContext& ctx, std::string_view key, ChunkedFilterLoad& load,
   ctx.reply.Ok();
 }
 
+// After an accepted chunk: the filter appears if that was its last one,
+// else the load waits in the staging area for the next.
+void PublishOrStage(CommandContext& ctx, std::string_view key,
+                    std::unique_ptr<ChunkedFilterLoad> load, const ChunkCommandTexts& texts) {
+  if (load->complete()) {
+    Publish(ctx, key, *load, texts);
+    return;
+  }
+  ctx.server.chunk_staging.Put(std::string(key), std::move(load), ctx.now_ms);
+  ctx.reply.Ok();
+}
+
 }  // namespace
 
 // SCANDUMP key iterator
@@ -159,12 +171,7 @@ void LoadChunk(CommandContext& ctx, const ChunkCommandTexts& texts) {
       ctx.reply.Error(texts.bad_data);
       return;
     }
-    if (load->complete()) {
-      Publish(ctx, key, *load, texts);
-      return;
-    }
-    staging.Put(std::string(key), std::move(load), ctx.now_ms);
-    ctx.reply.Ok();
+    PublishOrStage(ctx, key, std::move(load), texts);
     return;
   }
   std::unique_ptr<ChunkedFilterLoad> load = staging.Take(key);
@@ -181,12 +188,7 @@ void LoadChunk(CommandContext& ctx, const ChunkCommandTexts& texts) {
     ctx.reply.Error(texts.bad_data);
     return;
   }
-  if (load->complete()) {
-    Publish(ctx, key, *load, texts);
-    return;
-  }
-  staging.Put(std::string(key), std::move(load), ctx.now_ms);
-  ctx.reply.Ok();
+  PublishOrStage(ctx, key, std::move(load), texts);
 }
 
 }  // namespace bloomgate

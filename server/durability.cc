@@ -8,6 +8,7 @@
 #include <chrono>
 #include <vector>
 
+#include "config/config_params.h"
 #include "persistence/snapshot_file.h"
 #include "server/client_state.h"
 #include "server/command_dispatcher.h"
@@ -31,18 +32,6 @@ constexpr uint64_t kLogRewriteMinBytes = 64ull << 20;
 constexpr int kBackgroundSaveNice = 10;
 // Replay warnings beyond this many are counted, not logged one by one.
 constexpr uint64_t kReplayErrorsLogged = 10;
-
-std::string ToString(ServerConfig::AppendFsync policy) {
-  switch (policy) {
-    case ServerConfig::AppendFsync::kAlways:
-      return "always";
-    case ServerConfig::AppendFsync::kEverySec:
-      return "everysec";
-    case ServerConfig::AppendFsync::kNo:
-      return "no";
-  }
-  return "?";
-}
 
 }  // namespace
 
@@ -248,7 +237,7 @@ Status Durability::OpenLog(uint64_t generation) {
       AppendLogWriter::Create(fs_, config.dir, config.appendfilename, generation, NowMs(), &writer);
   if (!status.ok()) return status;
   spdlog::info("append-only log {} opened (appendfsync {})", writer->path(),
-               ToString(config.appendfsync));
+               FormatAppendFsync(config.appendfsync));
   std::lock_guard lock(mutex_);
   log_ = std::move(writer);
   next_generation_ = generation + 1;
@@ -611,7 +600,7 @@ std::string Durability::InfoFields() const {
   field("last_save_duration_ms",
         std::to_string(last_save_duration_ms_.load(std::memory_order_relaxed)));
   field("last_load_duration_ms", std::to_string(load_duration_ms_.load(std::memory_order_relaxed)));
-  field("aof_fsync", ToString(policy));
+  field("aof_fsync", FormatAppendFsync(policy));
   field("aof_generation", log == nullptr ? "0" : std::to_string(log->generation()));
   field("aof_current_size", log == nullptr ? "0" : std::to_string(log->written_bytes()));
   if (!log_error.empty()) field("aof_last_error", log_error);
