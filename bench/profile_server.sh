@@ -38,7 +38,8 @@ profile() {
   port=$(free_port)
   local argv
   if [[ $server == bloomgate ]]; then
-    argv=("$bin" --bind 127.0.0.1 --port "$port" --threads 1 --loglevel warn)
+    argv=("$bin" --bind 127.0.0.1 --port "$port" --threads 1 --loglevel warn
+          --save '' --appendonly no --dir "$out")
   else
     argv=(/usr/bin/redis-server --bind 127.0.0.1 --port "$port" --save '' --appendonly no --dir "$out")
   fi
