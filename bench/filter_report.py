@@ -3,6 +3,11 @@
 
 Usage:
   bench/filter_report.py RESULT.json [--out REPORT.md] [--command "how it was run"]
+                         [--expect LIST]
+
+--expect LIST (the CI smoke run): LIST is filter_bench's --benchmark_list_tests
+output for the same flags; every benchmark named there must have a result row
+with iterations and a positive time, else the exit status is 1.
 
 Every figure is nanoseconds of CPU time per item (1e9 / items_per_second), the
 median over the repetitions in the file; the spread (min..max) is shown where
@@ -44,6 +49,25 @@ def load(path):
                     "per_family_instance_index"):
                 entry["counters"].setdefault(key, []).append(value)
     return data.get("context", {}), runs
+
+
+def missing_rows(path, list_path):
+    """Benchmarks named in list_path (one per line, as --benchmark_list_tests
+    prints them) without a usable result in the JSON at path: absent, errored,
+    zero iterations or a non-positive time. Empty list: the list itself is empty."""
+    with open(list_path) as f:
+        expected = {SUFFIX.sub("", line.strip()) for line in f if line.strip()}
+    if not expected:
+        return [f"(no benchmark names in {list_path})"]
+    with open(path) as f:
+        data = json.load(f)
+    good = set()
+    for b in data.get("benchmarks", []):
+        if b.get("run_type", "iteration") != "iteration" or b.get("error_occurred"):
+            continue
+        if b.get("iterations", 0) > 0 and b.get("real_time", 0) > 0 and b.get("cpu_time", 0) > 0:
+            good.add(SUFFIX.sub("", b.get("run_name", b["name"])))
+    return sorted(expected - good)
 
 
 class Figures:
@@ -390,6 +414,8 @@ def main():
     parser.add_argument("json")
     parser.add_argument("--out", help="write the markdown report here")
     parser.add_argument("--command", default="(not given)", help="the command line that produced the JSON")
+    parser.add_argument("--expect", metavar="LIST",
+                        help="file of benchmark names (--benchmark_list_tests) that must all have results")
     args = parser.parse_args()
     context, runs = load(args.json)
     if not runs:
@@ -403,6 +429,14 @@ def main():
             f.write(report + "\n")
         print(f"\nwritten to {args.out}", file=sys.stderr)
     failed = [n for n, e in runs.items() if "error" in e]
+    for n in failed:
+        print(f"filter_report: {n}: {runs[n]['error']}", file=sys.stderr)
+    if args.expect:
+        missing = missing_rows(args.json, args.expect)
+        if missing:
+            print(f"filter_report: {len(missing)} benchmark(s) without a result: "
+                  f"{', '.join(missing[:20])}", file=sys.stderr)
+            return 1
     return 1 if failed else 0
 
 

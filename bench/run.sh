@@ -4,8 +4,11 @@
 #   bash bench/run.sh           build (Release), run the filter microbenchmarks and the
 #                               server benchmark, write bench/results/filters-<date>.md and
 #                               bench/results/server-<date>.md (~20 min on 2 cores)
-#   bash bench/run.sh --smoke   the CI version: every benchmark at tiny sizes, writes
-#                               nothing, exits non-zero on any failure (< 60 s after the build)
+#   bash bench/run.sh --smoke   the CI version (scripts/test.sh runs it): every benchmark
+#                               at tiny sizes, exits non-zero if one cannot start, crashes
+#                               or leaves a row without a result; timings are not judged.
+#                               Output goes to $BUILD_DIR/bench-smoke/, never to
+#                               bench/results/ (< 60 s after the build)
 #
 # Environment:
 #   BUILD_DIR          build directory (default: build-bench; CI can reuse its `build`)
@@ -48,15 +51,39 @@ server_extra=(${SERVER_BENCH_ARGS:-})
 
 if [[ $mode == smoke ]]; then
   started=$SECONDS
-  tmp=$(mktemp -d)
-  trap 'rm -rf "$tmp"' EXIT
-  echo "== filter_bench --smoke"
-  "$filter_bench" --smoke --benchmark_min_time=0.01 \
-    --benchmark_out="$tmp/filters.json" --benchmark_out_format=json "${filter_extra[@]}" >/dev/null
-  # Fails on any row that reported an error; prints the target table.
-  /usr/bin/python3 bench/filter_report.py "$tmp/filters.json" | sed -n '/^## Issue-5/,/^## Memory/p'
-  echo "== server_bench.py --smoke"
-  /usr/bin/python3 bench/server_bench.py --smoke --bin "$bin" "${server_extra[@]}" | tail -n 3
+  out="$build_dir/bench-smoke"
+  rm -rf "$out"
+  mkdir -p "$out"
+  # run_logged LOG CMD...: output to LOG; on failure, show its end and stop.
+  run_logged() {
+    local log=$1 status=0
+    shift
+    "$@" >"$log" 2>&1 || status=$?
+    if (( status != 0 )); then
+      echo "bench smoke: FAILED (exit status $status): $*" >&2
+      tail -n 40 "$log" >&2
+      exit 1
+    fi
+  }
+  echo "== filter_bench --smoke (output in $out)"
+  filter_cmd=("$filter_bench" --smoke --benchmark_min_time=0.01 "${filter_extra[@]}")
+  # The benchmarks these flags select; each must come back with a result.
+  "${filter_cmd[@]}" --benchmark_list_tests >"$out/filters.list"
+  run_logged "$out/filters.txt" "${filter_cmd[@]}" \
+    --benchmark_out="$out/filters.json" --benchmark_out_format=json
+  # Fails on a row that reported an error and on a listed benchmark without a
+  # result; the whole report is kept, the target table is shown.
+  run_logged "$out/filters.report.txt" /usr/bin/python3 bench/filter_report.py \
+    "$out/filters.json" --expect "$out/filters.list" --out "$out/filters.md" \
+    --command "${filter_cmd[*]}"
+  sed -n '/^## Issue-5/,/^## Memory/p' "$out/filters.md"
+  echo "filter_bench --smoke: $(wc -l <"$out/filters.list") benchmarks, each with a result"
+  echo "== server_bench.py --smoke (output in $out)"
+  # Fails if a server does not start, dies, or does not stop cleanly, and on
+  # any row without a result.
+  run_logged "$out/server.txt" /usr/bin/python3 bench/server_bench.py --smoke --bin "$bin" \
+    --out "$out/server.md" "${server_extra[@]}"
+  tail -n 1 "$out/server.txt"
   echo "bench smoke: OK ($((SECONDS - started)) s)"
   exit 0
 fi

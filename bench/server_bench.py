@@ -18,7 +18,9 @@ Usage (from the repository root):
 
 The full run prints a table and writes it, with the machine and the exact
 commands, to bench/results/server-<date>.md (--out to change, --no-write to
-skip). --smoke writes nothing and exits non-zero on any failure.
+skip). --smoke exits non-zero on any failure (a server that does not start,
+dies, or does not exit 0 on SIGTERM; a row without a result) and writes its
+table only where --out says (CI keeps it in the build directory).
 Python standard library only; needs redis-server and redis-benchmark.
 """
 
@@ -137,6 +139,8 @@ class Server:
     def __init__(self, name, argv, port, log_path):
         self.name, self.argv, self.port, self.log_path = name, argv, port, log_path
         self.proc = None
+        self.stopped_proc = None    # the process stop() last handled
+        self.shutdown_error = None  # why that stop was not clean, if it was not
 
     def start(self, cwd):
         self.log = open(self.log_path, "ab")
@@ -179,15 +183,28 @@ class Server:
         return 0.0
 
     def stop(self):
-        if self.proc is None or self.proc.poll() is not None:
+        """SIGTERM, then wait. A clean stop is exit status 0 within the
+        deadline (both servers shut down gracefully on SIGTERM); anything else
+        (a crash on the way out, a hang, an earlier death) is kept in
+        shutdown_error for the caller to check. A second call for the same
+        process does nothing."""
+        if self.proc is None or self.proc is self.stopped_proc:
             return
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(timeout=STOP_DEADLINE_S)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(timeout=STOP_DEADLINE_S)
+        self.stopped_proc = self.proc
+        self.shutdown_error = None
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=STOP_DEADLINE_S)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=STOP_DEADLINE_S)
+                self.shutdown_error = f"did not exit within {STOP_DEADLINE_S}s of SIGTERM (killed)"
         self.log.close()
+        if self.shutdown_error is None and self.proc.returncode != 0:
+            self.shutdown_error = f"exited with status {self.proc.returncode} (0 expected after SIGTERM)"
+        if self.shutdown_error:
+            self.shutdown_error += f"; log:\n{self.log_text()}"
 
     def log_text(self, limit=4000):
         try:
@@ -428,6 +445,8 @@ def run_all(args):
     bin_path = args.bin
     if not os.path.isabs(bin_path) and not os.path.exists(bin_path):
         bin_path = os.path.join(REPO, bin_path)
+    # Absolute: the servers run with their data directory as cwd.
+    bin_path = os.path.abspath(bin_path)
     if not os.access(bin_path, os.X_OK):
         raise BenchError(f"bloomgate binary not found or not executable: {bin_path} "
                          "(build it, or pass --bin / set BLOOMGATE_BIN)")
@@ -438,8 +457,10 @@ def run_all(args):
 
     tmp = tempfile.mkdtemp(prefix="bloomgate-bench-")
     bg_port, redis_port = free_port(), free_port()
+    # Persistence off on both sides, so the comparison is like for like (the
+    # log's own cost is measured by durability_bench.py).
     bg_argv = [bin_path, "--bind", "127.0.0.1", "--port", str(bg_port), "--loglevel", "warn",
-               "--threads", str(args.threads)]
+               "--threads", str(args.threads), "--save", "", "--appendonly", "no", "--dir", tmp]
     redis_argv = [args.redis_server, "--bind", "127.0.0.1", "--port", str(redis_port), "--save", "",
                   "--appendonly", "no", "--dir", tmp]
     servers = {
@@ -517,7 +538,7 @@ def run_all(args):
         facts["redis_rss_mib"] = servers["redis"].rss_mib()
         facts["load_end"] = os.getloadavg()
         facts["failures"] = failures
-        return facts, scenarios, results, keyspace_results, bench.commands, (bg_argv, redis_argv)
+        outcome = (facts, scenarios, results, keyspace_results, bench.commands, (bg_argv, redis_argv))
     finally:
         for c in conns.values():
             try:
@@ -525,8 +546,25 @@ def run_all(args):
             except OSError:
                 pass
         for s in servers.values():
-            s.stop()
+            s.stop()  # before the rmtree: a failed stop quotes the server's log
         shutil.rmtree(tmp, ignore_errors=True)
+    for s in servers.values():
+        if s.shutdown_error:
+            raise BenchError(f"{s.name} {s.shutdown_error}")
+    return outcome
+
+
+def check_complete(args, scenarios, results, keyspace_results):
+    """--smoke: every scenario and keyspace row has a result at every
+    pipeline depth, so a run that silently measured nothing fails."""
+    if not scenarios:
+        raise BenchError("no scenarios ran (check --only)")
+    missing = [f"{sc.label} -P {p}" for sc in scenarios for p in args.pipelines
+               if not results.get((sc.key, p))]
+    missing += [f"keyspace {n} -P {p}" for n in args.keyspace_counts for p in args.pipelines
+                if not keyspace_results.get((n, p))]
+    if missing:
+        raise BenchError(f"rows without a result: {', '.join(missing)}")
 
 
 def check_state(conns, keyspace_count, extra_keys, ran):
@@ -747,7 +785,8 @@ def parse_args(argv):
                         help="numbers of filters for the keyspace rows (ascending)")
     parser.add_argument("--only", help="run only the rows whose label matches this regex "
                         "(e.g. 'PING|SET|GET|bf r'); the keyspace rows follow --keyspace")
-    parser.add_argument("--out", help="results file (default bench/results/server-<date>.md)")
+    parser.add_argument("--out", help="results file (default bench/results/server-<date>.md; "
+                        "with --smoke, none unless given)")
     parser.add_argument("--no-write", action="store_true", help="print only")
     parser.add_argument("--smoke", action="store_true",
                         help="every scenario once with tiny -n; exits non-zero on any failure")
@@ -768,6 +807,8 @@ def main(argv=None):
     started = time.monotonic()
     try:
         facts, scenarios, results, keyspace_results, commands, argvs = run_all(args)
+        if args.smoke:
+            check_complete(args, scenarios, results, keyspace_results)
     except BenchError as e:
         print(f"server_bench: FAILED: {e}", file=sys.stderr)
         return 1
@@ -775,6 +816,10 @@ def main(argv=None):
     print()
     print(report)
     if args.smoke:
+        if args.out:
+            os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+            with open(args.out, "w") as f:
+                f.write(report + "\n")
         print(f"\nserver_bench --smoke: OK, every scenario ran ({time.monotonic() - started:.1f} s)")
         return 0
     if not args.no_write:

@@ -3,6 +3,8 @@
 # there. Run as root. Usage: scripts/install-deps.sh [--test]
 #   (no flag)  what building and running the server needs
 #   --test     also what the test suite needs (GoogleTest, redis-cli, redis-py)
+#              and its benchmark smoke run (Google Benchmark, a stock redis-server
+#              to compare against; see bench/README.md)
 set -euo pipefail
 
 packages=(cmake ninja-build g++ pkg-config
@@ -10,7 +12,8 @@ packages=(cmake ninja-build g++ pkg-config
           libspdlog-dev libfmt-dev libyaml-cpp-dev
           redis-tools)
 if [[ "${1:-}" == "--test" ]]; then
-  packages+=(googletest libgtest-dev python3 python3-redis)
+  packages+=(googletest libgtest-dev python3 python3-redis
+             libbenchmark-dev redis-server)
 fi
 
 missing=()
@@ -29,4 +32,14 @@ if (( ${#missing[@]} > 0 )); then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  # Debian's redis-server package starts a daemon on port 6379, Bloomgate's
+  # default port (scripts/run.sh); the benchmarks start their own redis-server
+  # on a free port, so stop and disable the one we just installed.
+  if [[ " ${missing[*]} " == *" redis-server "* ]]; then
+    if [[ -d /run/systemd/system ]]; then
+      systemctl disable --now redis-server.service >/dev/null 2>&1 || true
+    elif [[ -x /etc/init.d/redis-server ]]; then
+      /etc/init.d/redis-server stop >/dev/null 2>&1 || true
+    fi
+  fi
 fi

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The whole test suite: installs what is missing, builds, and runs
 #   1. every unit and end-to-end test (ctest, Release build);
-#   2. the unit tests under ThreadSanitizer;
-#   3. the unit tests (RESP parser included) under AddressSanitizer and
+#   2. a smoke run of every benchmark (bench/), so they never rot: each must
+#      start, finish and produce its figures; timings are not judged;
+#   3. the unit tests under ThreadSanitizer;
+#   4. the unit tests (RESP parser included) under AddressSanitizer and
 #      UndefinedBehaviorSanitizer.
 # End-to-end tests start their own server on a free loopback port.
 set -euo pipefail
@@ -10,11 +12,16 @@ cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh --test
 
 jobs=$(nproc)
-unit_tests=(filters_test server_test config_test)
+unit_tests=(filters_test persistence_test server_test config_test)
 
 echo "== Release build: unit and end-to-end tests"
 bash scripts/build.sh build
 ctest --test-dir build --output-on-failure --parallel "$jobs" --timeout 600
+
+echo "== Benchmark smoke runs (output in build/bench-smoke)"
+BUILD_DIR=build bash bench/run.sh --smoke
+/usr/bin/python3 bench/durability_bench.py --smoke --bin build/server/bloomgate \
+  --out build/bench-smoke/durability.md | tail -n 1
 
 # Sanitizer builds compile only the unit tests, at -O1 with line tables
 # (-g1): enough for readable reports at a fraction of -O2 -g's build time.
