@@ -227,6 +227,22 @@ FilterStatus ScalableBloomFilter::Add(const KeyHash& h, bool* added) {
   }
 }
 
+void ScalableBloomFilter::ReplayAdd(const KeyHash& h, bool counted) {
+  const LayerList* list = layers_.load(std::memory_order_acquire);
+  Layer* newest = list->layers[list->count - 1];
+  // Only a counted add fills a layer, so only it may need the next one; one
+  // attempt is enough (a failed Grow leaves the list as it was).
+  if (counted && scaling() && newest->items.load(std::memory_order_relaxed) >= newest->capacity &&
+      Grow(list, &list) == FilterStatus::kOk) {
+    newest = list->layers[list->count - 1];
+  }
+  // Bits the item already has (a snapshot written while it was being added
+  // holds them) are set again harmlessly.
+  if (!Contains(*list, h)) newest->bloom->Add(h);
+  // Relaxed: a statistic, as in Add.
+  if (counted) newest->items.fetch_add(1, std::memory_order_relaxed);
+}
+
 FilterStatus ScalableBloomFilter::Grow(const LayerList* seen, const LayerList** current) {
   std::lock_guard<std::mutex> lock(grow_mutex_);
   // Relaxed: layers_ is only stored with grow_mutex_ held, which we hold now,

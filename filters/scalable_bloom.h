@@ -109,6 +109,17 @@ class ScalableBloomFilter {
   // case the filter is left exactly as it was and the item is not added.
   FilterStatus Add(const KeyHash& h, bool* added);
 
+  // Re-applies an add that was acknowledged before (journal replay, and a
+  // replica applying its primary's stream), so it is NEVER refused: the item
+  // ends up present whatever the capacity or limits say now. `counted` is
+  // what the original Add reported in *added, and items() grows by exactly
+  // that, so BF.CARD comes back as it was. A full newest layer is grown as
+  // Add would; if growth is refused (NONSCALING, kMaxBloomLayers, a memory
+  // limit lowered since, or an order of items that fills a layer earlier
+  // than it did live) the item goes into the newest layer past its capacity:
+  // that layer's FP rate rises a little, but no acknowledged item is lost.
+  void ReplayAdd(const KeyHash& h, bool counted);
+
   // Checks the layers newest to oldest and stops at the first hit. Never
   // blocks, not even while another thread grows the filter.
   bool MayContain(const KeyHash& h) const;

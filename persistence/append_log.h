@@ -9,9 +9,11 @@
 // "before the snapshot" and "in a log it names".
 //
 // Records:
-//   kCommand  the command's arguments as received, with the Unix ms time it
-//             ran (replay runs it at that time, so EXPIRE and lazy expiry
-//             replay exactly);
+//   kCommand  a command's arguments, with the Unix ms time it ran (replay
+//             runs it at that time, so EXPIRE and lazy expiry replay
+//             exactly): the command as received, or an effect in command
+//             form (server/journal.h) where re-running it could come out
+//             differently;
 //   kFilter   a whole filter stored under a key: a creation (header only, an
 //             all-zero payload) or a LOADCHUNK'd filter (header + payload).
 #pragma once

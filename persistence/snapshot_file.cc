@@ -225,7 +225,7 @@ Status CheckSources(std::span<const SnapshotRecordSource> records) {
 }
 
 StepFailure WriteRecord(SnapshotOutput& out, size_t index, const SnapshotRecordSource& record) {
-  const FilterHeader header = DescribeFilter(*record.filter);
+  const FilterHeader header = record.header ? *record.header : DescribeFilter(*record.filter);
   if (header.bytes.size() > kMaxSnapshotFilterHeaderBytes) {
     return {"encode", Status::Error(RecordLabel(index, record.name) + ": filter header of " +
                                     std::to_string(header.bytes.size()) +

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -48,6 +49,11 @@ struct SnapshotRecordSource {
   std::string name;
   int64_t expire_at_ms = 0;  // 0 = no deadline; else Unix ms
   const AnyFilter* filter = nullptr;
+  // DescribeFilter(*filter) as taken earlier, or nullopt to describe the
+  // filter when it is written. A scalable Bloom filter written while adds
+  // continue is described at the snapshot's cut, so its item counts (and
+  // layer count) are exactly those of the cut, whatever bits later adds set.
+  std::optional<FilterHeader> header;
 };
 
 struct SnapshotMeta {

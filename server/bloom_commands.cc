@@ -16,6 +16,7 @@
 #include "server/errors.h"
 #include "server/filter_lookup.h"
 #include "server/info_reply.h"
+#include "server/journal.h"
 
 namespace bloomgate {
 
@@ -74,16 +75,22 @@ EntryPtr FindOrCreateBloom(CommandContext& ctx, std::string_view key, const Crea
   return CreateBloom(ctx, key, rule.Resolve(ctx.server), /*fail_if_exists=*/false, error);
 }
 
-// Adds items in order, stopping at the first failure.
 struct AddOutcome {
   std::vector<bool> added;
   std::optional<std::string_view> error;
 };
 
-AddOutcome AddItems(KeyEntry& entry, std::span<const std::string_view> items) {
+// Adds items in order, stopping at the first failure, and has the journal
+// record the adds that took effect rather than the command (journal.h):
+// replaying BF.MADD would judge capacity and limits again, in whatever
+// order concurrent adds reach the log, and could refuse what was
+// acknowledged here.
+AddOutcome AddItems(CommandContext& ctx, KeyEntry& entry, std::string_view key,
+                    std::span<const std::string_view> items) {
   AddOutcome outcome;
   outcome.added.reserve(items.size());
   ScalableBloomFilter& filter = *entry.bloom();
+  std::string& counted = ctx.effect_bytes;
   bool changed = false;
   for (std::string_view item : items) {
     bool added = false;
@@ -93,11 +100,20 @@ AddOutcome AddItems(KeyEntry& entry, std::span<const std::string_view> items) {
       break;
     }
     outcome.added.push_back(added);
+    counted.push_back(added ? '1' : '0');
     changed |= added;
   }
   // WATCH sees a change only when the filter changed; an add of an item the
   // filter already holds changes nothing.
   if (changed) entry.MarkModified();
+  const size_t applied = outcome.added.size();
+  if (applied == 0) {
+    ctx.skip_journal = true;  // nothing took effect (a creation journals itself)
+    return outcome;
+  }
+  ctx.effect.reserve(3 + applied);
+  ctx.effect.assign({kBloomAddedEffect, key, counted});
+  ctx.effect.insert(ctx.effect.end(), items.begin(), items.begin() + applied);
   return outcome;
 }
 
@@ -118,7 +134,7 @@ void CmdReserve(CommandContext& ctx) {
     ctx.reply.Error(*error);
     return;
   }
-  ctx.skip_log = true;  // the creation record in the log says it all
+  ctx.skip_journal = true;  // the creation record in the log says it all
   ctx.reply.Ok();
 }
 
@@ -130,7 +146,7 @@ void CmdAdd(CommandContext& ctx) {
     ctx.reply.Error(*error);
     return;
   }
-  AddOutcome outcome = AddItems(*entry, ctx.args.subspan(2, 1));
+  AddOutcome outcome = AddItems(ctx, *entry, ctx.args[1], ctx.args.subspan(2, 1));
   if (outcome.error) {
     ctx.reply.Error(*outcome.error);
     return;
@@ -146,7 +162,7 @@ void CmdMAdd(CommandContext& ctx) {
     ctx.reply.Error(*error);
     return;
   }
-  AddOutcome outcome = AddItems(*entry, ctx.args.subspan(2));
+  AddOutcome outcome = AddItems(ctx, *entry, ctx.args[1], ctx.args.subspan(2));
   ReplyBoolsThenError(ctx.reply, outcome.added, outcome.error);
 }
 
@@ -166,7 +182,7 @@ void CmdInsert(CommandContext& ctx) {
     ctx.reply.Error(*error);
     return;
   }
-  AddOutcome outcome = AddItems(*entry, parser.Rest());
+  AddOutcome outcome = AddItems(ctx, *entry, ctx.args[1], parser.Rest());
   ReplyBoolsThenError(ctx.reply, outcome.added, outcome.error);
 }
 

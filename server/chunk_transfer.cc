@@ -75,7 +75,7 @@ std::optional<std::string_view> KeyTaken(CommandContext& ctx, std::string_view k
   return entry->type() == KeyTypeOf(kind) ? errors::kItemExists : errors::kWrongType;
 }
 
-// Stores a finished load under `key`, logging it whole.
+// Stores a finished load under `key`, journaling it whole.
 void Publish(CommandContext& ctx, std::string_view key, ChunkedFilterLoad& load,
              const ChunkCommandTexts& texts) {
   AnyFilter filter;
@@ -84,8 +84,7 @@ void Publish(CommandContext& ctx, std::string_view key, ChunkedFilterLoad& load,
     ctx.reply.Error(texts.bad_data);
     return;
   }
-  Durability& durability = *ctx.server.durability;
-  if (durability.logging() && !ctx.client.replaying &&
+  if (ctx.server.journal.active() && !ctx.client.replaying &&
       FilterRecordBodyBytes(key, DescribeFilter(filter), /*has_payload=*/true) >
           kMaxLogRecordBodyBytes) {
     ctx.reply.Error(errors::kTooLargeToLog);
@@ -94,11 +93,9 @@ void Publish(CommandContext& ctx, std::string_view key, ChunkedFilterLoad& load,
   bool inserted = false;
   EntryPtr entry = ctx.server.keyspace.Insert(
       key, std::make_shared<KeyEntry>(std::move(filter)), ctx.now_ms, &inserted,
-      [&ctx, &durability](const std::string& name, const KeyEntry& created) {
-        if (durability.logging() && !ctx.client.replaying) {
-          durability.LogFilter(ctx.client, name, created.filter(), /*with_payload=*/true,
-                               ctx.now_ms);
-        }
+      [&ctx](const std::string& name, const KeyEntry& created) {
+        ctx.server.journal.RecordFilter(ctx.client, ctx.now_ms, name, created.filter(),
+                                        /*with_payload=*/true);
       });
   if (!inserted) {
     // Created by another client while this one was loading.
@@ -150,7 +147,7 @@ void ScanDump(CommandContext& ctx, const ChunkCommandTexts& texts) {
 // LOADCHUNK key iterator data
 void LoadChunk(CommandContext& ctx, const ChunkCommandTexts& texts) {
   // Chunks are staged; only the finished filter is logged (by Publish).
-  ctx.skip_log = true;
+  ctx.skip_journal = true;
   int64_t iterator = 0;
   if (!ParseInt64(ctx.args[2], &iterator) || iterator < 1) {
     ctx.reply.Error(texts.bad_iterator_loadchunk);

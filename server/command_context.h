@@ -4,7 +4,9 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "server/client_state.h"
 #include "server/reply_builder.h"
@@ -19,10 +21,14 @@ struct CommandContext {
   ClientState& client;
   ServerContext& server;
   int64_t now_ms;
-  // A write command sets this when the log must not record it as a command:
-  // RESERVE (its creation record says everything) and LOADCHUNK (chunks
-  // are staged; the finished filter is logged whole).
-  bool skip_log = false;
+  // What the journal records when this write succeeds (server/journal.h):
+  // by default the command as sent. A handler sets skip_journal when it
+  // journaled the write itself (RESERVE: its creation record says it all;
+  // LOADCHUNK: chunks are staged and the finished filter is recorded whole),
+  // or fills `effect` to have that recorded instead (Bloom adds).
+  bool skip_journal = false;
+  std::vector<std::string_view> effect;
+  std::string effect_bytes;  // storage `effect` may point into
 
   WorkerCounters& counters() { return server.stats.worker(client.worker_index); }
 };

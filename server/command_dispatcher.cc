@@ -65,8 +65,10 @@ void RunCommand(ServerContext& server, ClientState& client, const CommandSpec& s
     reply.Error(errors::kLogWriteFailed);
     return;
   }
-  if (write && !client.replaying && durability.logging() &&
-      CommandRecordBodyBytes(args) > kMaxLogRecordBodyBytes) {
+  // An effect record (a Bloom add's) holds at most the arguments, a one-byte
+  // count per item and a longer name.
+  if (write && !client.replaying && server.journal.active() &&
+      CommandRecordBodyBytes(args) + args.size() + 64 > kMaxLogRecordBodyBytes) {
     // Refused before it runs: a write the log cannot hold could not be
     // acknowledged (only a multi-GB argument list can get here).
     reply.Error(errors::kTooLargeToLog);
@@ -87,9 +89,9 @@ void RunCommand(ServerContext& server, ClientState& client, const CommandSpec& s
       reply.buffer()->size() > reply_start && (*reply.buffer())[reply_start] == '-';
   if (write && !failed) {
     durability.CountChanges(1);
-    // Appended while the key locks are still held (see above).
-    if (!ctx.skip_log && !client.replaying && durability.logging()) {
-      durability.LogCommand(client, args, now_ms);
+    // Journaled while the key locks are still held (see above).
+    if (!ctx.skip_journal) {
+      server.journal.RecordCommand(client, now_ms, ctx.effect.empty() ? args : ctx.effect);
     }
   }
   auto usec = std::chrono::duration_cast<std::chrono::microseconds>(

@@ -166,7 +166,7 @@ void CmdReserve(CommandContext& ctx) {
     ctx.reply.Error(*error);
     return;
   }
-  ctx.skip_log = true;  // the creation record in the log says it all
+  ctx.skip_journal = true;  // the creation record in the log says it all
   ctx.reply.Ok();
 }
 

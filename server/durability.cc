@@ -11,7 +11,7 @@
 #include "config/config_params.h"
 #include "persistence/snapshot_file.h"
 #include "server/client_state.h"
-#include "server/command_dispatcher.h"
+#include "server/journal_applier.h"
 #include "server/reply_builder.h"
 #include "server/server_context.h"
 
@@ -30,8 +30,6 @@ constexpr uint64_t kLogRewriteMinBytes = 64ull << 20;
 // gives the event loops ~10x its share of a contended core (CFS weights
 // 1024 vs 110).
 constexpr int kBackgroundSaveNice = 10;
-// Replay warnings beyond this many are counted, not logged one by one.
-constexpr uint64_t kReplayErrorsLogged = 10;
 
 }  // namespace
 
@@ -55,9 +53,11 @@ Durability::Durability(ServerContext& server, FileSystem* fs) : server_(server),
   fsync_policy_ = config.appendfsync;
   last_save_ms_.store(NowMs(), std::memory_order_relaxed);
   sync_thread_ = std::thread([this] { SyncLoop(); });
+  server_.journal.Subscribe(this);
 }
 
 Durability::~Durability() {
+  server_.journal.Unsubscribe(this);
   {
     std::lock_guard lock(sync_mutex_);
     stop_sync_ = true;
@@ -78,6 +78,10 @@ Status Durability::Load() {
   uint64_t last_generation = 0;
   if (status.ok()) status = ReplayLogs(generation, &last_generation);
   if (status.ok()) {
+    // Keys that expired after the snapshot's cut or during the logs: gone
+    // before the first client can see them.
+    size_t swept = server_.keyspace.SweepExpired(NowMs(), SIZE_MAX);
+    if (swept > 0) spdlog::info("{} keys expired while the server was down", swept);
     // Continue after the newest log found, or with the generation the
     // snapshot names; generation numbers start at 1.
     uint64_t next = std::max<uint64_t>({generation, last_generation + 1, 1});
@@ -119,10 +123,15 @@ Status Durability::LoadSnapshot(uint64_t* generation) {
   Status status =
       ReadSnapshot(*fs_, path, server_.filter_limits(), &server_.budget, &info, &records);
   if (!status.ok()) return status;
-  int64_t now = NowMs();
+  // Expiry is judged at the cut, not now: the log that continues this
+  // snapshot replays at its records' times, so a key that was alive at the
+  // cut must be there for the writes that reached it before it expired (else
+  // a replayed BF.ADD would recreate it with default parameters and no
+  // deadline). Keys whose deadline passed since are swept after the replay.
+  const int64_t cut = info.meta.created_ms;
   uint64_t expired = 0;
   for (LoadedRecord& record : records) {
-    if (record.expire_at_ms != 0 && record.expire_at_ms <= now) {
+    if (record.expire_at_ms != 0 && record.expire_at_ms <= cut) {
       ++expired;
       continue;
     }
@@ -133,7 +142,8 @@ Status Durability::LoadSnapshot(uint64_t* generation) {
   keys_loaded_.store(records.size() - expired, std::memory_order_relaxed);
   last_save_ms_.store(info.meta.created_ms, std::memory_order_relaxed);
   last_save_bytes_.store(info.file_bytes, std::memory_order_relaxed);
-  spdlog::info("loaded snapshot {}: {} keys ({} already expired), {} bytes in {:.3f} s ({:.0f} MB/s)",
+  spdlog::info("loaded snapshot {}: {} keys ({} expired before its cut), {} bytes in {:.3f} s "
+               "({:.0f} MB/s)",
                path, records.size() - expired, expired, info.file_bytes, seconds,
                seconds > 0 ? static_cast<double>(info.file_bytes) / 1e6 / seconds : 0.0);
   *generation = info.meta.log_generation;
@@ -158,9 +168,7 @@ Status Durability::ReplayLogs(uint64_t first_generation, uint64_t* last_generati
     }
     live.push_back(generation);
   }
-  ClientState replay_client;
-  replay_client.authenticated = true;
-  replay_client.replaying = true;
+  JournalApplier applier(server_);
   uint64_t total_records = 0;
   for (size_t i = 0; i < live.size(); ++i) {
     std::string path = JoinPath(config.dir, LogFileName(config.appendfilename, live[i]));
@@ -170,7 +178,7 @@ Status Durability::ReplayLogs(uint64_t first_generation, uint64_t* last_generati
     LogReadResult result;
     status = ReadAppendLog(
         *fs_, path, /*allow_torn_tail=*/newest,
-        [&](const LogRecord& record) { return ApplyLogRecord(record, replay_client); }, &result);
+        [&](const LogRecord& record) { return applier.Apply(record); }, &result);
     if (!status.ok()) return status;
     if (result.torn_tail) {
       spdlog::warn("{}: the final record was torn (a crash during its write); cutting the file "
@@ -190,42 +198,11 @@ Status Durability::ReplayLogs(uint64_t first_generation, uint64_t* last_generati
     *last_generation = live[i];
   }
   if (!live.empty()) {
-    spdlog::info("replayed {} log records from {} log file(s), generations {}..{}",
-                 total_records, live.size(), live.front(), live.back());
-  }
-  return Status::Ok();
-}
-
-Status Durability::ApplyLogRecord(const LogRecord& record, ClientState& replay_client) {
-  if (record.type == LogRecordType::kFilter) {
-    std::unique_ptr<FilterLoader> loader;
-    Status status = FilterLoader::Begin(record.header.kind, record.header.bytes,
-                                        record.header.payload_bytes, server_.filter_limits(),
-                                        &server_.budget, &loader);
-    if (status.ok() && record.has_payload) {
-      status = loader->Write(0, reinterpret_cast<const uint8_t*>(record.payload.data()),
-                             record.payload.size());
-    }
-    AnyFilter filter;
-    if (status.ok()) status = loader->Finish(&filter);
-    if (!status.ok()) return status.WithContext("filter record for key '" + record.key + "': ");
-    server_.keyspace.Put(record.key, std::make_shared<KeyEntry>(std::move(filter)),
-                         /*expire_at_ms=*/0);
-    return Status::Ok();
-  }
-  std::vector<std::string_view> args(record.args.begin(), record.args.end());
-  if (args.empty()) return Status::Error("command record with no arguments");
-  replay_client.replay_time_ms = record.time_ms;
-  std::string out;
-  ReplyBuilder reply(&out);
-  DispatchCommand(server_, replay_client, args, reply);
-  // A command that succeeded when it was logged succeeds again on the same
-  // state, with one exception: limits (maxmemory, max-filter-memory) lowered
-  // since. The write it stands for is then lost, which is worth a warning.
-  if (!out.empty() && out[0] == '-') {
-    if (++replay_failures_ <= kReplayErrorsLogged) {
-      spdlog::warn("replaying {}: {}", record.args[0], out.substr(1, out.find('\r') - 1));
-    }
+    spdlog::info("replayed {} log records from {} log file(s), generations {}..{}{}",
+                 total_records, live.size(), live.front(), live.back(),
+                 applier.failures() == 0
+                     ? std::string()
+                     : fmt::format("; {} could not be applied", applier.failures()));
   }
   return Status::Ok();
 }
@@ -247,10 +224,10 @@ Status Durability::OpenLog(uint64_t generation) {
 
 // ---------------------------------------------------------- write path ----
 
-void Durability::LogCommand(ClientState& client, std::span<const std::string_view> args,
-                            int64_t now_ms) {
+void Durability::OnCommand(ClientState& client, int64_t time_ms,
+                           std::span<const std::string_view> args) {
   std::string record;
-  EncodeCommandRecord(now_ms, args, &record);
+  EncodeCommandRecord(time_ms, args, &record);
   // log_ changes only under the cut, which waits for this command's key
   // locks: reading it here without mutex_ is ordered by those locks.
   AppendLogWriter* log = log_.get();
@@ -259,11 +236,11 @@ void Durability::LogCommand(ClientState& client, std::span<const std::string_vie
   client.log_generation = log->generation();
 }
 
-void Durability::LogFilter(ClientState& client, std::string_view key, const AnyFilter& filter,
-                           bool with_payload, int64_t now_ms) {
+void Durability::OnFilter(ClientState& client, int64_t time_ms, std::string_view key,
+                          const AnyFilter& filter, bool with_payload) {
   std::string record;
   FilterHeader header = DescribeFilter(filter);
-  EncodeFilterRecord(now_ms, key, header, with_payload ? &filter : nullptr, &record);
+  EncodeFilterRecord(time_ms, key, header, with_payload ? &filter : nullptr, &record);
   AppendLogWriter* log = log_.get();
   if (log == nullptr) return;
   client.log_sequence = log->Append(record);
@@ -296,6 +273,13 @@ Status Durability::FlushTo(uint64_t generation, uint64_t sequence) {
     spdlog::error("append-only log failed, refusing writes from now on: {}", status.message());
     std::lock_guard lock(mutex_);
     last_log_error_ = status.message();
+  }
+  // One flush of the newest log stands for waiters on older logs too (the
+  // connection flushes once per pass): if a cut could not close an older
+  // log, the records in it are not known to be durable, so nothing waiting
+  // now is acknowledged.
+  if (status.ok() && write_error()) {
+    return Status::Error("the append-only log could not be written");
   }
   return status;
 }
@@ -384,7 +368,11 @@ Status Durability::Cut(std::unique_ptr<SaveJob>* out) {
     record.expire_at_ms = entry->expire_at_ms();
     std::shared_ptr<SnapshotCopy> copy;
     if (entry->type() == KeyType::kBloom) {
+      // Bits are written later, while adds go on (see durability.h); the
+      // counts are taken now, so that replaying the later adds' records,
+      // which carry whether each was counted, restores BF.CARD exactly.
       record.filter = &entry->filter();
+      record.header = DescribeFilter(entry->filter());
     } else {
       // Owed a copy as of now; made by the first writer or by the saver.
       copy = std::make_shared<SnapshotCopy>();

@@ -53,16 +53,18 @@
 #include "persistence/append_log.h"
 #include "persistence/file_system.h"
 #include "persistence/status.h"
+#include "server/journal.h"
 
 namespace bloomgate {
 
 class ServerContext;
 struct ClientState;
 
-class Durability {
+// The append-only log is the journal's first subscriber (server/journal.h).
+class Durability : public JournalSubscriber {
  public:
   Durability(ServerContext& server, FileSystem* fs);
-  ~Durability();
+  ~Durability() override;
   Durability(const Durability&) = delete;
   Durability& operator=(const Durability&) = delete;
 
@@ -74,12 +76,13 @@ class Durability {
   // --- the write path (worker threads) -----------------------------------
   // Whether writes are being logged (appendonly yes and the log is open).
   bool logging() const { return logging_.load(std::memory_order_acquire); }
-  // Appends a command record; called with the command's key locks held.
-  void LogCommand(ClientState& client, std::span<const std::string_view> args, int64_t now_ms);
-  // Appends a record storing `filter` under `key`: a creation (no payload)
-  // or a restored filter (with its payload).
-  void LogFilter(ClientState& client, std::string_view key, const AnyFilter& filter,
-                 bool with_payload, int64_t now_ms);
+  // JournalSubscriber: appends the record to the open log, with the write's
+  // key locks held, and notes in `client` what its reply must wait for.
+  bool accepting() const override { return logging(); }
+  void OnCommand(ClientState& client, int64_t time_ms,
+                 std::span<const std::string_view> args) override;
+  void OnFilter(ClientState& client, int64_t time_ms, std::string_view key,
+                const AnyFilter& filter, bool with_payload) override;
   // Counts a successful write for the save schedule (also without a log).
   void CountChanges(uint64_t n) { changes_.fetch_add(n, std::memory_order_relaxed); }
   // Makes the client's logged records durable to the fsync policy's promise
@@ -117,7 +120,6 @@ class Durability {
 
   Status LoadSnapshot(uint64_t* generation);
   Status ReplayLogs(uint64_t first_generation, uint64_t* last_generation);
-  Status ApplyLogRecord(const LogRecord& record, ClientState& replay_client);
   Status OpenLog(uint64_t generation);
   // Takes the cut: rotates the log and captures the keyspace into a job.
   Status Cut(std::unique_ptr<SaveJob>* job);
@@ -155,7 +157,6 @@ class Durability {
   std::atomic<uint64_t> saves_{0};
   std::atomic<uint64_t> keys_loaded_{0};
   std::atomic<int64_t> load_duration_ms_{0};
-  uint64_t replay_failures_ = 0;  // only the loading thread touches it
 
   // appendfsync everysec: a thread that fsyncs the log once a second.
   std::thread sync_thread_;

@@ -43,16 +43,13 @@ EntryPtr StoreNewFilter(CommandContext& ctx, std::string_view key,
                         std::unique_ptr<Filter> filter, bool fail_if_exists,
                         std::optional<std::string_view>* error) {
   bool inserted = false;
-  Durability& durability = *ctx.server.durability;
   EntryPtr entry = ctx.server.keyspace.Insert(
       key, std::make_shared<KeyEntry>(std::move(filter)), ctx.now_ms, &inserted,
-      [&ctx, &durability](const std::string& name, const KeyEntry& created) {
-        // The creation is logged with the filter's exact parameters, so a
+      [&ctx](const std::string& name, const KeyEntry& created) {
+        // The creation is journaled with the filter's exact parameters, so a
         // replay never depends on the defaults in force when it runs.
-        if (durability.logging() && !ctx.client.replaying) {
-          durability.LogFilter(ctx.client, name, created.filter(), /*with_payload=*/false,
-                               ctx.now_ms);
-        }
+        ctx.server.journal.RecordFilter(ctx.client, ctx.now_ms, name, created.filter(),
+                                        /*with_payload=*/false);
       });
   if (inserted) return entry;
   if (entry->get<Filter>() == nullptr) {

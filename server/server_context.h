@@ -14,6 +14,7 @@
 #include "server/client_registry.h"
 #include "server/command_table.h"
 #include "server/durability.h"
+#include "server/journal.h"
 #include "server/key_locks.h"
 #include "server/keyspace.h"
 #include "server/runtime_config.h"
@@ -52,6 +53,9 @@ class ServerContext {
   ClientRegistry clients;
   // LOADCHUNK sequences in progress, invisible until complete.
   ChunkStaging chunk_staging;
+  // Every acknowledged write, for its subscribers (server/journal.h).
+  // Declared before `durability`, which subscribes to it.
+  Journal journal;
   // Snapshots and the append-only log. Created with the real file system;
   // tests may replace it (e.g. with one over a failing file system).
   std::unique_ptr<Durability> durability;

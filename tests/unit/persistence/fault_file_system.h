@@ -19,6 +19,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -86,6 +87,13 @@ class FaultFileSystem : public FileSystem {
   void FailNth(FaultOp op, uint64_t n, std::string error_text) {
     std::lock_guard lock(mutex_);
     faults_[{op, n}] = std::move(error_text);
+  }
+
+  // Runs `hook` at call number `n` of `op` (counted as FailNth counts),
+  // before the call goes on: a test pauses a save at a chosen step.
+  void BeforeNth(FaultOp op, uint64_t n, std::function<void()> hook) {
+    std::lock_guard lock(mutex_);
+    hooks_[{op, n}] = std::move(hook);
   }
 
   // Appends fail once `limit` bytes in all have been appended through this
@@ -207,11 +215,22 @@ class FaultFileSystem : public FileSystem {
 
   // Counts a call of `op`; an error if this call is armed to fail.
   Status Count(FaultOp op, const std::string& subject) {
-    std::lock_guard lock(mutex_);
-    const uint64_t n = ++calls_[static_cast<size_t>(op)];
-    auto armed = faults_.find({op, n});
-    if (armed == faults_.end()) return Status::Ok();
-    return Status::Error(std::string(StepName(op)) + " " + subject + ": " + armed->second);
+    std::function<void()> hook;
+    Status result = Status::Ok();
+    {
+      std::lock_guard lock(mutex_);
+      const uint64_t n = ++calls_[static_cast<size_t>(op)];
+      if (auto found = hooks_.find({op, n}); found != hooks_.end()) {
+        hook = std::move(found->second);
+        hooks_.erase(found);
+      }
+      auto armed = faults_.find({op, n});
+      if (armed != faults_.end()) {
+        result = Status::Error(std::string(StepName(op)) + " " + subject + ": " + armed->second);
+      }
+    }
+    if (hook) hook();  // unlocked: it may wait for other threads' file calls
+    return result;
   }
 
   // How many of `want` bytes still fit before the disk is full.
@@ -235,6 +254,7 @@ class FaultFileSystem : public FileSystem {
   mutable std::mutex mutex_;  // guards everything below
   std::array<uint64_t, kFaultOpCount> calls_{};
   std::map<std::pair<FaultOp, uint64_t>, std::string> faults_;
+  std::map<std::pair<FaultOp, uint64_t>, std::function<void()>> hooks_;
   uint64_t disk_limit_ = 0;
   bool has_disk_limit_ = false;
   uint64_t bytes_appended_ = 0;
