@@ -109,8 +109,14 @@ double MinBitsPerKey(double target, int probes, double textbook, int block_cells
     hi *= 1.5;
     if (hi > max_cells_per_key) return kInfinity;
   } while (fp(hi) > target);
-  while (hi - lo > kBloomBitsPerKeyStep) {
+  // Bounded twice: past ~2^47 cells/key neighbouring doubles are further
+  // apart than the step, so hi - lo can stop shrinking (mid rounds to lo or
+  // hi), and a loop on the gap alone then never ends (issue 10: BF.RESERVE
+  // k 1e-62 100 hung an I/O thread). 64 halvings shrink any gap below the
+  // 1.5x bracket by 2^-64, far under the step.
+  for (int i = 0; i < 64 && hi - lo > kBloomBitsPerKeyStep; ++i) {
     const double mid = (lo + hi) / 2;
+    if (!(mid > lo && mid < hi)) break;
     (fp(mid) <= target ? hi : lo) = mid;
   }
   return std::ceil(hi / kBloomBitsPerKeyStep) * kBloomBitsPerKeyStep;

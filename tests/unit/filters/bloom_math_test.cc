@@ -132,6 +132,23 @@ TEST(BloomMath, InvalidOrUnreachableRatesSaturate) {
   }
 }
 
+// Issue 10, bug 1: 1e-62 (and 8.8e-36 for counting blocks) sent the
+// bisection into a loop that never ended once the bracket was so large that
+// its midpoint rounded to an end. Every decade down to 1e-300 must come back
+// (saturated or not) with a shape that meets the rate or says it cannot.
+TEST(BloomMath, EveryTinyRateComesBack) {
+  for (uint32_t block_cells : {512u, 128u, 64u}) {
+    for (int exponent = 20; exponent <= 300; ++exponent) {
+      for (double mantissa : {1.0, 8.8}) {
+        const double p = mantissa * std::pow(10.0, -exponent);
+        const BlockedShape shape = ChooseBlockedShape(p, /*capacity=*/100, block_cells);
+        EXPECT_TRUE(shape.cells == MaxBlockedCells(block_cells) || shape.predicted_fp <= p)
+            << p << " with " << block_cells << "-cell blocks";
+      }
+    }
+  }
+}
+
 TEST(BloomMath, TheDeepestLayerOfTheWorstFilterIsStillSizable) {
   // Layer 63 of a filter created at the 0.25 cap: 0.125 * 2^-63.
   const double p = 0.125 * std::ldexp(1.0, -(static_cast<int>(kMaxBloomLayers) - 1));
