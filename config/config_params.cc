@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <limits>
@@ -285,7 +286,31 @@ namespace {
 // A file name inside `dir`: no directory part, so a CONFIG SET can never
 // make the server write outside its data directory (Redis 7 refuses
 // path separators in dbfilename for the same reason).
+// A path setting never holds a control byte: a NUL would cut the name short
+// where the operating system reads it (CONFIG SET dbfilename "dump.bgs\0x"
+// saved to dump.bgs while INFO and CONFIG GET named another file), and CR or
+// LF would break every log line and reply that shows it.
+bool HasControlByte(std::string_view value) {
+  return std::any_of(value.begin(), value.end(), [](char c) {
+    const auto byte = static_cast<unsigned char>(c);
+    return byte < 0x20 || byte == 0x7f;
+  });
+}
+
+bool SetPath(std::string_view value, std::string* out, std::string* error) {
+  if (HasControlByte(value)) {
+    *error = "path can't contain control characters";
+    return false;
+  }
+  *out = std::string(value);
+  return true;
+}
+
 bool SetFileName(std::string_view value, std::string* out, std::string* error) {
+  if (HasControlByte(value)) {
+    *error = "path can't contain control characters";
+    return false;
+  }
   if (value.empty() || value.find('/') != std::string_view::npos || value == "." ||
       value == "..") {
     *error = "dbfilename can't be a path, just a filename";
@@ -345,10 +370,7 @@ const std::vector<ConfigParam>& BuildTable() {
        [](const C& c) { return c.loglevel; }},
       {"logfile", "file to append the log to; empty = stderr",
        /*runtime_settable=*/false, ConfigType::kString, "<path>",
-       [](C* c, V v, S*) {
-         c->logfile = std::string(v);
-         return true;
-       },
+       [](C* c, V v, S* e) { return SetPath(v, &c->logfile, e); },
        [](const C& c) { return c.logfile; }},
       {"requirepass", "password clients must AUTH with; empty = no AUTH",
        /*runtime_settable=*/true, ConfigType::kString, "<password>",
@@ -460,8 +482,7 @@ const std::vector<ConfigParam>& BuildTable() {
            *e = "argument must be a directory";
            return false;
          }
-         c->dir = std::string(v);
-         return true;
+         return SetPath(v, &c->dir, e);
        },
        [](const C& c) { return c.dir; }},
       {"dbfilename", "snapshot file name inside dir",

@@ -36,6 +36,16 @@ constexpr double kMaxBloomErrorRate = 0.25;
 //    keeps for lock-free readers to 64*65/2 = 2,080 pointers (16 KiB).
 constexpr uint32_t kMaxBloomLayers = 64;
 
+// The largest item count (a Bloom filter's items(), a counting filter's net
+// count in either sign, a cuckoo filter's deletes) a loader accepts, for
+// every layer and for the sum. Counts only ever grow by one per add, so a
+// filter that starts at or under 2^62 needs 2^62 (4.6e18) more adds, ~146
+// years at 10^9 a second, before anything could overflow 64 bits: whatever a
+// client loads (SCANDUMP/LOADCHUNK takes counts from the client) can be saved
+// and loaded back. Without the bound a chunk claiming 2^64 - 10 items was
+// accepted and the first growth wrote a snapshot start-up refused.
+constexpr uint64_t kMaxFilterItems = uint64_t{1} << 62;
+
 // Probes per item inside one 512-bit block. The best count for the blocked
 // layout is 6-7 at 1%, 9 at 0.1%, 12 at 0.01%, 22 at 1e-9 and 40 at 1e-20 (the
 // deepest layer above), so 64 is never the binding limit for a sane request.

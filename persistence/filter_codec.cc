@@ -376,9 +376,9 @@ Status DecodeBloomHeader(std::string_view bytes, uint64_t payload_bytes, BloomHe
         !s.ok()) {
       return s;
     }
-    if (!AddBytes(&items, layer.items)) {
+    if (!AddBytes(&items, layer.items) || items > kMaxFilterItems) {
       return Status::Error("layer " + Num(uint64_t{i}) + " items " + Num(layer.items) +
-                           " makes the item count overflow 64 bits");
+                           " makes the item count exceed 2^62");
     }
     if (!AddBytes(&needed, layer.bits / 8)) return PayloadOverflow("layers");
     out->layers.push_back(layer);
@@ -433,10 +433,14 @@ Status DecodeCountingHeader(std::string_view bytes, uint64_t payload_bytes, Coun
         !s.ok()) {
       return s;
     }
-    // items() sums the layers in this order in an int64.
-    if (__builtin_add_overflow(items, layer.items, &items)) {
-      return Status::Error("layer " + Num(uint64_t{i}) + " items " + Num(layer.items) +
-                           " makes the item count overflow 64 bits");
+    // items() sums the layers in this order in an int64; each term and
+    // every partial sum stays within +-2^62, so nothing a later add or
+    // delete does can overflow it.
+    constexpr int64_t kLimit = static_cast<int64_t>(kMaxFilterItems);
+    if (layer.items > kLimit || layer.items < -kLimit ||
+        __builtin_add_overflow(items, layer.items, &items) || items > kLimit || items < -kLimit) {
+      return Status::Error("layer " + Num(uint64_t{i}) + " items " +
+                           std::to_string(layer.items) + " makes the item count exceed +-2^62");
     }
     // cells < 2^55 * 128, so cells * counter_bits cannot overflow.
     if (!AddBytes(&needed, layer.cells * counter_bits / 8)) return PayloadOverflow("layers");
@@ -460,6 +464,9 @@ Status DecodeCuckooHeader(std::string_view bytes, uint64_t payload_bytes,
   r.U64("items", &shape.items);
   r.U64("deletes", &shape.deletes);
   if (r.failed()) return r.Truncated();
+  if (shape.deletes > kMaxFilterItems) {
+    return NotIn("deletes", Num(shape.deletes), "[0, 2^62]");
+  }
   if (shape.bucket_size < 1 || shape.bucket_size > kMaxCuckooBucketSize) {
     return NotIn("bucket_size", Num(uint64_t{shape.bucket_size}), Range(1, kMaxCuckooBucketSize));
   }

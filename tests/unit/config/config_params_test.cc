@@ -198,6 +198,16 @@ TEST(SetConfigValue, UnknownNameIsRefused) {
   ExpectRejected("frobnicate", "1", "unknown config parameter 'frobnicate'");
 }
 
+// Issue 10, bug 3: CONFIG SET dbfilename "dump.bgs\0x" was accepted.
+TEST(SetConfigValue, PathSettingsRefuseControlBytes) {
+  using namespace std::string_literals;
+  for (const char* name : {"dbfilename", "appendfilename", "dir", "logfile"}) {
+    for (const std::string& value : {"dump.bgs\0x"s, "a\rb"s, "a\nb"s, "tab\there"s, "del\x7f"s}) {
+      ExpectRejected(name, value, "path can't contain control characters");
+    }
+  }
+}
+
 TEST(SetConfigValue, PortRefusesZeroTooLargeAndText) {
   ExpectRejected("port", "0", "argument must be between 1 and 65535 inclusive");
   ExpectRejected("port", "70000",

@@ -465,7 +465,18 @@ TEST(FilterCodec, BeginRejectsEveryBadHeaderFieldWithAPreciseMessage) {
          return Patched<uint64_t>(Patched<uint64_t>(h, 28 + 8, uint64_t{1} << 63), 68 + 8,
                                   uint64_t{1} << 63);
        },
-       0, "layer 1 items 9223372036854775808 makes the item count overflow 64 bits"},
+       0, "layer 0 items 9223372036854775808 makes the item count exceed 2^62"},
+      // Issue 10, bug 2: one layer claiming 2^64 - 10 items was accepted
+      // (BF.INFO showed -10) and the first growth made the count overflow,
+      // so the next snapshot was one start-up refused.
+      {"item count near 2^64", K::kScalableBloom,
+       [](auto h) { return Patched<uint64_t>(h, 28 + 8, UINT64_MAX - 9); }, 0,
+       "layer 0 items 18446744073709551606 makes the item count exceed 2^62"},
+      {"item sum over 2^62", K::kScalableBloom,
+       [](auto h) {
+         return Patched<uint64_t>(Patched<uint64_t>(h, 28 + 8, uint64_t{1} << 62), 68 + 8, 1);
+       },
+       0, "layer 1 items 1 makes the item count exceed 2^62"},
       {"trailing byte", K::kScalableBloom, [](auto h) { return h + '\0'; }, 0,
        "header has 1 bytes after its last field"},
       {"missing byte", K::kScalableBloom, [](auto h) { return h.substr(0, h.size() - 1); }, 0,
@@ -487,7 +498,18 @@ TEST(FilterCodec, BeginRejectsEveryBadHeaderFieldWithAPreciseMessage) {
        [](auto h) {
          return Patched<int64_t>(Patched<int64_t>(h, 29 + 8, INT64_MAX), 69 + 8, 1);
        },
-       0, "layer 1 items 1 makes the item count overflow 64 bits"},
+       0, "layer 0 items 9223372036854775807 makes the item count exceed +-2^62"},
+      {"net items below -2^62", K::kCountingBloom,
+       [](auto h) { return Patched<int64_t>(h, 29 + 8, -(int64_t{1} << 62) - 1); }, 0,
+       "layer 0 items -4611686018427387905 makes the item count exceed +-2^62"},
+      {"net item sum over 2^62", K::kCountingBloom,
+       [](auto h) {
+         return Patched<int64_t>(Patched<int64_t>(h, 29 + 8, int64_t{1} << 62), 69 + 8, 1);
+       },
+       0, "layer 1 items 1 makes the item count exceed +-2^62"},
+      {"deletes over 2^62", K::kCuckoo,
+       [](auto h) { return Patched<uint64_t>(h, 48, UINT64_MAX); }, 0,
+       "deletes 18446744073709551615 not in [0, 2^62]"},
       {"bucket size 0", K::kCuckoo, [](auto h) { return Patched<uint32_t>(h, 12, 0); }, 0,
        "bucket_size 0 not in [1, 255]"},
       {"bucket size 256", K::kCuckoo, [](auto h) { return Patched<uint32_t>(h, 12, 256); }, 0,
