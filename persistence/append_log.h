@@ -12,7 +12,7 @@
 //   kCommand  a command's arguments, with the Unix ms time it ran (replay
 //             runs it at that time, so EXPIRE and lazy expiry replay
 //             exactly): the command as received, or an effect in command
-//             form (server/journal.h) where re-running it could come out
+//             form (server/durability/journal.h) where re-running it could come out
 //             differently;
 //   kFilter   a whole filter stored under a key: a creation (header only, an
 //             all-zero payload) or a LOADCHUNK'd filter (header + payload).

@@ -10,9 +10,10 @@
 #include "config/command_line.h"
 #include "config/config_params.h"
 #include "config/server_config.h"
+#include "server/commands/journal_applier.h"
+#include "server/context/server_context.h"
+#include "server/net/server.h"
 #include "server/offline_tools.h"
-#include "server/server.h"
-#include "server/server_context.h"
 
 namespace {
 
@@ -78,7 +79,7 @@ int main(int argc, char** argv) {
   context.worker_threads = threads;
   // The data first, the port second: no client ever sees a half-loaded
   // keyspace, and a damaged file stops the server before it serves.
-  Status loaded = context.durability->Load();
+  Status loaded = LoadDurableState(context);
   if (!loaded.ok()) {
     spdlog::critical("cannot load the data in '{}': {}", config.dir, loaded.message());
     spdlog::critical("the files were left untouched; fix or move them and start again "

@@ -16,8 +16,8 @@
 #include "filters/limits.h"
 #include "persistence/file_system.h"
 #include "persistence/snapshot_file.h"
-#include "server/keyspace.h"
-#include "server/server_context.h"
+#include "server/context/server_context.h"
+#include "server/keyspace/keyspace.h"
 
 namespace bloomgate {
 namespace {

@@ -1,4 +1,4 @@
-#include "server/command_table.h"
+#include "server/context/command_table.h"
 
 #include <gtest/gtest.h>
 

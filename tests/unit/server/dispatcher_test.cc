@@ -1,10 +1,10 @@
-#include "server/command_dispatcher.h"
+#include "server/commands/command_dispatcher.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 
-#include "server/errors.h"
+#include "server/commands/errors.h"
 #include "session.h"
 
 namespace bloomgate {

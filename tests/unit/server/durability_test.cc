@@ -12,7 +12,8 @@
 #include "../config/temp_dir.h"
 #include "../persistence/fault_file_system.h"
 #include "filters/key_hash.h"
-#include "server/durability.h"
+#include "server/commands/journal_applier.h"
+#include "server/durability/durability.h"
 #include "session.h"
 
 namespace bloomgate::testing {
@@ -33,8 +34,8 @@ ServerConfig ConfigIn(const TempDir& dir) {
 // A context that has loaded `dir` through `fs`.
 std::unique_ptr<ServerContext> StartOn(const ServerConfig& config, FileSystem* fs) {
   auto server = MakeServer(config);
-  server->durability = std::make_unique<Durability>(*server, fs);
-  Status loaded = server->durability->Load();
+  server->UseFileSystem(fs);
+  Status loaded = LoadDurableState(*server);
   EXPECT_TRUE(loaded.ok()) << loaded.message();
   return server;
 }
@@ -43,7 +44,7 @@ std::unique_ptr<ServerContext> StartOn(const ServerConfig& config, FileSystem* f
 // before "replying".
 std::string RunDurably(ServerContext& server, Session& session, const Args& args) {
   std::string reply = session.Run(args);
-  Status flushed = server.durability->FlushForReply(session.client());
+  Status flushed = server.durability->FlushForReply(session.client().journal);
   EXPECT_TRUE(flushed.ok()) << flushed.message();
   return reply;
 }
@@ -215,7 +216,7 @@ TEST(Durability, AFullDiskStopsWritesButNotReads) {
   RunDurably(*server, s, {"BF.ADD", "bf", "a"});
   fs.SetDiskFullAfter(0);
   s.Run({"BF.ADD", "bf", "b"});
-  Status flushed = server->durability->FlushForReply(s.client());
+  Status flushed = server->durability->FlushForReply(s.client().journal);
   EXPECT_FALSE(flushed.ok());
   EXPECT_NE(flushed.message().find("No space left on device"), std::string::npos)
       << flushed.message();
@@ -239,7 +240,7 @@ TEST(Durability, ADamagedSnapshotRefusesToLoadAndIsLeftAsItWas) {
   bytes[bytes.size() / 2] ^= 0x01;
   std::ofstream(snapshot, std::ios::binary | std::ios::trunc) << bytes;
   auto server = MakeServer(config);
-  Status loaded = server->durability->Load();
+  Status loaded = LoadDurableState(*server);
   ASSERT_FALSE(loaded.ok());
   EXPECT_NE(loaded.message().find("dump.bgs"), std::string::npos) << loaded.message();
   EXPECT_EQ(ReadFile(snapshot), bytes);

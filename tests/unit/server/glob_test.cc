@@ -1,4 +1,4 @@
-#include "server/glob.h"
+#include "server/keyspace/glob.h"
 
 #include <gtest/gtest.h>
 

@@ -11,8 +11,9 @@
 
 #include "../config/temp_dir.h"
 #include "../persistence/fault_file_system.h"
-#include "server/durability.h"
-#include "server/journal.h"
+#include "server/commands/journal_applier.h"
+#include "server/durability/durability.h"
+#include "server/durability/journal.h"
 #include "session.h"
 
 namespace bloomgate::testing {
@@ -33,8 +34,8 @@ ServerConfig ConfigIn(const TempDir& dir) {
 
 std::unique_ptr<ServerContext> StartOn(const ServerConfig& config, FileSystem* fs) {
   auto server = MakeServer(config);
-  server->durability = std::make_unique<Durability>(*server, fs);
-  Status loaded = server->durability->Load();
+  server->UseFileSystem(fs);
+  Status loaded = LoadDurableState(*server);
   EXPECT_TRUE(loaded.ok()) << loaded.message();
   return server;
 }
@@ -43,7 +44,7 @@ std::unique_ptr<ServerContext> StartOn(const ServerConfig& config, FileSystem* f
 // before "replying".
 std::string RunDurably(ServerContext& server, Session& session, const Args& args) {
   std::string reply = session.Run(args);
-  Status flushed = server.durability->FlushForReply(session.client());
+  Status flushed = server.durability->FlushForReply(session.client().journal);
   EXPECT_TRUE(flushed.ok()) << flushed.message();
   return reply;
 }
@@ -274,10 +275,10 @@ TEST(JournalReplay, ATruncatedMaddIsJournaledAsTheItemsThatWentIn) {
   auto server = MakeServer();
   struct Recorder : JournalSubscriber {
     bool accepting() const override { return true; }
-    void OnCommand(ClientState&, int64_t, std::span<const std::string_view> args) override {
+    void OnCommand(JournalSession&, int64_t, std::span<const std::string_view> args) override {
       commands.emplace_back(args.begin(), args.end());
     }
-    void OnFilter(ClientState&, int64_t, std::string_view key, const AnyFilter&,
+    void OnFilter(JournalSession&, int64_t, std::string_view key, const AnyFilter&,
                   bool) override {
       filters.emplace_back(key);
     }
@@ -310,8 +311,8 @@ TEST(JournalReplay, NothingIsAcknowledgedOnceAnOlderLogCouldNotBeClosed) {
   // A record that reached the new log (journaled directly: the dispatcher
   // refuses every write once the error is latched).
   const std::vector<std::string_view> record = {"DEL", "other"};
-  server->journal.RecordCommand(s.client(), NowMs(), record);
-  EXPECT_FALSE(server->durability->FlushForReply(s.client()).ok());
+  server->journal.RecordCommand(s.client().journal, NowMs(), record);
+  EXPECT_FALSE(server->durability->FlushForReply(s.client().journal).ok());
   EXPECT_TRUE(s.Run({"BF.ADD", "bf", "b"}).starts_with("-MISCONF"));
 }
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "server/errors.h"
+#include "server/commands/errors.h"
 #include "session.h"
 
 namespace bloomgate {

@@ -1,4 +1,4 @@
-#include "server/keyspace.h"
+#include "server/keyspace/keyspace.h"
 
 #include <gtest/gtest.h>
 

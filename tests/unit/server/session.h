@@ -15,11 +15,11 @@
 #include "config/server_config.h"
 #include "filters/cuckoo_filter.h"
 #include "filters/scalable_bloom.h"
-#include "server/client_state.h"
-#include "server/command_dispatcher.h"
-#include "server/keyspace.h"
-#include "server/reply_builder.h"
-#include "server/server_context.h"
+#include "server/commands/command_dispatcher.h"
+#include "server/context/client_state.h"
+#include "server/context/server_context.h"
+#include "server/keyspace/keyspace.h"
+#include "server/resp/reply_builder.h"
 
 namespace bloomgate::testing {
 

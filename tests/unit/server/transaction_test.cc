@@ -6,7 +6,7 @@
 #include <thread>
 #include <vector>
 
-#include "server/errors.h"
+#include "server/commands/errors.h"
 #include "session.h"
 
 namespace bloomgate {

@@ -1,0 +1,144 @@
+#include "server/commands/bloom_options.h"
+
+#include "filters/limits.h"
+#include "server/commands/errors.h"
+
+namespace bloomgate {
+namespace {
+
+// RESERVE's counts: a negative number is out of range (RedisBloom reads
+// them as signed integers and range-checks them); anything else that is not
+// a number is `bad`.
+uint64_t NextCount(ArgParser& parser, std::string_view bad, std::string_view out_of_range) {
+  std::string_view text = parser.Next(bad);
+  uint64_t value = 0;
+  int64_t negative = 0;
+  if (parser.failed() || ParseUint64(text, &value)) return value;
+  parser.Fail(ParseInt64(text, &negative) ? out_of_range : bad);
+  return 0;
+}
+
+uint32_t NextCounterBits(ArgParser& parser) {
+  std::string_view text = parser.Next(errors::kBadCounterBits);
+  if (!parser.failed() && text != "4" && text != "8") parser.Fail(errors::kBadCounterBits);
+  return text == "8" ? 8 : 4;
+}
+
+// NONSCALING and EXPANSION together: only EXPANSION 0 agrees with it.
+uint32_t ResolveExpansion(ArgParser& parser, bool nonscaling,
+                          std::optional<uint64_t> expansion, uint32_t fallback) {
+  if (nonscaling && expansion && *expansion != 0) {
+    parser.Fail(errors::kNonScalingCannotExpand);
+    return fallback;
+  }
+  if (nonscaling) return 0;
+  return expansion ? static_cast<uint32_t>(*expansion) : fallback;
+}
+
+}  // namespace
+
+BloomParams DefaultBloomParams(const ServerContext& server) {
+  ServerConfig config = server.config.Get();
+  return BloomParams{config.bf_error_rate, config.bf_initial_size,
+                     config.bf_expansion_factor, config.cbf_counter_bits};
+}
+
+BloomParams CreateRule::Resolve(const ServerContext& server) const {
+  BloomParams params = DefaultBloomParams(server);
+  params.error_rate = error_rate.value_or(params.error_rate);
+  params.capacity = capacity.value_or(params.capacity);
+  params.expansion = expansion.value_or(params.expansion);
+  params.counter_bits = counter_bits.value_or(params.counter_bits);
+  return params;
+}
+
+void ParseReserveArgs(ArgParser& parser, bool counting, BloomParams* params) {
+  params->error_rate = parser.NextDouble(errors::kBadErrorRate, errors::kBadErrorRate);
+  if (!parser.failed() && !(params->error_rate > 0 && params->error_rate < 1)) {
+    parser.Fail(errors::kErrorRateRange);
+  }
+  params->capacity = NextCount(parser, errors::kBadCapacity, errors::kCapacityRange);
+  if (!parser.failed() && params->capacity == 0) parser.Fail(errors::kCapacityRange);
+  bool nonscaling = false;
+  std::optional<uint64_t> expansion;
+  std::optional<uint32_t> counter_bits;
+  while (parser.HasNext() && !parser.failed()) {
+    if (parser.Accept("EXPANSION")) {
+      if (expansion) parser.Fail(errors::kDuplicateOption);
+      if (!parser.HasNext()) parser.Fail(errors::kNoExpansion);
+      expansion = NextCount(parser, errors::kBadExpansion, errors::kExpansionRange);
+      if (!parser.failed() && *expansion > kMaxBloomExpansion) {
+        parser.Fail(errors::kExpansionRange);
+      }
+    } else if (parser.Accept("NONSCALING")) {
+      if (nonscaling) parser.Fail(errors::kDuplicateOption);
+      nonscaling = true;
+    } else if (counting && parser.Accept("COUNTERBITS")) {
+      if (counter_bits) parser.Fail(errors::kDuplicateOption);
+      counter_bits = NextCounterBits(parser);
+    } else {
+      parser.Fail(errors::kSyntax);
+    }
+  }
+  if (parser.failed()) return;
+  params->expansion = ResolveExpansion(parser, nonscaling, expansion, params->expansion);
+  if (counter_bits) params->counter_bits = *counter_bits;
+}
+
+void ParseInsertArgs(ArgParser& parser, std::string_view command_name, bool counting,
+                     CreateRule* rule) {
+  bool nonscaling = false;
+  std::optional<uint64_t> expansion;
+  bool items_found = false;
+  while (parser.HasNext() && !parser.failed()) {
+    if (parser.Accept("ITEMS")) {
+      items_found = true;
+      break;
+    }
+    if (parser.Accept("CAPACITY")) {
+      if (rule->capacity) parser.Fail(errors::kDuplicateOption);
+      rule->capacity = parser.NextUint64(errors::kInsertBadCapacity, errors::kInsertBadCapacity);
+      if (!parser.failed() && *rule->capacity == 0) parser.Fail(errors::kInsertBadCapacity);
+    } else if (parser.Accept("ERROR")) {
+      if (rule->error_rate) parser.Fail(errors::kDuplicateOption);
+      rule->error_rate =
+          parser.NextDouble(errors::kInsertBadErrorRate, errors::kInsertBadErrorRate);
+      if (!parser.failed() && !(*rule->error_rate > 0 && *rule->error_rate < 1)) {
+        parser.Fail(errors::kInsertBadErrorRate);
+      }
+    } else if (parser.Accept("EXPANSION")) {
+      if (expansion) parser.Fail(errors::kDuplicateOption);
+      expansion = parser.NextUint64(errors::kInsertBadExpansion, errors::kInsertBadExpansion);
+      if (!parser.failed() && *expansion > kMaxBloomExpansion) {
+        parser.Fail(errors::kInsertBadExpansion);
+      }
+    } else if (parser.Accept("NOCREATE")) {
+      if (!rule->create) parser.Fail(errors::kDuplicateOption);
+      rule->create = false;
+    } else if (parser.Accept("NONSCALING")) {
+      if (nonscaling) parser.Fail(errors::kDuplicateOption);
+      nonscaling = true;
+    } else if (counting && parser.Accept("COUNTERBITS")) {
+      if (rule->counter_bits) parser.Fail(errors::kDuplicateOption);
+      rule->counter_bits = NextCounterBits(parser);
+    } else {
+      parser.Fail(errors::kInsertUnknownArgument);
+    }
+  }
+  if (!parser.failed() && (!items_found || !parser.HasNext())) {
+    parser.Fail("ERR wrong number of arguments for '" + std::string(command_name) +
+                "' command");
+  }
+  if (!parser.failed() && !rule->create && (rule->capacity || rule->error_rate)) {
+    parser.Fail(errors::kNoCreateWithOptions);
+  }
+  if (!parser.failed() && !rule->create && rule->counter_bits) {
+    parser.Fail(errors::kNoCreateWithCounterBits);
+  }
+  if (parser.failed()) return;
+  if (nonscaling || expansion) {
+    rule->expansion = ResolveExpansion(parser, nonscaling, expansion, 0);
+  }
+}
+
+}  // namespace bloomgate

@@ -1,0 +1,63 @@
+// What the Bloom families share. Arguments: BF.RESERVE / BF.INSERT and their
+// counting-filter twins CBF.RESERVE / CBF.INSERT take the same options (the
+// counting ones add COUNTERBITS), parsed here with RedisBloom's error texts
+// but whole-keyword matching.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+#include <vector>
+
+#include "filters/filter_status.h"
+#include "server/commands/arg_parser.h"
+#include "server/context/server_context.h"
+#include "server/resp/reply_builder.h"
+
+namespace bloomgate {
+
+struct BloomParams {
+  double error_rate = 0.01;
+  uint64_t capacity = 100;
+  uint32_t expansion = 2;    // 0 = non-scaling
+  uint32_t counter_bits = 4; // counting filters only
+};
+
+// bf-error-rate, bf-initial-size, bf-expansion-factor, cbf-counter-bits.
+BloomParams DefaultBloomParams(const ServerContext& server);
+
+// How an adding command treats a missing key.
+struct CreateRule {
+  bool create = true;  // false: NOCREATE, a missing key is "ERR not found"
+  // Given with the command; anything unset comes from the config defaults,
+  // which are read only when a filter is actually created.
+  std::optional<double> error_rate;
+  std::optional<uint64_t> capacity;
+  std::optional<uint32_t> expansion;
+  std::optional<uint32_t> counter_bits;
+
+  BloomParams Resolve(const ServerContext& server) const;
+};
+
+// `RESERVE key error_rate capacity [EXPANSION n] [NONSCALING]
+// [COUNTERBITS 4|8]`: parses from the error rate on into *params (which
+// holds the defaults); COUNTERBITS only when `counting`.
+void ParseReserveArgs(ArgParser& parser, bool counting, BloomParams* params);
+
+// `INSERT key [CAPACITY c] [ERROR e] [EXPANSION n] [NOCREATE] [NONSCALING]
+// [COUNTERBITS 4|8] ITEMS item ...`: parses the options; on success the
+// parser stands at the first item (at least one is required).
+void ParseInsertArgs(ArgParser& parser, std::string_view command_name, bool counting,
+                     CreateRule* rule);
+
+// The wire text of a failed add to a Bloom or counting Bloom filter.
+std::string_view BloomAddFailureText(FilterStatus status);
+
+// The reply of a multi-item add: one boolean per item added, then the error
+// that stopped it, if any (how RedisBloom truncates BF.MADD on a full
+// non-scaling filter).
+void ReplyBoolsThenError(ReplyBuilder& reply, const std::vector<bool>& results,
+                         std::optional<std::string_view> error);
+
+}  // namespace bloomgate

@@ -1,0 +1,147 @@
+#include "server/commands/chunk_transfer.h"
+
+#include <optional>
+
+#include "persistence/append_log.h"
+#include "server/commands/arg_parser.h"
+#include "server/commands/command_context.h"
+#include "server/commands/errors.h"
+
+namespace bloomgate {
+
+namespace {
+
+KeyType KeyTypeOf(FilterKind kind) {
+  switch (kind) {
+    case FilterKind::kScalableBloom:
+      return KeyType::kBloom;
+    case FilterKind::kCountingBloom:
+      return KeyType::kCountingBloom;
+    case FilterKind::kCuckoo:
+      return KeyType::kCuckoo;
+  }
+  return KeyType::kBloom;
+}
+
+// Why `key` cannot take a new filter of `kind`, or nullopt if it is free.
+std::optional<std::string_view> KeyTaken(CommandContext& ctx, std::string_view key,
+                                         FilterKind kind) {
+  EntryPtr entry = ctx.server.keyspace.Find(key, ctx.now_ms);
+  if (entry == nullptr) return std::nullopt;
+  return entry->type() == KeyTypeOf(kind) ? errors::kItemExists : errors::kWrongType;
+}
+
+// Stores a finished load under `key`, journaling it whole.
+void Publish(CommandContext& ctx, std::string_view key, ChunkedFilterLoad& load,
+             const ChunkCommandTexts& texts) {
+  AnyFilter filter;
+  Status status = load.Finish(&filter);
+  if (!status.ok()) {
+    ctx.reply.Error(texts.bad_data);
+    return;
+  }
+  if (ctx.server.journal.active() && !ctx.client.journal.replaying &&
+      FilterRecordBodyBytes(key, DescribeFilter(filter), /*has_payload=*/true) >
+          kMaxLogRecordBodyBytes) {
+    ctx.reply.Error(errors::kTooLargeToLog);
+    return;
+  }
+  bool inserted = false;
+  EntryPtr entry = ctx.server.keyspace.Insert(
+      key, std::make_shared<KeyEntry>(std::move(filter)), ctx.now_ms, &inserted,
+      [&ctx](const std::string& name, const KeyEntry& created) {
+        ctx.server.journal.RecordFilter(ctx.client.journal, ctx.now_ms, name, created.filter(),
+                                        /*with_payload=*/true);
+      });
+  if (!inserted) {
+    // Created by another client while this one was loading.
+    ctx.reply.Error(entry->type() == KeyTypeOf(load.kind()) ? errors::kItemExists
+                                                            : errors::kWrongType);
+    return;
+  }
+  ctx.reply.Ok();
+}
+
+// After an accepted chunk: the filter appears if that was its last one,
+// else the load waits in the staging area for the next.
+void PublishOrStage(CommandContext& ctx, std::string_view key,
+                    std::unique_ptr<ChunkedFilterLoad> load, const ChunkCommandTexts& texts) {
+  if (load->complete()) {
+    Publish(ctx, key, *load, texts);
+    return;
+  }
+  ctx.server.chunk_staging.Put(std::string(key), std::move(load), ctx.now_ms);
+  ctx.reply.Ok();
+}
+
+}  // namespace
+
+// SCANDUMP key iterator
+void ScanDump(CommandContext& ctx, const ChunkCommandTexts& texts) {
+  int64_t iterator = 0;
+  if (!ParseInt64(ctx.args[2], &iterator) || iterator < 0) {
+    ctx.reply.Error(texts.bad_iterator_scandump);
+    return;
+  }
+  EntryPtr entry = ctx.server.keyspace.Find(ctx.args[1], ctx.now_ms);
+  if (entry == nullptr) {
+    ctx.reply.Error(errors::kNotFound);
+    return;
+  }
+  if (entry->type() != KeyTypeOf(texts.kind)) {
+    ctx.reply.Error(errors::kWrongType);
+    return;
+  }
+  uint64_t next = 0;
+  std::string chunk;
+  NextDumpChunk(entry->filter(), static_cast<uint64_t>(iterator), &next, &chunk);
+  ctx.reply.ArrayHeader(2);
+  ctx.reply.Integer(static_cast<int64_t>(next));
+  ctx.reply.Bulk(chunk);
+}
+
+// LOADCHUNK key iterator data
+void LoadChunk(CommandContext& ctx, const ChunkCommandTexts& texts) {
+  // Chunks are staged; only the finished filter is logged (by Publish).
+  ctx.skip_journal = true;
+  int64_t iterator = 0;
+  if (!ParseInt64(ctx.args[2], &iterator) || iterator < 1) {
+    ctx.reply.Error(texts.bad_iterator_loadchunk);
+    return;
+  }
+  std::string_view key = ctx.args[1];
+  std::string_view data = ctx.args[3];
+  ChunkStaging& staging = ctx.server.chunk_staging;
+  if (IsHeaderChunk(data)) {
+    if (std::optional<std::string_view> taken = KeyTaken(ctx, key, texts.kind)) {
+      ctx.reply.Error(*taken);
+      return;
+    }
+    std::unique_ptr<ChunkedFilterLoad> load;
+    Status status = ChunkedFilterLoad::Start(data, texts.kind, ctx.server.filter_limits(),
+                                             &ctx.server.budget, &load);
+    if (!status.ok()) {
+      ctx.reply.Error(texts.bad_data);
+      return;
+    }
+    PublishOrStage(ctx, key, std::move(load), texts);
+    return;
+  }
+  std::unique_ptr<ChunkedFilterLoad> load = staging.Take(key);
+  if (load == nullptr) {
+    // RedisBloom: a data chunk for a missing key is "not found"; for a key
+    // that exists, no load is in progress, so the chunk cannot be placed.
+    ctx.reply.Error(KeyTaken(ctx, key, texts.kind) ? texts.bad_data : errors::kNotFound);
+    return;
+  }
+  Status status = load->Add(data);
+  if (!status.ok()) {
+    // A refused chunk changes nothing: the load stays, the right chunk may follow.
+    staging.Put(std::string(key), std::move(load), ctx.now_ms);
+    ctx.reply.Error(texts.bad_data);
+    return;
+  }
+  PublishOrStage(ctx, key, std::move(load), texts);
+}
+
+}  // namespace bloomgate

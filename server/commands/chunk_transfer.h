@@ -1,0 +1,35 @@
+// SCANDUMP / LOADCHUNK for every filter family (BF., CF., CBF.), over the
+// chunk format of persistence/dump_chunk.h.
+//
+// A LOADCHUNK sequence builds its filter in a staging area, invisible to
+// every reader: EXISTS, TYPE and BF.EXISTS see nothing until the last chunk
+// has arrived, and then the whole filter appears at once (and is logged as
+// one record, so the log never holds half a filter). A staged load that
+// receives no chunk for kStagedLoadIdleMs is dropped, so an abandoned
+// restore cannot pin its memory forever.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "persistence/dump_chunk.h"
+
+namespace bloomgate {
+
+struct CommandContext;
+
+// The family-specific parts of the two commands: RedisBloom's texts differ
+// between BF.* and CF.* (COMPAT.md §1.6).
+struct ChunkCommandTexts {
+  FilterKind kind;
+  std::string_view bad_iterator_scandump;  // SCANDUMP's iterator is not a number
+  std::string_view bad_iterator_loadchunk;
+  std::string_view bad_data;               // a chunk is refused
+};
+
+void ScanDump(CommandContext& ctx, const ChunkCommandTexts& texts);
+void LoadChunk(CommandContext& ctx, const ChunkCommandTexts& texts);
+
+}  // namespace bloomgate

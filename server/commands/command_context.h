@@ -1,0 +1,36 @@
+// What a command handler is given: its arguments, where to write the reply,
+// the calling client, and the shared server state.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "server/context/client_state.h"
+#include "server/context/server_context.h"
+#include "server/resp/reply_builder.h"
+
+namespace bloomgate {
+
+struct CommandContext {
+  std::span<const std::string_view> args;  // args[0] is the command name
+  const CommandSpec& spec;
+  ReplyBuilder& reply;
+  ClientState& client;
+  ServerContext& server;
+  int64_t now_ms;
+  // What the journal records when this write succeeds (server/durability/journal.h):
+  // by default the command as sent. A handler sets skip_journal when it
+  // journaled the write itself (RESERVE: its creation record says it all;
+  // LOADCHUNK: chunks are staged and the finished filter is recorded whole),
+  // or fills `effect` to have that recorded instead (Bloom adds).
+  bool skip_journal = false;
+  std::vector<std::string_view> effect;
+  std::string effect_bytes;  // storage `effect` may point into
+
+  WorkerCounters& counters() { return server.stats.worker(client.worker_index); }
+};
+
+}  // namespace bloomgate

@@ -1,0 +1,156 @@
+#include "server/commands/command_dispatcher.h"
+
+#include <chrono>
+#include <optional>
+
+#include "server/commands/command_context.h"
+#include "server/commands/errors.h"
+
+namespace bloomgate {
+namespace {
+
+std::string UnknownCommandText(std::span<const std::string_view> args) {
+  // Redis's text, including its 128-byte caps and the trailing space.
+  std::string quoted;
+  for (size_t i = 1; i < args.size() && quoted.size() < 128; ++i) {
+    quoted += "'";
+    quoted += args[i].substr(0, 128 - quoted.size() + 1);
+    quoted += "' ";
+  }
+  return "ERR unknown command '" + std::string(args[0].substr(0, 128)) +
+         "', with args beginning with: " + quoted;
+}
+
+std::string Upper(std::string_view text) {
+  std::string upper(text);
+  for (char& c : upper) {
+    if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
+  }
+  return upper;
+}
+
+}  // namespace
+
+void CommandStripes(const CommandSpec& spec, std::span<const std::string_view> args,
+                    std::vector<size_t>* stripes, bool* all) {
+  *all = (spec.flags & kCmdAllKeys) != 0;
+  stripes->clear();
+  if (*all) return;
+  std::vector<size_t> indices;
+  CommandTable::KeyIndices(spec, args.size(), &indices);
+  for (size_t index : indices) stripes->push_back(KeyLocks::StripeOf(args[index]));
+}
+
+void RunCommand(ServerContext& server, ClientState& client, const CommandSpec& spec,
+                std::span<const std::string_view> args, ReplyBuilder& reply, bool locks_held) {
+  const bool write = (spec.flags & kCmdWrite) != 0;
+  std::optional<KeyLocks::Guard> guard;
+  if (!locks_held) {
+    std::vector<size_t> stripes;
+    bool all = false;
+    CommandStripes(spec, args, &stripes, &all);
+    // Writes hold their keys exclusively (except order-free Bloom adds), so
+    // that two writes to one key are logged in the order they took effect:
+    // replaying a CBF.DEL before the CBF.ADD it followed would lose the item.
+    if (all) {
+      guard.emplace(server.key_locks.LockAll(/*exclusive=*/write));
+    } else if (!stripes.empty()) {
+      bool exclusive = write && (spec.flags & kCmdOrderFree) == 0;
+      guard.emplace(server.key_locks.Lock(std::move(stripes), exclusive));
+    }
+  }
+  Durability& durability = *server.durability;
+  if (write && !client.journal.replaying && durability.write_error()) {
+    // As Redis: once the log cannot be written, no write is acknowledged.
+    reply.Error(errors::kLogWriteFailed);
+    return;
+  }
+  // An effect record (a Bloom add's) holds at most the arguments, a one-byte
+  // count per item and a longer name.
+  if (write && !client.journal.replaying && server.journal.active() &&
+      CommandRecordBodyBytes(args) + args.size() + 64 > kMaxLogRecordBodyBytes) {
+    // Refused before it runs: a write the log cannot hold could not be
+    // acknowledged (only a multi-GB argument list can get here).
+    reply.Error(errors::kTooLargeToLog);
+    return;
+  }
+  WorkerCounters& counters = server.stats.worker(client.worker_index);
+  Bump(counters.commands_processed);
+  // A command failed when its own reply is an error; errors inside an
+  // array (EXEC's results, a truncated BF.MADD) belong to others.
+  size_t reply_start = reply.buffer()->size();
+  auto start = std::chrono::steady_clock::now();
+  // Set first, so CLIENT INFO / LIST describe the command being run.
+  if (client.info) client.info->last_command.store(&spec, std::memory_order_relaxed);
+  const int64_t now_ms = client.journal.replaying ? client.replay_time_ms : NowMs();
+  CommandContext ctx{args, spec, reply, client, server, now_ms};
+  spec.handler(ctx);
+  const bool failed =
+      reply.buffer()->size() > reply_start && (*reply.buffer())[reply_start] == '-';
+  if (write && !failed) {
+    durability.CountChanges(1);
+    // Journaled while the key locks are still held (see above).
+    if (!ctx.skip_journal) {
+      server.journal.RecordCommand(client.journal, now_ms, ctx.effect.empty() ? args : ctx.effect);
+    }
+  }
+  auto usec = std::chrono::duration_cast<std::chrono::microseconds>(
+                  std::chrono::steady_clock::now() - start)
+                  .count();
+  CommandCounters& stats = counters.commands[spec.id];
+  Bump(stats.calls);
+  Bump(stats.usec, static_cast<uint64_t>(usec));
+  if (failed) Bump(stats.failed_calls);
+}
+
+void DispatchCommand(ServerContext& server, ClientState& client,
+                     std::span<const std::string_view> args, ReplyBuilder& reply) {
+  WorkerCounters& counters = server.stats.worker(client.worker_index);
+  const CommandSpec* spec = server.commands.Find(args[0]);
+  auto reject = [&](std::string_view text) {
+    if (client.in_multi) client.multi_dirty = true;
+    reply.Error(text);
+  };
+  if (spec == nullptr) {
+    reject(UnknownCommandText(args));
+    return;
+  }
+  if (!spec->subcommands.empty() && !(args.size() == 1 && spec->handler != nullptr)) {
+    // A container (CLIENT, CONFIG, ...) runs the row of its subcommand; one
+    // with a handler of its own (COMMAND) also runs alone.
+    if (args.size() < 2) {
+      reject("ERR wrong number of arguments for '" + spec->full_name + "' command");
+      Bump(counters.commands[spec->id].rejected_calls);
+      return;
+    }
+    const CommandSpec* sub = CommandTable::FindSubcommand(*spec, args[1]);
+    if (sub == nullptr) {
+      reject("ERR unknown subcommand '" + std::string(args[1].substr(0, 128)) + "'. Try " +
+             Upper(spec->name) + " HELP.");
+      Bump(counters.commands[spec->id].rejected_calls);
+      return;
+    }
+    spec = sub;
+  }
+  if (!CommandTable::ArityMatches(*spec, args.size())) {
+    reject("ERR wrong number of arguments for '" + spec->full_name + "' command");
+    Bump(counters.commands[spec->id].rejected_calls);
+    return;
+  }
+  if (!client.authenticated && (spec->flags & kCmdNoAuth) == 0) {
+    reject(errors::kNoAuth);
+    Bump(counters.commands[spec->id].rejected_calls);
+    return;
+  }
+  if (client.in_multi && (spec->flags & kCmdNoMulti) == 0) {
+    QueuedCommand queued;
+    queued.spec = spec;
+    queued.args.assign(args.begin(), args.end());
+    client.queued.push_back(std::move(queued));
+    reply.SimpleString("QUEUED");
+    return;
+  }
+  RunCommand(server, client, *spec, args, reply, /*locks_held=*/false);
+}
+
+}  // namespace bloomgate

@@ -1,0 +1,29 @@
+// From parsed arguments to a reply: resolves the command row, applies the
+// central checks (existence, subcommand, arity, authentication), queues
+// inside MULTI, takes the keys' locks and runs the handler, counting it for
+// INFO commandstats.
+#pragma once
+
+#include <span>
+#include <string_view>
+
+#include "server/context/client_state.h"
+#include "server/context/server_context.h"
+#include "server/resp/reply_builder.h"
+
+namespace bloomgate {
+
+void DispatchCommand(ServerContext& server, ClientState& client,
+                     std::span<const std::string_view> args, ReplyBuilder& reply);
+
+// Runs one resolved command. `locks_held`: the caller (EXEC) already holds
+// every key lock the command needs.
+void RunCommand(ServerContext& server, ClientState& client, const CommandSpec& spec,
+                std::span<const std::string_view> args, ReplyBuilder& reply, bool locks_held);
+
+// The stripes a command's keys map to, or all stripes (`*all` = true) for a
+// command that touches the whole keyspace.
+void CommandStripes(const CommandSpec& spec, std::span<const std::string_view> args,
+                    std::vector<size_t>* stripes, bool* all);
+
+}  // namespace bloomgate

@@ -1,0 +1,277 @@
+// Connection commands: PING, ECHO, QUIT, SELECT, AUTH, HELLO and CLIENT.
+#include <algorithm>
+
+#include "server/commands/arg_parser.h"
+#include "server/commands/command_context.h"
+#include "server/commands/errors.h"
+#include "server/commands/module_info.h"
+#include "server/context/command_table.h"
+
+namespace bloomgate {
+namespace {
+
+// Compares without an early exit, so the time taken does not tell an
+// attacker how long a prefix of the password was right.
+bool PasswordMatches(std::string_view given, std::string_view expected) {
+  if (given.size() != expected.size()) return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < given.size(); ++i) {
+    diff |= static_cast<unsigned char>(given[i] ^ expected[i]);
+  }
+  return diff == 0;
+}
+
+// Checks a username/password pair against requirepass; the only user is
+// "default", as in Redis without ACL files.
+std::optional<std::string_view> Authenticate(CommandContext& ctx, std::string_view user,
+                                             std::string_view password) {
+  std::string required = ctx.server.config.Get().requirepass;
+  bool ok = EqualsIgnoreCase(user, "default") &&
+            (required.empty() || PasswordMatches(password, required));
+  if (!ok) return errors::kWrongPass;
+  ctx.client.authenticated = true;
+  return std::nullopt;
+}
+
+// Client names and library names may not break CLIENT LIST's one-line format.
+bool ValidClientName(std::string_view name) {
+  return std::all_of(name.begin(), name.end(), [](char c) { return c > ' ' && c <= '~'; });
+}
+
+void CmdPing(CommandContext& ctx) {
+  if (ctx.args.size() == 2) {
+    ctx.reply.Bulk(ctx.args[1]);
+  } else {
+    ctx.reply.SimpleString("PONG");
+  }
+}
+
+void CmdEcho(CommandContext& ctx) { ctx.reply.Bulk(ctx.args[1]); }
+
+void CmdQuit(CommandContext& ctx) {
+  ctx.client.close_after_reply = true;
+  ctx.reply.Ok();
+}
+
+void CmdSelect(CommandContext& ctx) {
+  int64_t db = 0;
+  if (!ParseInt64(ctx.args[1], &db)) {
+    ctx.reply.Error(errors::kNotInteger);
+    return;
+  }
+  if (db != 0) {
+    ctx.reply.Error(errors::kDbIndexOutOfRange);
+    return;
+  }
+  ctx.reply.Ok();
+}
+
+// AUTH [username] password
+void CmdAuth(CommandContext& ctx) {
+  if (ctx.args.size() > 3) {
+    ctx.reply.Error(errors::kSyntax);  // Redis's reply, not an arity error
+    return;
+  }
+  if (ctx.args.size() == 2 && ctx.server.config.Get().requirepass.empty()) {
+    ctx.reply.Error(errors::kAuthNotConfigured);
+    return;
+  }
+  std::string_view user = ctx.args.size() == 3 ? ctx.args[1] : "default";
+  auto error = Authenticate(ctx, user, ctx.args.back());
+  if (error) {
+    ctx.reply.Error(*error);
+    return;
+  }
+  ctx.reply.Ok();
+}
+
+// HELLO [protover [AUTH username password] [SETNAME clientname]]
+void CmdHello(CommandContext& ctx) {
+  ArgParser parser(ctx.args, 1);
+  std::optional<int64_t> version;
+  if (parser.HasNext()) {
+    version = parser.NextInt64(errors::kSyntax,
+                               "ERR Protocol version is not an integer or out of range");
+    if (!parser.failed() && *version != 2 && *version != 3) parser.Fail(errors::kNoProto);
+  }
+  std::optional<std::pair<std::string_view, std::string_view>> auth;
+  std::optional<std::string_view> name;
+  while (parser.HasNext() && !parser.failed()) {
+    if (parser.Accept("AUTH")) {
+      std::string_view user = parser.Next(errors::kSyntax);
+      std::string_view password = parser.Next(errors::kSyntax);
+      auth.emplace(user, password);
+    } else if (parser.Accept("SETNAME")) {
+      name = parser.Next(errors::kSyntax);
+      if (!parser.failed() && !ValidClientName(*name)) parser.Fail(errors::kClientNameSpaces);
+    } else {
+      parser.Fail("ERR Syntax error in HELLO option '" + std::string(parser.Next("")) + "'");
+    }
+  }
+  if (parser.failed()) {
+    ctx.reply.Error(parser.error());
+    return;
+  }
+  if (auth) {
+    if (auto error = Authenticate(ctx, auth->first, auth->second)) {
+      ctx.reply.Error(*error);
+      return;
+    }
+  }
+  if (!ctx.client.authenticated) {
+    ctx.reply.Error(
+        "NOAUTH HELLO must be called with the client already authenticated, otherwise the "
+        "HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and "
+        "select the RESP protocol version at the same time");
+    return;
+  }
+  if (name && ctx.client.info) ctx.client.info->set_name(std::string(*name));
+  if (version) {
+    ctx.client.resp3 = *version == 3;
+    ctx.reply.set_resp3(ctx.client.resp3);
+    if (ctx.client.info) ctx.client.info->resp.store(static_cast<int>(*version));
+  }
+  ctx.reply.MapHeader(7);
+  ctx.reply.Bulk("server");
+  ctx.reply.Bulk("redis");
+  ctx.reply.Bulk("version");
+  ctx.reply.Bulk(kRedisVersion);
+  ctx.reply.Bulk("proto");
+  ctx.reply.Integer(ctx.client.resp3 ? 3 : 2);
+  ctx.reply.Bulk("id");
+  ctx.reply.Integer(ctx.client.info ? static_cast<int64_t>(ctx.client.info->id) : 0);
+  ctx.reply.Bulk("mode");
+  ctx.reply.Bulk("standalone");
+  ctx.reply.Bulk("role");
+  ctx.reply.Bulk("master");
+  ctx.reply.Bulk("modules");
+  ReplyModuleList(ctx.reply);
+}
+
+void CmdClientId(CommandContext& ctx) {
+  ctx.reply.Integer(ctx.client.info ? static_cast<int64_t>(ctx.client.info->id) : 0);
+}
+
+void CmdClientSetName(CommandContext& ctx) {
+  if (!ValidClientName(ctx.args[2])) {
+    ctx.reply.Error(errors::kClientNameSpaces);
+    return;
+  }
+  if (ctx.client.info) ctx.client.info->set_name(std::string(ctx.args[2]));
+  ctx.reply.Ok();
+}
+
+void CmdClientGetName(CommandContext& ctx) {
+  std::string name = ctx.client.info ? ctx.client.info->name() : "";
+  if (name.empty()) {
+    ctx.reply.Null();
+  } else {
+    ctx.reply.Bulk(name);
+  }
+}
+
+// CLIENT SETINFO LIB-NAME name | LIB-VER version (redis-py 5 sends it on connect)
+void CmdClientSetInfo(CommandContext& ctx) {
+  bool lib_name = EqualsIgnoreCase(ctx.args[2], "LIB-NAME");
+  if (!lib_name && !EqualsIgnoreCase(ctx.args[2], "LIB-VER")) {
+    ctx.reply.Error("ERR Unrecognized option '" + std::string(ctx.args[2]) + "'");
+    return;
+  }
+  if (!ValidClientName(ctx.args[3])) {
+    ctx.reply.Error("ERR " + std::string(lib_name ? "lib-name" : "lib-ver") +
+                    " cannot contain spaces, newlines or special characters.");
+    return;
+  }
+  if (ctx.client.info) {
+    if (lib_name) {
+      ctx.client.info->set_lib_name(std::string(ctx.args[3]));
+    } else {
+      ctx.client.info->set_lib_ver(std::string(ctx.args[3]));
+    }
+  }
+  ctx.reply.Ok();
+}
+
+// CLIENT LIST [TYPE NORMAL] [ID id [id ...]]
+void CmdClientList(CommandContext& ctx) {
+  ArgParser parser(ctx.args, 2);
+  std::vector<uint64_t> ids;
+  while (parser.HasNext() && !parser.failed()) {
+    if (parser.Accept("TYPE")) {
+      std::string_view type = parser.Next(errors::kSyntax);
+      if (!parser.failed() && !EqualsIgnoreCase(type, "normal")) {
+        parser.Fail("ERR Unknown client type '" + std::string(type) + "'");
+      }
+    } else if (parser.Accept("ID")) {
+      if (!parser.HasNext()) parser.Fail(errors::kSyntax);
+      while (parser.HasNext() && !parser.failed()) {
+        ids.push_back(parser.NextUint64(errors::kSyntax, "ERR Invalid client ID"));
+      }
+    } else {
+      parser.Fail(errors::kSyntax);
+    }
+  }
+  if (parser.failed()) {
+    ctx.reply.Error(parser.error());
+    return;
+  }
+  std::string text;
+  for (const auto& info : ctx.server.clients.Snapshot()) {
+    if (!ids.empty() && std::find(ids.begin(), ids.end(), info->id) == ids.end()) continue;
+    text += info->Describe(ctx.now_ms);
+    text += '\n';
+  }
+  ctx.reply.Verbatim(text);
+}
+
+void CmdClientInfo(CommandContext& ctx) {
+  ctx.reply.Verbatim(ctx.client.info ? ctx.client.info->Describe(ctx.now_ms) + "\n" : "");
+}
+
+}  // namespace
+
+std::vector<CommandSpec> ConnectionCommands() {
+  constexpr uint32_t kConn = kCmdFast | kCmdLoading | kCmdStale | kCmdNoScript;
+  auto sub = [](std::string_view name, int arity, int max_args, CommandHandler handler,
+                std::string_view summary, std::string_view since) {
+    return CommandSpec{.name = name, .arity = arity, .max_args = max_args,
+                       .flags = kCmdNoScript | kCmdLoading | kCmdStale, .handler = handler,
+                       .summary = summary, .group = "connection", .since = since};
+  };
+  return {
+      {.name = "ping", .arity = -1, .max_args = 2, .flags = kCmdFast, .handler = CmdPing,
+       .summary = "Returns the server's liveliness response", .group = "connection",
+       .since = "1.0.0"},
+      {.name = "echo", .arity = 2, .flags = kCmdFast, .handler = CmdEcho,
+       .summary = "Returns the given string", .group = "connection", .since = "1.0.0"},
+      // QUIT runs at once even inside MULTI, as in Redis.
+      {.name = "quit", .arity = -1, .flags = kConn | kCmdNoAuth | kCmdNoMulti,
+       .handler = CmdQuit,
+       .summary = "Closes the connection", .group = "connection", .since = "1.0.0"},
+      {.name = "select", .arity = 2, .flags = kConn, .handler = CmdSelect,
+       .summary = "Changes the selected database (only database 0 exists)",
+       .group = "connection", .since = "1.0.0"},
+      {.name = "auth", .arity = -2, .flags = kConn | kCmdNoAuth,
+       .handler = CmdAuth, .summary = "Authenticates the connection", .group = "connection",
+       .since = "1.0.0"},
+      {.name = "hello", .arity = -1, .max_args = 7, .flags = kConn | kCmdNoAuth,
+       .handler = CmdHello, .summary = "Handshakes with the server", .group = "connection",
+       .since = "6.0.0"},
+      {.name = "client", .arity = -2, .summary = "A container for client connection commands",
+       .group = "connection", .since = "2.4.0",
+       .subcommands = {
+           sub("id", 2, 0, CmdClientId, "Returns the unique client ID of the connection",
+               "5.0.0"),
+           sub("setname", 3, 0, CmdClientSetName, "Sets the connection name", "2.6.9"),
+           sub("getname", 2, 0, CmdClientGetName, "Returns the name of the connection",
+               "2.6.9"),
+           sub("setinfo", 4, 0, CmdClientSetInfo,
+               "Sets information specific to the client or connection", "7.2.0"),
+           sub("list", -2, 0, CmdClientList, "Lists open connections", "2.4.0"),
+           sub("info", 2, 0, CmdClientInfo, "Returns information about the connection",
+               "6.2.0"),
+       }},
+  };
+}
+
+}  // namespace bloomgate

@@ -1,0 +1,291 @@
+// CBF.*: counting Bloom filters, our own family. The commands mirror BF.*
+// where they overlap (same options, defaults, reply shapes and texts) and
+// add deletion and counts.
+//
+// A counting filter forgets an item when it is deleted as many times as it
+// was added. Only items that were added may be deleted: deleting an item
+// that was never added but happens to test positive (a false positive)
+// decrements counters that belong to other items and can make one of them
+// test absent — a false negative. Counters that reach their maximum (15 with
+// 4 bits, 255 with 8) stay there for good, so heavy repetition costs
+// accuracy (the item can never be fully deleted) but never correctness.
+#include <optional>
+#include <vector>
+
+#include "filters/key_hash.h"
+#include "server/commands/bloom_options.h"
+#include "server/commands/chunk_transfer.h"
+#include "server/commands/command_context.h"
+#include "server/commands/errors.h"
+#include "server/commands/filter_lookup.h"
+#include "server/commands/info_reply.h"
+#include "server/context/command_table.h"
+
+namespace bloomgate {
+namespace {
+
+// ---------------------------------------------------------------- ops ----
+
+EntryPtr CreateCounting(CommandContext& ctx, std::string_view key, const BloomParams& params,
+                        bool fail_if_exists, std::optional<std::string_view>* error) {
+  CountingBloomOptions options;
+  options.error_rate = params.error_rate;
+  options.capacity = params.capacity;
+  options.expansion = params.expansion;
+  options.counter_bits = params.counter_bits;
+  std::unique_ptr<CountingBloomFilter> filter;
+  if (CountingBloomFilter::Create(options, ctx.server.filter_limits(), &ctx.server.budget,
+                                  &filter) != FilterStatus::kOk) {
+    *error = errors::kInsufficientMemory;
+    return nullptr;
+  }
+  return StoreNewFilter(ctx, key, std::move(filter), fail_if_exists, error);
+}
+
+EntryPtr FindOrCreateCounting(CommandContext& ctx, std::string_view key,
+                              const CreateRule& rule, std::optional<std::string_view>* error) {
+  EntryPtr entry = FindFilter<CountingBloomFilter>(ctx, key, error);
+  if (entry != nullptr || error->has_value()) return entry;
+  if (!rule.create) {
+    *error = errors::kNotFound;
+    return nullptr;
+  }
+  return CreateCounting(ctx, key, rule.Resolve(ctx.server), /*fail_if_exists=*/false, error);
+}
+
+// Adds items in order, stopping at the first failure; results say whether
+// each item was new to the filter.
+void AddAndReply(CommandContext& ctx, const CreateRule& rule,
+                 std::span<const std::string_view> items, bool single) {
+  std::optional<std::string_view> error;
+  EntryPtr entry = FindOrCreateCounting(ctx, ctx.args[1], rule, &error);
+  if (entry == nullptr) {
+    ctx.reply.Error(*error);
+    return;
+  }
+  CountingBloomFilter& filter = *entry->get<CountingBloomFilter>();
+  std::vector<bool> results;
+  results.reserve(items.size());
+  for (std::string_view item : items) {
+    bool was_new = false;
+    FilterStatus status = filter.Add(HashKey(item), &was_new);
+    if (status != FilterStatus::kOk) {
+      error = BloomAddFailureText(status);
+      break;
+    }
+    results.push_back(was_new);
+  }
+  // Every successful add increments counters: the filter changed.
+  if (!results.empty()) entry->MarkModified();
+  if (single) {
+    if (error) {
+      ctx.reply.Error(*error);
+    } else {
+      ctx.reply.Bool(results[0]);
+    }
+    return;
+  }
+  ReplyBoolsThenError(ctx.reply, results, error);
+}
+
+// Deletes items; a missing key is "ERR not found" (there is nothing to
+// delete from, and a typo should not pass silently).
+void DeleteAndReply(CommandContext& ctx, std::span<const std::string_view> items, bool single) {
+  std::optional<std::string_view> error;
+  EntryPtr entry = FindFilter<CountingBloomFilter>(ctx, ctx.args[1], &error);
+  if (entry == nullptr) {
+    ctx.reply.Error(error ? *error : errors::kNotFound);
+    return;
+  }
+  CountingBloomFilter& filter = *entry->get<CountingBloomFilter>();
+  std::vector<bool> removed;
+  removed.reserve(items.size());
+  bool changed = false;
+  for (std::string_view item : items) {
+    removed.push_back(filter.Remove(HashKey(item)));
+    changed |= removed.back();
+  }
+  if (changed) entry->MarkModified();
+  if (single) {
+    ctx.reply.Bool(removed[0]);
+  } else {
+    ReplyBoolsThenError(ctx.reply, removed, std::nullopt);
+  }
+}
+
+// A read command's filter into *filter (null for a missing key); false when
+// the key holds another type and WRONGTYPE was replied.
+bool FindForRead(CommandContext& ctx, EntryPtr* holder, const CountingBloomFilter** filter) {
+  std::optional<std::string_view> error;
+  *holder = FindFilter<CountingBloomFilter>(ctx, ctx.args[1], &error);
+  if (error) {
+    ctx.reply.Error(*error);
+    return false;
+  }
+  *filter = *holder == nullptr ? nullptr : (*holder)->get<CountingBloomFilter>();
+  return true;
+}
+
+// ---------------------------------------------------------------- cmds ---
+
+// CBF.RESERVE key error_rate capacity [EXPANSION n] [NONSCALING] [COUNTERBITS 4|8]
+void CmdReserve(CommandContext& ctx) {
+  ArgParser parser(ctx.args, 2);
+  BloomParams params = DefaultBloomParams(ctx.server);
+  ParseReserveArgs(parser, /*counting=*/true, &params);
+  if (parser.failed()) {
+    ctx.reply.Error(parser.error());
+    return;
+  }
+  std::optional<std::string_view> error = ReserveConflict<CountingBloomFilter>(ctx, ctx.args[1]);
+  if (!error) CreateCounting(ctx, ctx.args[1], params, /*fail_if_exists=*/true, &error);
+  if (error) {
+    ctx.reply.Error(*error);
+    return;
+  }
+  ctx.skip_journal = true;  // the creation record in the log says it all
+  ctx.reply.Ok();
+}
+
+void CmdAdd(CommandContext& ctx) { AddAndReply(ctx, CreateRule{}, ctx.args.subspan(2), true); }
+void CmdMAdd(CommandContext& ctx) { AddAndReply(ctx, CreateRule{}, ctx.args.subspan(2), false); }
+
+// CBF.INSERT key [CAPACITY c] [ERROR e] [EXPANSION n] [NOCREATE] [NONSCALING]
+//            [COUNTERBITS 4|8] ITEMS item [item ...]
+void CmdInsert(CommandContext& ctx) {
+  ArgParser parser(ctx.args, 2);
+  CreateRule rule;
+  ParseInsertArgs(parser, "cbf.insert", /*counting=*/true, &rule);
+  if (parser.failed()) {
+    ctx.reply.Error(parser.error());
+    return;
+  }
+  AddAndReply(ctx, rule, parser.Rest(), false);
+}
+
+void CmdDel(CommandContext& ctx) { DeleteAndReply(ctx, ctx.args.subspan(2), true); }
+void CmdMDel(CommandContext& ctx) { DeleteAndReply(ctx, ctx.args.subspan(2), false); }
+
+// CBF.EXISTS key item
+void CmdExists(CommandContext& ctx) {
+  EntryPtr holder;
+  const CountingBloomFilter* filter = nullptr;
+  if (!FindForRead(ctx, &holder, &filter)) return;
+  ctx.reply.Bool(filter != nullptr && filter->MayContain(HashKey(ctx.args[2])));
+}
+
+// CBF.MEXISTS key item [item ...]
+void CmdMExists(CommandContext& ctx) {
+  EntryPtr holder;
+  const CountingBloomFilter* filter = nullptr;
+  if (!FindForRead(ctx, &holder, &filter)) return;
+  auto items = ctx.args.subspan(2);
+  ctx.reply.ArrayHeader(items.size());
+  for (std::string_view item : items) {
+    ctx.reply.Bool(filter != nullptr && filter->MayContain(HashKey(item)));
+  }
+}
+
+// CBF.COUNT key item: the smallest of the item's counters, summed over the
+// layers — an upper bound on how many more times it was added than deleted.
+void CmdCount(CommandContext& ctx) {
+  EntryPtr holder;
+  const CountingBloomFilter* filter = nullptr;
+  if (!FindForRead(ctx, &holder, &filter)) return;
+  ctx.reply.Integer(
+      filter == nullptr ? 0 : static_cast<int64_t>(filter->Count(HashKey(ctx.args[2]))));
+}
+
+// CBF.CARD key
+void CmdCard(CommandContext& ctx) {
+  EntryPtr holder;
+  const CountingBloomFilter* filter = nullptr;
+  if (!FindForRead(ctx, &holder, &filter)) return;
+  ctx.reply.Integer(filter == nullptr ? 0 : static_cast<int64_t>(filter->items()));
+}
+
+// CBF.INFO key [CAPACITY | SIZE | FILTERS | ITEMS | EXPANSION | COUNTERBITS | SATURATED]
+void CmdInfo(CommandContext& ctx) {
+  EntryPtr holder;
+  const CountingBloomFilter* filter = nullptr;
+  if (!FindForRead(ctx, &holder, &filter)) return;
+  if (filter == nullptr) {
+    ctx.reply.Error(errors::kNotFound);
+    return;
+  }
+  auto integer = [](uint64_t value) {
+    return [value](ReplyBuilder& reply) { reply.Integer(static_cast<int64_t>(value)); };
+  };
+  // BF.INFO's five fields in BF.INFO's order, then what only counters have.
+  const InfoField fields[] = {
+      {"CAPACITY", "Capacity", integer(filter->capacity())},
+      {"SIZE", "Size", integer(holder->MemoryUsage())},
+      {"FILTERS", "Number of filters", integer(filter->num_layers())},
+      {"ITEMS", "Number of items inserted", integer(filter->items())},
+      {"EXPANSION", "Expansion rate",
+       [filter](ReplyBuilder& reply) {
+         if (filter->scaling()) {
+           reply.Integer(filter->expansion());
+         } else {
+           reply.Null();
+         }
+       }},
+      {"COUNTERBITS", "Counter bits", integer(filter->counter_bits())},
+      {"SATURATED", "Saturated counters", integer(filter->saturated_counters())},
+  };
+  std::optional<std::string_view> selector;
+  if (ctx.args.size() == 3) selector = ctx.args[2];
+  ReplyInfoFields(ctx.reply, fields, selector);
+}
+
+// CBF.SCANDUMP / CBF.LOADCHUNK take BF.*'s texts: the family follows BF.*.
+constexpr ChunkCommandTexts kChunkTexts = {FilterKind::kCountingBloom,
+                                           errors::kScanDumpBadIterator,
+                                           errors::kLoadChunkBadIterator,
+                                           errors::kReceivedBadData};
+
+void CmdScanDump(CommandContext& ctx) { ScanDump(ctx, kChunkTexts); }
+void CmdLoadChunk(CommandContext& ctx) { LoadChunk(ctx, kChunkTexts); }
+
+}  // namespace
+
+std::vector<CommandSpec> CountingBloomCommands() {
+  constexpr uint32_t kWriteOom = kCmdWrite | kCmdDenyOom;
+  constexpr uint32_t kReadFast = kCmdReadOnly | kCmdFast;
+  auto row = [](std::string_view name, int arity, int max_args, uint32_t flags,
+                CommandHandler handler, std::string_view summary) {
+    return CommandSpec{.name = name, .arity = arity, .max_args = max_args, .flags = flags,
+                       .first_key = 1, .last_key = 1, .key_step = 1, .handler = handler,
+                       .summary = summary, .group = "cbf", .since = "0.1.0"};
+  };
+  return {
+      row("cbf.reserve", -4, 9, kWriteOom | kCmdFast, CmdReserve,
+          "Creates a new counting Bloom filter"),
+      row("cbf.add", 3, 0, kWriteOom | kCmdFast, CmdAdd,
+          "Adds an item to a counting Bloom filter, creating the filter if needed"),
+      row("cbf.madd", -3, 0, kWriteOom | kCmdFast, CmdMAdd,
+          "Adds one or more items to a counting Bloom filter, creating it if needed"),
+      row("cbf.insert", -4, 0, kWriteOom, CmdInsert,
+          "Adds one or more items to a counting Bloom filter, with creation options"),
+      row("cbf.exists", 3, 0, kReadFast, CmdExists,
+          "Checks whether an item exists in a counting Bloom filter"),
+      row("cbf.mexists", -3, 0, kReadFast, CmdMExists,
+          "Checks whether one or more items exist in a counting Bloom filter"),
+      row("cbf.del", 3, 0, kCmdWrite | kCmdFast, CmdDel,
+          "Deletes one occurrence of an added item from a counting Bloom filter"),
+      row("cbf.mdel", -3, 0, kCmdWrite | kCmdFast, CmdMDel,
+          "Deletes one occurrence of each of several added items"),
+      row("cbf.count", 3, 0, kReadFast, CmdCount,
+          "Returns an upper bound on how many times an item was added (and not deleted)"),
+      row("cbf.card", 2, 0, kReadFast, CmdCard,
+          "Returns the number of items in a counting Bloom filter"),
+      row("cbf.info", -2, 3, kReadFast, CmdInfo,
+          "Returns information about a counting Bloom filter"),
+      row("cbf.scandump", 3, 0, kReadFast, CmdScanDump,
+          "Begins an incremental save of a counting Bloom filter"),
+      row("cbf.loadchunk", 4, 0, kWriteOom, CmdLoadChunk,
+          "Restores a counting Bloom filter saved with CBF.SCANDUMP"),
+  };
+}
+
+}  // namespace bloomgate

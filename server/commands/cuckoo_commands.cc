@@ -1,0 +1,404 @@
+// CF.*: RedisBloom-compatible cuckoo filter commands (COMPAT.md §1.7):
+// RedisBloom's syntax, defaults (cf-* config), reply shapes in RESP2 and
+// RESP3 and error texts, with two deliberate differences: a key of another
+// type is WRONGTYPE for every command (CF.EXISTS and CF.DEL included), and
+// "Maximum expansions reached" is only answered when the filter actually
+// needs a new sub-filter (RedisBloom refuses every add once the count is
+// reached, even one that would fit).
+#include <optional>
+#include <vector>
+
+#include "filters/key_hash.h"
+#include "server/commands/arg_parser.h"
+#include "server/commands/chunk_transfer.h"
+#include "server/commands/command_context.h"
+#include "server/commands/errors.h"
+#include "server/commands/filter_lookup.h"
+#include "server/commands/info_reply.h"
+#include "server/context/command_table.h"
+
+namespace bloomgate {
+namespace {
+
+// ---------------------------------------------------------------- ops ----
+
+CuckooFilterOptions DefaultCuckooOptions(const ServerContext& server) {
+  ServerConfig config = server.config.Get();
+  CuckooFilterOptions options;
+  options.capacity = config.cf_initial_size;
+  options.bucket_size = config.cf_bucket_size;
+  options.max_iterations = config.cf_max_iterations;
+  options.expansion = config.cf_expansion_factor;
+  options.max_expansions = config.cf_max_expansions;
+  return options;
+}
+
+std::string_view AddFailureText(FilterStatus status) {
+  switch (status) {
+    case FilterStatus::kFull:
+      return errors::kCfFull;
+    case FilterStatus::kMaxExpansions:
+      return errors::kCfMaxExpansions;
+    case FilterStatus::kOk:
+    case FilterStatus::kFilterMemoryLimit:
+    case FilterStatus::kOutOfMemory:
+    case FilterStatus::kTooManyLayers:
+    case FilterStatus::kInvalidOptions:
+      break;
+  }
+  return errors::kCfInsufficientMemory;
+}
+
+EntryPtr CreateCuckoo(CommandContext& ctx, std::string_view key,
+                      const CuckooFilterOptions& options, bool fail_if_exists,
+                      std::optional<std::string_view>* error) {
+  std::unique_ptr<CuckooFilter> filter;
+  FilterStatus status = CuckooFilter::Create(options, ctx.server.filter_limits(),
+                                             &ctx.server.budget, &filter);
+  if (status != FilterStatus::kOk) {
+    // Options were validated with RedisBloom's texts before: what is left
+    // is memory (or a bug, which must still not crash the server).
+    *error = status == FilterStatus::kInvalidOptions ? errors::kCouldNotCreateFilter
+                                                     : errors::kInsufficientMemory;
+    return nullptr;
+  }
+  return StoreNewFilter(ctx, key, std::move(filter), fail_if_exists, error);
+}
+
+// The filter under args[1], created with the defaults (and `capacity` when
+// given) unless `create` is false.
+EntryPtr FindOrCreateCuckoo(CommandContext& ctx, bool create, std::optional<uint64_t> capacity,
+                            std::optional<std::string_view>* error) {
+  EntryPtr entry = FindFilter<CuckooFilter>(ctx, ctx.args[1], error);
+  if (entry != nullptr || error->has_value()) return entry;
+  if (!create) {
+    *error = errors::kNotFound;
+    return nullptr;
+  }
+  CuckooFilterOptions options = DefaultCuckooOptions(ctx.server);
+  if (capacity) options.capacity = *capacity;
+  if (options.capacity < 2ull * options.bucket_size) {
+    *error = errors::kCfInsertCapacityRange;
+    return nullptr;
+  }
+  return CreateCuckoo(ctx, ctx.args[1], options, /*fail_if_exists=*/false, error);
+}
+
+// A read command's filter into *filter (null for a missing key); false when
+// WRONGTYPE was replied.
+bool FindForRead(CommandContext& ctx, EntryPtr* holder, CuckooFilter** filter) {
+  std::optional<std::string_view> error;
+  *holder = FindFilter<CuckooFilter>(ctx, ctx.args[1], &error);
+  if (error) {
+    ctx.reply.Error(*error);
+    return false;
+  }
+  *filter = *holder == nullptr ? nullptr : (*holder)->get<CuckooFilter>();
+  return true;
+}
+
+// Reads a number as RedisBloom does for CF.*: as a signed integer, so that
+// a negative one is out of range rather than unparsable.
+uint64_t NextSigned(ArgParser& parser, std::string_view unparsable,
+                    std::string_view out_of_range, uint64_t min, uint64_t max) {
+  std::string_view text = parser.Next(unparsable);
+  if (parser.failed()) return 0;
+  uint64_t value = 0;
+  int64_t negative = 0;
+  if (ParseUint64(text, &value)) {
+    if (value < min || value > max) parser.Fail(out_of_range);
+    return value;
+  }
+  parser.Fail(ParseInt64(text, &negative) ? out_of_range : unparsable);
+  return 0;
+}
+
+// Parses one "NAME value" option of CF.RESERVE into *value within [min, max].
+void ParseBoundedOption(ArgParser& parser, std::string_view unparsable,
+                        std::string_view out_of_range, uint64_t min, uint64_t max,
+                        std::optional<uint64_t>* value) {
+  if (value->has_value()) parser.Fail(errors::kDuplicateOption);
+  *value = NextSigned(parser, unparsable, out_of_range, min, max);
+}
+
+// ---------------------------------------------------------------- cmds ---
+
+// CF.RESERVE key capacity [BUCKETSIZE bs] [MAXITERATIONS mi] [EXPANSION e]
+void CmdReserve(CommandContext& ctx) {
+  if (ctx.args.size() % 2 == 0) {
+    // Options come in name/value pairs: one without its value is an arity
+    // error, as in RedisBloom.
+    ctx.reply.Error("ERR wrong number of arguments for 'cf.reserve' command");
+    return;
+  }
+  ArgParser parser(ctx.args, 2);
+  CuckooFilterOptions options = DefaultCuckooOptions(ctx.server);
+  options.capacity =
+      NextSigned(parser, errors::kCfBadCapacity, errors::kCfCapacityRange, 0, UINT64_MAX);
+  std::optional<uint64_t> bucket_size, max_iterations, expansion;
+  while (parser.HasNext() && !parser.failed()) {
+    if (parser.Accept("BUCKETSIZE")) {
+      ParseBoundedOption(parser, errors::kCfBadBucketSize, errors::kCfBucketSizeRange, 1, 255,
+                         &bucket_size);
+    } else if (parser.Accept("MAXITERATIONS")) {
+      ParseBoundedOption(parser, errors::kCfBadMaxIterations, errors::kCfMaxIterationsRange, 1,
+                         65535, &max_iterations);
+    } else if (parser.Accept("EXPANSION")) {
+      ParseBoundedOption(parser, errors::kCfBadExpansion, errors::kCfExpansionRange, 0, 32768,
+                         &expansion);
+    } else {
+      parser.Fail(errors::kSyntax);
+    }
+  }
+  if (bucket_size) options.bucket_size = static_cast<uint32_t>(*bucket_size);
+  if (max_iterations) options.max_iterations = static_cast<uint32_t>(*max_iterations);
+  if (expansion) options.expansion = static_cast<uint32_t>(*expansion);
+  if (!parser.failed() && options.capacity < 2ull * options.bucket_size) {
+    parser.Fail(errors::kCfCapacityRange);
+  }
+  if (parser.failed()) {
+    ctx.reply.Error(parser.error());
+    return;
+  }
+  std::optional<std::string_view> error = ReserveConflict<CuckooFilter>(ctx, ctx.args[1]);
+  if (!error) CreateCuckoo(ctx, ctx.args[1], options, /*fail_if_exists=*/true, &error);
+  if (error) {
+    ctx.reply.Error(*error);
+    return;
+  }
+  ctx.skip_journal = true;  // the creation record in the log says it all
+  ctx.reply.Ok();
+}
+
+// CF.ADD key item / CF.ADDNX key item
+void AddOne(CommandContext& ctx, bool only_if_absent) {
+  std::optional<std::string_view> error;
+  EntryPtr entry = FindOrCreateCuckoo(ctx, /*create=*/true, std::nullopt, &error);
+  if (entry == nullptr) {
+    ctx.reply.Error(*error);
+    return;
+  }
+  CuckooFilter& filter = *entry->get<CuckooFilter>();
+  bool added = true;
+  KeyHash hash = HashKey(ctx.args[2]);
+  FilterStatus status = only_if_absent ? filter.AddIfAbsent(hash, &added) : filter.Add(hash);
+  if (status != FilterStatus::kOk) {
+    ctx.reply.Error(AddFailureText(status));
+    return;
+  }
+  if (added) entry->MarkModified();
+  ctx.reply.Bool(added);
+}
+
+void CmdAdd(CommandContext& ctx) { AddOne(ctx, /*only_if_absent=*/false); }
+void CmdAddNx(CommandContext& ctx) { AddOne(ctx, /*only_if_absent=*/true); }
+
+// CF.INSERT / CF.INSERTNX key [CAPACITY capacity] [NOCREATE] ITEMS item [item ...]
+// Per item: 1 added, 0 already there (INSERTNX), -1 no room. RESP3 turns
+// CF.INSERT's replies into booleans (false = no room) but, as RedisBloom,
+// leaves CF.INSERTNX's three-valued integers alone.
+void InsertMany(CommandContext& ctx, bool only_if_absent) {
+  ArgParser parser(ctx.args, 2);
+  std::optional<uint64_t> capacity;
+  bool create = true, items_found = false;
+  while (parser.HasNext() && !parser.failed()) {
+    if (parser.Accept("ITEMS")) {
+      items_found = true;
+      break;
+    }
+    if (parser.Accept("CAPACITY")) {
+      if (capacity) parser.Fail(errors::kDuplicateOption);
+      capacity = NextSigned(parser, errors::kCfBadCapacity, errors::kCfInsertCapacityRange, 0,
+                            UINT64_MAX);
+    } else if (parser.Accept("NOCREATE")) {
+      if (!create) parser.Fail(errors::kDuplicateOption);
+      create = false;
+    } else {
+      parser.Fail(errors::kInsertUnknownArgument);
+    }
+  }
+  if (!parser.failed() && (!items_found || !parser.HasNext())) {
+    parser.Fail("ERR wrong number of arguments for '" + AsciiLower(ctx.args[0]) + "' command");
+  }
+  if (!parser.failed() && !create && capacity) parser.Fail(errors::kNoCreateWithOptions);
+  if (parser.failed()) {
+    ctx.reply.Error(parser.error());
+    return;
+  }
+  std::optional<std::string_view> error;
+  EntryPtr entry = FindOrCreateCuckoo(ctx, create, capacity, &error);
+  if (entry == nullptr) {
+    ctx.reply.Error(*error);
+    return;
+  }
+  CuckooFilter& filter = *entry->get<CuckooFilter>();
+  std::vector<int> results;  // 1, 0 or -1
+  auto items = parser.Rest();
+  results.reserve(items.size());
+  for (std::string_view item : items) {
+    bool added = true;
+    KeyHash hash = HashKey(item);
+    FilterStatus status = only_if_absent ? filter.AddIfAbsent(hash, &added) : filter.Add(hash);
+    if (status == FilterStatus::kFull || status == FilterStatus::kMaxExpansions) {
+      results.push_back(-1);
+    } else if (status != FilterStatus::kOk) {
+      error = errors::kCfInsufficientMemory;  // out of memory: stop here
+      break;
+    } else {
+      results.push_back(added ? 1 : 0);
+    }
+  }
+  entry->MarkModified();
+  ctx.reply.ArrayHeader(results.size() + (error ? 1 : 0));
+  for (int result : results) {
+    if (!only_if_absent && ctx.reply.resp3()) {
+      ctx.reply.Bool(result == 1);
+    } else {
+      ctx.reply.Integer(result);
+    }
+  }
+  if (error) ctx.reply.Error(*error);
+}
+
+void CmdInsert(CommandContext& ctx) { InsertMany(ctx, /*only_if_absent=*/false); }
+void CmdInsertNx(CommandContext& ctx) { InsertMany(ctx, /*only_if_absent=*/true); }
+
+// CF.EXISTS key item
+void CmdExists(CommandContext& ctx) {
+  EntryPtr holder;
+  CuckooFilter* filter = nullptr;
+  if (!FindForRead(ctx, &holder, &filter)) return;
+  ctx.reply.Bool(filter != nullptr && filter->MayContain(HashKey(ctx.args[2])));
+}
+
+// CF.MEXISTS key item [item ...]
+void CmdMExists(CommandContext& ctx) {
+  EntryPtr holder;
+  CuckooFilter* filter = nullptr;
+  if (!FindForRead(ctx, &holder, &filter)) return;
+  auto items = ctx.args.subspan(2);
+  ctx.reply.ArrayHeader(items.size());
+  for (std::string_view item : items) {
+    ctx.reply.Bool(filter != nullptr && filter->MayContain(HashKey(item)));
+  }
+}
+
+// CF.COUNT key item: matching fingerprints, which may over-count.
+void CmdCount(CommandContext& ctx) {
+  EntryPtr holder;
+  CuckooFilter* filter = nullptr;
+  if (!FindForRead(ctx, &holder, &filter)) return;
+  ctx.reply.Integer(
+      filter == nullptr ? 0 : static_cast<int64_t>(filter->Count(HashKey(ctx.args[2]))));
+}
+
+// CF.DEL key item. Deleting an item that was never added can delete another
+// item's fingerprint (a false negative for it): only delete what you added.
+void CmdDel(CommandContext& ctx) {
+  EntryPtr holder;
+  CuckooFilter* filter = nullptr;
+  if (!FindForRead(ctx, &holder, &filter)) return;
+  if (filter == nullptr) {
+    ctx.reply.Error(errors::kCfDelNotFound);
+    return;
+  }
+  bool removed = filter->Remove(HashKey(ctx.args[2]));
+  if (removed) holder->MarkModified();
+  ctx.reply.Bool(removed);
+}
+
+// CF.COMPACT key: moves fingerprints into newer sub-filters and frees the
+// emptied ones. Registered as a write (RedisBloom flags it read-only,
+// although it changes the filter).
+void CmdCompact(CommandContext& ctx) {
+  EntryPtr holder;
+  CuckooFilter* filter = nullptr;
+  if (!FindForRead(ctx, &holder, &filter)) return;
+  if (filter == nullptr) {
+    ctx.reply.Error(errors::kCfCompactNotFound);
+    return;
+  }
+  filter->Compact();
+  holder->MarkModified();
+  ctx.reply.Ok();
+}
+
+// CF.INFO key: RedisBloom's eight fields, in its order.
+void CmdInfo(CommandContext& ctx) {
+  EntryPtr holder;
+  CuckooFilter* filter = nullptr;
+  if (!FindForRead(ctx, &holder, &filter)) return;
+  if (filter == nullptr) {
+    ctx.reply.Error(errors::kNotFound);
+    return;
+  }
+  CuckooFilterInfo info = filter->Info();
+  auto integer = [](uint64_t value) {
+    return [value](ReplyBuilder& reply) { reply.Integer(static_cast<int64_t>(value)); };
+  };
+  const InfoField fields[] = {
+      {"", "Size", integer(holder->MemoryUsage())},
+      {"", "Number of buckets", integer(info.num_buckets)},
+      {"", "Number of filters", integer(info.num_filters)},
+      {"", "Number of items inserted", integer(info.items)},
+      {"", "Number of items deleted", integer(info.deletes)},
+      {"", "Bucket size", integer(info.bucket_size)},
+      {"", "Expansion rate", integer(info.expansion)},
+      {"", "Max iterations", integer(info.max_iterations)},
+  };
+  ReplyInfoFields(ctx.reply, fields, std::nullopt);
+}
+
+constexpr ChunkCommandTexts kChunkTexts = {FilterKind::kCuckoo, errors::kCfInvalidPosition,
+                                           errors::kCfInvalidPosition,
+                                           errors::kCfCouldNotLoadChunk};
+
+// CF.SCANDUMP key iterator / CF.LOADCHUNK key iterator data
+void CmdScanDump(CommandContext& ctx) { ScanDump(ctx, kChunkTexts); }
+void CmdLoadChunk(CommandContext& ctx) { LoadChunk(ctx, kChunkTexts); }
+
+}  // namespace
+
+std::vector<CommandSpec> CuckooCommands() {
+  constexpr uint32_t kWriteOom = kCmdWrite | kCmdDenyOom;
+  constexpr uint32_t kReadFast = kCmdReadOnly | kCmdFast;
+  auto row = [](std::string_view name, int arity, int max_args, uint32_t flags,
+                CommandHandler handler, std::string_view summary, std::string_view since) {
+    return CommandSpec{.name = name, .arity = arity, .max_args = max_args, .flags = flags,
+                       .first_key = 1, .last_key = 1, .key_step = 1, .handler = handler,
+                       .summary = summary, .group = "cf", .since = since};
+  };
+  return {
+      row("cf.reserve", -3, 9, kWriteOom, CmdReserve, "Creates a new Cuckoo Filter", "1.0.0"),
+      row("cf.add", 3, 0, kWriteOom | kCmdFast, CmdAdd,
+          "Adds an item to a Cuckoo Filter", "1.0.0"),
+      row("cf.addnx", 3, 0, kWriteOom | kCmdFast, CmdAddNx,
+          "Adds an item to a Cuckoo Filter if the item did not exist previously", "1.0.0"),
+      row("cf.insert", -4, 0, kWriteOom, CmdInsert,
+          "Adds one or more items to a Cuckoo Filter. A filter will be created if it does not "
+          "exist",
+          "1.0.0"),
+      row("cf.insertnx", -4, 0, kWriteOom, CmdInsertNx,
+          "Adds one or more items to a Cuckoo Filter if the items did not exist previously. A "
+          "filter will be created if it does not exist",
+          "1.0.0"),
+      row("cf.exists", 3, 0, kReadFast, CmdExists,
+          "Checks whether one or more items exist in a Cuckoo Filter", "1.0.0"),
+      row("cf.mexists", -3, 0, kReadFast, CmdMExists,
+          "Checks whether one or more items exist in a Cuckoo Filter", "2.0.0"),
+      row("cf.count", 3, 0, kReadFast, CmdCount,
+          "Return the number of times an item might be in a Cuckoo Filter", "1.0.0"),
+      row("cf.del", 3, 0, kCmdWrite | kCmdFast, CmdDel,
+          "Deletes an item from a Cuckoo Filter", "1.0.0"),
+      row("cf.compact", 2, 0, kCmdWrite, CmdCompact,
+          "Moves items into newer sub-filters and frees emptied ones", "1.0.0"),
+      row("cf.info", 2, 0, kReadFast, CmdInfo,
+          "Returns information about a Cuckoo Filter", "1.0.0"),
+      row("cf.scandump", 3, 0, kReadFast, CmdScanDump,
+          "Begins an incremental save of the bloom filter", "1.0.0"),
+      row("cf.loadchunk", 4, 0, kWriteOom, CmdLoadChunk,
+          "Restores a filter previously saved using SCANDUMP", "1.0.0"),
+  };
+}
+
+}  // namespace bloomgate

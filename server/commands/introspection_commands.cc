@@ -1,0 +1,446 @@
+// Commands that describe the server: COMMAND (and its subcommands), INFO and
+// MODULE LIST. Client libraries route and feature-detect with these, so
+// their formats follow Redis 7+/8 field by field.
+#include <sys/resource.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <fstream>
+#include <set>
+
+#include "server/commands/arg_parser.h"
+#include "server/commands/command_context.h"
+#include "server/commands/errors.h"
+#include "server/commands/module_info.h"
+#include "server/context/command_table.h"
+#include "server/keyspace/glob.h"
+
+namespace bloomgate {
+namespace {
+
+// ------------------------------------------------------------- COMMAND ---
+
+std::vector<std::string_view> FlagNames(const CommandSpec& spec) {
+  static constexpr std::pair<uint32_t, std::string_view> kNames[] = {
+      {kCmdWrite, "write"},     {kCmdReadOnly, "readonly"}, {kCmdDenyOom, "denyoom"},
+      {kCmdAdmin, "admin"},     {kCmdNoScript, "noscript"}, {kCmdLoading, "loading"},
+      {kCmdStale, "stale"},     {kCmdFast, "fast"},         {kCmdNoAuth, "no_auth"},
+      {kCmdNoMulti, "no_multi"},
+  };
+  std::vector<std::string_view> names;
+  for (const auto& [flag, name] : kNames) {
+    if (spec.flags & flag) names.push_back(name);
+  }
+  return names;
+}
+
+// The filter families, which Redis lists as the "bf" module's commands.
+bool IsFilterCommand(const CommandSpec& spec) {
+  return spec.group == "bf" || spec.group == "cbf" || spec.group == "cf";
+}
+
+std::vector<std::string_view> AclCategories(const CommandSpec& spec) {
+  std::vector<std::string_view> categories;
+  if (spec.flags & kCmdWrite) categories.push_back("@write");
+  if (spec.flags & kCmdReadOnly) categories.push_back("@read");
+  categories.push_back(spec.flags & kCmdFast ? "@fast" : "@slow");
+  if (spec.flags & kCmdAdmin) {
+    categories.push_back("@admin");
+    categories.push_back("@dangerous");
+  }
+  if (spec.group == "bf" || spec.group == "cbf") categories.push_back("@bloom");
+  if (spec.group == "cf") categories.push_back("@cuckoo");
+  if (spec.group == "generic" || (spec.flags & kCmdAllKeys)) categories.push_back("@keyspace");
+  if (spec.group == "connection") categories.push_back("@connection");
+  if (spec.group == "transactions") categories.push_back("@transaction");
+  return categories;
+}
+
+// One COMMAND INFO entry, Redis 7's ten fields.
+void ReplyCommandInfo(ReplyBuilder& reply, const CommandSpec& spec) {
+  reply.ArrayHeader(10);
+  reply.Bulk(spec.full_name);
+  reply.Integer(spec.arity);
+  auto flags = FlagNames(spec);
+  reply.SetHeader(flags.size());
+  for (std::string_view flag : flags) reply.SimpleString(flag);
+  reply.Integer(spec.first_key);
+  reply.Integer(spec.last_key);
+  reply.Integer(spec.key_step);
+  auto categories = AclCategories(spec);
+  reply.SetHeader(categories.size());
+  for (std::string_view category : categories) reply.SimpleString(category);
+  reply.SetHeader(0);  // tips
+  // Key specs: one "index + range" spec describing first/last/step.
+  if (spec.first_key > 0) {
+    reply.ArrayHeader(1);
+    reply.MapHeader(3);
+    reply.Bulk("flags");
+    reply.SetHeader(1);
+    reply.SimpleString(spec.flags & kCmdWrite ? "RW" : "RO");
+    reply.Bulk("begin_search");
+    reply.MapHeader(2);
+    reply.Bulk("type");
+    reply.Bulk("index");
+    reply.Bulk("spec");
+    reply.MapHeader(1);
+    reply.Bulk("index");
+    reply.Integer(spec.first_key);
+    reply.Bulk("find_keys");
+    reply.MapHeader(2);
+    reply.Bulk("type");
+    reply.Bulk("range");
+    reply.Bulk("spec");
+    reply.MapHeader(3);
+    reply.Bulk("lastkey");
+    reply.Integer(spec.last_key < 0 ? spec.last_key : spec.last_key - spec.first_key);
+    reply.Bulk("keystep");
+    reply.Integer(spec.key_step);
+    reply.Bulk("limit");
+    reply.Integer(0);
+  } else {
+    reply.ArrayHeader(0);
+  }
+  reply.ArrayHeader(spec.subcommands.size());
+  for (const CommandSpec& sub : spec.subcommands) ReplyCommandInfo(reply, sub);
+}
+
+void ReplyCommandDocs(ReplyBuilder& reply, const CommandSpec& spec) {
+  reply.MapHeader(spec.subcommands.empty() ? 3 : 4);
+  reply.Bulk("summary");
+  reply.Bulk(spec.summary);
+  reply.Bulk("since");
+  reply.Bulk(spec.since);
+  reply.Bulk("group");
+  reply.Bulk(IsFilterCommand(spec) ? "module" : spec.group);
+  if (!spec.subcommands.empty()) {
+    reply.Bulk("subcommands");
+    reply.MapHeader(spec.subcommands.size());
+    for (const CommandSpec& sub : spec.subcommands) {
+      reply.Bulk(sub.full_name);
+      ReplyCommandDocs(reply, sub);
+    }
+  }
+}
+
+// Resolves "client|list" or a top-level name.
+const CommandSpec* FindByFullName(const CommandTable& table, std::string_view name) {
+  size_t bar = name.find('|');
+  const CommandSpec* spec = table.Find(name.substr(0, bar));
+  if (spec == nullptr || bar == std::string_view::npos) return spec;
+  return CommandTable::FindSubcommand(*spec, name.substr(bar + 1));
+}
+
+void CmdCommand(CommandContext& ctx) {
+  const auto& commands = ctx.server.commands.commands();
+  ctx.reply.ArrayHeader(commands.size());
+  for (const CommandSpec& spec : commands) ReplyCommandInfo(ctx.reply, spec);
+}
+
+void CmdCommandCount(CommandContext& ctx) {
+  ctx.reply.Integer(static_cast<int64_t>(ctx.server.commands.commands().size()));
+}
+
+void CmdCommandInfo(CommandContext& ctx) {
+  if (ctx.args.size() == 2) {
+    CmdCommand(ctx);
+    return;
+  }
+  ctx.reply.ArrayHeader(ctx.args.size() - 2);
+  for (std::string_view name : ctx.args.subspan(2)) {
+    const CommandSpec* spec = FindByFullName(ctx.server.commands, name);
+    if (spec == nullptr) {
+      ctx.reply.NullArray();
+    } else {
+      ReplyCommandInfo(ctx.reply, *spec);
+    }
+  }
+}
+
+void CmdCommandDocs(CommandContext& ctx) {
+  std::vector<const CommandSpec*> specs;
+  if (ctx.args.size() == 2) {
+    for (const CommandSpec& spec : ctx.server.commands.commands()) specs.push_back(&spec);
+  } else {
+    for (std::string_view name : ctx.args.subspan(2)) {
+      if (const CommandSpec* spec = FindByFullName(ctx.server.commands, name)) {
+        specs.push_back(spec);
+      }
+    }
+  }
+  ctx.reply.MapHeader(specs.size());
+  for (const CommandSpec* spec : specs) {
+    ctx.reply.Bulk(spec->full_name);
+    ReplyCommandDocs(ctx.reply, *spec);
+  }
+}
+
+// COMMAND LIST [FILTERBY MODULE name | ACLCAT category | PATTERN pattern]
+void CmdCommandList(CommandContext& ctx) {
+  std::string_view filter, value;
+  if (ctx.args.size() == 5 && EqualsIgnoreCase(ctx.args[2], "FILTERBY")) {
+    filter = ctx.args[3];
+    value = ctx.args[4];
+  } else if (ctx.args.size() != 2) {
+    ctx.reply.Error(errors::kSyntax);
+    return;
+  }
+  std::vector<std::string_view> names;
+  for (const CommandSpec* spec : ctx.server.commands.all()) {
+    bool keep = true;
+    if (EqualsIgnoreCase(filter, "MODULE")) {
+      keep = EqualsIgnoreCase(value, "bf") && IsFilterCommand(*spec);
+    } else if (EqualsIgnoreCase(filter, "ACLCAT")) {
+      auto categories = AclCategories(*spec);
+      keep = std::any_of(categories.begin(), categories.end(), [&](std::string_view c) {
+        return EqualsIgnoreCase(c.substr(1), value);
+      });
+    } else if (EqualsIgnoreCase(filter, "PATTERN")) {
+      keep = GlobMatch(value, spec->full_name, /*nocase=*/true);
+    } else if (!filter.empty()) {
+      ctx.reply.Error(errors::kSyntax);
+      return;
+    }
+    if (keep) names.push_back(spec->full_name);
+  }
+  ctx.reply.ArrayHeader(names.size());
+  for (std::string_view name : names) ctx.reply.Bulk(name);
+}
+
+// COMMAND GETKEYS command [arg ...]
+void CmdCommandGetKeys(CommandContext& ctx) {
+  auto target = ctx.args.subspan(2);
+  const CommandSpec* spec = ctx.server.commands.Find(target[0]);
+  if (spec == nullptr) {
+    ctx.reply.Error("ERR Invalid command specified");
+    return;
+  }
+  if (!spec->subcommands.empty() && target.size() >= 2) {
+    spec = CommandTable::FindSubcommand(*spec, target[1]);
+    if (spec == nullptr) {
+      ctx.reply.Error("ERR Invalid command specified");
+      return;
+    }
+  }
+  if (!CommandTable::ArityMatches(*spec, target.size())) {
+    ctx.reply.Error("ERR Invalid number of arguments specified for command");
+    return;
+  }
+  std::vector<size_t> indices;
+  CommandTable::KeyIndices(*spec, target.size(), &indices);
+  if (indices.empty()) {
+    ctx.reply.Error("ERR The command has no key arguments");
+    return;
+  }
+  ctx.reply.ArrayHeader(indices.size());
+  for (size_t index : indices) ctx.reply.Bulk(target[index]);
+}
+
+// ---------------------------------------------------------------- INFO ---
+
+std::string HumanBytes(uint64_t bytes) {
+  static constexpr const char* kUnits[] = {"B", "K", "M", "G", "T", "P"};
+  double value = static_cast<double>(bytes);
+  size_t unit = 0;
+  while (value >= 1024 && unit + 1 < std::size(kUnits)) {
+    value /= 1024;
+    ++unit;
+  }
+  return unit == 0 ? fmt::format("{}B", bytes) : fmt::format("{:.2f}{}", value, kUnits[unit]);
+}
+
+uint64_t ResidentBytes() {
+  std::ifstream statm("/proc/self/statm");
+  uint64_t size = 0, resident = 0;
+  statm >> size >> resident;
+  return resident * static_cast<uint64_t>(sysconf(_SC_PAGE_SIZE));
+}
+
+std::string ServerSection(CommandContext& ctx) {
+  utsname name{};
+  uname(&name);
+  int64_t uptime = (ctx.now_ms - ctx.server.start_time_ms) / 1000;
+  ServerConfig config = ctx.server.config.Get();
+  return fmt::format(
+      "# Server\r\nredis_version:{}\r\nbloomgate_version:{}\r\nredis_mode:standalone\r\n"
+      "os:{} {} {}\r\narch_bits:{}\r\nmultiplexing_api:epoll\r\nprocess_id:{}\r\n"
+      "run_id:{}\r\ntcp_port:{}\r\nserver_time_usec:{}\r\nuptime_in_seconds:{}\r\n"
+      "uptime_in_days:{}\r\nexecutable:{}\r\nconfig_file:{}\r\nio_threads_active:0\r\n"
+      "worker_threads:{}\r\n",
+      kRedisVersion, kBloomgateVersion, name.sysname, name.release, name.machine,
+      sizeof(void*) * 8, getpid(), ctx.server.run_id, ctx.server.port, ctx.now_ms * 1000,
+      uptime, uptime / 86400, ctx.server.executable, ctx.server.config_file,
+      ctx.server.worker_threads);
+}
+
+std::string ClientsSection(CommandContext& ctx) {
+  return fmt::format(
+      "# Clients\r\nconnected_clients:{}\r\nmaxclients:{}\r\nblocked_clients:0\r\n"
+      "tracking_clients:0\r\n",
+      ctx.server.clients.count(), ctx.server.config.Get().maxclients);
+}
+
+std::string MemorySection(CommandContext& ctx) {
+  uint64_t used = ctx.server.budget.used();
+  uint64_t limit = ctx.server.budget.limit();
+  uint64_t rss = ResidentBytes();
+  return fmt::format(
+      "# Memory\r\nused_memory:{}\r\nused_memory_human:{}\r\nused_memory_rss:{}\r\n"
+      "used_memory_rss_human:{}\r\nmaxmemory:{}\r\nmaxmemory_human:{}\r\n"
+      "maxmemory_policy:noeviction\r\nmax_filter_memory:{}\r\n",
+      used, HumanBytes(used), rss, HumanBytes(rss), limit, HumanBytes(limit),
+      ctx.server.filter_limits().max_filter_bytes);
+}
+
+std::string PersistenceSection(CommandContext& ctx) {
+  return "# Persistence\r\n" + ctx.server.durability->InfoFields();
+}
+
+std::string StatsSection(CommandContext& ctx) {
+  const ServerStats& stats = ctx.server.stats;
+  return fmt::format(
+      "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\n"
+      "total_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\n"
+      "expired_keys:{}\r\nevicted_keys:0\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\n"
+      "total_error_replies:{}\r\n",
+      stats.Sum(&WorkerCounters::connections_received),
+      stats.Sum(&WorkerCounters::commands_processed),
+      stats.Sum(&WorkerCounters::net_input_bytes), stats.Sum(&WorkerCounters::net_output_bytes),
+      stats.rejected_connections.load(std::memory_order_relaxed),
+      ctx.server.keyspace.expired_keys(), stats.Sum(&WorkerCounters::keyspace_hits),
+      stats.Sum(&WorkerCounters::keyspace_misses), stats.Sum(&WorkerCounters::error_replies));
+}
+
+std::string ReplicationSection(CommandContext&) {
+  return "# Replication\r\nrole:master\r\nconnected_slaves:0\r\n";
+}
+
+std::string CpuSection(CommandContext&) {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  auto seconds = [](const timeval& tv) { return tv.tv_sec + tv.tv_usec / 1e6; };
+  return fmt::format("# CPU\r\nused_cpu_sys:{:.6f}\r\nused_cpu_user:{:.6f}\r\n",
+                     seconds(usage.ru_stime), seconds(usage.ru_utime));
+}
+
+std::string ClusterSection(CommandContext&) {
+  return "# Cluster\r\ncluster_enabled:0\r\n";
+}
+
+std::string ModulesSection(CommandContext&) {
+  return fmt::format(
+      "# Modules\r\nmodule:name=bf,ver={},api=1,filters=0,usedby=[],using=[],options=[]\r\n",
+      kBloomModuleVersion);
+}
+
+std::string CommandStatsSection(CommandContext& ctx) {
+  std::string text = "# Commandstats\r\n";
+  const ServerStats& stats = ctx.server.stats;
+  for (const CommandSpec* spec : ctx.server.commands.all()) {
+    uint64_t calls = 0, usec = 0, failed = 0, rejected = 0;
+    for (size_t i = 0; i < stats.slots(); ++i) {
+      const CommandCounters& counters = stats.slot(i).commands[spec->id];
+      calls += counters.calls.load(std::memory_order_relaxed);
+      usec += counters.usec.load(std::memory_order_relaxed);
+      failed += counters.failed_calls.load(std::memory_order_relaxed);
+      rejected += counters.rejected_calls.load(std::memory_order_relaxed);
+    }
+    if (calls == 0 && rejected == 0) continue;
+    text += fmt::format(
+        "cmdstat_{}:calls={},usec={},usec_per_call={:.2f},rejected_calls={},failed_calls={}\r\n",
+        spec->full_name, calls, usec, calls == 0 ? 0.0 : static_cast<double>(usec) / calls,
+        rejected, failed);
+  }
+  return text;
+}
+
+std::string KeyspaceSection(CommandContext& ctx) {
+  size_t keys = ctx.server.keyspace.Size();
+  std::string text = "# Keyspace\r\n";
+  if (keys > 0) {
+    text += fmt::format("db0:keys={},expires={},avg_ttl=0,subexpiry=0\r\n", keys,
+                        ctx.server.keyspace.VolatileCount());
+  }
+  return text;
+}
+
+struct InfoSection {
+  std::string_view name;
+  std::string (*render)(CommandContext&);
+  bool in_default;
+};
+
+constexpr InfoSection kInfoSections[] = {
+    {"server", ServerSection, true},          {"clients", ClientsSection, true},
+    {"memory", MemorySection, true},          {"persistence", PersistenceSection, true},
+    {"stats", StatsSection, true},            {"replication", ReplicationSection, true},
+    {"cpu", CpuSection, true},                {"modules", ModulesSection, true},
+    {"cluster", ClusterSection, true},
+    {"commandstats", CommandStatsSection, false}, {"keyspace", KeyspaceSection, true},
+};
+
+// INFO [section [section ...]]: "default", "all", "everything" or names.
+void CmdInfo(CommandContext& ctx) {
+  std::set<std::string_view> wanted;
+  bool everything = false, defaults = ctx.args.size() == 1;
+  for (std::string_view arg : ctx.args.subspan(1)) {
+    if (EqualsIgnoreCase(arg, "all") || EqualsIgnoreCase(arg, "everything")) {
+      everything = true;
+    } else if (EqualsIgnoreCase(arg, "default")) {
+      defaults = true;
+    } else {
+      for (const InfoSection& section : kInfoSections) {
+        if (EqualsIgnoreCase(arg, section.name)) wanted.insert(section.name);
+      }
+    }
+  }
+  std::string text;
+  for (const InfoSection& section : kInfoSections) {
+    if (everything || (defaults && section.in_default) || wanted.count(section.name)) {
+      if (!text.empty()) text += "\r\n";
+      text += section.render(ctx);
+    }
+  }
+  ctx.reply.Verbatim(text);
+}
+
+// MODULE LIST
+void CmdModuleList(CommandContext& ctx) { ReplyModuleList(ctx.reply); }
+
+}  // namespace
+
+std::vector<CommandSpec> IntrospectionCommands() {
+  constexpr uint32_t kIntro = kCmdLoading | kCmdStale;
+  auto sub = [](std::string_view name, int arity, CommandHandler handler,
+                std::string_view summary, std::string_view since) {
+    return CommandSpec{.name = name, .arity = arity, .flags = kIntro, .handler = handler,
+                       .summary = summary, .group = "server", .since = since};
+  };
+  return {
+      {.name = "command", .arity = -1, .flags = kIntro, .handler = CmdCommand,
+       .summary = "Returns detailed information about all commands", .group = "server",
+       .since = "2.8.13",
+       .subcommands = {
+           sub("count", 2, CmdCommandCount, "Returns a count of commands", "2.8.13"),
+           sub("info", -2, CmdCommandInfo, "Returns information about one, multiple or all "
+               "commands", "2.8.13"),
+           sub("docs", -2, CmdCommandDocs, "Returns documentary information about one, "
+               "multiple or all commands", "7.0.0"),
+           sub("list", -2, CmdCommandList, "Returns a list of command names", "7.0.0"),
+           sub("getkeys", -3, CmdCommandGetKeys, "Extracts the key names from an arbitrary "
+               "command", "2.8.13"),
+       }},
+      {.name = "info", .arity = -1, .flags = kIntro, .handler = CmdInfo,
+       .summary = "Returns information and statistics about the server", .group = "server",
+       .since = "1.0.0"},
+      {.name = "module", .arity = -2, .summary = "A container for module commands",
+       .group = "server", .since = "4.0.0",
+       .subcommands = {{.name = "list", .arity = 2, .flags = kCmdAdmin | kCmdNoScript,
+                        .handler = CmdModuleList, .summary = "Returns all loaded modules",
+                        .group = "server", .since = "4.0.0"}}},
+  };
+}
+
+}  // namespace bloomgate

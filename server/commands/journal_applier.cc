@@ -1,0 +1,106 @@
+#include "server/commands/journal_applier.h"
+
+#include <spdlog/spdlog.h>
+
+#include <string>
+#include <vector>
+
+#include "filters/key_hash.h"
+#include "server/commands/command_dispatcher.h"
+#include "server/context/server_context.h"
+#include "server/durability/journal.h"
+#include "server/resp/reply_builder.h"
+
+namespace bloomgate {
+namespace {
+
+// Replay warnings beyond this many are counted, not logged one by one.
+constexpr uint64_t kFailuresLogged = 10;
+
+}  // namespace
+
+Status LoadDurableState(ServerContext& server) {
+  JournalApplier applier(server);
+  Status status =
+      server.durability->Load([&applier](const LogRecord& record) { return applier.Apply(record); });
+  if (applier.failures() > 0) {
+    spdlog::warn("{} log records could not be applied (limits lowered since they ran?)",
+                 applier.failures());
+  }
+  return status;
+}
+
+JournalApplier::JournalApplier(ServerContext& server) : server_(server) {
+  client_.authenticated = true;
+  client_.journal.replaying = true;
+}
+
+Status JournalApplier::Apply(const LogRecord& record) {
+  if (record.type == LogRecordType::kFilter) return ApplyFilter(record);
+  if (record.args.empty()) return Status::Error("command record with no arguments");
+  if (record.args[0] == kBloomAddedEffect) return ApplyBloomAdded(record);
+  std::vector<std::string_view> args(record.args.begin(), record.args.end());
+  client_.replay_time_ms = record.time_ms;
+  std::string out;
+  ReplyBuilder reply(&out);
+  DispatchCommand(server_, client_, args, reply);
+  // A command that succeeded when it was journaled succeeds again on the
+  // same state, with one exception: limits (maxmemory, max-filter-memory)
+  // lowered since. The write it stands for is then lost, which is worth a
+  // warning.
+  if (reply.errors_written() > 0 && !out.empty() && out[0] == '-') {
+    CountFailure(record, std::string_view(out).substr(1, out.find('\r') - 1));
+  }
+  return Status::Ok();
+}
+
+Status JournalApplier::ApplyFilter(const LogRecord& record) {
+  std::unique_ptr<FilterLoader> loader;
+  Status status =
+      FilterLoader::Begin(record.header.kind, record.header.bytes, record.header.payload_bytes,
+                          server_.filter_limits(), &server_.budget, &loader);
+  if (status.ok() && record.has_payload) {
+    status = loader->Write(0, reinterpret_cast<const uint8_t*>(record.payload.data()),
+                           record.payload.size());
+  }
+  AnyFilter filter;
+  if (status.ok()) status = loader->Finish(&filter);
+  if (!status.ok()) return status.WithContext("filter record for key '" + record.key + "': ");
+  server_.keyspace.Put(record.key, std::make_shared<KeyEntry>(std::move(filter)),
+                       /*expire_at_ms=*/0);
+  return Status::Ok();
+}
+
+Status JournalApplier::ApplyBloomAdded(const LogRecord& record) {
+  // KEY COUNTED ITEM...: COUNTED has one byte per item.
+  const std::vector<std::string>& args = record.args;
+  if (args.size() < 4 || args[2].size() != args.size() - 3) {
+    return Status::Error(std::string(kBloomAddedEffect) + " record with " +
+                         std::to_string(args.size()) + " arguments does not match its counts");
+  }
+  EntryPtr entry = server_.keyspace.Find(args[1], record.time_ms);
+  ScalableBloomFilter* filter = entry == nullptr ? nullptr : entry->bloom();
+  if (filter == nullptr) {
+    // The key was deleted or expired while the adds ran (they went into a
+    // filter that was already gone): nothing to re-apply.
+    CountFailure(record, "no Bloom filter under the key");
+    return Status::Ok();
+  }
+  const std::string& counted = args[2];
+  if (counted.find_first_not_of("01") != std::string::npos) {
+    return Status::Error(std::string(kBloomAddedEffect) + " record with counts other than 0/1");
+  }
+  for (size_t i = 3; i < args.size(); ++i) {
+    filter->ReplayAdd(HashKey(args[i]), counted[i - 3] == '1');
+  }
+  entry->MarkModified();
+  return Status::Ok();
+}
+
+void JournalApplier::CountFailure(const LogRecord& record, std::string_view why) {
+  if (++failures_ <= kFailuresLogged) {
+    spdlog::warn("replaying {}: {}", record.args.empty() ? "record" : record.args[0], why);
+  }
+}
+
+}  // namespace bloomgate

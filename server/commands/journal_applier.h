@@ -1,0 +1,49 @@
+// Turns journal records back into effects: the one replay path, used by
+// start-up (the append-only log) and, next, by a replica applying its
+// primary's stream.
+//
+// A record is applied at the time it was made (commands see that clock, so
+// expiry and EXPIRE replay as they ran), as an authenticated client whose
+// writes are not journaled again. Effects (server/durability/journal.h) are applied directly
+// and never refused; commands go through the dispatcher.
+#pragma once
+
+#include <cstdint>
+
+#include "persistence/append_log.h"
+#include "persistence/status.h"
+#include "server/context/client_state.h"
+
+namespace bloomgate {
+
+class ServerContext;
+
+// Start-up: loads the snapshot and replays the logs into `server` through a
+// JournalApplier (Durability::Load), then reports what could not be applied.
+Status LoadDurableState(ServerContext& server);
+
+class JournalApplier {
+ public:
+  explicit JournalApplier(ServerContext& server);
+
+  // An error only for a record that cannot mean anything (a filter record
+  // the loader refuses, a command record with no arguments, a malformed
+  // effect): the caller stops with it. A command that fails on replay (a
+  // limit lowered since it ran) or an effect on a key that no longer holds
+  // its filter is counted in failures() and logged (the first few), and
+  // the replay goes on.
+  Status Apply(const LogRecord& record);
+
+  uint64_t failures() const { return failures_; }
+
+ private:
+  Status ApplyFilter(const LogRecord& record);
+  Status ApplyBloomAdded(const LogRecord& record);
+  void CountFailure(const LogRecord& record, std::string_view why);
+
+  ServerContext& server_;
+  ClientState client_;
+  uint64_t failures_ = 0;
+};
+
+}  // namespace bloomgate

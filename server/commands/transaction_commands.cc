@@ -1,0 +1,142 @@
+// MULTI / EXEC / DISCARD / WATCH / UNWATCH with Redis semantics.
+//
+// Isolation: EXEC takes the key-lock stripes of every key its queued
+// commands name exclusively (all stripes if one of them touches the whole
+// keyspace) before it checks WATCH and runs them, so no other client's
+// command on those keys runs in between; clients working on other keys are
+// not held up. Atomicity is Redis's: a command that fails at run time does
+// not undo the others; a command that failed to queue aborts EXEC.
+#include <algorithm>
+#include <vector>
+
+#include "server/commands/command_context.h"
+#include "server/commands/command_dispatcher.h"
+#include "server/commands/errors.h"
+#include "server/context/command_table.h"
+
+namespace bloomgate {
+namespace {
+
+void CmdMulti(CommandContext& ctx) {
+  if (ctx.client.in_multi) {
+    ctx.reply.Error(errors::kMultiNested);
+    return;
+  }
+  ctx.client.in_multi = true;
+  if (ctx.client.info) ctx.client.info->in_multi.store(true, std::memory_order_relaxed);
+  ctx.reply.Ok();
+}
+
+void CmdDiscard(CommandContext& ctx) {
+  if (!ctx.client.in_multi) {
+    ctx.reply.Error(errors::kDiscardWithoutMulti);
+    return;
+  }
+  ctx.client.ResetTransaction();
+  ctx.reply.Ok();
+}
+
+bool WatchedKeysUnchanged(CommandContext& ctx) {
+  for (const WatchedKey& watched : ctx.client.watched) {
+    EntryPtr now = ctx.server.keyspace.Find(watched.key, ctx.now_ms);
+    if ((now == nullptr ? 0 : now->id()) != watched.entry_id) return false;
+    if (now != nullptr && now->version() != watched.version) return false;
+  }
+  return true;
+}
+
+void CmdExec(CommandContext& ctx) {
+  ClientState& client = ctx.client;
+  if (!client.in_multi) {
+    ctx.reply.Error(errors::kExecWithoutMulti);
+    return;
+  }
+  if (client.multi_dirty) {
+    client.ResetTransaction();
+    ctx.reply.Error(errors::kExecAbort);
+    return;
+  }
+  std::vector<QueuedCommand> queued = std::move(client.queued);
+  std::vector<std::vector<std::string_view>> argvs(queued.size());
+  std::vector<size_t> stripes;
+  bool all = false;
+  for (size_t i = 0; i < queued.size(); ++i) {
+    argvs[i].assign(queued[i].args.begin(), queued[i].args.end());
+    std::vector<size_t> command_stripes;
+    bool command_all = false;
+    CommandStripes(*queued[i].spec, argvs[i], &command_stripes, &command_all);
+    all |= command_all;
+    stripes.insert(stripes.end(), command_stripes.begin(), command_stripes.end());
+  }
+  // WATCHed keys are locked too, so their check and the commands are one step.
+  for (const WatchedKey& watched : client.watched) {
+    stripes.push_back(KeyLocks::StripeOf(watched.key));
+  }
+  KeyLocks::Guard guard = all ? ctx.server.key_locks.LockAll(/*exclusive=*/true)
+                              : ctx.server.key_locks.Lock(std::move(stripes), true);
+  bool unchanged = WatchedKeysUnchanged(ctx);
+  client.ResetTransaction();
+  if (!unchanged) {
+    ctx.reply.NullArray();
+    return;
+  }
+  ctx.reply.ArrayHeader(queued.size());
+  client.in_exec = true;
+  for (size_t i = 0; i < queued.size(); ++i) {
+    RunCommand(ctx.server, client, *queued[i].spec, argvs[i], ctx.reply, /*locks_held=*/true);
+  }
+  client.in_exec = false;
+}
+
+void CmdWatch(CommandContext& ctx) {
+  if (ctx.client.in_multi) {
+    ctx.reply.Error(errors::kWatchInsideMulti);
+    return;
+  }
+  for (std::string_view key : ctx.args.subspan(1)) {
+    // Watching a key again keeps the first record: the transaction must see
+    // every change since the first WATCH.
+    bool already = std::any_of(ctx.client.watched.begin(), ctx.client.watched.end(),
+                               [&](const WatchedKey& w) { return w.key == key; });
+    if (already) continue;
+    EntryPtr entry = ctx.server.keyspace.Find(key, ctx.now_ms);
+    WatchedKey watched;
+    watched.key = std::string(key);
+    watched.entry_id = entry == nullptr ? 0 : entry->id();
+    watched.version = entry == nullptr ? 0 : entry->version();
+    ctx.client.watched.push_back(std::move(watched));
+  }
+  ctx.reply.Ok();
+}
+
+void CmdUnwatch(CommandContext& ctx) {
+  ctx.client.watched.clear();
+  ctx.reply.Ok();
+}
+
+}  // namespace
+
+std::vector<CommandSpec> TransactionCommands() {
+  constexpr uint32_t kTxn = kCmdNoMulti | kCmdFast | kCmdLoading | kCmdStale | kCmdNoScript;
+  return {
+      {.name = "multi", .arity = 1, .flags = kTxn, .handler = CmdMulti,
+       .summary = "Starts a transaction", .group = "transactions", .since = "1.2.0"},
+      {.name = "exec", .arity = 1, .flags = kCmdNoMulti | kCmdLoading | kCmdStale | kCmdNoScript,
+       .handler = CmdExec, .summary = "Executes all commands in a transaction",
+       .group = "transactions", .since = "1.2.0"},
+      {.name = "discard", .arity = 1, .flags = kTxn, .handler = CmdDiscard,
+       .summary = "Discards a transaction", .group = "transactions", .since = "2.0.0"},
+      {.name = "watch", .arity = -2, .flags = kTxn, .first_key = 1, .last_key = -1,
+       .key_step = 1, .handler = CmdWatch,
+       .summary = "Monitors changes to keys to determine the execution of a transaction",
+       .group = "transactions", .since = "2.2.0"},
+      // UNWATCH inside MULTI is queued, as in Redis: it runs at EXEC, after
+      // the watched keys were checked.
+      {.name = "unwatch", .arity = 1,
+       .flags = kCmdFast | kCmdLoading | kCmdStale | kCmdNoScript, .handler = CmdUnwatch,
+       .summary = "Forgets about watched keys of a transaction", .group = "transactions",
+       .since = "2.2.0"},
+  };
+}
+
+}  // namespace bloomgate

@@ -1,0 +1,75 @@
+#include "server/context/client_registry.h"
+
+#include <fmt/format.h>
+
+#include "server/context/command_table.h"
+
+namespace bloomgate {
+
+std::string ClientInfo::name() const {
+  std::lock_guard lock(mutex_);
+  return name_;
+}
+std::string ClientInfo::lib_name() const {
+  std::lock_guard lock(mutex_);
+  return lib_name_;
+}
+std::string ClientInfo::lib_ver() const {
+  std::lock_guard lock(mutex_);
+  return lib_ver_;
+}
+void ClientInfo::set_name(std::string name) {
+  std::lock_guard lock(mutex_);
+  name_ = std::move(name);
+}
+void ClientInfo::set_lib_name(std::string lib_name) {
+  std::lock_guard lock(mutex_);
+  lib_name_ = std::move(lib_name);
+}
+void ClientInfo::set_lib_ver(std::string lib_ver) {
+  std::lock_guard lock(mutex_);
+  lib_ver_ = std::move(lib_ver);
+}
+
+std::string ClientInfo::Describe(int64_t now_ms) const {
+  const CommandSpec* cmd = last_command.load(std::memory_order_relaxed);
+  int64_t last = last_interaction_ms.load(std::memory_order_relaxed);
+  bool multi = in_multi.load(std::memory_order_relaxed);
+  std::lock_guard lock(mutex_);
+  return fmt::format(
+      "id={} addr={} laddr={} fd=-1 name={} age={} idle={} flags={} db=0 sub=0 psub=0 "
+      "ssub=0 multi={} qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 "
+      "omem=0 tot-mem=0 events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
+      id, addr, laddr, name_, (now_ms - created_ms) / 1000, (now_ms - last) / 1000,
+      multi ? "x" : "N", multi ? 0 : -1, cmd == nullptr ? "NULL" : cmd->full_name,
+      resp.load(std::memory_order_relaxed), lib_name_, lib_ver_);
+}
+
+std::shared_ptr<ClientInfo> ClientRegistry::Register(std::string addr, std::string laddr,
+                                                     int64_t now_ms) {
+  auto info = std::make_shared<ClientInfo>();
+  info->addr = std::move(addr);
+  info->laddr = std::move(laddr);
+  info->created_ms = now_ms;
+  info->last_interaction_ms.store(now_ms, std::memory_order_relaxed);
+  std::lock_guard lock(mutex_);
+  info->id = next_id_++;
+  clients_.emplace(info->id, info);
+  count_.fetch_add(1, std::memory_order_relaxed);
+  return info;
+}
+
+void ClientRegistry::Unregister(uint64_t id) {
+  std::lock_guard lock(mutex_);
+  if (clients_.erase(id) > 0) count_.fetch_sub(1, std::memory_order_relaxed);
+}
+
+std::vector<std::shared_ptr<ClientInfo>> ClientRegistry::Snapshot() const {
+  std::lock_guard lock(mutex_);
+  std::vector<std::shared_ptr<ClientInfo>> all;
+  all.reserve(clients_.size());
+  for (const auto& [id, info] : clients_) all.push_back(info);
+  return all;
+}
+
+}  // namespace bloomgate

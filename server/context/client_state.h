@@ -1,0 +1,67 @@
+// Per-connection state that commands read and change: protocol version,
+// authentication, and the MULTI/WATCH transaction in progress. Owned by one
+// connection and touched only on its thread.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "server/context/client_registry.h"
+#include "server/durability/journal.h"
+#include "server/keyspace/keyspace.h"
+
+namespace bloomgate {
+
+struct CommandSpec;
+
+struct QueuedCommand {
+  const CommandSpec* spec = nullptr;
+  std::vector<std::string> args;  // owned copies: the read buffer moves on
+};
+
+// WATCH remembers which entry a key named (its unique id, 0 if the key was
+// missing) and that entry's version; EXEC aborts if either changed. Ids are
+// never reused, so a deleted and re-created key is always seen as changed,
+// and a watcher holds no reference that would keep a deleted filter's
+// memory alive.
+struct WatchedKey {
+  std::string key;
+  uint64_t entry_id = 0;
+  uint64_t version = 0;
+};
+
+struct ClientState {
+  std::shared_ptr<ClientInfo> info;
+  size_t worker_index = 0;
+  bool resp3 = false;
+  bool authenticated = false;
+  bool close_after_reply = false;  // QUIT, protocol errors
+
+  // The log position this client's current batch of writes reached: the
+  // connection makes it durable (Durability::FlushForReply) before it sends
+  // the batch's replies. journal.replaying: a replay of the journal, whose
+  // commands run at the time recorded with them (replay_time_ms, so EXPIRE
+  // and lazy expiry replay exactly) and are not journaled again.
+  JournalSession journal;
+  int64_t replay_time_ms = 0;
+  // EXEC is running this client's queued commands, holding their key locks:
+  // a command that needs every lock (SAVE) must refuse instead of waiting.
+  bool in_exec = false;
+
+  bool in_multi = false;
+  bool multi_dirty = false;  // a command failed to queue: EXEC aborts
+  std::vector<QueuedCommand> queued;
+  std::vector<WatchedKey> watched;
+
+  void ResetTransaction() {
+    in_multi = false;
+    multi_dirty = false;
+    queued.clear();
+    watched.clear();
+    if (info) info->in_multi.store(false, std::memory_order_relaxed);
+  }
+};
+
+}  // namespace bloomgate

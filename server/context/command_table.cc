@@ -1,0 +1,83 @@
+#include "server/context/command_table.h"
+
+#include <algorithm>
+
+namespace bloomgate {
+
+std::string AsciiLower(std::string_view text) {
+  std::string lower(text);
+  for (char& c : lower) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return lower;
+}
+
+bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    char x = a[i], y = b[i];
+    if (x >= 'A' && x <= 'Z') x = static_cast<char>(x - 'A' + 'a');
+    if (y >= 'A' && y <= 'Z') y = static_cast<char>(y - 'A' + 'a');
+    if (x != y) return false;
+  }
+  return true;
+}
+
+CommandTable::CommandTable() {
+  for (auto family : {ConnectionCommands, IntrospectionCommands, ServerCommands,
+                      KeyspaceCommands, TransactionCommands, BloomCommands,
+                      CountingBloomCommands, CuckooCommands}) {
+    for (CommandSpec& spec : family()) commands_.push_back(std::move(spec));
+  }
+  std::sort(commands_.begin(), commands_.end(),
+            [](const CommandSpec& a, const CommandSpec& b) { return a.name < b.name; });
+  for (CommandSpec& spec : commands_) {
+    spec.full_name = std::string(spec.name);
+    spec.id = all_.size();
+    all_.push_back(&spec);
+    by_name_.emplace(spec.full_name, &spec);
+    for (CommandSpec& sub : spec.subcommands) {
+      sub.full_name = spec.full_name + "|" + std::string(sub.name);
+      sub.id = all_.size();
+      sub.parent = &spec;
+      all_.push_back(&sub);
+    }
+  }
+}
+
+const CommandSpec* CommandTable::Find(std::string_view name) const {
+  auto it = by_name_.find(AsciiLower(name));
+  return it == by_name_.end() ? nullptr : it->second;
+}
+
+const CommandSpec* CommandTable::FindSubcommand(const CommandSpec& container,
+                                                std::string_view name) {
+  for (const CommandSpec& sub : container.subcommands) {
+    if (EqualsIgnoreCase(sub.name, name)) return &sub;
+  }
+  return nullptr;
+}
+
+void CommandTable::KeyIndices(const CommandSpec& spec, size_t argc,
+                              std::vector<size_t>* out) {
+  out->clear();
+  if (spec.first_key <= 0 || spec.key_step <= 0) return;
+  size_t first = static_cast<size_t>(spec.first_key);
+  size_t last = spec.last_key < 0
+                    ? (argc + static_cast<size_t>(spec.last_key + 1)) - 1
+                    : static_cast<size_t>(spec.last_key);
+  if (argc == 0) return;
+  last = std::min(last, argc - 1);
+  for (size_t i = first; i <= last; i += static_cast<size_t>(spec.key_step)) {
+    out->push_back(i);
+  }
+}
+
+bool CommandTable::ArityMatches(const CommandSpec& spec, size_t argc) {
+  if (spec.arity > 0 && argc != static_cast<size_t>(spec.arity)) return false;
+  if (spec.arity < 0 && argc < static_cast<size_t>(-spec.arity)) return false;
+  if (spec.max_args > 0 && argc > static_cast<size_t>(spec.max_args)) return false;
+  return true;
+}
+
+}  // namespace bloomgate

@@ -1,0 +1,81 @@
+// What every command handler can reach: the keyspace and everything shared
+// by all worker threads. One instance lives as long as the server.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "config/runtime_config.h"
+#include "config/server_config.h"
+#include "filters/limits.h"
+#include "filters/memory_budget.h"
+#include "server/context/client_registry.h"
+#include "server/context/command_table.h"
+#include "server/context/server_stats.h"
+#include "server/durability/durability.h"
+#include "server/durability/journal.h"
+#include "server/keyspace/chunk_staging.h"
+#include "server/keyspace/clock.h"
+#include "server/keyspace/key_locks.h"
+#include "server/keyspace/keyspace.h"
+
+namespace bloomgate {
+
+inline constexpr std::string_view kBloomgateVersion = "0.1.0";
+// The Redis release whose behaviour we follow (COMPAT.md: Redis 8 line), as
+// reported in INFO and HELLO, and the RedisBloom module version libraries
+// look for in INFO modules / MODULE LIST.
+inline constexpr std::string_view kRedisVersion = "8.0.0";
+inline constexpr int kBloomModuleVersion = 80000;
+
+class ServerContext {
+ public:
+  ServerContext(ServerConfig config, size_t workers);
+
+  // Replaces `durability` with one over `fs` (the real file system at
+  // construction; tests pass one that fails on demand). Only before serving.
+  void UseFileSystem(FileSystem* fs);
+
+  // Re-derives the limits that hot paths read from the current config
+  // (memory caps); called at start-up and after CONFIG SET.
+  void ApplyConfig(const ServerConfig& config);
+  FilterLimits filter_limits() const {
+    FilterLimits limits;
+    limits.max_filter_bytes = max_filter_bytes_.load(std::memory_order_relaxed);
+    return limits;
+  }
+
+  RuntimeConfig config;
+  MemoryBudget budget;
+  Keyspace keyspace;
+  KeyLocks key_locks;
+  CommandTable commands;
+  ServerStats stats;
+  ClientRegistry clients;
+  // LOADCHUNK sequences in progress, invisible until complete.
+  ChunkStaging chunk_staging;
+  // Every acknowledged write, for its subscribers (server/journal.h).
+  // Declared before `durability`, which subscribes to it.
+  Journal journal;
+  // Snapshots and the append-only log (see UseFileSystem).
+  std::unique_ptr<Durability> durability;
+
+  // Set by the server: asks it to stop gracefully (SHUTDOWN).
+  std::function<void()> request_shutdown;
+  // SHUTDOWN SAVE / NOSAVE: what the final snapshot does at exit.
+  std::atomic<Durability::FinalSave> final_save{Durability::FinalSave::kDefault};
+
+  int64_t start_time_ms = 0;
+  std::string run_id;
+  std::string config_file;
+  std::string executable;
+  uint16_t port = 0;
+  size_t worker_threads = 0;
+
+ private:
+  std::atomic<uint64_t> max_filter_bytes_{0};
+};
+
+}  // namespace bloomgate

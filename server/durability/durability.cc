@@ -1,0 +1,599 @@
+#include "server/durability/durability.h"
+
+#include <spdlog/spdlog.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <vector>
+
+#include "config/config_params.h"
+#include "persistence/snapshot_file.h"
+#include "server/keyspace/clock.h"
+
+namespace bloomgate {
+namespace {
+
+// Redis's CONFIG_BGSAVE_RETRY_DELAY: after a failed save the schedule waits
+// this long before trying again, so a full disk is not hammered every tick.
+constexpr int64_t kSaveRetryDelayMs = 5000;
+// A log longer than this, and longer than the last snapshot, triggers a
+// snapshot (which starts a fresh log): replaying a log costs about a command
+// per record, so it must not grow without bound. 64 MiB is Redis's
+// auto-aof-rewrite-min-size.
+constexpr uint64_t kLogRewriteMinBytes = 64ull << 20;
+// Nice value of the background save thread (0 = normal, 19 = lowest); 10
+// gives the event loops ~10x its share of a contended core (CFS weights
+// 1024 vs 110).
+constexpr int kBackgroundSaveNice = 10;
+
+}  // namespace
+
+// What a cut captured: the keys, their deadlines and their filters, kept
+// alive by reference to their entries until the snapshot is written; for
+// counting and cuckoo filters, the copies owed to it (see durability.h).
+struct Durability::SaveJob {
+  SnapshotMeta meta;
+  uint64_t changes_at_cut = 0;
+  std::vector<EntryPtr> entries;                      // parallel to records
+  std::vector<std::shared_ptr<SnapshotCopy>> copies;  // parallel; null for Bloom
+  std::vector<SnapshotRecordSource> records;
+  std::string dir;
+  std::string filename;
+  std::string log_base;
+  bool background = false;
+};
+
+Durability::Durability(const DurabilityParts& parts, FileSystem* fs) : parts_(parts), fs_(fs) {
+  ServerConfig config = parts_.config->Get();
+  fsync_policy_ = config.appendfsync;
+  last_save_ms_.store(NowMs(), std::memory_order_relaxed);
+  sync_thread_ = std::thread([this] { SyncLoop(); });
+  parts_.journal->Subscribe(this);
+}
+
+Durability::~Durability() {
+  parts_.journal->Unsubscribe(this);
+  {
+    std::lock_guard lock(sync_mutex_);
+    stop_sync_ = true;
+  }
+  sync_wake_.notify_all();
+  if (sync_thread_.joinable()) sync_thread_.join();
+  if (background_.joinable()) background_.join();
+}
+
+// ------------------------------------------------------------ start-up ----
+
+FilterLimits Durability::filter_limits() const {
+  // The same figure ServerContext::filter_limits() serves to commands.
+  FilterLimits limits;
+  limits.max_filter_bytes = parts_.config->Get().max_filter_memory;
+  return limits;
+}
+
+Status Durability::Load(const LogRecordApplier& apply) {
+  loading_.store(true, std::memory_order_release);
+  auto start = std::chrono::steady_clock::now();
+  ServerConfig config = parts_.config->Get();
+  uint64_t generation = 0;
+  Status status = LoadSnapshot(&generation);
+  uint64_t last_generation = 0;
+  if (status.ok()) status = ReplayLogs(generation, apply, &last_generation);
+  if (status.ok()) {
+    // Keys that expired after the snapshot's cut or during the logs: gone
+    // before the first client can see them.
+    size_t swept = parts_.keyspace->SweepExpired(NowMs(), SIZE_MAX);
+    if (swept > 0) spdlog::info("{} keys expired while the server was down", swept);
+    // Continue after the newest log found, or with the generation the
+    // snapshot names; generation numbers start at 1.
+    uint64_t next = std::max<uint64_t>({generation, last_generation + 1, 1});
+    {
+      std::lock_guard lock(mutex_);
+      next_generation_ = next;
+    }
+    if (config.appendonly) status = OpenLog(next);
+  }
+  load_duration_ms_.store(std::chrono::duration_cast<std::chrono::milliseconds>(
+                              std::chrono::steady_clock::now() - start)
+                              .count(),
+                          std::memory_order_relaxed);
+  loading_.store(false, std::memory_order_release);
+  return status;
+}
+
+Status Durability::LoadSnapshot(uint64_t* generation) {
+  ServerConfig config = parts_.config->Get();
+  std::string path = JoinPath(config.dir, config.dbfilename);
+  *generation = 0;
+  // A crash in the middle of a save leaves its temporary file; no save can
+  // be running yet, so any found now is garbage.
+  std::vector<std::string> names;
+  if (fs_->ListDirectory(config.dir, &names).ok()) {
+    for (const std::string& name : names) {
+      if (!IsSnapshotTempFile(config.dbfilename, name)) continue;
+      spdlog::warn("removing {}, left by a save that did not finish", JoinPath(config.dir, name));
+      (void)fs_->Remove(JoinPath(config.dir, name));
+    }
+  }
+  if (!fs_->Exists(path)) {
+    spdlog::info("no snapshot at {}; starting empty", path);
+    return Status::Ok();
+  }
+  auto start = std::chrono::steady_clock::now();
+  SnapshotInfo info;
+  std::vector<LoadedRecord> records;
+  Status status =
+      ReadSnapshot(*fs_, path, filter_limits(), parts_.budget, &info, &records);
+  if (!status.ok()) return status;
+  // Expiry is judged at the cut, not now: the log that continues this
+  // snapshot replays at its records' times, so a key that was alive at the
+  // cut must be there for the writes that reached it before it expired (else
+  // a replayed BF.ADD would recreate it with default parameters and no
+  // deadline). Keys whose deadline passed since are swept after the replay.
+  const int64_t cut = info.meta.created_ms;
+  uint64_t expired = 0;
+  for (LoadedRecord& record : records) {
+    if (record.expire_at_ms != 0 && record.expire_at_ms <= cut) {
+      ++expired;
+      continue;
+    }
+    parts_.keyspace->Put(record.name, std::make_shared<KeyEntry>(std::move(record.filter)),
+                         record.expire_at_ms);
+  }
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  keys_loaded_.store(records.size() - expired, std::memory_order_relaxed);
+  last_save_ms_.store(info.meta.created_ms, std::memory_order_relaxed);
+  last_save_bytes_.store(info.file_bytes, std::memory_order_relaxed);
+  spdlog::info("loaded snapshot {}: {} keys ({} expired before its cut), {} bytes in {:.3f} s "
+               "({:.0f} MB/s)",
+               path, records.size() - expired, expired, info.file_bytes, seconds,
+               seconds > 0 ? static_cast<double>(info.file_bytes) / 1e6 / seconds : 0.0);
+  *generation = info.meta.log_generation;
+  return Status::Ok();
+}
+
+Status Durability::ReplayLogs(uint64_t first_generation, const LogRecordApplier& apply,
+                              uint64_t* last_generation) {
+  ServerConfig config = parts_.config->Get();
+  std::vector<uint64_t> generations;
+  Status status = ListLogGenerations(*fs_, config.dir, config.appendfilename, &generations);
+  if (!status.ok()) return status;
+  *last_generation = 0;
+  std::vector<uint64_t> live;
+  for (uint64_t generation : generations) {
+    std::string path = JoinPath(config.dir, LogFileName(config.appendfilename, generation));
+    if (generation < first_generation) {
+      // Superseded by the snapshot (a crash came between its rename and the
+      // deletion of the logs it replaces).
+      spdlog::info("removing {}: older than the snapshot", path);
+      (void)fs_->Remove(path);
+      continue;
+    }
+    live.push_back(generation);
+  }
+  uint64_t total_records = 0;
+  for (size_t i = 0; i < live.size(); ++i) {
+    std::string path = JoinPath(config.dir, LogFileName(config.appendfilename, live[i]));
+    // Only the newest log can end in a torn record: an older one was closed
+    // (flushed and fsynced) before the next was used.
+    bool newest = i + 1 == live.size();
+    LogReadResult result;
+    status = ReadAppendLog(
+        *fs_, path, /*allow_torn_tail=*/newest,
+        apply, &result);
+    if (!status.ok()) return status;
+    if (result.torn_tail) {
+      spdlog::warn("{}: the final record was torn (a crash during its write); cutting the file "
+                   "at byte {} and continuing",
+                   path, result.valid_bytes);
+      status = fs_->Truncate(path, result.valid_bytes);
+      // Make the cut durable: a torn record that came back after another
+      // crash would sit in a log that is no longer the newest, and refuse
+      // start-up.
+      std::unique_ptr<WritableFile> file;
+      if (status.ok()) status = fs_->OpenForAppend(path, &file);
+      if (status.ok()) status = file->Sync();
+      if (status.ok()) status = file->Close();
+      if (!status.ok()) return status;
+    }
+    total_records += result.records;
+    *last_generation = live[i];
+  }
+  if (!live.empty()) {
+    spdlog::info("replayed {} log records from {} log file(s), generations {}..{}",
+                 total_records, live.size(), live.front(), live.back());
+  }
+  return Status::Ok();
+}
+
+Status Durability::OpenLog(uint64_t generation) {
+  ServerConfig config = parts_.config->Get();
+  std::unique_ptr<AppendLogWriter> writer;
+  Status status =
+      AppendLogWriter::Create(fs_, config.dir, config.appendfilename, generation, NowMs(), &writer);
+  if (!status.ok()) return status;
+  spdlog::info("append-only log {} opened (appendfsync {})", writer->path(),
+               FormatAppendFsync(config.appendfsync));
+  std::lock_guard lock(mutex_);
+  log_ = std::move(writer);
+  next_generation_ = generation + 1;
+  logging_.store(true, std::memory_order_release);
+  return Status::Ok();
+}
+
+// ---------------------------------------------------------- write path ----
+
+void Durability::OnCommand(JournalSession& session, int64_t time_ms,
+                           std::span<const std::string_view> args) {
+  std::string record;
+  EncodeCommandRecord(time_ms, args, &record);
+  // log_ changes only under the cut, which waits for this command's key
+  // locks: reading it here without mutex_ is ordered by those locks.
+  AppendLogWriter* log = log_.get();
+  if (log == nullptr) return;
+  session.log_sequence = log->Append(record);
+  session.log_generation = log->generation();
+}
+
+void Durability::OnFilter(JournalSession& session, int64_t time_ms, std::string_view key,
+                          const AnyFilter& filter, bool with_payload) {
+  std::string record;
+  FilterHeader header = DescribeFilter(filter);
+  EncodeFilterRecord(time_ms, key, header, with_payload ? &filter : nullptr, &record);
+  AppendLogWriter* log = log_.get();
+  if (log == nullptr) return;
+  session.log_sequence = log->Append(record);
+  session.log_generation = log->generation();
+}
+
+Status Durability::FlushForReply(JournalSession& session) {
+  if (session.log_sequence == 0) return Status::Ok();
+  uint64_t sequence = session.log_sequence;
+  session.log_sequence = 0;
+  return FlushTo(session.log_generation, sequence);
+}
+
+Status Durability::FlushTo(uint64_t generation, uint64_t sequence) {
+  std::shared_ptr<AppendLogWriter> log;
+  bool sync = false;
+  {
+    std::lock_guard lock(mutex_);
+    log = log_;
+    sync = fsync_policy_ == ServerConfig::AppendFsync::kAlways;
+  }
+  if (log == nullptr || log->generation() != generation) {
+    // A cut closed that log since (flushed and fsynced it); it reported any
+    // failure through write_error_.
+    return write_error() ? Status::Error("the append-only log could not be written")
+                         : Status::Ok();
+  }
+  Status status = log->Flush(sequence, sync);
+  if (!status.ok() && !write_error_.exchange(true, std::memory_order_acq_rel)) {
+    spdlog::error("append-only log failed, refusing writes from now on: {}", status.message());
+    std::lock_guard lock(mutex_);
+    last_log_error_ = status.message();
+  }
+  // One flush of the newest log stands for waiters on older logs too (the
+  // connection flushes once per pass): if a cut could not close an older
+  // log, the records in it are not known to be durable, so nothing waiting
+  // now is acknowledged.
+  if (status.ok() && write_error()) {
+    return Status::Error("the append-only log could not be written");
+  }
+  return status;
+}
+
+void Durability::SyncLoop() {
+  std::unique_lock lock(sync_mutex_);
+  while (!stop_sync_) {
+    sync_wake_.wait_for(lock, std::chrono::seconds(1));
+    if (stop_sync_) break;
+    std::shared_ptr<AppendLogWriter> log;
+    {
+      std::lock_guard guard(mutex_);
+      if (fsync_policy_ != ServerConfig::AppendFsync::kEverySec) continue;
+      log = log_;
+    }
+    if (log == nullptr) continue;
+    lock.unlock();
+    Status status = log->Sync();
+    lock.lock();
+    if (!status.ok() && !write_error_.exchange(true, std::memory_order_acq_rel)) {
+      spdlog::error("append-only log fsync failed, refusing writes from now on: {}",
+                    status.message());
+      std::lock_guard guard(mutex_);
+      last_log_error_ = status.message();
+    }
+  }
+}
+
+// --------------------------------------------------------------- saves ----
+
+Status Durability::Cut(std::unique_ptr<SaveJob>* out) {
+  ServerConfig config = parts_.config->Get();
+  auto job = std::make_unique<SaveJob>();
+  job->dir = config.dir;
+  job->filename = config.dbfilename;
+  job->log_base = config.appendfilename;
+  // No command runs while this is held: every write so far is in the
+  // current log, every later one will be in the next.
+  KeyLocks::Guard all = parts_.key_locks->LockAll(/*exclusive=*/true);
+  int64_t now = NowMs();
+  uint64_t generation = 0;
+  {
+    std::lock_guard lock(mutex_);
+    generation = next_generation_;
+  }
+  if (config.appendonly) {
+    std::unique_ptr<AppendLogWriter> next;
+    Status status = AppendLogWriter::Create(fs_, config.dir, config.appendfilename, generation,
+                                            now, &next);
+    if (!status.ok()) return status.WithContext("starting a new log generation: ");
+    std::shared_ptr<AppendLogWriter> previous;
+    {
+      std::lock_guard lock(mutex_);
+      previous = std::move(log_);
+      log_ = std::move(next);
+      logging_.store(true, std::memory_order_release);
+    }
+    if (previous != nullptr) {
+      Status closed = previous->Close();
+      if (!closed.ok() && !write_error_.exchange(true, std::memory_order_acq_rel)) {
+        spdlog::error("closing {} failed, refusing writes from now on: {}", previous->path(),
+                      closed.message());
+        std::lock_guard lock(mutex_);
+        last_log_error_ = closed.message();
+      }
+    }
+  } else {
+    std::shared_ptr<AppendLogWriter> previous;
+    {
+      std::lock_guard lock(mutex_);
+      previous = std::move(log_);
+      logging_.store(false, std::memory_order_release);
+    }
+    if (previous != nullptr) (void)previous->Close();
+  }
+  {
+    std::lock_guard lock(mutex_);
+    next_generation_ = generation + 1;
+  }
+  job->meta.created_ms = now;
+  job->meta.log_generation = generation;
+  job->changes_at_cut = changes_.load(std::memory_order_relaxed);
+  parts_.keyspace->ForEachKey("*", now, [&](const std::string& name, const EntryPtr& entry) {
+    SnapshotRecordSource record;
+    record.name = name;
+    record.expire_at_ms = entry->expire_at_ms();
+    std::shared_ptr<SnapshotCopy> copy;
+    if (entry->type() == KeyType::kBloom) {
+      // Bits are written later, while adds go on (see durability.h); the
+      // counts are taken now, so that replaying the later adds' records,
+      // which carry whether each was counted, restores BF.CARD exactly.
+      record.filter = &entry->filter();
+      record.header = DescribeFilter(entry->filter());
+    } else {
+      // Owed a copy as of now; made by the first writer or by the saver.
+      copy = std::make_shared<SnapshotCopy>();
+      entry->ArmSnapshotCopy(copy);
+    }
+    job->entries.push_back(entry);
+    job->copies.push_back(std::move(copy));
+    job->records.push_back(std::move(record));
+  });
+  *out = std::move(job);
+  return Status::Ok();
+}
+
+Status Durability::WriteJob(SaveJob& job) {
+  auto start = std::chrono::steady_clock::now();
+  // Collect the copies owed to this snapshot, making those no writer has
+  // made yet. Each takes only its own entry's lock: writers to that filter
+  // wait for its copy, everything else runs on.
+  Status status = Status::Ok();
+  for (size_t i = 0; i < job.records.size(); ++i) {
+    if (job.copies[i] == nullptr) continue;
+    job.entries[i]->TakeSnapshotCopy();
+    const AnyFilter& copy = job.copies[i]->filter;
+    bool missing = std::visit([](const auto& filter) { return filter == nullptr; }, copy);
+    if (missing && status.ok()) {
+      status = Status::Error("out of memory copying key '" + job.records[i].name +
+                             "' for the snapshot");
+    }
+    job.records[i].filter = &copy;
+  }
+  uint64_t bytes = 0;
+  if (status.ok()) {
+    status = WriteSnapshot(*fs_, job.dir, job.filename, job.meta, job.records, &bytes);
+  }
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  last_save_attempt_ms_.store(NowMs(), std::memory_order_relaxed);
+  last_save_duration_ms_.store(static_cast<int64_t>(seconds * 1000), std::memory_order_relaxed);
+  last_save_ok_.store(status.ok(), std::memory_order_relaxed);
+  if (!status.ok()) {
+    spdlog::error("{} failed: {}", job.background ? "background save" : "save", status.message());
+    return status;
+  }
+  changes_.fetch_sub(job.changes_at_cut, std::memory_order_relaxed);
+  last_save_ms_.store(NowMs(), std::memory_order_relaxed);
+  last_save_bytes_.store(bytes, std::memory_order_relaxed);
+  saves_.fetch_add(1, std::memory_order_relaxed);
+  spdlog::info("snapshot {} written{}: {} keys, {} bytes in {:.3f} s ({:.0f} MB/s)",
+               JoinPath(job.dir, job.filename), job.background ? " in the background" : "",
+               job.records.size(), bytes, seconds,
+               seconds > 0 ? static_cast<double>(bytes) / 1e6 / seconds : 0.0);
+  // The snapshot now stands for everything before its log generation.
+  std::vector<uint64_t> generations;
+  if (ListLogGenerations(*fs_, job.dir, job.log_base, &generations).ok()) {
+    for (uint64_t generation : generations) {
+      if (generation >= job.meta.log_generation) continue;
+      std::string path = JoinPath(job.dir, LogFileName(job.log_base, generation));
+      Status removed = fs_->Remove(path);
+      if (!removed.ok()) spdlog::warn("could not remove {}: {}", path, removed.message());
+    }
+  }
+  return Status::Ok();
+}
+
+Status Durability::Save() {
+  std::lock_guard lock(save_mutex_);
+  if (bgsave_in_progress_.load(std::memory_order_acquire)) {
+    return Status::Error("ERR Background save already in progress");
+  }
+  std::unique_ptr<SaveJob> job;
+  Status status = Cut(&job);
+  if (!status.ok()) {
+    last_save_ok_.store(false, std::memory_order_relaxed);
+    last_save_attempt_ms_.store(NowMs(), std::memory_order_relaxed);
+    spdlog::error("save failed: {}", status.message());
+    return status;
+  }
+  return WriteJob(*job);
+}
+
+Status Durability::StartBackgroundSave() {
+  std::lock_guard lock(save_mutex_);
+  if (bgsave_in_progress_.load(std::memory_order_acquire)) {
+    return Status::Error("ERR Background save already in progress");
+  }
+  if (background_.joinable()) background_.join();
+  std::unique_ptr<SaveJob> job;
+  Status status = Cut(&job);
+  if (!status.ok()) {
+    last_save_ok_.store(false, std::memory_order_relaxed);
+    last_save_attempt_ms_.store(NowMs(), std::memory_order_relaxed);
+    spdlog::error("background save failed: {}", status.message());
+    return status;
+  }
+  job->background = true;
+  bgsave_in_progress_.store(true, std::memory_order_release);
+  bgsave_started_ms_.store(NowMs(), std::memory_order_relaxed);
+  background_ = std::thread([this, job = std::move(job)]() mutable {
+    // Below the event loops: on a machine with as many cores as loops the
+    // saver otherwise takes CPU from them, and the snapshot is never urgent
+    // (the log already holds every write).
+    (void)setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), kBackgroundSaveNice);
+    (void)WriteJob(*job);
+    job.reset();  // frees the copies and drops the entry references first
+    bgsave_in_progress_.store(false, std::memory_order_release);
+  });
+  return Status::Ok();
+}
+
+void Durability::Tick(int64_t now_ms) {
+  if (bgsave_in_progress_.load(std::memory_order_acquire)) return;
+  ServerConfig config = parts_.config->Get();
+  bool want_log = config.appendonly;
+  bool due = want_log != logging();  // appendonly was switched: a cut applies it
+  uint64_t changes = changes_.load(std::memory_order_relaxed);
+  int64_t since_save = now_ms - last_save_ms_.load(std::memory_order_relaxed);
+  bool retry_ok = last_save_ok_.load(std::memory_order_relaxed) ||
+                  now_ms - last_save_attempt_ms_.load(std::memory_order_relaxed) >=
+                      kSaveRetryDelayMs;
+  for (const ServerConfig::SavePoint& point : config.save) {
+    if (changes >= point.changes &&
+        since_save >= static_cast<int64_t>(point.seconds) * 1000 && retry_ok) {
+      due = true;
+    }
+  }
+  if (!due && logging() && retry_ok) {
+    std::shared_ptr<AppendLogWriter> log;
+    {
+      std::lock_guard lock(mutex_);
+      log = log_;
+    }
+    uint64_t log_bytes = log == nullptr ? 0 : log->written_bytes();
+    due = log_bytes > std::max(kLogRewriteMinBytes, last_save_bytes_.load());
+  }
+  if (due) (void)StartBackgroundSave();
+}
+
+void Durability::ApplyConfig(const ServerConfig& config) {
+  std::lock_guard lock(mutex_);
+  fsync_policy_ = config.appendfsync;
+}
+
+void Durability::Shutdown(FinalSave final_save) {
+  {
+    std::lock_guard lock(sync_mutex_);
+    stop_sync_ = true;
+  }
+  sync_wake_.notify_all();
+  if (sync_thread_.joinable()) sync_thread_.join();
+  {
+    std::lock_guard lock(save_mutex_);
+    if (background_.joinable()) background_.join();
+  }
+  ServerConfig config = parts_.config->Get();
+  bool save = final_save == FinalSave::kSave ||
+              (final_save == FinalSave::kDefault && (!config.save.empty() || config.appendonly));
+  if (save) {
+    spdlog::info("saving the final snapshot before exit");
+    (void)Save();
+  }
+  std::shared_ptr<AppendLogWriter> log;
+  {
+    std::lock_guard lock(mutex_);
+    log = std::move(log_);
+    logging_.store(false, std::memory_order_release);
+  }
+  if (log != nullptr) {
+    Status status = log->Close();
+    if (!status.ok()) spdlog::error("closing the append-only log: {}", status.message());
+  }
+}
+
+std::string Durability::InfoFields() const {
+  std::string out;
+  auto field = [&out](std::string_view name, const std::string& value) {
+    out += name;
+    out += ':';
+    out += value;
+    out += "\r\n";
+  };
+  int64_t now = NowMs();
+  bool bgsave = bgsave_in_progress_.load(std::memory_order_acquire);
+  std::shared_ptr<AppendLogWriter> log;
+  std::string log_error;
+  ServerConfig::AppendFsync policy;
+  {
+    std::lock_guard lock(mutex_);
+    log = log_;
+    log_error = last_log_error_;
+    policy = fsync_policy_;
+  }
+  field("loading", loading() ? "1" : "0");
+  field("async_loading", "0");
+  field("rdb_changes_since_last_save", std::to_string(changes_.load(std::memory_order_relaxed)));
+  field("rdb_bgsave_in_progress", bgsave ? "1" : "0");
+  field("rdb_last_save_time", std::to_string(last_save_time_s()));
+  std::string status = last_save_ok_.load(std::memory_order_relaxed) ? "ok" : "err";
+  field("rdb_last_bgsave_status", status);
+  field("rdb_last_bgsave_time_sec",
+        std::to_string(last_save_duration_ms_.load(std::memory_order_relaxed) < 0
+                           ? -1
+                           : last_save_duration_ms_.load(std::memory_order_relaxed) / 1000));
+  field("rdb_current_bgsave_time_sec",
+        bgsave ? std::to_string((now - bgsave_started_ms_.load(std::memory_order_relaxed)) / 1000)
+               : "-1");
+  field("rdb_saves", std::to_string(saves_.load(std::memory_order_relaxed)));
+  field("rdb_last_load_keys_loaded", std::to_string(keys_loaded_.load(std::memory_order_relaxed)));
+  field("aof_enabled", logging() ? "1" : "0");
+  field("aof_rewrite_in_progress", "0");
+  field("aof_last_write_status", write_error() ? "err" : "ok");
+  // Ours: the same facts under plain names, and what Redis has no field for.
+  field("last_bgsave_status", status);
+  field("last_save_bytes", std::to_string(last_save_bytes_.load(std::memory_order_relaxed)));
+  field("last_save_duration_ms",
+        std::to_string(last_save_duration_ms_.load(std::memory_order_relaxed)));
+  field("last_load_duration_ms", std::to_string(load_duration_ms_.load(std::memory_order_relaxed)));
+  field("aof_fsync", FormatAppendFsync(policy));
+  field("aof_generation", log == nullptr ? "0" : std::to_string(log->generation()));
+  field("aof_current_size", log == nullptr ? "0" : std::to_string(log->written_bytes()));
+  if (!log_error.empty()) field("aof_last_error", log_error);
+  return out;
+}
+
+}  // namespace bloomgate

@@ -1,0 +1,188 @@
+// Durability: the snapshot schedule, the append-only log and start-up
+// loading, over the formats in persistence/.
+//
+// The state on disk is always "snapshot + the logs it names":
+//   dir/<dbfilename>            the last good snapshot; its header names log
+//                               generation G
+//   dir/<appendfilename>.G      writes since that snapshot's cut
+//   dir/<appendfilename>.G+1..  later generations, if saves failed
+// Start-up loads the snapshot, replays logs G, G+1, ... in order (a torn
+// final record of the newest is cut off with a warning), and opens a new
+// generation for writing.
+//
+// The write path: a write command appends its record while it still holds
+// its key locks (so two writes to one key reach the log in the order they
+// ran), and the connection calls FlushForReply before it sends the replies
+// of its batch, so no reply acknowledges a write that is not in the file
+// (and, with appendfsync always, fsynced).
+//
+// A snapshot cut (SAVE, BGSAVE, the schedule, shutdown) takes every key
+// lock exclusively for a moment: no command runs, so every write so far is
+// in the log being closed and every later one goes to the new generation.
+// Under the cut it starts log generation N+1 and records every key with a
+// reference to its entry (no filter bytes are copied: the pause is a walk
+// over the key names); then, without the global lock, it writes the
+// snapshot naming N+1 and, once that is renamed into place, deletes the
+// logs before N+1. Why what it writes is the state at the cut:
+//  - Bloom bits are only ever set. Writing them while adds continue stores
+//    every bit set before the cut plus perhaps some set after; the log from
+//    N+1 replays those later adds, and adding a present item changes no bit.
+//    (Item counters may differ by the adds that raced the copy; BF.CARD is
+//    approximate under concurrent adds anyway.)
+//  - Counters and cuckoo slots are not idempotent: replaying a delete or an
+//    add twice would change them, so the snapshot must hold them exactly as
+//    they were at the cut. The cut arms a copy-on-write on each such entry
+//    (KeyEntry::ArmSnapshotCopy): the first write command to reach the
+//    filter afterwards copies it before changing it, and the saver copies
+//    those nobody wrote to. Only writers of a filter being copied wait (for
+//    one memory copy of that filter); reads and all other keys go on.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <string_view>
+#include <thread>
+
+#include <functional>
+
+#include "config/runtime_config.h"
+#include "config/server_config.h"
+#include "filters/any_filter.h"
+#include "filters/limits.h"
+#include "filters/memory_budget.h"
+#include "persistence/append_log.h"
+#include "persistence/file_system.h"
+#include "persistence/status.h"
+#include "server/durability/journal.h"
+#include "server/keyspace/key_locks.h"
+#include "server/keyspace/keyspace.h"
+
+namespace bloomgate {
+
+// What durability works on, owned by the server (ServerContext); each must
+// outlive the Durability.
+struct DurabilityParts {
+  RuntimeConfig* config = nullptr;
+  Keyspace* keyspace = nullptr;
+  KeyLocks* key_locks = nullptr;
+  MemoryBudget* budget = nullptr;
+  Journal* journal = nullptr;  // Durability subscribes to it
+};
+
+// Applies one record of the log at start-up (server/commands/journal_applier.h).
+using LogRecordApplier = std::function<Status(const LogRecord&)>;
+
+// The append-only log is the journal's first subscriber (server/durability/journal.h).
+class Durability : public JournalSubscriber {
+ public:
+  Durability(const DurabilityParts& parts, FileSystem* fs);
+  ~Durability() override;
+  Durability(const Durability&) = delete;
+  Durability& operator=(const Durability&) = delete;
+
+  // Start-up, before the port opens: loads the snapshot and replays the
+  // logs into the (empty) keyspace, then opens a new log generation. An
+  // error names the file, the record and the step; the server must not start.
+  // Log records go to `apply`.
+  Status Load(const LogRecordApplier& apply);
+
+  // --- the write path (worker threads) -----------------------------------
+  // Whether writes are being logged (appendonly yes and the log is open).
+  bool logging() const { return logging_.load(std::memory_order_acquire); }
+  // JournalSubscriber: appends the record to the open log, with the write's
+  // key locks held, and notes in `client` what its reply must wait for.
+  bool accepting() const override { return logging(); }
+  void OnCommand(JournalSession& session, int64_t time_ms,
+                 std::span<const std::string_view> args) override;
+  void OnFilter(JournalSession& session, int64_t time_ms, std::string_view key,
+                const AnyFilter& filter, bool with_payload) override;
+  // Counts a successful write for the save schedule (also without a log).
+  void CountChanges(uint64_t n) { changes_.fetch_add(n, std::memory_order_relaxed); }
+  // Makes the client's logged records durable to the fsync policy's promise
+  // (written; fsynced too with appendfsync always). An error means the
+  // replies must not be sent.
+  Status FlushForReply(JournalSession& session);
+  // The same for whatever is queued up to `sequence` of log `generation`.
+  Status FlushTo(uint64_t generation, uint64_t sequence);
+  // The latched log failure, if any: write commands are refused with MISCONF.
+  bool write_error() const { return write_error_.load(std::memory_order_acquire); }
+
+  // --- saves ---------------------------------------------------------------
+  // SAVE: a cut, then the snapshot written on this thread.
+  Status Save();
+  // BGSAVE: a cut, then the snapshot written on a background thread. An
+  // error if one is already running.
+  Status StartBackgroundSave();
+  // The schedule (save points) and log housekeeping; called every 100 ms.
+  void Tick(int64_t now_ms);
+  // Graceful stop: waits for a background save, takes a final snapshot
+  // (kDefault: if save points are configured or the log is on; SHUTDOWN
+  // SAVE / NOSAVE force or skip it), closes the log.
+  enum class FinalSave { kDefault, kSave, kNoSave };
+  void Shutdown(FinalSave final_save);
+  // Applies CONFIG SET of appendonly / appendfsync / save / dbfilename.
+  void ApplyConfig(const ServerConfig& config);
+
+  int64_t last_save_time_s() const { return last_save_ms_.load(std::memory_order_relaxed) / 1000; }
+  bool loading() const { return loading_.load(std::memory_order_acquire); }
+  // The "# Persistence" section of INFO, without its title.
+  std::string InfoFields() const;
+
+ private:
+  struct SaveJob;
+
+  Status LoadSnapshot(uint64_t* generation);
+  Status ReplayLogs(uint64_t first_generation, const LogRecordApplier& apply,
+                    uint64_t* last_generation);
+  FilterLimits filter_limits() const;
+  Status OpenLog(uint64_t generation);
+  // Takes the cut: rotates the log and captures the keyspace into a job.
+  Status Cut(std::unique_ptr<SaveJob>* job);
+  // Writes a job's snapshot and, on success, deletes the logs it replaces.
+  Status WriteJob(SaveJob& job);
+  void SyncLoop();
+
+  const DurabilityParts parts_;
+  FileSystem* const fs_;
+
+  std::atomic<bool> logging_{false};
+  std::atomic<bool> write_error_{false};
+  std::atomic<bool> loading_{false};
+  std::atomic<uint64_t> changes_{0};  // writes since the last successful save's cut
+
+  // The open log, replaced only under the cut (every key lock held), so a
+  // command that appends while holding its key locks sees a stable writer.
+  // FlushForReply runs without key locks and takes mutex_ to read it.
+  mutable std::mutex mutex_;
+  std::shared_ptr<AppendLogWriter> log_;  // guarded by mutex_ (read under key locks too)
+  uint64_t next_generation_ = 0;          // guarded by mutex_ and the cut
+  ServerConfig::AppendFsync fsync_policy_ = ServerConfig::AppendFsync::kEverySec;
+  std::string last_log_error_;            // guarded by mutex_
+
+  // Save bookkeeping for INFO, LASTSAVE and the schedule.
+  std::mutex save_mutex_;  // serialises cuts and snapshot writes
+  std::thread background_;
+  std::atomic<bool> bgsave_in_progress_{false};
+  std::atomic<int64_t> bgsave_started_ms_{0};
+  std::atomic<int64_t> last_save_ms_{0};
+  std::atomic<int64_t> last_save_attempt_ms_{0};
+  std::atomic<bool> last_save_ok_{true};
+  std::atomic<int64_t> last_save_duration_ms_{-1};
+  std::atomic<uint64_t> last_save_bytes_{0};
+  std::atomic<uint64_t> saves_{0};
+  std::atomic<uint64_t> keys_loaded_{0};
+  std::atomic<int64_t> load_duration_ms_{0};
+
+  // appendfsync everysec: a thread that fsyncs the log once a second.
+  std::thread sync_thread_;
+  std::mutex sync_mutex_;
+  std::condition_variable sync_wake_;
+  bool stop_sync_ = false;  // guarded by sync_mutex_
+};
+
+}  // namespace bloomgate

@@ -1,0 +1,193 @@
+// The keyspace: a sharded map from key name to a stored filter.
+//
+// 64 shards, each a hash map behind its own reader/writer mutex; a key's shard
+// is the top 6 bits of XXH3-64 of its name. Lookups take one shard's lock
+// shared and copy out a shared_ptr, so a reader keeps the filter it found
+// alive even if another client deletes or renames the key a moment later,
+// and never sees a half-built one. Create, delete and rename take the
+// shard(s) exclusively, so they are atomic: a RENAME over an existing name
+// replaces the target for every later reader at once.
+//
+// Expiry: an entry's deadline lives in the entry (read without locks) and in
+// a per-shard ordered index (changed under the shard's exclusive lock), so
+// the background sweep pops due keys in deadline order instead of scanning.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <shared_mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <variant>
+#include <vector>
+
+#include "filters/any_filter.h"
+
+namespace bloomgate {
+
+// In the order of KeyEntry's variant alternatives.
+enum class KeyType { kBloom, kCountingBloom, kCuckoo };
+
+// The name TYPE and SCAN TYPE use; RedisBloom's module type names.
+std::string_view TypeName(KeyType type);
+
+// The copy a snapshot takes of a counting or cuckoo filter as it was at the
+// cut (see server/durability/durability.h): made by the filter's first writer after the
+// cut, or by the saver, whichever comes first.
+struct SnapshotCopy {
+  AnyFilter filter;    // null inside if the copy could not be allocated
+  bool taken = false;  // guarded by the entry's snapshot mutex until the saver reads it
+};
+
+class KeyEntry {
+ public:
+  template <typename Filter>
+  explicit KeyEntry(std::unique_ptr<Filter> filter)
+      : value_(std::move(filter)), id_(NextId()) {}
+  explicit KeyEntry(AnyFilter filter) : value_(std::move(filter)), id_(NextId()) {}
+
+  // Unique for the life of the process (WATCH compares it).
+  uint64_t id() const { return id_; }
+
+  KeyType type() const { return static_cast<KeyType>(value_.index()); }
+  // The stored filter if it is a `Filter`, else null (the key holds another
+  // type: WRONGTYPE).
+  template <typename Filter>
+  Filter* get() const {
+    auto* held = std::get_if<std::unique_ptr<Filter>>(&value_);
+    return held == nullptr ? nullptr : held->get();
+  }
+  ScalableBloomFilter* bloom() const { return get<ScalableBloomFilter>(); }
+  // The filter whatever its family, for snapshots and the log.
+  const AnyFilter& filter() const { return value_; }
+  uint64_t MemoryUsage() const;
+
+  // 0 = no deadline; otherwise Unix time in milliseconds.
+  int64_t expire_at_ms() const {
+    // Relaxed: the deadline is a standalone value, published to other
+    // threads under the shard lock when it is set.
+    return expire_at_ms_.load(std::memory_order_relaxed);
+  }
+  bool ExpiredAt(int64_t now_ms) const {
+    int64_t at = expire_at_ms();
+    return at != 0 && at <= now_ms;
+  }
+  // Copy-on-write for snapshots. ArmSnapshotCopy is called at a cut, while
+  // no command runs; from then on the filter must be copied into `copy`
+  // before anything changes it. TakeSnapshotCopy makes that copy if it is
+  // still owed: every write command calls it before touching a counting or
+  // cuckoo filter (one atomic load when nothing is owed), and the saver calls
+  // it for each armed entry, so the copy is exactly the state at the cut.
+  void ArmSnapshotCopy(std::shared_ptr<SnapshotCopy> copy);
+  void TakeSnapshotCopy();
+
+  // Bumped by every write that changes the entry; WATCH compares it.
+  uint64_t version() const { return version_.load(std::memory_order_acquire); }
+  void MarkModified() { version_.fetch_add(1, std::memory_order_acq_rel); }
+
+ private:
+  friend class Keyspace;
+  static uint64_t NextId() {
+    // Relaxed: only uniqueness matters, and fetch_add gives it.
+    static std::atomic<uint64_t> next{1};
+    return next.fetch_add(1, std::memory_order_relaxed);
+  }
+
+  AnyFilter value_;
+  const uint64_t id_;
+  std::atomic<int64_t> expire_at_ms_{0};
+  std::atomic<uint64_t> version_{0};
+  // Set (release) at a cut, cleared (release) once the copy is made; read
+  // with acquire so a writer that sees it cleared also sees the copy done.
+  std::atomic<bool> snapshot_armed_{false};
+  std::mutex snapshot_mutex_;                  // serialises the copy with writers
+  std::shared_ptr<SnapshotCopy> snapshot_copy_;  // guarded by snapshot_mutex_
+};
+
+using EntryPtr = std::shared_ptr<KeyEntry>;
+
+class Keyspace {
+ public:
+  static constexpr size_t kShardBits = 6;
+  static constexpr size_t kShards = size_t{1} << kShardBits;
+
+  // The live entry under `key`, or null if there is none or it has expired
+  // (an expired entry is removed on the way).
+  EntryPtr Find(std::string_view key, int64_t now_ms);
+
+  // Called with the shard locked exclusively, just after an Insert stored a
+  // new entry and before any other client can find it: the append-only log
+  // records the creation here, so no command on the new key can reach the
+  // log before the record that creates it.
+  using InsertHook = std::function<void(const std::string& key, const KeyEntry& entry)>;
+
+  // Stores `entry` unless a live entry exists; returns the entry now stored.
+  EntryPtr Insert(std::string_view key, EntryPtr entry, int64_t now_ms, bool* inserted,
+                  const InsertHook& on_inserted = nullptr);
+
+  // Stores `entry` with deadline `expire_at_ms` (0 = none), replacing any
+  // entry under `key`; for loading snapshots and replaying the log.
+  void Put(std::string_view key, EntryPtr entry, int64_t expire_at_ms);
+
+  // Removes a live key; true if one was removed.
+  bool Erase(std::string_view key, int64_t now_ms);
+
+  enum class RenameStatus { kOk, kNoSuchKey, kTargetExists };
+  // Moves src (with its deadline) to dst, replacing dst unless `nx`.
+  RenameStatus Rename(std::string_view src, std::string_view dst, bool nx, int64_t now_ms);
+
+  // Sets (at_ms > 0) or clears (0) a live key's deadline; false if missing.
+  bool SetExpire(std::string_view key, int64_t at_ms, int64_t now_ms);
+
+  size_t Size() const;
+  size_t VolatileCount() const;
+  void Clear();
+
+  // Calls `visit` for every live key matching `pattern` (glob, "*" for all).
+  void ForEachKey(std::string_view pattern, int64_t now_ms,
+                  const std::function<void(const std::string&, const EntryPtr&)>& visit) const;
+
+  // SCAN: visits keys in order of their 64-bit name hash, from `cursor` on,
+  // until at least `count` keys have been looked at or the shard ends;
+  // returns the next cursor (0 when done). A key present for the whole
+  // iteration is returned exactly once, whatever else is added or removed.
+  uint64_t Scan(uint64_t cursor, size_t count, int64_t now_ms,
+                const std::function<void(const std::string&, const EntryPtr&)>& visit) const;
+
+  // Removes up to `max_keys` expired keys; returns how many.
+  size_t SweepExpired(int64_t now_ms, size_t max_keys);
+
+  uint64_t expired_keys() const { return expired_keys_.load(std::memory_order_relaxed); }
+
+ private:
+  struct NameHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view name) const;
+  };
+  struct Shard {
+    mutable std::shared_mutex mutex;
+    std::unordered_map<std::string, EntryPtr, NameHash, std::equal_to<>> entries;
+    std::set<std::pair<int64_t, std::string>> deadlines;
+  };
+
+  static uint64_t HashName(std::string_view name);
+  Shard& ShardFor(std::string_view name) { return shards_[HashName(name) >> (64 - kShardBits)]; }
+  const Shard& ShardFor(std::string_view name) const {
+    return shards_[HashName(name) >> (64 - kShardBits)];
+  }
+  // Under the shard's exclusive lock.
+  void EraseLocked(Shard& shard, std::unordered_map<std::string, EntryPtr, NameHash,
+                                                    std::equal_to<>>::iterator it);
+  void SetDeadlineLocked(Shard& shard, const std::string& name, KeyEntry& entry,
+                         int64_t at_ms);
+
+  std::array<Shard, kShards> shards_;
+  std::atomic<uint64_t> expired_keys_{0};
+};
+
+}  // namespace bloomgate

@@ -1,0 +1,64 @@
+#include "server/net/connection_manager.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "server/context/server_context.h"
+#include "server/net/connection.h"
+
+namespace bloomgate {
+
+void ConnectionManager::Add(std::shared_ptr<Connection> connection) {
+  connections_.insert(connection);
+  connection->Start();
+}
+
+void ConnectionManager::Remove(const std::shared_ptr<Connection>& connection) {
+  connections_.erase(connection);
+}
+
+void ConnectionManager::StopAll() {
+  // Stop() may remove the connection from the set: iterate over a copy.
+  std::vector<std::shared_ptr<Connection>> all(connections_.begin(), connections_.end());
+  for (auto& connection : all) connection->Stop();
+}
+
+void ConnectionManager::StopIdle(int64_t now_ms, int64_t timeout_ms) {
+  if (timeout_ms <= 0) return;
+  std::vector<std::shared_ptr<Connection>> idle;
+  for (const auto& connection : connections_) {
+    if (now_ms - connection->last_activity_ms() > timeout_ms) idle.push_back(connection);
+  }
+  for (auto& connection : idle) connection->Stop();
+}
+
+void ConnectionManager::AwaitLogFlush(std::shared_ptr<Connection> connection,
+                                      ClientState& client) {
+  bool first = waiters_.empty();
+  auto executor = connection->executor();
+  waiters_.push_back({std::move(connection), client.journal.log_generation,
+                      client.journal.log_sequence});
+  client.journal.log_sequence = 0;
+  if (first) asio::post(executor, [this] { FlushWaiters(); });
+}
+
+void ConnectionManager::FlushWaiters() {
+  std::vector<Waiter> waiters;
+  waiters.swap(waiters_);
+  // One flush to the furthest record of the newest generation covers every
+  // waiter: records are written in sequence order. A waiter of an older
+  // generation was covered when a snapshot cut closed that log.
+  uint64_t generation = 0;
+  uint64_t sequence = 0;
+  for (const Waiter& waiter : waiters) {
+    if (waiter.generation > generation) {
+      generation = waiter.generation;
+      sequence = 0;
+    }
+    if (waiter.generation == generation) sequence = std::max(sequence, waiter.sequence);
+  }
+  bool logged = server_.durability->FlushTo(generation, sequence).ok();
+  for (Waiter& waiter : waiters) waiter.connection->ResumeAfterLogFlush(logged);
+}
+
+}  // namespace bloomgate
