@@ -379,6 +379,11 @@ const std::vector<ConfigParam>& BuildTable() {
          return true;
        },
        [](const C& c) { return c.requirepass; }},
+      {"protected-mode",
+       "without a password, serve only clients connecting from 127.0.0.1 or ::1",
+       /*runtime_settable=*/true, ConfigType::kEnum, "yes|no",
+       [](C* c, V v, S* e) { return SetYesNo(v, &c->protected_mode, e); },
+       [](const C& c) { return std::string(c.protected_mode ? "yes" : "no"); }},
       {"maxclients", "most clients connected at once; more are refused",
        /*runtime_settable=*/true, ConfigType::kInteger, "<1-1000000>",
        [](C* c, V v, S* e) {

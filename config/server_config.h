@@ -26,6 +26,10 @@ struct ServerConfig {
   std::string logfile;
   // Empty = no AUTH needed.
   std::string requirepass;
+  // Redis's protected mode: while on and requirepass is empty, only clients
+  // connecting from 127.0.0.1 or ::1 are served; others get -DENIED and are
+  // closed.
+  bool protected_mode = true;
   // Connected clients beyond this are refused; range [1, 1000000].
   uint32_t maxclients = 10000;
   // Total bytes of all filters; 0 = 3/4 of physical RAM, which the server

@@ -34,6 +34,15 @@ inline constexpr std::string_view kAuthNotConfigured =
     "default user. Are you sure your configuration is correct?";
 inline constexpr std::string_view kNoProto = "NOPROTO unsupported protocol version";
 inline constexpr std::string_view kMaxClients = "ERR max number of clients reached";
+// Redis's code and opening words (client libraries match "protected mode"),
+// our advice.
+inline constexpr std::string_view kProtectedMode =
+    "DENIED Bloomgate is running in protected mode because protected mode is enabled and no "
+    "password is set for the default user. In this mode connections are only accepted from "
+    "the loopback interface (127.0.0.1 and ::1). To accept other clients, do one of: 1) set "
+    "a password (requirepass, or CONFIG SET requirepass from the loopback interface); "
+    "2) CONFIG SET protected-mode no from the loopback interface, and make sure the server is "
+    "not reachable from the internet; 3) start the server with --protected-mode no.";
 inline constexpr std::string_view kNoSuchKey = "ERR no such key";
 inline constexpr std::string_view kDbIndexOutOfRange = "ERR DB index is out of range";
 inline constexpr std::string_view kOom =

@@ -18,6 +18,30 @@ constexpr auto kHousekeepingInterval = std::chrono::milliseconds(100);
 constexpr size_t kExpireKeysPerRound = 2000;
 
 LogLimiter refused_client_log(/*interval_ms=*/1000);
+LogLimiter protected_mode_log(/*interval_ms=*/1000);
+
+// Redis's connIsLocal for TCP: exactly 127.0.0.1 and ::1 (and 127.0.0.1
+// mapped into IPv6), not the rest of 127.0.0.0/8.
+bool IsLocalClient(const asio::ip::address& address) {
+  if (address.is_v6()) {
+    const asio::ip::address_v6 v6 = address.to_v6();
+    if (v6.is_v4_mapped()) {
+      return asio::ip::make_address_v4(asio::ip::v4_mapped, v6).to_ulong() == 0x7f000001;
+    }
+    return v6.is_loopback();
+  }
+  return address.to_v4().to_ulong() == 0x7f000001;
+}
+
+// Answers a client that is refused before it gets a connection, with a short
+// blocking write on its fresh socket (the text fits the send buffer), and
+// closes it.
+void Refuse(tcp::socket& socket, std::string_view text) {
+  std::string reply = "-" + std::string(text) + "\r\n";
+  boost::system::error_code ignored;
+  asio::write(socket, asio::buffer(reply), ignored);
+  socket.close(ignored);
+}
 
 }  // namespace
 
@@ -69,18 +93,25 @@ void Server::DoAccept(tcp::acceptor& acceptor) {
         if (stopping_.load(std::memory_order_acquire) || !acceptor.is_open()) return;
         if (!ec) {
           ServerConfig config = context_.config.Get();
-          if (context_.clients.count() >= config.maxclients) {
+          boost::system::error_code peer_error;
+          const tcp::endpoint peer = socket.remote_endpoint(peer_error);
+          if (config.protected_mode && config.requirepass.empty() && !peer_error &&
+              !IsLocalClient(peer.address())) {
+            uint64_t suppressed = 0;
+            if (protected_mode_log.Allow(NowMs(), &suppressed)) {
+              spdlog::warn("refusing a client from {} in protected mode: no password is set "
+                           "({} similar suppressed)",
+                           peer.address().to_string(), suppressed);
+            }
+            Refuse(socket, errors::kProtectedMode);
+          } else if (context_.clients.count() >= config.maxclients) {
             context_.stats.rejected_connections.fetch_add(1, std::memory_order_relaxed);
             uint64_t suppressed = 0;
             if (refused_client_log.Allow(NowMs(), &suppressed)) {
               spdlog::warn("refusing a client: maxclients ({}) reached ({} similar suppressed)",
                            config.maxclients, suppressed);
             }
-            // A short blocking write on a fresh socket: it fits the send buffer.
-            std::string reply = "-" + std::string(errors::kMaxClients) + "\r\n";
-            boost::system::error_code ignored;
-            asio::write(socket, asio::buffer(reply), ignored);
-            socket.close(ignored);
+            Refuse(socket, errors::kMaxClients);
           } else {
             asio::post(pool_.context(worker),
                        [this, worker, socket = std::move(socket)]() mutable {

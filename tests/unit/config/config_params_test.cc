@@ -66,7 +66,7 @@ TEST(ConfigParams, TableHasOneRowPerSettingWithRedisStyleNames) {
   }
   EXPECT_EQ(names, (std::vector<std::string_view>{
                        "bind", "port", "threads", "loglevel", "logfile",
-                       "requirepass", "maxclients", "maxmemory",
+                       "requirepass", "protected-mode", "maxclients", "maxmemory",
                        "max-filter-memory", "proto-max-bulk-len",
                        "client-output-buffer-limit", "timeout",
                        "bf-error-rate", "bf-initial-size",
@@ -155,6 +155,7 @@ TEST(SetConfigValue, EachKeySetsItsField) {
       {"loglevel", "debug", "debug"},
       {"logfile", "/var/log/bloomgate.log", "/var/log/bloomgate.log"},
       {"requirepass", "s3cret pass", "s3cret pass"},
+      {"protected-mode", "no", "no"},
       {"maxclients", "50", "50"},
       {"maxmemory", "2gb", "2147483648"},
       {"max-filter-memory", "100mb", "104857600"},
