@@ -1,11 +1,15 @@
 // Connection commands: PING, ECHO, QUIT, SELECT, AUTH, HELLO and CLIENT.
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 
 #include "server/commands/arg_parser.h"
 #include "server/commands/command_context.h"
 #include "server/commands/errors.h"
 #include "server/commands/module_info.h"
+#include "server/context/auth_throttle.h"
 #include "server/context/command_table.h"
+#include "server/context/log_limiter.h"
 
 namespace bloomgate {
 namespace {
@@ -21,14 +25,38 @@ bool PasswordMatches(std::string_view given, std::string_view expected) {
   return diff == 0;
 }
 
+LogLimiter failed_auth_log(/*interval_ms=*/1000);
+
 // Checks a username/password pair against requirepass; the only user is
-// "default", as in Redis without ACL files.
+// "default", as in Redis without ACL files. Wrong passwords are throttled
+// per connection and per source address (server/context/auth_throttle.h).
 std::optional<std::string_view> Authenticate(CommandContext& ctx, std::string_view user,
                                              std::string_view password) {
+  AuthThrottle& throttle = ctx.server.auth_throttle;
+  const std::string_view address =
+      ctx.client.info != nullptr ? PeerAddress(ctx.client.info->addr) : std::string_view();
+  int64_t retry_after_ms = 0;
+  if (!address.empty() && !throttle.Allowed(address, ctx.now_ms, &retry_after_ms)) {
+    return errors::kAuthThrottled;
+  }
   std::string required = ctx.server.config.Get().requirepass;
   bool ok = EqualsIgnoreCase(user, "default") &&
             (required.empty() || PasswordMatches(password, required));
-  if (!ok) return errors::kWrongPass;
+  if (!ok) {
+    const uint32_t from_address = throttle.RecordFailure(address, ctx.now_ms);
+    if (++ctx.client.auth_failures >= AuthThrottle::kFailuresPerConnection) {
+      ctx.client.close_after_reply = true;
+    }
+    uint64_t suppressed = 0;
+    if (failed_auth_log.Allow(ctx.now_ms, &suppressed)) {
+      spdlog::warn("failed AUTH from {} ({} from this address recently{}; {} similar suppressed)",
+                   address.empty() ? "an internal client" : address, from_address,
+                   ctx.client.close_after_reply ? ", closing the connection" : "", suppressed);
+    }
+    return errors::kWrongPass;
+  }
+  ctx.client.auth_failures = 0;
+  if (!address.empty()) throttle.RecordSuccess(address);
   ctx.client.authenticated = true;
   return std::nullopt;
 }

@@ -27,6 +27,9 @@ inline constexpr std::string_view kNotFloat = "ERR value is not a valid float";
 inline constexpr std::string_view kWrongType =
     "WRONGTYPE Operation against a key holding the wrong kind of value";
 inline constexpr std::string_view kNoAuth = "NOAUTH Authentication required.";
+// Ours (Redis has no AUTH throttling): see server/context/auth_throttle.h.
+inline constexpr std::string_view kAuthThrottled =
+    "ERR too many failed AUTH attempts from this address; try again later";
 inline constexpr std::string_view kWrongPass =
     "WRONGPASS invalid username-password pair or user is disabled.";
 inline constexpr std::string_view kAuthNotConfigured =

@@ -37,6 +37,7 @@ struct ClientState {
   size_t worker_index = 0;
   bool resp3 = false;
   bool authenticated = false;
+  uint32_t auth_failures = 0;  // wrong passwords in a row (AuthThrottle)
   bool close_after_reply = false;  // QUIT, protocol errors
 
   // The log position this client's current batch of writes reached: the

@@ -11,6 +11,7 @@
 #include "config/server_config.h"
 #include "filters/limits.h"
 #include "filters/memory_budget.h"
+#include "server/context/auth_throttle.h"
 #include "server/context/client_registry.h"
 #include "server/context/command_table.h"
 #include "server/context/server_stats.h"
@@ -54,6 +55,8 @@ class ServerContext {
   CommandTable commands;
   ServerStats stats;
   ClientRegistry clients;
+  // Failed AUTH attempts per source address (auth_throttle.h).
+  AuthThrottle auth_throttle;
   // LOADCHUNK sequences in progress, invisible until complete.
   ChunkStaging chunk_staging;
   // Every acknowledged write, for its subscribers (server/journal.h).

@@ -7,7 +7,7 @@
 
 #include "server/commands/command_dispatcher.h"
 #include "server/net/connection_manager.h"
-#include "server/net/log_limiter.h"
+#include "server/context/log_limiter.h"
 
 namespace bloomgate {
 namespace {

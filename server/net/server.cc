@@ -7,7 +7,7 @@
 
 #include "server/commands/errors.h"
 #include "server/net/connection.h"
-#include "server/net/log_limiter.h"
+#include "server/context/log_limiter.h"
 
 namespace bloomgate {
 namespace {
