@@ -126,8 +126,7 @@ void ParseInsertArgs(ArgParser& parser, std::string_view command_name, bool coun
     }
   }
   if (!parser.failed() && (!items_found || !parser.HasNext())) {
-    parser.Fail("ERR wrong number of arguments for '" + std::string(command_name) +
-                "' command");
+    parser.Fail(errors::WrongArity(command_name));
   }
   if (!parser.failed() && !rule->create && (rule->capacity || rule->error_rate)) {
     parser.Fail(errors::kNoCreateWithOptions);

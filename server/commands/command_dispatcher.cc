@@ -9,18 +9,6 @@
 namespace bloomgate {
 namespace {
 
-std::string UnknownCommandText(std::span<const std::string_view> args) {
-  // Redis's text, including its 128-byte caps and the trailing space.
-  std::string quoted;
-  for (size_t i = 1; i < args.size() && quoted.size() < 128; ++i) {
-    quoted += "'";
-    quoted += args[i].substr(0, 128 - quoted.size() + 1);
-    quoted += "' ";
-  }
-  return "ERR unknown command '" + std::string(args[0].substr(0, 128)) +
-         "', with args beginning with: " + quoted;
-}
-
 std::string Upper(std::string_view text) {
   std::string upper(text);
   for (char& c : upper) {
@@ -112,28 +100,27 @@ void DispatchCommand(ServerContext& server, ClientState& client,
     reply.Error(text);
   };
   if (spec == nullptr) {
-    reject(UnknownCommandText(args));
+    reject(errors::UnknownCommand(args));
     return;
   }
   if (!spec->subcommands.empty() && !(args.size() == 1 && spec->handler != nullptr)) {
     // A container (CLIENT, CONFIG, ...) runs the row of its subcommand; one
     // with a handler of its own (COMMAND) also runs alone.
     if (args.size() < 2) {
-      reject("ERR wrong number of arguments for '" + spec->full_name + "' command");
+      reject(errors::WrongArity(spec->full_name));
       Bump(counters.commands[spec->id].rejected_calls);
       return;
     }
     const CommandSpec* sub = CommandTable::FindSubcommand(*spec, args[1]);
     if (sub == nullptr) {
-      reject("ERR unknown subcommand '" + std::string(args[1].substr(0, 128)) + "'. Try " +
-             Upper(spec->name) + " HELP.");
+      reject(errors::UnknownSubcommand(args[1], Upper(spec->name)));
       Bump(counters.commands[spec->id].rejected_calls);
       return;
     }
     spec = sub;
   }
   if (!CommandTable::ArityMatches(*spec, args.size())) {
-    reject("ERR wrong number of arguments for '" + spec->full_name + "' command");
+    reject(errors::WrongArity(spec->full_name));
     Bump(counters.commands[spec->id].rejected_calls);
     return;
   }

@@ -128,7 +128,7 @@ void CmdReserve(CommandContext& ctx) {
   if (ctx.args.size() % 2 == 0) {
     // Options come in name/value pairs: one without its value is an arity
     // error, as in RedisBloom.
-    ctx.reply.Error("ERR wrong number of arguments for 'cf.reserve' command");
+    ctx.reply.Error(errors::WrongArity(ctx.spec.full_name));
     return;
   }
   ArgParser parser(ctx.args, 2);
@@ -218,7 +218,7 @@ void InsertMany(CommandContext& ctx, bool only_if_absent) {
     }
   }
   if (!parser.failed() && (!items_found || !parser.HasNext())) {
-    parser.Fail("ERR wrong number of arguments for '" + AsciiLower(ctx.args[0]) + "' command");
+    parser.Fail(errors::WrongArity(ctx.spec.full_name));
   }
   if (!parser.failed() && !create && capacity) parser.Fail(errors::kNoCreateWithOptions);
   if (parser.failed()) {

@@ -7,6 +7,8 @@
 // are kept verbatim here (see shared COMPAT.md §1.10).
 #pragma once
 
+#include <span>
+#include <string>
 #include <string_view>
 
 namespace bloomgate::errors {
@@ -133,5 +135,31 @@ inline constexpr std::string_view kCfInsufficientMemory = "ERR Insufficient memo
 inline constexpr std::string_view kCfDelNotFound = "Not found";
 inline constexpr std::string_view kCfCompactNotFound = "Cuckoo filter was not found";
 inline constexpr std::string_view kCouldNotCreateFilter = "ERR Could not create filter";
+
+// --- Texts that name what the client sent (Redis's, built in one place) ---
+
+// `command` as Redis names it in this error: lower case, a subcommand as
+// "container|sub" ("config|set").
+inline std::string WrongArity(std::string_view command) {
+  return "ERR wrong number of arguments for '" + std::string(command) + "' command";
+}
+
+// Redis's text, including its 128-byte caps and the trailing space.
+inline std::string UnknownCommand(std::span<const std::string_view> args) {
+  std::string quoted;
+  for (size_t i = 1; i < args.size() && quoted.size() < 128; ++i) {
+    quoted += "'";
+    quoted += args[i].substr(0, 128 - quoted.size() + 1);
+    quoted += "' ";
+  }
+  return "ERR unknown command '" + std::string(args[0].substr(0, 128)) +
+         "', with args beginning with: " + quoted;
+}
+
+// `container_upper` is the container's name in upper case ("CLIENT").
+inline std::string UnknownSubcommand(std::string_view sub, std::string_view container_upper) {
+  return "ERR unknown subcommand '" + std::string(sub.substr(0, 128)) + "'. Try " +
+         std::string(container_upper) + " HELP.";
+}
 
 }  // namespace bloomgate::errors

@@ -44,7 +44,7 @@ void CmdConfigGet(CommandContext& ctx) {
 void CmdConfigSet(CommandContext& ctx) {
   auto pairs_args = ctx.args.subspan(2);
   if (pairs_args.size() % 2 != 0) {
-    ctx.reply.Error("ERR wrong number of arguments for 'config|set' command");
+    ctx.reply.Error(errors::WrongArity(ctx.spec.full_name));
     return;
   }
   std::vector<std::pair<std::string, std::string>> pairs;
