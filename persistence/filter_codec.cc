@@ -12,7 +12,7 @@
 //   +11 u8  block_layout     1 = 512-bit blocked: block = fastrange64(hash.hi,
 //                                blocks), probe i = top bits of hash.lo * M^i,
 //                                M = 0x9e3779b97f4a7c15 (blocked_bloom.h,
-//                                counting_bloom.h); Bloom and counting
+//                                blocked_counting_bloom.h); Bloom and counting
 //                            2 = cuckoo: fp = hash.lo % 255 + 1, i1 = hash.hi,
 //                                i2 = CuckooFilter::AltIndex(i1, fp),
 //                                bucket = i & (buckets - 1); cuckoo only
@@ -80,7 +80,7 @@
 #include <vector>
 
 #include "filters/blocked_bloom.h"
-#include "filters/counting_bloom.h"
+#include "filters/blocked_counting_bloom.h"
 #include "persistence/byte_io.h"
 
 namespace bloomgate {

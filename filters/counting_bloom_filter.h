@@ -7,8 +7,8 @@
 #include <span>
 #include <vector>
 
+#include "filters/blocked_counting_bloom.h"
 #include "filters/bloom_math.h"
-#include "filters/counting_bloom.h"
 #include "filters/filter_status.h"
 #include "filters/key_hash.h"
 #include "filters/limits.h"

@@ -1,4 +1,4 @@
-#include "filters/scalable_counting_bloom.h"
+#include "filters/counting_bloom_filter.h"
 
 #include <algorithm>
 #include <new>

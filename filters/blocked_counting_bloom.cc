@@ -1,4 +1,4 @@
-#include "filters/counting_bloom.h"
+#include "filters/blocked_counting_bloom.h"
 
 #include <algorithm>
 #include <bit>
