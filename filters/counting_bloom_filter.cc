@@ -30,11 +30,7 @@ FilterStatus CountingBloomFilter::Create(const CountingBloomOptions& options,
       Chain::Start(options.capacity, Chain::FirstErrorRate(error_rate, options.expansion),
                    BlockedCountingBloom::BlockCellsFor(options.counter_bits),
                    /*owner_bytes=*/sizeof(CountingBloomFilter), limits, budget, &first);
-  if (status != FilterStatus::kOk) return status;
-  // On failure `first` gives its reservation back as it goes.
-  out->reset(new (std::nothrow)
-                 CountingBloomFilter(error_rate, options.expansion, limits, std::move(first)));
-  return *out == nullptr ? FilterStatus::kOutOfMemory : FilterStatus::kOk;
+  return Adopt(status, error_rate, options.expansion, limits, &first, out);
 }
 
 FilterStatus CountingBloomFilter::Restore(double error_rate, uint32_t expansion,
@@ -52,14 +48,8 @@ FilterStatus CountingBloomFilter::Restore(double error_rate, uint32_t expansion,
   const FilterStatus status = Chain::Restore(
       layers, expansion, BlockedCountingBloom::BlockCellsFor(counter_bits),
       /*owner_bytes=*/sizeof(CountingBloomFilter), limits, budget, &chain);
-  if (status != FilterStatus::kOk) return status;
-  out->reset(new (std::nothrow) CountingBloomFilter(error_rate, expansion, limits, std::move(chain)));
-  return *out == nullptr ? FilterStatus::kOutOfMemory : FilterStatus::kOk;
+  return Adopt(status, error_rate, expansion, limits, &chain, out);
 }
-
-CountingBloomFilter::CountingBloomFilter(double error_rate, uint32_t expansion,
-                                         const FilterLimits& limits, Chain::Pending&& first)
-    : chain_(std::move(first), expansion, limits), error_rate_(error_rate) {}
 
 // The chain gives memory_bytes() back to the budget.
 CountingBloomFilter::~CountingBloomFilter() = default;
@@ -116,14 +106,10 @@ bool CountingBloomFilter::Remove(const KeyHash& h) {
   return true;
 }
 
-uint64_t CountingBloomFilter::capacity() const { return chain_.capacity(); }
-
 uint64_t CountingBloomFilter::items() const {
   const int64_t total = chain_.item_sum();
   return total < 0 ? 0 : static_cast<uint64_t>(total);
 }
-
-uint32_t CountingBloomFilter::num_layers() const { return chain_.num_layers(); }
 
 uint64_t CountingBloomFilter::saturated_counters() const {
   const Chain::List& list = chain_.Load();
@@ -132,16 +118,10 @@ uint64_t CountingBloomFilter::saturated_counters() const {
   return total;
 }
 
-uint64_t CountingBloomFilter::memory_bytes() const { return chain_.memory_bytes(); }
-
 std::vector<CountingBloomLayerInfo> CountingBloomFilter::Layers() const {
-  const Chain::List& list = chain_.Load();
-  std::vector<CountingBloomLayerInfo> infos;
-  infos.reserve(list.size());
-  for (uint32_t i = 0; i < list.size(); ++i) {
-    const Chain::Layer& layer = list[i];
+  return DescribeLayers<CountingBloomLayerInfo>([](const Chain::Layer& layer) {
     const int64_t items = layer.item_count();
-    infos.push_back(CountingBloomLayerInfo{
+    return CountingBloomLayerInfo{
         /*capacity=*/layer.capacity,
         /*items=*/items < 0 ? 0 : static_cast<uint64_t>(items),
         /*cells=*/layer.cells->cells(),
@@ -150,18 +130,8 @@ std::vector<CountingBloomLayerInfo> CountingBloomFilter::Layers() const {
         /*error_rate=*/layer.error_rate,
         /*saturated_counters=*/layer.cells->saturated_counters(),
         /*net_items=*/items,
-    });
-  }
-  return infos;
-}
-
-const BlockedCountingBloom& CountingBloomFilter::layer(uint32_t index) const {
-  return *chain_.Load()[index].cells;
-}
-
-BlockedCountingBloom* CountingBloomFilter::mutable_layer(uint32_t index) {
-  // The caller owns the unpublished filter; Load's acquire costs nothing here.
-  return chain_.Load()[index].cells.get();
+    };
+  });
 }
 
 }  // namespace bloomgate

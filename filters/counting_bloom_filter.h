@@ -7,6 +7,7 @@
 
 #include "filters/blocked_counting_bloom.h"
 #include "filters/bloom_math.h"
+#include "filters/chained_filter.h"
 #include "filters/filter_status.h"
 #include "filters/key_hash.h"
 #include "filters/layer_chain.h"
@@ -59,7 +60,8 @@ using CountingBloomLayerShape = LayerShape<CountingBloomLayerTraits::Count>;
 // A scalable counting Bloom filter (our CBF.* family): ScalableBloomFilter's
 // layers and growth rule, with each layer a BlockedCountingBloom so that items
 // can be deleted and counted. The layers, growth, memory accounting and
-// publication are a LayerChain (filters/layer_chain.h), as in
+// publication are a LayerChain (filters/layer_chain.h), with the accessors it
+// answers in ChainedFilter (filters/chained_filter.h), as in
 // ScalableBloomFilter; this class decides which layer an item lives in.
 //
 // Layers and growth (RedisBloom's sb.c rule, as ScalableBloomFilter):
@@ -130,7 +132,7 @@ using CountingBloomLayerShape = LayerShape<CountingBloomLayerTraits::Count>;
 // in ScalableBloomFilter; such a late insert into a layer that has just
 // stopped being the newest is the one way an older layer's cells can still
 // grow, so the "oldest layer" argument above holds except in that window.
-class CountingBloomFilter {
+class CountingBloomFilter : public ChainedFilter<CountingBloomLayerTraits> {
  public:
   // Validates options and checks every limit BEFORE allocating anything:
   //  - error_rate in (0, 1) (values above kMaxBloomErrorRate are capped to
@@ -192,41 +194,24 @@ class CountingBloomFilter {
   // item's counters are saturated, where the true count may be higher.
   uint64_t Count(const KeyHash& h) const;
 
-  uint64_t capacity() const;    // sum of the layer capacities, saturating
-  uint64_t items() const;       // adds minus removes, defined above (CBF.CARD)
-  uint32_t num_layers() const;  // CBF.INFO "Number of filters"
-  uint32_t expansion() const { return chain_.expansion(); }  // 0 when NONSCALING
-  bool scaling() const { return chain_.scaling(); }
-  double error_rate() const { return error_rate_; }  // as requested, after the cap
+  uint64_t items() const;  // adds minus removes, defined above (CBF.CARD)
   uint32_t counter_bits() const { return kBloomBlockBits / chain_.block_cells(); }  // 4 or 8
   uint64_t max_count() const { return (uint64_t{1} << counter_bits()) - 1; }  // 15 or 255
   uint64_t saturated_counters() const;  // over all layers
-  // Bytes of all layers plus bookkeeping; exactly what is reserved in the
-  // budget and checked against the cap (CBF.INFO Size, MEMORY USAGE).
-  uint64_t memory_bytes() const;
-  const FilterLimits& limits() const { return chain_.limits(); }
+  // From ChainedFilter: capacity(), num_layers() (CBF.INFO "Number of
+  // filters"), expansion(), scaling(), error_rate(), memory_bytes() (CBF.INFO
+  // Size, MEMORY USAGE), limits(), and layer(i) / mutable_layer(i), the
+  // BlockedCountingBloom of layer i (a loader calls RecountSaturated() on it
+  // after filling its words).
 
   // Per-layer details, oldest first.
   std::vector<CountingBloomLayerInfo> Layers() const;
 
-  // Layer `index` (0 = oldest, < num_layers()), e.g. for a snapshot writer to
-  // read its words(). Layers live as long as the filter.
-  const BlockedCountingBloom& layer(uint32_t index) const;
-  // The same layer, writable: ONLY for a loader filling a Restore()d filter
-  // before it is published (see BlockedCountingBloom::mutable_words).
-  BlockedCountingBloom* mutable_layer(uint32_t index);
-
  private:
-  using Chain = LayerChain<CountingBloomLayerTraits>;
-
-  CountingBloomFilter(double error_rate, uint32_t expansion, const FilterLimits& limits,
-                      Chain::Pending&& first);
+  using ChainedFilter::ChainedFilter;  // for Adopt() alone (protected there)
 
   // The oldest layer of `list` that reports the item, or nullptr.
   static Chain::Layer* OldestHolder(const Chain::List& list, const KeyHash& h);
-
-  Chain chain_;  // its block_cells() gives counter_bits()
-  const double error_rate_;
 };
 
 }  // namespace bloomgate

@@ -23,11 +23,7 @@ FilterStatus ScalableBloomFilter::Create(const ScalableBloomOptions& options,
       Chain::Start(options.capacity, Chain::FirstErrorRate(error_rate, options.expansion),
                    /*block_cells=*/kBloomBlockBits, /*owner_bytes=*/sizeof(ScalableBloomFilter),
                    limits, budget, &first);
-  if (status != FilterStatus::kOk) return status;
-  // On failure `first` gives its reservation back as it goes.
-  out->reset(new (std::nothrow)
-                 ScalableBloomFilter(error_rate, options.expansion, limits, std::move(first)));
-  return *out == nullptr ? FilterStatus::kOutOfMemory : FilterStatus::kOk;
+  return Adopt(status, error_rate, options.expansion, limits, &first, out);
 }
 
 FilterStatus ScalableBloomFilter::Restore(double error_rate, uint32_t expansion,
@@ -42,14 +38,8 @@ FilterStatus ScalableBloomFilter::Restore(double error_rate, uint32_t expansion,
   const FilterStatus status =
       Chain::Restore(layers, expansion, /*block_cells=*/kBloomBlockBits,
                      /*owner_bytes=*/sizeof(ScalableBloomFilter), limits, budget, &chain);
-  if (status != FilterStatus::kOk) return status;
-  out->reset(new (std::nothrow) ScalableBloomFilter(error_rate, expansion, limits, std::move(chain)));
-  return *out == nullptr ? FilterStatus::kOutOfMemory : FilterStatus::kOk;
+  return Adopt(status, error_rate, expansion, limits, &chain, out);
 }
-
-ScalableBloomFilter::ScalableBloomFilter(double error_rate, uint32_t expansion,
-                                         const FilterLimits& limits, Chain::Pending&& first)
-    : chain_(std::move(first), expansion, limits), error_rate_(error_rate) {}
 
 // The chain gives memory_bytes() back to the budget.
 ScalableBloomFilter::~ScalableBloomFilter() = default;
@@ -95,39 +85,19 @@ void ScalableBloomFilter::ReplayAdd(const KeyHash& h, bool counted) {
   if (counted) newest->CountItems(1);
 }
 
-uint64_t ScalableBloomFilter::capacity() const { return chain_.capacity(); }
-
 uint64_t ScalableBloomFilter::items() const { return chain_.item_sum(); }
 
-uint32_t ScalableBloomFilter::num_layers() const { return chain_.num_layers(); }
-
-uint64_t ScalableBloomFilter::memory_bytes() const { return chain_.memory_bytes(); }
-
 std::vector<BloomLayerInfo> ScalableBloomFilter::Layers() const {
-  const Chain::List& list = chain_.Load();
-  std::vector<BloomLayerInfo> infos;
-  infos.reserve(list.size());
-  for (uint32_t i = 0; i < list.size(); ++i) {
-    const Chain::Layer& layer = list[i];
-    infos.push_back(BloomLayerInfo{
+  return DescribeLayers<BloomLayerInfo>([](const Chain::Layer& layer) {
+    return BloomLayerInfo{
         /*capacity=*/layer.capacity,
         /*items=*/layer.item_count(),
         /*bits=*/layer.cells->bits(),
         /*bytes=*/layer.cells->bytes(),
         /*probes=*/layer.cells->probes(),
         /*error_rate=*/layer.error_rate,
-    });
-  }
-  return infos;
-}
-
-const BlockedBloom& ScalableBloomFilter::layer(uint32_t index) const {
-  return *chain_.Load()[index].cells;
-}
-
-BlockedBloom* ScalableBloomFilter::mutable_layer(uint32_t index) {
-  // The caller owns the unpublished filter; Load's acquire costs nothing here.
-  return chain_.Load()[index].cells.get();
+    };
+  });
 }
 
 }  // namespace bloomgate

@@ -7,6 +7,7 @@
 
 #include "filters/blocked_bloom.h"
 #include "filters/bloom_math.h"
+#include "filters/chained_filter.h"
 #include "filters/filter_status.h"
 #include "filters/key_hash.h"
 #include "filters/layer_chain.h"
@@ -70,7 +71,9 @@ using BloomLayerShape = LayerShape<BloomLayerTraits::Count>;
 // measured FP rate stays at or under the layer's error rate.
 //
 // The layers, their growth, memory accounting and publication are a
-// LayerChain (filters/layer_chain.h); this class decides what an item does.
+// LayerChain (filters/layer_chain.h), with the accessors it answers in
+// ChainedFilter (filters/chained_filter.h); this class decides what an item
+// does.
 //
 // Concurrency: Add and MayContain run concurrently from any threads. Bit
 // updates never lock; only growth (appending a layer) takes the chain's grow
@@ -82,7 +85,7 @@ using BloomLayerShape = LayerShape<BloomLayerTraits::Count>;
 // and racing adds can push a layer a few items (at most one per racing
 // thread) past its capacity before one of them grows the filter. No added
 // item is ever lost.
-class ScalableBloomFilter {
+class ScalableBloomFilter : public ChainedFilter<BloomLayerTraits> {
  public:
   // Validates options and checks every limit BEFORE allocating anything:
   //  - error_rate must be in (0, 1); values above kMaxBloomErrorRate are
@@ -141,37 +144,19 @@ class ScalableBloomFilter {
   // blocks, not even while another thread grows the filter.
   bool MayContain(const KeyHash& h) const;
 
-  uint64_t capacity() const;    // sum of the layer capacities (BF.INFO Capacity), saturating
-  uint64_t items() const;       // items that flipped a bit (BF.CARD, BF.INFO items)
-  uint32_t num_layers() const;  // BF.INFO "Number of filters"
-  uint32_t expansion() const { return chain_.expansion(); }  // 0 when NONSCALING
-  bool scaling() const { return chain_.scaling(); }
-  double error_rate() const { return error_rate_; }  // as requested, after the cap
-  // Bytes of all layers plus bookkeeping (BF.INFO Size, MEMORY USAGE); this is
-  // exactly what is reserved in the budget and checked against the cap.
-  uint64_t memory_bytes() const;
-  const FilterLimits& limits() const { return chain_.limits(); }
+  uint64_t items() const;  // items that flipped a bit (BF.CARD, BF.INFO items)
+  // From ChainedFilter: capacity() (BF.INFO Capacity), num_layers() (BF.INFO
+  // "Number of filters"), expansion(), scaling(), error_rate(),
+  // memory_bytes() (BF.INFO Size, MEMORY USAGE), limits(), and layer(i) /
+  // mutable_layer(i), the BlockedBloom of layer i.
 
   // Per-layer details, oldest first.
   std::vector<BloomLayerInfo> Layers() const;
 
-  // Layer `index` (0 = oldest, < num_layers()), e.g. for a snapshot writer to
-  // read its words(). Layers live as long as the filter and never move.
-  const BlockedBloom& layer(uint32_t index) const;
-  // The same layer, writable: ONLY for a loader filling a Restore()d filter
-  // before it is published (see BlockedBloom::mutable_words).
-  BlockedBloom* mutable_layer(uint32_t index);
-
  private:
-  using Chain = LayerChain<BloomLayerTraits>;
-
-  ScalableBloomFilter(double error_rate, uint32_t expansion, const FilterLimits& limits,
-                      Chain::Pending&& first);
+  using ChainedFilter::ChainedFilter;  // for Adopt() alone (protected there)
 
   static bool Contains(const Chain::List& list, const KeyHash& h);
-
-  Chain chain_;
-  const double error_rate_;
 };
 
 }  // namespace bloomgate
