@@ -62,7 +62,7 @@
 #include "filters/bloom_math.h"
 #include "filters/key_hash.h"
 #include "filters/limits.h"
-#include "filters/scalable_bloom.h"
+#include "filters/scalable_bloom_filter.h"
 
 namespace bloomgate {
 namespace {

@@ -7,9 +7,9 @@
 #include <memory>
 #include <variant>
 
+#include "filters/counting_bloom_filter.h"
 #include "filters/cuckoo_filter.h"
-#include "filters/scalable_bloom.h"
-#include "filters/scalable_counting_bloom.h"
+#include "filters/scalable_bloom_filter.h"
 
 namespace bloomgate {
 

@@ -12,7 +12,7 @@
 //   +11 u8  block_layout     1 = 512-bit blocked: block = fastrange64(hash.hi,
 //                                blocks), probe i = top bits of hash.lo * M^i,
 //                                M = 0x9e3779b97f4a7c15 (blocked_bloom.h,
-//                                counting_bloom.h); Bloom and counting
+//                                blocked_counting_bloom.h); Bloom and counting
 //                            2 = cuckoo: fp = hash.lo % 255 + 1, i1 = hash.hi,
 //                                i2 = CuckooFilter::AltIndex(i1, fp),
 //                                bucket = i & (buckets - 1); cuckoo only
@@ -80,7 +80,7 @@
 #include <vector>
 
 #include "filters/blocked_bloom.h"
-#include "filters/counting_bloom.h"
+#include "filters/blocked_counting_bloom.h"
 #include "persistence/byte_io.h"
 
 namespace bloomgate {
@@ -367,11 +367,11 @@ Status DecodeBloomHeader(std::string_view bytes, uint64_t payload_bytes, BloomHe
     r.U64("capacity", &layer.capacity);
     r.U64("items", &layer.items);
     r.F64("error_rate", &layer.error_rate);
-    r.U64("bits", &layer.bits);
+    r.U64("bits", &layer.cells);
     r.U32("block_bits", &block_bits);
     r.U32("probes", &layer.probes);
     if (r.failed()) return r.Truncated();
-    if (Status s = CheckLayer(i, layer.capacity, layer.error_rate, layer.bits, block_bits,
+    if (Status s = CheckLayer(i, layer.capacity, layer.error_rate, layer.cells, block_bits,
                               BlockedBloom::kBlockBits, layer.probes, "bits", "block_bits");
         !s.ok()) {
       return s;
@@ -380,7 +380,7 @@ Status DecodeBloomHeader(std::string_view bytes, uint64_t payload_bytes, BloomHe
       return Status::Error("layer " + Num(uint64_t{i}) + " items " + Num(layer.items) +
                            " makes the item count exceed 2^62");
     }
-    if (!AddBytes(&needed, layer.bits / 8)) return PayloadOverflow("layers");
+    if (!AddBytes(&needed, layer.cells / 8)) return PayloadOverflow("layers");
     out->layers.push_back(layer);
   }
   if (Status s = r.CheckEnd(); !s.ok()) return s;

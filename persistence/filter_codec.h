@@ -9,7 +9,7 @@
 //   scalable Bloom   layer 0's words, layer 1's words, ... oldest first; each
 //                    word as 8 little-endian bytes (bit j of word i is bit
 //                    64*i + j of the layer)
-//   counting Bloom   the same, with the counter lanes of counting_bloom.h
+//   counting Bloom   the same, with the counter lanes of blocked_counting_bloom.h
 //   cuckoo           sub-filter 0's slots, sub-filter 1's, ... one byte each
 //
 // Reading the payload while the filter is in use:

@@ -10,7 +10,7 @@
 #include "filter_test_support.h"
 #include "filters/blocked_bloom.h"
 #include "filters/bloom_math.h"
-#include "filters/scalable_bloom.h"
+#include "filters/scalable_bloom_filter.h"
 
 namespace bloomgate {
 namespace {

@@ -2,7 +2,7 @@
 // growth; no false negatives under interleaved adds and removes; measured FP
 // rates with bits/item and saturation; limits.
 
-#include "filters/scalable_counting_bloom.h"
+#include "filters/counting_bloom_filter.h"
 
 #include <gtest/gtest.h>
 
@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "filter_test_support.h"
+#include "filters/blocked_counting_bloom.h"
 #include "filters/bloom_math.h"
-#include "filters/counting_bloom.h"
 
 namespace bloomgate {
 namespace {

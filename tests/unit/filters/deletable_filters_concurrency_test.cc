@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "filter_test_support.h"
-#include "filters/counting_bloom.h"
+#include "filters/blocked_counting_bloom.h"
+#include "filters/counting_bloom_filter.h"
 #include "filters/cuckoo_filter.h"
-#include "filters/scalable_counting_bloom.h"
 
 namespace bloomgate {
 namespace {

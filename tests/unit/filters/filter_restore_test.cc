@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "filter_test_support.h"
+#include "filters/counting_bloom_filter.h"
 #include "filters/cuckoo_filter.h"
-#include "filters/scalable_bloom.h"
-#include "filters/scalable_counting_bloom.h"
+#include "filters/scalable_bloom_filter.h"
 
 namespace bloomgate {
 namespace {

@@ -12,7 +12,7 @@
 #include "filter_test_support.h"
 #include "filters/limits.h"
 #include "filters/memory_budget.h"
-#include "filters/scalable_bloom.h"
+#include "filters/scalable_bloom_filter.h"
 
 namespace bloomgate {
 namespace {

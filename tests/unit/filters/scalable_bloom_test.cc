@@ -1,4 +1,4 @@
-#include "filters/scalable_bloom.h"
+#include "filters/scalable_bloom_filter.h"
 
 #include <gtest/gtest.h>
 

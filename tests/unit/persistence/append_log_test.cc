@@ -17,7 +17,7 @@
 #include <thread>
 #include <vector>
 
-#include "filters/scalable_bloom.h"
+#include "filters/scalable_bloom_filter.h"
 #include "persistence/byte_io.h"
 
 namespace bloomgate {

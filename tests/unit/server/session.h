@@ -14,7 +14,7 @@
 
 #include "config/server_config.h"
 #include "filters/cuckoo_filter.h"
-#include "filters/scalable_bloom.h"
+#include "filters/scalable_bloom_filter.h"
 #include "server/commands/command_dispatcher.h"
 #include "server/context/client_state.h"
 #include "server/context/server_context.h"

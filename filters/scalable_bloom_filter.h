@@ -1,16 +1,16 @@
 #pragma once
 
-#include <atomic>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <span>
 #include <vector>
 
 #include "filters/blocked_bloom.h"
 #include "filters/bloom_math.h"
+#include "filters/chained_filter.h"
 #include "filters/filter_status.h"
 #include "filters/key_hash.h"
+#include "filters/layer_chain.h"
 #include "filters/limits.h"
 #include "filters/memory_budget.h"
 
@@ -32,15 +32,29 @@ struct BloomLayerInfo {
   double error_rate;  // the FP rate this layer was sized for
 };
 
-// One layer as saved by a snapshot or a dump, for ScalableBloomFilter::Restore:
-// what Layers() reports, less the byte count (derived from bits).
-struct BloomLayerShape {
-  uint64_t capacity;  // >= 1
-  uint64_t items;
-  double error_rate;  // in (0, kMaxBloomErrorRate]
-  uint64_t bits;      // a whole number of 512-bit blocks, > 0, < kMaxBloomBits
-  uint32_t probes;    // [1, kMaxBloomProbes]
+// What LayerChain needs to know about a Bloom layer: a BlockedBloom, i.e.
+// blocks of 512 one-bit cells (ChooseBlockedShape(p, n, 512) is
+// ChooseBlockedBloomShape(p, n) exactly), whose item count only grows.
+struct BloomLayerTraits {
+  using Cells = BlockedBloom;
+  using Count = uint64_t;
+  static BloomShape ToBloomShape(const BlockedShape& shape) {
+    return BloomShape{/*bits=*/shape.cells, /*probes=*/shape.probes,
+                      /*bits_per_key=*/shape.cells_per_key, /*predicted_fp=*/shape.predicted_fp};
+  }
+  static uint64_t BytesFor(const BlockedShape& shape) {
+    return BlockedBloom::BytesFor(ToBloomShape(shape));
+  }
+  static std::unique_ptr<BlockedBloom> Create(const BlockedShape& shape) {
+    return BlockedBloom::Create(ToBloomShape(shape));
+  }
 };
+
+// One layer as saved by a snapshot or a dump, for ScalableBloomFilter::Restore:
+// what Layers() reports, less the byte count (derived from the bits). Its
+// `cells` are the layer's bits: a whole number of 512-bit blocks, > 0,
+// < kMaxBloomBits.
+using BloomLayerShape = LayerShape<BloomLayerTraits::Count>;
 
 // A scalable Bloom filter with RedisBloom's growth rule (sb.c):
 //  - layer 0 has the requested capacity and error_rate * 0.5 when scaling
@@ -56,16 +70,22 @@ struct BloomLayerShape {
 // Each layer is a BlockedBloom sized by ChooseBlockedBloomShape, so its
 // measured FP rate stays at or under the layer's error rate.
 //
+// The layers, their growth, memory accounting and publication are a
+// LayerChain (filters/layer_chain.h), with the accessors it answers in
+// ChainedFilter (filters/chained_filter.h); this class decides what an item
+// does.
+//
 // Concurrency: Add and MayContain run concurrently from any threads. Bit
-// updates never lock; only growth (appending a layer) takes grow_mutex_, and
-// adds/lookups on the existing layers continue meanwhile. The layer list is
-// an immutable array published through an atomic pointer (see layers_). Two
+// updates never lock; only growth (appending a layer) takes the chain's grow
+// mutex, and adds/lookups on the existing layers continue meanwhile. The layer
+// list is an immutable array published through an atomic pointer (see
+// LayerChain's "Concurrency"). Two
 // threads adding the same new item at the same moment may both report
 // *added = true (each flipped a different bit), so items() can count it twice,
 // and racing adds can push a layer a few items (at most one per racing
 // thread) past its capacity before one of them grows the filter. No added
 // item is ever lost.
-class ScalableBloomFilter {
+class ScalableBloomFilter : public ChainedFilter<BloomLayerTraits> {
  public:
   // Validates options and checks every limit BEFORE allocating anything:
   //  - error_rate must be in (0, 1); values above kMaxBloomErrorRate are
@@ -124,76 +144,19 @@ class ScalableBloomFilter {
   // blocks, not even while another thread grows the filter.
   bool MayContain(const KeyHash& h) const;
 
-  uint64_t capacity() const;    // sum of the layer capacities (BF.INFO Capacity), saturating
-  uint64_t items() const;       // items that flipped a bit (BF.CARD, BF.INFO items)
-  uint32_t num_layers() const;  // BF.INFO "Number of filters"
-  uint32_t expansion() const { return expansion_; }  // 0 when NONSCALING
-  bool scaling() const { return expansion_ != 0; }
-  double error_rate() const { return error_rate_; }  // as requested, after the cap
-  // Bytes of all layers plus bookkeeping (BF.INFO Size, MEMORY USAGE); this is
-  // exactly what is reserved in the budget and checked against the cap.
-  uint64_t memory_bytes() const;
-  const FilterLimits& limits() const { return limits_; }
+  uint64_t items() const;  // items that flipped a bit (BF.CARD, BF.INFO items)
+  // From ChainedFilter: capacity() (BF.INFO Capacity), num_layers() (BF.INFO
+  // "Number of filters"), expansion(), scaling(), error_rate(),
+  // memory_bytes() (BF.INFO Size, MEMORY USAGE), limits(), and layer(i) /
+  // mutable_layer(i), the BlockedBloom of layer i.
 
   // Per-layer details, oldest first.
   std::vector<BloomLayerInfo> Layers() const;
 
-  // Layer `index` (0 = oldest, < num_layers()), e.g. for a snapshot writer to
-  // read its words(). Layers live as long as the filter and never move.
-  const BlockedBloom& layer(uint32_t index) const;
-  // The same layer, writable: ONLY for a loader filling a Restore()d filter
-  // before it is published (see BlockedBloom::mutable_words).
-  BlockedBloom* mutable_layer(uint32_t index);
-
  private:
-  struct Layer;
-  struct LayerList;
+  using ChainedFilter::ChainedFilter;  // for Adopt() alone (protected there)
 
-  ScalableBloomFilter(double error_rate, uint32_t expansion, const FilterLimits& limits,
-                      MemoryBudget* budget, std::unique_ptr<LayerList> first, uint64_t bytes);
-
-  // Builds (but does not publish) a list of previous's layers plus one new
-  // layer of `shape`, after checking the per-filter cap against current_bytes
-  // + its cost and reserving that cost (plus extra_bytes) from the budget. On
-  // failure nothing is reserved.
-  // What NewLayerList adds to memory_bytes() for a layer of `shape` that
-  // becomes layer number `count` (1-based), extra_bytes excluded.
-  static uint64_t LayerCost(const BloomShape& shape, uint32_t count);
-
-  static FilterStatus NewLayerList(const LayerList* previous, uint64_t capacity, double error_rate,
-                                   const BloomShape& shape, uint64_t extra_bytes,
-                                   uint64_t current_bytes, const FilterLimits& limits,
-                                   MemoryBudget* budget, std::unique_ptr<LayerList>* out,
-                                   uint64_t* reserved_bytes);
-
-  // Appends a layer if `seen` is still the published list; if another thread
-  // got there first, just returns the list it published. *current is the
-  // published list afterwards.
-  FilterStatus Grow(const LayerList* seen, const LayerList** current);
-
-  static bool Contains(const LayerList& list, const KeyHash& h);
-
-  // The published layer list: immutable once stored. Growth builds a new list
-  // (old layers + the new one) and stores it with memory_order_release;
-  // readers load it with memory_order_acquire, so everything the grower wrote
-  // before the store (the list, the new layer, its zeroed bit array) is
-  // visible to any reader that sees the new pointer. A reader may keep using
-  // the previous list after the swap, so retired lists are never freed early:
-  // each list owns its predecessor and all go with the filter.
-  std::atomic<const LayerList*> layers_;
-  const double error_rate_;
-  const uint32_t expansion_;
-  const FilterLimits limits_;
-  MemoryBudget* const budget_;
-  // Written only under grow_mutex_; read relaxed by memory_bytes().
-  std::atomic<uint64_t> memory_bytes_;
-  std::mutex grow_mutex_;  // serialises growth; never held by adds or lookups
-  std::unique_ptr<const LayerList> owned_layers_;  // == layers_; guarded by grow_mutex_
-  // The shape of the next layer, computed once: a filter stuck at a memory
-  // limit sees every new item retry growth, and each retry must stay cheap.
-  // Guarded by grow_mutex_; valid when next_shape_layers_ == the layer count.
-  BloomShape next_shape_{};
-  uint32_t next_shape_layers_ = 0;
+  static bool Contains(const Chain::List& list, const KeyHash& h);
 };
 
 }  // namespace bloomgate

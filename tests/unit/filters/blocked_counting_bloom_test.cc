@@ -1,7 +1,7 @@
 // BlockedCountingBloom, one layer: the lane layout of its packed counters,
 // saturation, and ChooseBlockedShape's sizing for 128- and 64-cell blocks.
 
-#include "filters/counting_bloom.h"
+#include "filters/blocked_counting_bloom.h"
 
 #include <gtest/gtest.h>
 

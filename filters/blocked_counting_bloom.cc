@@ -1,4 +1,4 @@
-#include "filters/counting_bloom.h"
+#include "filters/blocked_counting_bloom.h"
 
 #include <algorithm>
 #include <bit>
@@ -6,16 +6,13 @@
 #include <new>
 #include <type_traits>
 
+#include "filters/block_words.h"
 #include "filters/limits.h"
 
 namespace bloomgate {
 namespace {
 
-static_assert(std::atomic<uint64_t>::is_always_lock_free);
-static_assert(sizeof(std::atomic<uint64_t>) == sizeof(uint64_t));
-static_assert(std::is_trivially_destructible_v<std::atomic<uint64_t>>);
-
-constexpr std::align_val_t kBlockAlignment{BlockedCountingBloom::kBlockBytes};
+static_assert(BlockedCountingBloom::kBlockBytes == 64, "a block is one line of block_words.h");
 
 // Lane arithmetic for kBits-bit counters packed in a 64-bit word (SWAR). A
 // "lane mask" has only the lowest bit of each selected lane set, so adding or
@@ -79,18 +76,12 @@ std::unique_ptr<BlockedCountingBloom> BlockedCountingBloom::Create(const Blocked
     return nullptr;
   }
   const uint64_t bytes = BytesFor(shape);
-  if (bytes > PTRDIFF_MAX) return nullptr;
-  void* raw = ::operator new(static_cast<size_t>(bytes), kBlockAlignment, std::nothrow);
-  if (raw == nullptr) return nullptr;
-  const uint64_t num_blocks = bytes / kBlockBytes;
-  const uint64_t num_words = num_blocks * kWordsPerBlock;
-  auto* words = static_cast<std::atomic<uint64_t>*>(raw);
-  // Start each word's lifetime, zeroed (the compiler turns this into memset).
-  for (uint64_t i = 0; i < num_words; ++i) new (&words[i]) std::atomic<uint64_t>(0);
-  auto* layer = new (std::nothrow) BlockedCountingBloom(words, num_blocks, shape.probes,
-                                                        counter_bits);
+  std::atomic<uint64_t>* words = internal::NewZeroedBlockWords(bytes);
+  if (words == nullptr) return nullptr;
+  auto* layer = new (std::nothrow)
+      BlockedCountingBloom(words, bytes / kBlockBytes, shape.probes, counter_bits);
   if (layer == nullptr) {
-    ::operator delete(raw, kBlockAlignment);
+    internal::DeleteBlockWords(words);
     return nullptr;
   }
   return std::unique_ptr<BlockedCountingBloom>(layer);
@@ -105,8 +96,7 @@ BlockedCountingBloom::BlockedCountingBloom(std::atomic<uint64_t>* words, uint64_
       block_cells_(BlockCellsFor(counter_bits)) {}
 
 BlockedCountingBloom::~BlockedCountingBloom() {
-  // std::atomic<uint64_t> is trivially destructible: just free the array.
-  ::operator delete(static_cast<void*>(words_), kBlockAlignment);
+  internal::DeleteBlockWords(words_);
 }
 
 // Memory order: relaxed for every counter access, as for BlockedBloom's bits.

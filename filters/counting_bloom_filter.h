@@ -1,16 +1,16 @@
 #pragma once
 
-#include <atomic>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <span>
 #include <vector>
 
+#include "filters/blocked_counting_bloom.h"
 #include "filters/bloom_math.h"
-#include "filters/counting_bloom.h"
+#include "filters/chained_filter.h"
 #include "filters/filter_status.h"
 #include "filters/key_hash.h"
+#include "filters/layer_chain.h"
 #include "filters/limits.h"
 #include "filters/memory_budget.h"
 
@@ -37,18 +37,32 @@ struct CountingBloomLayerInfo {
   int64_t net_items;
 };
 
-// One layer as saved by a snapshot or a dump, for CountingBloomFilter::Restore.
-struct CountingBloomLayerShape {
-  uint64_t capacity;  // >= 1
-  int64_t items;      // the layer's net_items
-  double error_rate;  // in (0, kMaxBloomErrorRate]
-  uint64_t cells;     // a whole number of blocks, > 0, < MaxBlockedCells(block cells)
-  uint32_t probes;    // [1, kMaxBloomProbes]
+// What LayerChain needs to know about a counting layer: a
+// BlockedCountingBloom, whose block of 512 bits holds 128 4-bit or 64 8-bit
+// counters (so the counter width is 512 / block_cells), and whose item count
+// is a net count that deletes lower.
+struct CountingBloomLayerTraits {
+  using Cells = BlockedCountingBloom;
+  using Count = int64_t;
+  static uint64_t BytesFor(const BlockedShape& shape) {
+    return BlockedCountingBloom::BytesFor(shape);
+  }
+  static std::unique_ptr<BlockedCountingBloom> Create(const BlockedShape& shape) {
+    return BlockedCountingBloom::Create(shape, kBloomBlockBits / shape.block_cells);
+  }
 };
+
+// One layer as saved by a snapshot or a dump, for CountingBloomFilter::Restore:
+// `items` is the layer's net_items; `cells` a whole number of blocks, > 0,
+// < MaxBlockedCells(block cells).
+using CountingBloomLayerShape = LayerShape<CountingBloomLayerTraits::Count>;
 
 // A scalable counting Bloom filter (our CBF.* family): ScalableBloomFilter's
 // layers and growth rule, with each layer a BlockedCountingBloom so that items
-// can be deleted and counted.
+// can be deleted and counted. The layers, growth, memory accounting and
+// publication are a LayerChain (filters/layer_chain.h), with the accessors it
+// answers in ChainedFilter (filters/chained_filter.h), as in
+// ScalableBloomFilter; this class decides which layer an item lives in.
 //
 // Layers and growth (RedisBloom's sb.c rule, as ScalableBloomFilter):
 //  - layer 0 has the requested capacity and error_rate * 0.5 when scaling
@@ -108,7 +122,7 @@ struct CountingBloomLayerShape {
 // many threads never lose or double an update to any counter (every counter
 // receives each of its increments and decrements exactly once, in one order
 // per word; without saturation the result is the same as any serial order's).
-// Only growth takes grow_mutex_; the layer list is an immutable array
+// Only growth takes the chain's grow mutex; the layer list is an immutable array
 // published through an atomic pointer, as in ScalableBloomFilter, so lookups
 // never block. What is not atomic is an item's change across its words: an
 // Add and a racing Remove of the same item can each see it half-updated, and
@@ -118,7 +132,7 @@ struct CountingBloomLayerShape {
 // in ScalableBloomFilter; such a late insert into a layer that has just
 // stopped being the newest is the one way an older layer's cells can still
 // grow, so the "oldest layer" argument above holds except in that window.
-class CountingBloomFilter {
+class CountingBloomFilter : public ChainedFilter<CountingBloomLayerTraits> {
  public:
   // Validates options and checks every limit BEFORE allocating anything:
   //  - error_rate in (0, 1) (values above kMaxBloomErrorRate are capped to
@@ -180,75 +194,24 @@ class CountingBloomFilter {
   // item's counters are saturated, where the true count may be higher.
   uint64_t Count(const KeyHash& h) const;
 
-  uint64_t capacity() const;    // sum of the layer capacities, saturating
-  uint64_t items() const;       // adds minus removes, defined above (CBF.CARD)
-  uint32_t num_layers() const;  // CBF.INFO "Number of filters"
-  uint32_t expansion() const { return expansion_; }  // 0 when NONSCALING
-  bool scaling() const { return expansion_ != 0; }
-  double error_rate() const { return error_rate_; }  // as requested, after the cap
-  uint32_t counter_bits() const { return counter_bits_; }               // 4 or 8
-  uint64_t max_count() const { return (uint64_t{1} << counter_bits_) - 1; }  // 15 or 255
+  uint64_t items() const;  // adds minus removes, defined above (CBF.CARD)
+  uint32_t counter_bits() const { return kBloomBlockBits / chain_.block_cells(); }  // 4 or 8
+  uint64_t max_count() const { return (uint64_t{1} << counter_bits()) - 1; }  // 15 or 255
   uint64_t saturated_counters() const;  // over all layers
-  // Bytes of all layers plus bookkeeping; exactly what is reserved in the
-  // budget and checked against the cap (CBF.INFO Size, MEMORY USAGE).
-  uint64_t memory_bytes() const;
-  const FilterLimits& limits() const { return limits_; }
+  // From ChainedFilter: capacity(), num_layers() (CBF.INFO "Number of
+  // filters"), expansion(), scaling(), error_rate(), memory_bytes() (CBF.INFO
+  // Size, MEMORY USAGE), limits(), and layer(i) / mutable_layer(i), the
+  // BlockedCountingBloom of layer i (a loader calls RecountSaturated() on it
+  // after filling its words).
 
   // Per-layer details, oldest first.
   std::vector<CountingBloomLayerInfo> Layers() const;
 
-  // Layer `index` (0 = oldest, < num_layers()), e.g. for a snapshot writer to
-  // read its words(). Layers live as long as the filter.
-  const BlockedCountingBloom& layer(uint32_t index) const;
-  // The same layer, writable: ONLY for a loader filling a Restore()d filter
-  // before it is published (see BlockedCountingBloom::mutable_words).
-  BlockedCountingBloom* mutable_layer(uint32_t index);
-
  private:
-  struct Layer;
-  struct LayerList;
-
-  CountingBloomFilter(double error_rate, uint32_t expansion, uint32_t counter_bits,
-                      const FilterLimits& limits, MemoryBudget* budget,
-                      std::unique_ptr<LayerList> first, uint64_t bytes);
-
-  // What NewLayerList adds to memory_bytes() for a layer of `shape` that
-  // becomes layer number `count` (1-based), extra_bytes excluded.
-  static uint64_t LayerCost(const BlockedShape& shape, uint32_t count);
-
-  // As ScalableBloomFilter::NewLayerList: builds (but does not publish)
-  // previous's layers plus one new layer, after checking the per-filter cap
-  // and reserving its cost (plus extra_bytes). On failure nothing is reserved.
-  static FilterStatus NewLayerList(const LayerList* previous, uint64_t capacity, double error_rate,
-                                   const BlockedShape& shape, uint32_t counter_bits,
-                                   uint64_t extra_bytes, uint64_t current_bytes,
-                                   const FilterLimits& limits, MemoryBudget* budget,
-                                   std::unique_ptr<LayerList>* out, uint64_t* reserved_bytes);
-
-  // Appends a layer if `seen` is still the published list; if another thread
-  // got there first, just returns the list it published.
-  FilterStatus Grow(const LayerList* seen, const LayerList** current);
+  using ChainedFilter::ChainedFilter;  // for Adopt() alone (protected there)
 
   // The oldest layer of `list` that reports the item, or nullptr.
-  static Layer* OldestHolder(const LayerList& list, const KeyHash& h);
-
-  // Published with release, read with acquire; immutable once stored; retired
-  // lists are kept (each owns its predecessor) because readers may still use
-  // them. Exactly as ScalableBloomFilter::layers_.
-  std::atomic<const LayerList*> layers_;
-  const double error_rate_;
-  const uint32_t expansion_;
-  const uint32_t counter_bits_;
-  const FilterLimits limits_;
-  MemoryBudget* const budget_;
-  // Written only under grow_mutex_; read relaxed by memory_bytes().
-  std::atomic<uint64_t> memory_bytes_;
-  std::mutex grow_mutex_;  // serialises growth; never held by adds, removes or lookups
-  std::unique_ptr<const LayerList> owned_layers_;  // == layers_; guarded by grow_mutex_
-  // The next layer's shape, computed once per layer count (a filter stuck at
-  // a memory limit retries growth for every new item). Guarded by grow_mutex_.
-  BlockedShape next_shape_{};
-  uint32_t next_shape_layers_ = 0;
+  static Chain::Layer* OldestHolder(const Chain::List& list, const KeyHash& h);
 };
 
 }  // namespace bloomgate

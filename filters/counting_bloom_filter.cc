@@ -1,0 +1,137 @@
+#include "filters/counting_bloom_filter.h"
+
+#include <algorithm>
+#include <new>
+#include <utility>
+
+#include "filters/memory_reservation.h"
+
+namespace bloomgate {
+namespace {
+
+bool IsCounterWidth(uint32_t counter_bits) {
+  return counter_bits == kCountingBloomNarrowCounterBits ||
+         counter_bits == kCountingBloomWideCounterBits;
+}
+
+}  // namespace
+
+FilterStatus CountingBloomFilter::Create(const CountingBloomOptions& options,
+                                         const FilterLimits& limits, MemoryBudget* budget,
+                                         std::unique_ptr<CountingBloomFilter>* out) {
+  out->reset();
+  if (!(options.error_rate > 0 && options.error_rate < 1) || options.capacity == 0 ||
+      options.expansion > kMaxBloomExpansion || !IsCounterWidth(options.counter_bits)) {
+    return FilterStatus::kInvalidOptions;
+  }
+  const double error_rate = std::min(options.error_rate, kMaxBloomErrorRate);
+  Chain::Pending first;
+  const FilterStatus status =
+      Chain::Start(options.capacity, Chain::FirstErrorRate(error_rate, options.expansion),
+                   BlockedCountingBloom::BlockCellsFor(options.counter_bits),
+                   /*owner_bytes=*/sizeof(CountingBloomFilter), limits, budget, &first);
+  return Adopt(status, error_rate, options.expansion, limits, &first, out);
+}
+
+FilterStatus CountingBloomFilter::Restore(double error_rate, uint32_t expansion,
+                                          uint32_t counter_bits,
+                                          std::span<const CountingBloomLayerShape> layers,
+                                          const FilterLimits& limits, MemoryBudget* budget,
+                                          std::unique_ptr<CountingBloomFilter>* out) {
+  out->reset();
+  // The loader has already refused these with precise texts; here they only
+  // must never produce a filter. The chain checks the rest the same way.
+  if (!(error_rate > 0 && error_rate <= kMaxBloomErrorRate) || !IsCounterWidth(counter_bits)) {
+    return FilterStatus::kInvalidOptions;
+  }
+  Chain::Pending chain;
+  const FilterStatus status = Chain::Restore(
+      layers, expansion, BlockedCountingBloom::BlockCellsFor(counter_bits),
+      /*owner_bytes=*/sizeof(CountingBloomFilter), limits, budget, &chain);
+  return Adopt(status, error_rate, expansion, limits, &chain, out);
+}
+
+// The chain gives memory_bytes() back to the budget.
+CountingBloomFilter::~CountingBloomFilter() = default;
+
+CountingBloomFilter::Chain::Layer* CountingBloomFilter::OldestHolder(const Chain::List& list,
+                                                                     const KeyHash& h) {
+  // Oldest first (see the header: the oldest layer reporting an item is the
+  // one that holds it). A miss costs one cache line per layer either way.
+  for (uint32_t i = 0; i < list.size(); ++i) {
+    if (list[i].cells->MayContain(h)) return &list[i];
+  }
+  return nullptr;
+}
+
+bool CountingBloomFilter::MayContain(const KeyHash& h) const {
+  const Chain::List& list = chain_.Load();
+  // Newest first, as ScalableBloomFilter: with EXPANSION >= 2 the newest layer
+  // holds about half the items. Any order gives the same answer.
+  for (uint32_t i = list.size(); i-- > 0;) {
+    if (list[i].cells->MayContain(h)) return true;
+  }
+  return false;
+}
+
+uint64_t CountingBloomFilter::Count(const KeyHash& h) const {
+  const Chain::List& list = chain_.Load();
+  uint64_t total = 0;
+  for (uint32_t i = 0; i < list.size(); ++i) {
+    total = internal::SaturatingAdd(total, list[i].cells->MinCounter(h));
+  }
+  return total;
+}
+
+FilterStatus CountingBloomFilter::Add(const KeyHash& h, bool* was_new) {
+  *was_new = false;
+  const Chain::List* list = &chain_.Load();
+  if (Chain::Layer* holder = OldestHolder(*list, h); holder != nullptr) {
+    holder->cells->Increment(h);
+    holder->CountItems(1);  // after the counters are in place
+    return FilterStatus::kOk;
+  }
+  return chain_.InsertIntoNewest(&list, [&](Chain::Layer& newest) {
+    newest.cells->Increment(h);
+    newest.CountItems(1);
+    *was_new = true;
+  });
+}
+
+bool CountingBloomFilter::Remove(const KeyHash& h) {
+  Chain::Layer* holder = OldestHolder(chain_.Load(), h);
+  if (holder == nullptr) return false;
+  holder->cells->Decrement(h);
+  holder->CountItems(-1);
+  return true;
+}
+
+uint64_t CountingBloomFilter::items() const {
+  const int64_t total = chain_.item_sum();
+  return total < 0 ? 0 : static_cast<uint64_t>(total);
+}
+
+uint64_t CountingBloomFilter::saturated_counters() const {
+  const Chain::List& list = chain_.Load();
+  uint64_t total = 0;
+  for (uint32_t i = 0; i < list.size(); ++i) total += list[i].cells->saturated_counters();
+  return total;
+}
+
+std::vector<CountingBloomLayerInfo> CountingBloomFilter::Layers() const {
+  return DescribeLayers<CountingBloomLayerInfo>([](const Chain::Layer& layer) {
+    const int64_t items = layer.item_count();
+    return CountingBloomLayerInfo{
+        /*capacity=*/layer.capacity,
+        /*items=*/items < 0 ? 0 : static_cast<uint64_t>(items),
+        /*cells=*/layer.cells->cells(),
+        /*bytes=*/layer.cells->bytes(),
+        /*probes=*/layer.cells->probes(),
+        /*error_rate=*/layer.error_rate,
+        /*saturated_counters=*/layer.cells->saturated_counters(),
+        /*net_items=*/items,
+    };
+  });
+}
+
+}  // namespace bloomgate

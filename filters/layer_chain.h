@@ -1,0 +1,469 @@
+// LayerChain<Traits>: the growing list of layers behind every scalable filter
+// (ScalableBloomFilter, CountingBloomFilter; the windowed filters next). It
+// owns the layers, the growth rule, the memory accounting and the lock-free
+// publication of the list; the filter on top owns what an item does to a
+// layer (set bits, bump counters) and which layer it picks.
+//
+// THE CONTRACT
+//
+// Layers. Each layer is a blocked array of `block_cells` cells per 64-byte
+// block (512 one-bit cells for Bloom, 128 4-bit or 64 8-bit counters), sized
+// by ChooseBlockedShape, with its own capacity, error rate and item count.
+// Layers are only ever appended, never moved, changed in shape or freed
+// before the chain: a Layer& stays valid for the chain's lifetime.
+//
+// Growth (RedisBloom's sb.c rule). Layer 0 gets what Start() is given (a
+// scaling filter asks for error_rate x 0.5, so the sum over all layers,
+// error_rate x (1/2 + 1/4 + ...), stays below error_rate). Layer n+1 gets
+// layer n's capacity x expansion (saturating at UINT64_MAX, which sizes to an
+// absurd shape: kFilterMemoryLimit, never a wrap to a small capacity) and its
+// error rate x kErrorTighteningRatio (0.5). At most kMaxBloomLayers layers
+// (kTooManyLayers); expansion 0 (NONSCALING) never grows (kFull).
+//
+// Memory. memory_bytes() is everything the chain allocated plus the
+// `owner_bytes` its filter declared at Start()/Restore() (sizeof the filter):
+// per layer the cells (Traits::BytesFor), the Cells object, the Layer, and
+// the new List with its `count` pointers. Every step checks the per-filter
+// cap (limits.max_filter_bytes, 0 = none) against memory_bytes() + its cost
+// (kFilterMemoryLimit), then reserves the cost in the shared MemoryBudget
+// (may be nullptr; kOutOfMemory), and only then allocates. A failed step
+// leaves the chain, the budget and memory_bytes() exactly as they were. The
+// destructor gives memory_bytes() back to the budget.
+//
+// Items. Each layer counts its items in an atomic Count (uint64_t for a
+// filter whose counts only grow, int64_t for one with deletes); a layer is
+// full when that count is >= its capacity (a negative count is never full).
+// The filter decides what counts as an item; the chain only sums.
+//
+// Concurrency. Everything except Grow() and the constructor/destructor is
+// lock-free and may run from any number of threads. The published list is
+// immutable: Grow() builds a new List (old layers + the new one) under
+// grow_mutex_ and stores it with memory_order_release; Load() reads it with
+// memory_order_acquire, so a reader that sees the new pointer sees the new
+// layer and its zeroed cells. A reader may go on using a retired list after
+// the swap, so retired lists are never freed early: each list owns its
+// predecessor and all go with the chain (at most 64 lists, 2,080 pointers).
+// Grow() of a list that is no longer the published one appends nothing and
+// hands back the current list, so racing growers append one layer, not two.
+//
+// Restore. Restore() builds a chain of exactly the saved layers (zeroed
+// cells, saved item counts), validating every LayerShape first (kInvalid-
+// Options) and checking and reserving the whole memory_bytes() -- the same
+// figure the original chain had -- before the first allocation.
+//
+// Traits supplies: `Cells` (the layer type), `Count` (the item counter's
+// type), `static uint64_t BytesFor(const BlockedShape&)` and
+// `static std::unique_ptr<Cells> Create(const BlockedShape&)` (nullptr on a
+// failed allocation; never throws).
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <span>
+#include <type_traits>
+#include <utility>
+
+#include "filters/bloom_math.h"
+#include "filters/filter_status.h"
+#include "filters/limits.h"
+#include "filters/memory_budget.h"
+#include "filters/memory_reservation.h"
+
+namespace bloomgate {
+
+// RedisBloom's ERROR_TIGHTENING_RATIO: each layer gets half the error of the
+// one before, and a scaling filter's first layer half the requested rate.
+constexpr double kErrorTighteningRatio = 0.5;
+
+// One layer as a snapshot or a dump saves it, for Restore: its capacity,
+// item count, error rate and geometry (cells in whole blocks; for a Bloom
+// layer a cell is one bit). The blocks' cell count is the filter's, not the
+// layer's. Count is the chain's item counter type.
+template <typename Count>
+struct LayerShape {
+  uint64_t capacity;  // >= 1
+  Count items;        // the layer's own count, as its filter saved it
+  double error_rate;  // in (0, kMaxBloomErrorRate]
+  uint64_t cells;     // a whole number of blocks, > 0, < MaxBlockedCells(block_cells)
+  uint32_t probes;    // [1, kMaxBloomProbes]
+};
+
+template <typename Traits>
+class LayerChain {
+ public:
+  using Cells = typename Traits::Cells;
+  using Count = typename Traits::Count;
+  using Shape = LayerShape<Count>;
+
+  struct Layer {
+    std::unique_ptr<Cells> cells;
+    uint64_t capacity;
+    double error_rate;
+    // On its own cache line: every new item bumps it, while every lookup
+    // reads the fields above, which would otherwise bounce between cores.
+    alignas(64) std::atomic<Count> items{0};
+
+    Count item_count() const {
+      // Relaxed: a statistic and a fill level; it guards no data (the cells
+      // are reached through the list's acquire load, not through this).
+      return items.load(std::memory_order_relaxed);
+    }
+    void CountItems(Count delta) {
+      // Relaxed: a count published through nothing; RMWs on one atomic are
+      // never lost whatever the order, so the sum stays exact.
+      items.fetch_add(delta, std::memory_order_relaxed);
+    }
+    // Relaxed read (see item_count): racing adders may each see "room" and
+    // overshoot the capacity by one item apiece.
+    bool HasRoom() const {
+      const Count n = item_count();
+      if constexpr (std::is_signed_v<Count>) {
+        if (n < 0) return true;
+      }
+      return static_cast<uint64_t>(n) < capacity;
+    }
+  };
+
+  // An immutable snapshot of the layers, oldest first.
+  class List {
+   public:
+    uint32_t size() const { return count_; }
+    Layer& operator[](uint32_t index) const { return *layers_[index]; }
+    Layer& newest() const { return *layers_[count_ - 1]; }
+
+   private:
+    friend class LayerChain;
+    std::unique_ptr<const List> previous_;  // the list this one replaced
+    std::unique_ptr<Layer> newest_;         // the layer this list appended
+    std::unique_ptr<Layer*[]> layers_;      // all `count_` layers, oldest first
+    uint32_t count_ = 0;
+  };
+
+  // A first list, built and paid for, that no chain owns yet: what Start()
+  // and Restore() hand to the filter's constructor. Destroyed unused, it
+  // gives its bytes back to the budget.
+  class Pending {
+   public:
+    Pending() = default;
+    Pending(const Pending&) = delete;
+    Pending& operator=(const Pending&) = delete;
+    ~Pending() {
+      if (list_ != nullptr && budget_ != nullptr) budget_->Release(bytes_);
+    }
+
+   private:
+    friend class LayerChain;
+    // Takes `list` and the `bytes` already reserved for it in `budget`.
+    void Hold(std::unique_ptr<List> list, MemoryBudget* budget, uint64_t bytes,
+              uint32_t block_cells) {
+      list_ = std::move(list);
+      budget_ = budget;
+      bytes_ = bytes;
+      block_cells_ = block_cells;
+    }
+
+    std::unique_ptr<List> list_;
+    MemoryBudget* budget_ = nullptr;
+    uint64_t bytes_ = 0;
+    uint32_t block_cells_ = 0;
+  };
+
+  // A one-layer chain of `capacity` items at `error_rate`, in blocks of
+  // `block_cells` cells. Statuses: kFilterMemoryLimit (a layer too large to
+  // exist, or owner_bytes + its cost over limits.max_filter_bytes),
+  // kOutOfMemory (budget or allocation); on failure *out holds nothing and
+  // nothing stays reserved.
+  static FilterStatus Start(uint64_t capacity, double error_rate, uint32_t block_cells,
+                            uint64_t owner_bytes, const FilterLimits& limits, MemoryBudget* budget,
+                            Pending* out);
+
+  // A chain of exactly `layers` (oldest first, zeroed cells, the saved item
+  // counts). kInvalidOptions unless: expansion <= kMaxBloomExpansion;
+  // 1..kMaxBloomLayers layers, exactly one when expansion is 0; each layer
+  // within LayerShape's ranges for `block_cells`. Then the whole
+  // memory_bytes() is checked (kFilterMemoryLimit) and reserved
+  // (kOutOfMemory) before anything is allocated.
+  static FilterStatus Restore(std::span<const Shape> layers, uint32_t expansion,
+                              uint32_t block_cells, uint64_t owner_bytes,
+                              const FilterLimits& limits, MemoryBudget* budget, Pending* out);
+
+  // Layer 0's error rate for a filter asking for `error_rate`: half of it
+  // when scaling (see "Growth"), all of it when NONSCALING (expansion 0).
+  static double FirstErrorRate(double error_rate, uint32_t expansion) {
+    return expansion == 0 ? error_rate : error_rate * kErrorTighteningRatio;
+  }
+
+  // Takes over a successful Start()/Restore() (pending is left empty) and its
+  // budget. Later growth follows `expansion` and `limits`.
+  LayerChain(Pending&& pending, uint32_t expansion, const FilterLimits& limits);
+  // Releases memory_bytes() back to the budget. No call may be running.
+  ~LayerChain();
+
+  LayerChain(const LayerChain&) = delete;
+  LayerChain& operator=(const LayerChain&) = delete;
+
+  // The published list. Never blocks, not even while another thread grows.
+  const List& Load() const {
+    // Acquire: pairs with Grow's release store, so the list and its layers
+    // are fully built before the caller reads them.
+    return *layers_.load(std::memory_order_acquire);
+  }
+
+  // Appends a layer if `seen` is still the published list; if another thread
+  // got there first, appends nothing. *current is the published list
+  // afterwards, on every status. kFull when NONSCALING; kTooManyLayers,
+  // kFilterMemoryLimit, kOutOfMemory as in the contract (nothing changed).
+  FilterStatus Grow(const List* seen, const List** current);
+
+  // Runs insert(layer) on the newest layer of *list that has room, growing
+  // first when the newest is full; *list is updated to the list it used. The
+  // usual "new item" step of a scalable filter. Statuses as Grow (kFull: a
+  // full NONSCALING chain); insert is not run on any status but kOk.
+  template <typename Insert>
+  FilterStatus InsertIntoNewest(const List** list, Insert&& insert) {
+    for (;;) {
+      Layer& newest = (*list)->newest();
+      if (newest.HasRoom()) {
+        insert(newest);
+        return FilterStatus::kOk;
+      }
+      // Checked before Grow, which takes the mutex: a full NONSCALING
+      // filter answers every new item without locking.
+      if (!scaling()) return FilterStatus::kFull;
+      // Either we append a layer or another thread already did; loop to
+      // re-check the (new) newest layer, which may itself be full by now.
+      const FilterStatus status = Grow(*list, list);
+      if (status != FilterStatus::kOk) return status;
+    }
+  }
+
+  uint64_t capacity() const;  // sum of the layer capacities, saturating
+  Count item_sum() const;     // sum of the layers' counts (exact once updates are quiet)
+  uint32_t num_layers() const { return Load().size(); }
+  uint32_t expansion() const { return expansion_; }  // 0 when NONSCALING
+  bool scaling() const { return expansion_ != 0; }
+  uint32_t block_cells() const { return block_cells_; }
+  const FilterLimits& limits() const { return limits_; }
+  uint64_t memory_bytes() const {
+    // Relaxed: a statistic; Grow stores it before the release store of the
+    // list, so it never lags behind a layer a caller could have seen.
+    return memory_bytes_.load(std::memory_order_relaxed);
+  }
+
+ private:
+  // What appending a layer of `shape` as layer number `count` (1-based) adds
+  // to memory_bytes(); < 2^62 for any shape below MaxBlockedCells and count
+  // <= kMaxBloomLayers.
+  static uint64_t LayerCost(const BlockedShape& shape, uint32_t count) {
+    return Traits::BytesFor(shape) + sizeof(Cells) + sizeof(Layer) + sizeof(List) +
+           uint64_t{count} * sizeof(Layer*);
+  }
+  // Checks `bytes` more against the cap (current_bytes held already) and
+  // reserves them in the budget; on failure nothing is reserved.
+  static FilterStatus Reserve(uint64_t bytes, uint64_t current_bytes, const FilterLimits& limits,
+                              MemoryBudget* budget);
+  // A new, unpublished list: previous's layers plus one zeroed layer of
+  // `shape`, which does not own `previous` yet. nullptr if an allocation
+  // fails. Checks and reserves nothing.
+  static std::unique_ptr<List> Append(const List* previous, uint64_t capacity, double error_rate,
+                                      const BlockedShape& shape);
+
+  std::atomic<const List*> layers_;  // see "Concurrency" above
+  const uint32_t expansion_;
+  const uint32_t block_cells_;
+  const FilterLimits limits_;
+  MemoryBudget* const budget_;
+  // Written only under grow_mutex_; read relaxed by memory_bytes().
+  std::atomic<uint64_t> memory_bytes_;
+  std::mutex grow_mutex_;                  // serialises growth; never held by readers
+  std::unique_ptr<const List> owned_;      // == layers_; guarded by grow_mutex_
+  // The next layer's shape, computed once per layer count: a chain stuck at
+  // a memory limit sees every new item retry growth, and each retry must
+  // stay cheap. Guarded by grow_mutex_; valid when next_shape_layers_ equals
+  // the layer count.
+  BlockedShape next_shape_{};
+  uint32_t next_shape_layers_ = 0;
+};
+
+// ---------------------------------------------------------------- details ---
+
+template <typename Traits>
+FilterStatus LayerChain<Traits>::Reserve(uint64_t bytes, uint64_t current_bytes,
+                                         const FilterLimits& limits, MemoryBudget* budget) {
+  if (limits.max_filter_bytes != 0 &&
+      internal::SaturatingAdd(current_bytes, bytes) > limits.max_filter_bytes) {
+    return FilterStatus::kFilterMemoryLimit;
+  }
+  if (budget != nullptr && !budget->TryReserve(bytes)) return FilterStatus::kOutOfMemory;
+  return FilterStatus::kOk;
+}
+
+template <typename Traits>
+std::unique_ptr<typename LayerChain<Traits>::List> LayerChain<Traits>::Append(
+    const List* previous, uint64_t capacity, double error_rate, const BlockedShape& shape) {
+  const uint32_t count = previous == nullptr ? 1 : previous->count_ + 1;
+  std::unique_ptr<Cells> cells = Traits::Create(shape);
+  if (cells == nullptr) return nullptr;
+  std::unique_ptr<Layer> layer(new (std::nothrow) Layer{std::move(cells), capacity, error_rate});
+  std::unique_ptr<List> list(new (std::nothrow) List);
+  if (layer == nullptr || list == nullptr) return nullptr;
+  list->layers_.reset(new (std::nothrow) Layer*[count]);
+  if (list->layers_ == nullptr) return nullptr;
+  if (previous != nullptr) {
+    std::copy(previous->layers_.get(), previous->layers_.get() + previous->count_,
+              list->layers_.get());
+  }
+  list->layers_[count - 1] = layer.get();
+  list->newest_ = std::move(layer);
+  list->count_ = count;
+  return list;
+}
+
+template <typename Traits>
+FilterStatus LayerChain<Traits>::Start(uint64_t capacity, double error_rate, uint32_t block_cells,
+                                       uint64_t owner_bytes, const FilterLimits& limits,
+                                       MemoryBudget* budget, Pending* out) {
+  out->list_.reset();
+  const BlockedShape shape = ChooseBlockedShape(error_rate, capacity, block_cells);
+  // A saturated shape (2^61 bytes) can never be allocated: refuse it as the
+  // absurd size it is, before asking anyone for memory.
+  if (shape.cells >= MaxBlockedCells(block_cells)) return FilterStatus::kFilterMemoryLimit;
+  const uint64_t cost = owner_bytes + LayerCost(shape, /*count=*/1);
+  if (FilterStatus s = Reserve(cost, /*current_bytes=*/0, limits, budget); s != FilterStatus::kOk) {
+    return s;
+  }
+  internal::PendingReservation reservation(budget, cost);
+  std::unique_ptr<List> list = Append(/*previous=*/nullptr, capacity, error_rate, shape);
+  if (list == nullptr) return FilterStatus::kOutOfMemory;
+  reservation.Keep();  // *out gives it back from here on
+  out->Hold(std::move(list), budget, cost, block_cells);
+  return FilterStatus::kOk;
+}
+
+template <typename Traits>
+FilterStatus LayerChain<Traits>::Restore(std::span<const Shape> layers, uint32_t expansion,
+                                         uint32_t block_cells, uint64_t owner_bytes,
+                                         const FilterLimits& limits, MemoryBudget* budget,
+                                         Pending* out) {
+  out->list_.reset();
+  // The loader has already refused these with precise texts; here they only
+  // must never produce a chain (or an allocation) from a bad description.
+  if (expansion > kMaxBloomExpansion || layers.empty() || layers.size() > kMaxBloomLayers ||
+      (expansion == 0 && layers.size() != 1)) {
+    return FilterStatus::kInvalidOptions;
+  }
+  uint64_t total = owner_bytes;
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const Shape& layer = layers[i];
+    if (layer.capacity == 0 || !(layer.error_rate > 0 && layer.error_rate <= kMaxBloomErrorRate) ||
+        layer.cells == 0 || layer.cells % block_cells != 0 ||
+        layer.cells >= MaxBlockedCells(block_cells) || layer.probes < 1 ||
+        layer.probes > kMaxBloomProbes) {
+      return FilterStatus::kInvalidOptions;
+    }
+    const BlockedShape shape{layer.cells, block_cells, layer.probes, 0, 0};
+    total = internal::SaturatingAdd(total, LayerCost(shape, static_cast<uint32_t>(i + 1)));
+  }
+  // The whole chain is checked and reserved at once, before the first
+  // allocation: a description of 64 huge layers is refused up front instead
+  // of after allocating the first few.
+  if (FilterStatus s = Reserve(total, /*current_bytes=*/0, limits, budget);
+      s != FilterStatus::kOk) {
+    return s;
+  }
+  internal::PendingReservation reservation(budget, total);
+
+  // Built as growth builds it (each list owns its predecessor), so the
+  // structure and memory_bytes() match the original's.
+  std::unique_ptr<List> list;
+  for (const Shape& layer : layers) {
+    std::unique_ptr<List> grown =
+        Append(list.get(), layer.capacity, layer.error_rate,
+               BlockedShape{layer.cells, block_cells, layer.probes, 0, 0});
+    if (grown == nullptr) return FilterStatus::kOutOfMemory;
+    // Relaxed: the chain is not published yet.
+    grown->newest_->items.store(layer.items, std::memory_order_relaxed);
+    grown->previous_ = std::move(list);
+    list = std::move(grown);
+  }
+  reservation.Keep();  // *out gives it back from here on
+  out->Hold(std::move(list), budget, total, block_cells);
+  return FilterStatus::kOk;
+}
+
+template <typename Traits>
+LayerChain<Traits>::LayerChain(Pending&& pending, uint32_t expansion, const FilterLimits& limits)
+    : layers_(pending.list_.get()),
+      expansion_(expansion),
+      block_cells_(pending.block_cells_),
+      limits_(limits),
+      budget_(pending.budget_),
+      memory_bytes_(pending.bytes_),
+      owned_(std::move(pending.list_)) {}
+
+template <typename Traits>
+LayerChain<Traits>::~LayerChain() {
+  // Relaxed: no call may be running, so there is nothing left to order with.
+  if (budget_ != nullptr) budget_->Release(memory_bytes_.load(std::memory_order_relaxed));
+}
+
+template <typename Traits>
+FilterStatus LayerChain<Traits>::Grow(const List* seen, const List** current) {
+  std::lock_guard<std::mutex> lock(grow_mutex_);
+  // Relaxed: layers_ is only stored with grow_mutex_ held, which we hold now,
+  // so the mutex already orders this load after the last store.
+  const List* list = layers_.load(std::memory_order_relaxed);
+  *current = list;
+  if (list != seen) return FilterStatus::kOk;  // someone else grew it first
+  if (!scaling()) return FilterStatus::kFull;
+  if (list->count_ >= kMaxBloomLayers) return FilterStatus::kTooManyLayers;
+
+  const Layer& last = list->newest();
+  const uint64_t capacity = internal::SaturatingMul(last.capacity, expansion_);
+  const double error_rate = last.error_rate * kErrorTighteningRatio;
+  if (next_shape_layers_ != list->count_) {
+    next_shape_ = ChooseBlockedShape(error_rate, capacity, block_cells_);
+    next_shape_layers_ = list->count_;
+  }
+  if (next_shape_.cells >= MaxBlockedCells(block_cells_)) return FilterStatus::kFilterMemoryLimit;
+  const uint64_t cost = LayerCost(next_shape_, list->count_ + 1);
+  // Relaxed: only this thread (holding the mutex) writes memory_bytes_.
+  const uint64_t bytes = memory_bytes_.load(std::memory_order_relaxed);
+  if (FilterStatus s = Reserve(cost, bytes, limits_, budget_); s != FilterStatus::kOk) return s;
+  internal::PendingReservation reservation(budget_, cost);
+  std::unique_ptr<List> grown = Append(list, capacity, error_rate, next_shape_);
+  if (grown == nullptr) return FilterStatus::kOutOfMemory;
+  reservation.Keep();
+
+  grown->previous_ = std::move(owned_);
+  owned_ = std::move(grown);
+  // Relaxed: a statistic for INFO; the budget was already charged.
+  memory_bytes_.store(bytes + cost, std::memory_order_relaxed);
+  // Release: publishes the new list, its new layer and that layer's zeroed
+  // cells to every reader whose acquire load sees this pointer.
+  layers_.store(owned_.get(), std::memory_order_release);
+  *current = owned_.get();
+  return FilterStatus::kOk;
+}
+
+template <typename Traits>
+uint64_t LayerChain<Traits>::capacity() const {
+  const List& list = Load();
+  uint64_t total = 0;
+  for (uint32_t i = 0; i < list.size(); ++i) total = internal::SaturatingAdd(total, list[i].capacity);
+  return total;
+}
+
+template <typename Traits>
+typename LayerChain<Traits>::Count LayerChain<Traits>::item_sum() const {
+  const List& list = Load();
+  Count total = 0;
+  for (uint32_t i = 0; i < list.size(); ++i) total += list[i].item_count();
+  return total;
+}
+
+}  // namespace bloomgate
