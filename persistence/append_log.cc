@@ -81,6 +81,7 @@
 #include <utility>
 
 #include "persistence/byte_io.h"
+#include "persistence/codec/codec_registry.h"
 
 namespace bloomgate {
 namespace {
@@ -272,8 +273,7 @@ std::string DecodeBody(std::string_view body, LogRecord* record) {
     reader.GetU64(&payload_bytes);
     reader.GetU8(&has_payload);
     if (reader.failed()) return "filter fields run past the end of the body";
-    if (kind < static_cast<uint8_t>(FilterKind::kScalableBloom) ||
-        kind > static_cast<uint8_t>(FilterKind::kCuckoo)) {
+    if (!IsKnownFilterKind(kind)) {
       return "unknown filter kind " + std::to_string(kind);
     }
     if (has_payload > 1) return "has_payload is " + std::to_string(has_payload) + ", not 0 or 1";
