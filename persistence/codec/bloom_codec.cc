@@ -113,6 +113,8 @@ class Codec final : public TypedCodec<ScalableBloomFilter> {
   FilterKind kind() const override { return FilterKind::kScalableBloom; }
   std::string_view name() const override { return "scalable bloom"; }
   bool payload_readable_while_written() const override { return true; }
+  // 28 + 40 x 64 layers = 2,588 bytes.
+  uint64_t max_header_bytes() const override { return 28 + 40 * uint64_t{kMaxBloomLayers}; }
 
   Status BeginLoad(std::string_view header_bytes, uint64_t payload_bytes,
                    const FilterLimits& limits, MemoryBudget* budget,

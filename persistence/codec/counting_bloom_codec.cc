@@ -128,6 +128,8 @@ class Codec final : public TypedCodec<CountingBloomFilter> {
   FilterKind kind() const override { return FilterKind::kCountingBloom; }
   std::string_view name() const override { return "counting bloom"; }
   bool payload_readable_while_written() const override { return false; }
+  // 29 + 40 x 64 layers = 2,589 bytes.
+  uint64_t max_header_bytes() const override { return 29 + 40 * uint64_t{kMaxBloomLayers}; }
 
   Status BeginLoad(std::string_view header_bytes, uint64_t payload_bytes,
                    const FilterLimits& limits, MemoryBudget* budget,

@@ -149,6 +149,10 @@ class Codec final : public TypedCodec<CuckooFilter> {
   FilterKind kind() const override { return FilterKind::kCuckoo; }
   std::string_view name() const override { return "cuckoo"; }
   bool payload_readable_while_written() const override { return false; }
+  // 56 + 8 x 65,536 sub-filters = 524,344 bytes: the largest of any family.
+  uint64_t max_header_bytes() const override {
+    return 56 + 8 * uint64_t{kMaxCuckooMaxExpansions};
+  }
 
   Status BeginLoad(std::string_view header_bytes, uint64_t payload_bytes,
                    const FilterLimits& limits, MemoryBudget* budget,

@@ -40,9 +40,14 @@ class FamilyCodec {
   // filter at its cut, before the next write (server/durability).
   virtual bool payload_readable_while_written() const = 0;
 
-  // DescribeFilter for a filter this codec Holds.
+  // The longest header a valid filter of this family has, from the limits
+  // in filters/limits.h; a snapshot refuses headers past
+  // kMaxSnapshotFilterHeaderBytes (codec_registry_test checks each fits).
+  virtual uint64_t max_header_bytes() const = 0;
+
+  // DescribeFilter for a filter this codec holds.
   virtual FilterHeader Describe(const AnyFilter& filter) const = 0;
-  // CopyPayload for a filter this codec Holds, with [offset, offset + len)
+  // CopyPayload for a filter this codec holds, with [offset, offset + len)
   // inside header.payload_bytes (the caller zeroes what lies past it).
   virtual void CopyPayload(const AnyFilter& filter, const FilterHeader& header, uint64_t offset,
                            uint8_t* out, uint64_t len) const = 0;

@@ -15,6 +15,7 @@
 #include <variant>
 
 #include "persistence/filter_codec.h"
+#include "persistence/snapshot_file.h"
 #include "tests/unit/filters/filter_test_support.h"
 
 namespace bloomgate {
@@ -105,6 +106,13 @@ TEST(CodecRegistry, EveryAnyFilterAlternativeHasExactlyOneCodec) {
       << "an AnyFilter alternative has no codec: its keys could never be saved";
 }
 
+TEST(CodecRegistry, EveryFamilysLongestHeaderFitsASnapshot) {
+  for (const FamilyCodec* codec : RegisteredCodecs()) {
+    EXPECT_LE(codec->max_header_bytes(), kMaxSnapshotFilterHeaderBytes)
+        << codec->name() << ": its largest valid filter could be saved but never loaded";
+  }
+}
+
 TEST(CodecRegistry, RegisteredKindsAllHaveASample) {
   for (const FamilyCodec* codec : RegisteredCodecs()) {
     EXPECT_TRUE(Samples().count(codec->kind()))
@@ -123,6 +131,7 @@ TEST(CodecRegistry, EveryKindRoundTripsThroughItsCodec) {
 
     const FilterHeader header = DescribeFilter(filter);
     EXPECT_EQ(header.kind, codec->kind()) << "the codec describes a filter as another kind";
+    EXPECT_LE(header.bytes.size(), codec->max_header_bytes());
     const std::string payload = WholePayload(filter, header);
     std::unique_ptr<FilterLoader> loader;
     Status s = FilterLoader::Begin(header.kind, header.bytes, header.payload_bytes,
