@@ -1,7 +1,7 @@
 // One stored filter of any family: what a key holds and what a snapshot
 // record or a log record describes. The alternatives' order is part of
-// nothing persistent (records carry their own FilterKind byte); it only has
-// to match KeyType in server/keyspace/keyspace.h.
+// nothing persistent (records carry their own FilterKind byte, and each
+// family's codec names its alternative: persistence/codec/family_codec.h).
 #pragma once
 
 #include <memory>

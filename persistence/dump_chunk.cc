@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "persistence/byte_io.h"
+#include "persistence/codec/codec_registry.h"
 
 namespace bloomgate {
 namespace {
@@ -93,7 +94,7 @@ Status OpenChunk(std::string_view chunk, ChunkPrefix* prefix, std::string_view* 
 Status CheckKind(uint8_t kind, FilterKind expected) {
   if (kind == static_cast<uint8_t>(expected)) return Status::Ok();
   const std::string found =
-      kind >= 1 && kind <= 3 ? std::string(ToString(static_cast<FilterKind>(kind)))
+      IsKnownFilterKind(kind) ? std::string(ToString(static_cast<FilterKind>(kind)))
                              : "unknown kind " + std::to_string(kind);
   return Status::Error("dump chunk holds a " + found + " filter, expected " +
                        std::string(ToString(expected)));

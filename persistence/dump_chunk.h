@@ -22,7 +22,7 @@
 //   header chunk:
 //   +15 u64 payload_bytes
 //   +23 u32 header length H
-//   +27 H   FilterHeader bytes (filter_codec.cc)
+//   +27 H   FilterHeader bytes (codec/<family>_codec.cc)
 //   payload chunk:
 //   +15 u64 offset                 of its first byte in the payload
 //   +23 u64 length n               >= 1

@@ -12,15 +12,17 @@
 //   counting Bloom   the same, with the counter lanes of blocked_counting_bloom.h
 //   cuckoo           sub-filter 0's slots, sub-filter 1's, ... one byte each
 //
-// Reading the payload while the filter is in use:
-//   scalable Bloom   safe at any time: bits are only ever set, so a copy made
-//                    while adds continue holds every bit set before the copy
-//                    began (and maybe some set during it). The header fixes
-//                    the number of layers; layers added later are left out.
-//   counting Bloom,  a copy made while writers run can mix states, so callers
-//   cuckoo           copy them while no writer runs (the server: under its
-//                    global write barrier) or accept a later checksum or
-//                    validation failure.
+// Reading the payload while the filter is in use: safe for a family whose
+// codec says payload_readable_while_written() (scalable Bloom: bits are only
+// ever set; the header fixes the number of layers, layers added later are
+// left out). For the others (counting Bloom, cuckoo) a copy made while
+// writers run can mix states, so callers copy them while no writer runs
+// (the server: CloneFilter at its snapshot cut) or accept a later checksum
+// or validation failure.
+//
+// Each family's header and payload are one codec (persistence/codec/
+// <family>_codec.cc, behind codec/family_codec.h); these functions find the
+// codec in codec/codec_registry.h and call it.
 #pragma once
 
 #include <cstdint>
@@ -31,14 +33,10 @@
 #include "filters/any_filter.h"
 #include "filters/limits.h"
 #include "filters/memory_budget.h"
+#include "persistence/codec/filter_kind.h"
 #include "persistence/status.h"
 
 namespace bloomgate {
-
-// Persistent family tag: the values are part of the format, never reuse one.
-enum class FilterKind : uint8_t { kScalableBloom = 1, kCountingBloom = 2, kCuckoo = 3 };
-
-std::string_view ToString(FilterKind kind);
 
 struct FilterHeader {
   FilterKind kind = FilterKind::kScalableBloom;

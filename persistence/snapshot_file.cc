@@ -17,6 +17,7 @@
 #include <xxhash.h>
 
 #include "persistence/byte_io.h"
+#include "persistence/codec/codec_registry.h"
 
 namespace bloomgate {
 namespace {
@@ -117,12 +118,7 @@ std::string RecordLabel(uint64_t index, std::string_view key) {
 }
 
 std::string KindText(uint8_t kind) {
-  switch (static_cast<FilterKind>(kind)) {
-    case FilterKind::kScalableBloom:
-    case FilterKind::kCountingBloom:
-    case FilterKind::kCuckoo:
-      return std::string(ToString(static_cast<FilterKind>(kind)));
-  }
+  if (IsKnownFilterKind(kind)) return std::string(ToString(static_cast<FilterKind>(kind)));
   return "unknown kind " + std::to_string(kind);
 }
 

@@ -36,11 +36,12 @@ inline constexpr uint32_t kSnapshotFormatVersion = 1;
 // name's bytes are allocated, on write and on read.
 inline constexpr uint64_t kMaxSnapshotKeyBytes = uint64_t{512} << 20;
 
-// The longest FilterHeader::bytes a snapshot holds. The largest real one
-// (filter_codec.cc) is a cuckoo filter with kMaxCuckooMaxExpansions
-// sub-filters: 56 + 8 x 65,536 = 524,344 bytes; a 64-layer Bloom filter
-// needs 2,588. 1 MiB leaves a 2x margin and still bounds what a damaged
-// length can make the reader allocate.
+// The longest FilterHeader::bytes a snapshot holds. Each codec states its
+// longest (FamilyCodec::max_header_bytes; codec_registry_test checks every
+// one fits): today the largest is a cuckoo filter with
+// kMaxCuckooMaxExpansions sub-filters, 56 + 8 x 65,536 = 524,344 bytes; a
+// 64-layer Bloom filter needs 2,588. 1 MiB leaves a 2x margin and still
+// bounds what a damaged length can make the reader allocate.
 inline constexpr uint64_t kMaxSnapshotFilterHeaderBytes = uint64_t{1} << 20;
 
 // One key to write. `filter` must stay alive for the call; a counting or

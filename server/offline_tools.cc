@@ -16,6 +16,7 @@
 #include "filters/limits.h"
 #include "persistence/file_system.h"
 #include "persistence/snapshot_file.h"
+#include "server/context/family_registry.h"
 #include "server/context/server_context.h"
 #include "server/keyspace/keyspace.h"
 
@@ -28,40 +29,13 @@ constexpr std::string_view kUsage =
     "                       [--error-rate P] [--capacity N] [--expansion E]\n";
 
 std::string TypeOf(const AnyFilter& filter) {
-  return std::string(TypeName(static_cast<KeyType>(filter.index())));
+  return std::string(TypeName(KindOf(filter)));
 }
 
+// The family's own one-line summary (FilterFamily::describe).
 std::string Describe(const AnyFilter& filter) {
-  char line[256];
-  if (const auto* bloom = std::get_if<std::unique_ptr<ScalableBloomFilter>>(&filter)) {
-    const ScalableBloomFilter& f = **bloom;
-    std::snprintf(line, sizeof(line),
-                  "bloom: %u layer(s), capacity %llu, items %llu, error %g, expansion %u, %llu bytes",
-                  f.num_layers(), static_cast<unsigned long long>(f.capacity()),
-                  static_cast<unsigned long long>(f.items()), f.error_rate(), f.expansion(),
-                  static_cast<unsigned long long>(f.memory_bytes()));
-  } else if (const auto* counting = std::get_if<std::unique_ptr<CountingBloomFilter>>(&filter)) {
-    const CountingBloomFilter& f = **counting;
-    std::snprintf(line, sizeof(line),
-                  "counting bloom: %u layer(s), capacity %llu, items %llu, error %g, "
-                  "%u-bit counters, %llu bytes",
-                  f.num_layers(), static_cast<unsigned long long>(f.capacity()),
-                  static_cast<unsigned long long>(f.items()), f.error_rate(), f.counter_bits(),
-                  static_cast<unsigned long long>(f.memory_bytes()));
-  } else {
-    const CuckooFilter& f = *std::get<std::unique_ptr<CuckooFilter>>(filter);
-    CuckooFilterInfo info = f.Info();
-    std::snprintf(line, sizeof(line),
-                  "cuckoo: %llu sub-filter(s), %llu buckets of %llu, items %llu, deleted %llu, "
-                  "%llu bytes",
-                  static_cast<unsigned long long>(info.num_filters),
-                  static_cast<unsigned long long>(info.num_buckets),
-                  static_cast<unsigned long long>(info.bucket_size),
-                  static_cast<unsigned long long>(info.items),
-                  static_cast<unsigned long long>(info.deletes),
-                  static_cast<unsigned long long>(info.size));
-  }
-  return line;
+  const FilterFamily* family = FindFamily(KindOf(filter));
+  return family != nullptr ? family->describe(filter) : "unknown family";
 }
 
 int CheckSnapshot(int argc, char** argv) {

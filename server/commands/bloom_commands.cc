@@ -5,6 +5,7 @@
 // texts follow RedisBloom (Redis 8), see shared COMPAT.md §1.4-1.5; where
 // RedisBloom silently misreads input (options matched by first letter or
 // searched across the whole argument list) we refuse it instead.
+#include <cstdio>
 #include <optional>
 #include <vector>
 
@@ -16,6 +17,7 @@
 #include "server/commands/filter_lookup.h"
 #include "server/commands/info_reply.h"
 #include "server/context/command_table.h"
+#include "server/context/filter_family.h"
 #include "server/durability/journal.h"
 
 namespace bloomgate {
@@ -265,8 +267,6 @@ constexpr ChunkCommandTexts kChunkTexts = {FilterKind::kScalableBloom,
 void CmdScanDump(CommandContext& ctx) { ScanDump(ctx, kChunkTexts); }
 void CmdLoadChunk(CommandContext& ctx) { LoadChunk(ctx, kChunkTexts); }
 
-}  // namespace
-
 std::vector<CommandSpec> BloomCommands() {
   // Flags as RedisBloom registers them (COMPAT.md §1.4): writes are
   // "write deny-oom", reads "readonly fast".
@@ -304,6 +304,34 @@ std::vector<CommandSpec> BloomCommands() {
       row("bf.loadchunk", 4, 0, kWriteOom, CmdLoadChunk,
           "Restores a filter previously saved using SCANDUMP", "1.0.0"),
   };
+}
+
+// check-snapshot's summary line.
+std::string Describe(const AnyFilter& filter) {
+  const ScalableBloomFilter& f = *std::get<std::unique_ptr<ScalableBloomFilter>>(filter);
+  char line[256];
+  std::snprintf(line, sizeof(line),
+                "bloom: %u layer(s), capacity %llu, items %llu, error %g, expansion %u, %llu bytes",
+                f.num_layers(), static_cast<unsigned long long>(f.capacity()),
+                static_cast<unsigned long long>(f.items()), f.error_rate(), f.expansion(),
+                static_cast<unsigned long long>(f.memory_bytes()));
+  return line;
+}
+
+}  // namespace
+
+// The family's registration (server/context/family_registry.cc lists it).
+const FilterFamily& BloomFamily() {
+  static const FilterFamily family{
+      .kind = FilterKind::kScalableBloom,
+      .type_name = "MBbloom--",  // RedisBloom's module type name, as TYPE shows it
+      .group = "bf",
+      .acl_category = "@bloom",
+      .writes = FamilyWrites::kCommute,
+      .commands = BloomCommands,
+      .describe = Describe,
+  };
+  return family;
 }
 
 }  // namespace bloomgate

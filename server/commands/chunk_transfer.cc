@@ -11,24 +11,12 @@ namespace bloomgate {
 
 namespace {
 
-KeyType KeyTypeOf(FilterKind kind) {
-  switch (kind) {
-    case FilterKind::kScalableBloom:
-      return KeyType::kBloom;
-    case FilterKind::kCountingBloom:
-      return KeyType::kCountingBloom;
-    case FilterKind::kCuckoo:
-      return KeyType::kCuckoo;
-  }
-  return KeyType::kBloom;
-}
-
 // Why `key` cannot take a new filter of `kind`, or nullopt if it is free.
 std::optional<std::string_view> KeyTaken(CommandContext& ctx, std::string_view key,
                                          FilterKind kind) {
   EntryPtr entry = ctx.server.keyspace.Find(key, ctx.now_ms);
   if (entry == nullptr) return std::nullopt;
-  return entry->type() == KeyTypeOf(kind) ? errors::kItemExists : errors::kWrongType;
+  return entry->type() == kind ? errors::kItemExists : errors::kWrongType;
 }
 
 // Stores a finished load under `key`, journaling it whole.
@@ -55,8 +43,7 @@ void Publish(CommandContext& ctx, std::string_view key, ChunkedFilterLoad& load,
       });
   if (!inserted) {
     // Created by another client while this one was loading.
-    ctx.reply.Error(entry->type() == KeyTypeOf(load.kind()) ? errors::kItemExists
-                                                            : errors::kWrongType);
+    ctx.reply.Error(entry->type() == load.kind() ? errors::kItemExists : errors::kWrongType);
     return;
   }
   ctx.reply.Ok();
@@ -88,7 +75,7 @@ void ScanDump(CommandContext& ctx, const ChunkCommandTexts& texts) {
     ctx.reply.Error(errors::kNotFound);
     return;
   }
-  if (entry->type() != KeyTypeOf(texts.kind)) {
+  if (entry->type() != texts.kind) {
     ctx.reply.Error(errors::kWrongType);
     return;
   }

@@ -9,6 +9,7 @@
 // test absent — a false negative. Counters that reach their maximum (15 with
 // 4 bits, 255 with 8) stay there for good, so heavy repetition costs
 // accuracy (the item can never be fully deleted) but never correctness.
+#include <cstdio>
 #include <optional>
 #include <vector>
 
@@ -20,6 +21,7 @@
 #include "server/commands/filter_lookup.h"
 #include "server/commands/info_reply.h"
 #include "server/context/command_table.h"
+#include "server/context/filter_family.h"
 
 namespace bloomgate {
 namespace {
@@ -247,8 +249,6 @@ constexpr ChunkCommandTexts kChunkTexts = {FilterKind::kCountingBloom,
 void CmdScanDump(CommandContext& ctx) { ScanDump(ctx, kChunkTexts); }
 void CmdLoadChunk(CommandContext& ctx) { LoadChunk(ctx, kChunkTexts); }
 
-}  // namespace
-
 std::vector<CommandSpec> CountingBloomCommands() {
   constexpr uint32_t kWriteOom = kCmdWrite | kCmdDenyOom;
   constexpr uint32_t kReadFast = kCmdReadOnly | kCmdFast;
@@ -286,6 +286,35 @@ std::vector<CommandSpec> CountingBloomCommands() {
       row("cbf.loadchunk", 4, 0, kWriteOom, CmdLoadChunk,
           "Restores a counting Bloom filter saved with CBF.SCANDUMP"),
   };
+}
+
+// check-snapshot's summary line.
+std::string Describe(const AnyFilter& filter) {
+  const CountingBloomFilter& f = *std::get<std::unique_ptr<CountingBloomFilter>>(filter);
+  char line[256];
+  std::snprintf(line, sizeof(line),
+                "counting bloom: %u layer(s), capacity %llu, items %llu, error %g, "
+                "%u-bit counters, %llu bytes",
+                f.num_layers(), static_cast<unsigned long long>(f.capacity()),
+                static_cast<unsigned long long>(f.items()), f.error_rate(), f.counter_bits(),
+                static_cast<unsigned long long>(f.memory_bytes()));
+  return line;
+}
+
+}  // namespace
+
+// The family's registration (server/context/family_registry.cc lists it).
+const FilterFamily& CountingBloomFamily() {
+  static const FilterFamily family{
+      .kind = FilterKind::kCountingBloom,
+      .type_name = "BGcountBF",  // ours, in the nine-character style of RedisBloom's names
+      .group = "cbf",
+      .acl_category = "@bloom",
+      .writes = FamilyWrites::kExclusive,
+      .commands = CountingBloomCommands,
+      .describe = Describe,
+  };
+  return family;
 }
 
 }  // namespace bloomgate

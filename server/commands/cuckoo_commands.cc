@@ -5,6 +5,7 @@
 // "Maximum expansions reached" is only answered when the filter actually
 // needs a new sub-filter (RedisBloom refuses every add once the count is
 // reached, even one that would fit).
+#include <cstdio>
 #include <optional>
 #include <vector>
 
@@ -16,6 +17,7 @@
 #include "server/commands/filter_lookup.h"
 #include "server/commands/info_reply.h"
 #include "server/context/command_table.h"
+#include "server/context/filter_family.h"
 
 namespace bloomgate {
 namespace {
@@ -357,8 +359,6 @@ constexpr ChunkCommandTexts kChunkTexts = {FilterKind::kCuckoo, errors::kCfInval
 void CmdScanDump(CommandContext& ctx) { ScanDump(ctx, kChunkTexts); }
 void CmdLoadChunk(CommandContext& ctx) { LoadChunk(ctx, kChunkTexts); }
 
-}  // namespace
-
 std::vector<CommandSpec> CuckooCommands() {
   constexpr uint32_t kWriteOom = kCmdWrite | kCmdDenyOom;
   constexpr uint32_t kReadFast = kCmdReadOnly | kCmdFast;
@@ -399,6 +399,39 @@ std::vector<CommandSpec> CuckooCommands() {
       row("cf.loadchunk", 4, 0, kWriteOom, CmdLoadChunk,
           "Restores a filter previously saved using SCANDUMP", "1.0.0"),
   };
+}
+
+// check-snapshot's summary line.
+std::string Describe(const AnyFilter& filter) {
+  const CuckooFilter& f = *std::get<std::unique_ptr<CuckooFilter>>(filter);
+  CuckooFilterInfo info = f.Info();
+  char line[256];
+  std::snprintf(line, sizeof(line),
+                "cuckoo: %llu sub-filter(s), %llu buckets of %llu, items %llu, deleted %llu, "
+                "%llu bytes",
+                static_cast<unsigned long long>(info.num_filters),
+                static_cast<unsigned long long>(info.num_buckets),
+                static_cast<unsigned long long>(info.bucket_size),
+                static_cast<unsigned long long>(info.items),
+                static_cast<unsigned long long>(info.deletes),
+                static_cast<unsigned long long>(info.size));
+  return line;
+}
+
+}  // namespace
+
+// The family's registration (server/context/family_registry.cc lists it).
+const FilterFamily& CuckooFamily() {
+  static const FilterFamily family{
+      .kind = FilterKind::kCuckoo,
+      .type_name = "MBbloomCF",  // RedisBloom's module type name, as TYPE shows it
+      .group = "cf",
+      .acl_category = "@cuckoo",
+      .writes = FamilyWrites::kExclusive,
+      .commands = CuckooCommands,
+      .describe = Describe,
+  };
+  return family;
 }
 
 }  // namespace bloomgate

@@ -15,6 +15,7 @@
 #include "server/commands/errors.h"
 #include "server/commands/module_info.h"
 #include "server/context/command_table.h"
+#include "server/context/family_registry.h"
 #include "server/keyspace/glob.h"
 
 namespace bloomgate {
@@ -37,9 +38,7 @@ std::vector<std::string_view> FlagNames(const CommandSpec& spec) {
 }
 
 // The filter families, which Redis lists as the "bf" module's commands.
-bool IsFilterCommand(const CommandSpec& spec) {
-  return spec.group == "bf" || spec.group == "cbf" || spec.group == "cf";
-}
+bool IsFilterCommand(const CommandSpec& spec) { return FamilyOfGroup(spec.group) != nullptr; }
 
 std::vector<std::string_view> AclCategories(const CommandSpec& spec) {
   std::vector<std::string_view> categories;
@@ -50,8 +49,9 @@ std::vector<std::string_view> AclCategories(const CommandSpec& spec) {
     categories.push_back("@admin");
     categories.push_back("@dangerous");
   }
-  if (spec.group == "bf" || spec.group == "cbf") categories.push_back("@bloom");
-  if (spec.group == "cf") categories.push_back("@cuckoo");
+  if (const FilterFamily* family = FamilyOfGroup(spec.group)) {
+    categories.push_back(family->acl_category);
+  }
   if (spec.group == "generic" || (spec.flags & kCmdAllKeys)) categories.push_back("@keyspace");
   if (spec.group == "connection") categories.push_back("@connection");
   if (spec.group == "transactions") categories.push_back("@transaction");

@@ -7,6 +7,7 @@
 #include "server/commands/command_context.h"
 #include "server/commands/errors.h"
 #include "server/context/command_table.h"
+#include "server/context/family_registry.h"
 #include "server/keyspace/glob.h"
 
 namespace bloomgate {

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "server/context/family_registry.h"
+
 namespace bloomgate {
 
 std::string AsciiLower(std::string_view text) {
@@ -24,10 +26,12 @@ bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
 }
 
 CommandTable::CommandTable() {
-  for (auto family : {ConnectionCommands, IntrospectionCommands, ServerCommands,
-                      KeyspaceCommands, TransactionCommands, BloomCommands,
-                      CountingBloomCommands, CuckooCommands}) {
-    for (CommandSpec& spec : family()) commands_.push_back(std::move(spec));
+  for (auto group : {ConnectionCommands, IntrospectionCommands, ServerCommands,
+                     KeyspaceCommands, TransactionCommands}) {
+    for (CommandSpec& spec : group()) commands_.push_back(std::move(spec));
+  }
+  for (const FilterFamily* family : RegisteredFamilies()) {
+    for (CommandSpec& spec : family->commands()) commands_.push_back(std::move(spec));
   }
   std::sort(commands_.begin(), commands_.end(),
             [](const CommandSpec& a, const CommandSpec& b) { return a.name < b.name; });

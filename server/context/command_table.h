@@ -66,19 +66,18 @@ struct CommandSpec {
   const CommandSpec* parent = nullptr;
 };
 
-// Each command family lists its rows in its own file.
+// Each built-in command group lists its rows in its own file; the filter
+// families' rows come from the family registry (family_registry.h).
 std::vector<CommandSpec> ConnectionCommands();
 std::vector<CommandSpec> IntrospectionCommands();
 std::vector<CommandSpec> ServerCommands();
 std::vector<CommandSpec> KeyspaceCommands();
 std::vector<CommandSpec> TransactionCommands();
-std::vector<CommandSpec> BloomCommands();
-std::vector<CommandSpec> CountingBloomCommands();
-std::vector<CommandSpec> CuckooCommands();
 
 class CommandTable {
  public:
-  // Builds the table from every family; the rows are immutable afterwards,
+  // Builds the table from the built-in groups and every registered filter
+  // family; the rows are immutable afterwards,
   // so worker threads read it without locks.
   CommandTable();
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "config/config_params.h"
+#include "persistence/codec/codec_registry.h"
 #include "persistence/snapshot_file.h"
 #include "server/keyspace/clock.h"
 
@@ -368,9 +369,10 @@ Status Durability::Cut(std::unique_ptr<SaveJob>* out) {
     record.name = name;
     record.expire_at_ms = entry->expire_at_ms();
     std::shared_ptr<SnapshotCopy> copy;
-    if (entry->type() == KeyType::kBloom) {
-      // Bits are written later, while adds go on (see durability.h); the
-      // counts are taken now, so that replaying the later adds' records,
+    // The family's codec says which rule applies (persistence/codec/).
+    if (CodecOf(entry->filter()).payload_readable_while_written()) {
+      // Bloom: bits are written later, while adds go on (see durability.h);
+      // the counts are taken now, so that replaying the later adds' records,
       // which carry whether each was counted, restores BF.CARD exactly.
       record.filter = &entry->filter();
       record.header = DescribeFilter(entry->filter());

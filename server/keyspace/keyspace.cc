@@ -9,18 +9,6 @@
 
 namespace bloomgate {
 
-std::string_view TypeName(KeyType type) {
-  switch (type) {
-    case KeyType::kBloom:
-      return "MBbloom--";  // RedisBloom's module type names, as TYPE shows them
-    case KeyType::kCuckoo:
-      return "MBbloomCF";
-    case KeyType::kCountingBloom:
-      return "BGcountBF";  // ours, in the same nine-character style
-  }
-  return "none";
-}
-
 uint64_t KeyEntry::MemoryUsage() const {
   // The entry itself plus the map node that holds it (about 64 bytes).
   constexpr uint64_t kEntryOverhead = sizeof(KeyEntry) + 64;

@@ -27,14 +27,14 @@
 #include <vector>
 
 #include "filters/any_filter.h"
+#include "persistence/codec/codec_registry.h"
 
 namespace bloomgate {
 
-// In the order of KeyEntry's variant alternatives.
-enum class KeyType { kBloom, kCountingBloom, kCuckoo };
-
-// The name TYPE and SCAN TYPE use; RedisBloom's module type names.
-std::string_view TypeName(KeyType type);
+// A key's type is its filter family, named by the family's persistent kind
+// (persistence/codec/filter_kind.h); TypeName (server/context/
+// family_registry.h) gives the name TYPE shows.
+using KeyType = FilterKind;
 
 // The copy a snapshot takes of a counting or cuckoo filter as it was at the
 // cut (see server/durability/durability.h): made by the filter's first writer after the
@@ -54,7 +54,7 @@ class KeyEntry {
   // Unique for the life of the process (WATCH compares it).
   uint64_t id() const { return id_; }
 
-  KeyType type() const { return static_cast<KeyType>(value_.index()); }
+  KeyType type() const { return KindOf(value_); }
   // The stored filter if it is a `Filter`, else null (the key holds another
   // type: WRONGTYPE).
   template <typename Filter>

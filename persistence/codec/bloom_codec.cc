@@ -1,0 +1,178 @@
+// The scalable Bloom filter's codec (FilterKind::kScalableBloom = 1).
+//
+// HEADER BYTES, layout version 1: the common prefix (header_fields.h, 12
+// bytes, block_layout 1), then
+//
+// Scalable Bloom (kind 1), 28 + 40 x layers bytes:
+//
+//   +12 f64 error_rate       requested, after the 0.25 cap   (0, 0.25]
+//   +20 u32 expansion        0 = NONSCALING                   [0, 32768]
+//   +24 u32 num_layers       exactly 1 when expansion is 0    [1, 64]
+//   +28 per layer, oldest first, 40 bytes each:
+//       +0  u64 capacity     >= 1
+//       +8  u64 items        their sum must fit in a u64
+//       +16 f64 error_rate   (0, 0.25]
+//       +24 u64 bits         whole 512-bit blocks, > 0, < 2^55 blocks
+//       +32 u32 block_bits   512
+//       +36 u32 probes       [1, 64]
+//   payload: each layer's bits / 8 bytes, oldest layer first
+//
+// Read while written: yes. Bits are only ever set, so a copy made while adds
+// continue holds every bit set before the copy began (and maybe some set
+// during it). The header fixes the number of layers; layers added later are
+// left out.
+#include <algorithm>
+#include <memory>
+#include <new>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "filters/blocked_bloom.h"
+#include "filters/scalable_bloom_filter.h"
+#include "persistence/codec/family_codec.h"
+#include "persistence/codec/header_fields.h"
+#include "persistence/codec/payload_segments.h"
+
+namespace bloomgate {
+namespace codec {
+namespace {
+
+// Where CopyPayload finds the layer count (see the diagram).
+constexpr size_t kLayerCountAt = kCommonBytes + 8 + 4;  // 24
+
+struct BloomHeader {
+  double error_rate = 0;
+  uint32_t expansion = 0;
+  std::vector<BloomLayerShape> layers;
+};
+
+Status DecodeBloomHeader(std::string_view bytes, uint64_t payload_bytes, BloomHeader* out) {
+  FieldReader r(bytes);
+  if (Status s = GetCommon(&r, kBlockedBloomLayout); !s.ok()) return s;
+  uint32_t num_layers = 0;
+  r.F64("error_rate", &out->error_rate);
+  r.U32("expansion", &out->expansion);
+  r.U32("num_layers", &num_layers);
+  if (r.failed()) return r.Truncated();
+  if (!IsErrorRate(out->error_rate)) {
+    return NotIn("error_rate", Num(out->error_rate), ErrorRateRange());
+  }
+  if (Status s = CheckExpansionAndLayers(out->expansion, num_layers); !s.ok()) return s;
+  out->layers.reserve(num_layers);  // <= 64
+  uint64_t needed = 0;
+  uint64_t items = 0;
+  for (uint32_t i = 0; i < num_layers; ++i) {
+    BloomLayerShape layer{};
+    uint32_t block_bits = 0;
+    r.SetGroup("layer", i);
+    r.U64("capacity", &layer.capacity);
+    r.U64("items", &layer.items);
+    r.F64("error_rate", &layer.error_rate);
+    r.U64("bits", &layer.cells);
+    r.U32("block_bits", &block_bits);
+    r.U32("probes", &layer.probes);
+    if (r.failed()) return r.Truncated();
+    if (Status s = CheckLayer(i, layer.capacity, layer.error_rate, layer.cells, block_bits,
+                              BlockedBloom::kBlockBits, layer.probes, "bits", "block_bits");
+        !s.ok()) {
+      return s;
+    }
+    if (!AddBytes(&items, layer.items) || items > kMaxFilterItems) {
+      return Status::Error("layer " + Num(uint64_t{i}) + " items " + Num(layer.items) +
+                           " makes the item count exceed 2^62");
+    }
+    if (!AddBytes(&needed, layer.cells / 8)) return PayloadOverflow("layers");
+    out->layers.push_back(layer);
+  }
+  if (Status s = r.CheckEnd(); !s.ok()) return s;
+  return CheckPayloadBytes(needed, payload_bytes, "layers");
+}
+
+class Loader final : public SegmentedLoader {
+ public:
+  Loader(uint64_t payload_bytes, std::unique_ptr<ScalableBloomFilter> filter)
+      : SegmentedLoader(payload_bytes), filter_(std::move(filter)) {
+    for (uint32_t i = 0; i < filter_->num_layers(); ++i) {
+      BlockedBloom* layer = filter_->mutable_layer(i);
+      AddSegment(layer->bytes(), layer->mutable_words(), nullptr);
+    }
+  }
+
+ private:
+  Status Complete(AnyFilter* out) override {
+    // Per-layer items came with the header; bits need no check.
+    *out = std::move(filter_);
+    return Status::Ok();
+  }
+  std::unique_ptr<ScalableBloomFilter> filter_;
+};
+
+class Codec final : public TypedCodec<ScalableBloomFilter> {
+ public:
+  FilterKind kind() const override { return FilterKind::kScalableBloom; }
+  std::string_view name() const override { return "scalable bloom"; }
+  bool payload_readable_while_written() const override { return true; }
+  // 28 + 40 x 64 layers = 2,588 bytes.
+  uint64_t max_header_bytes() const override { return 28 + 40 * uint64_t{kMaxBloomLayers}; }
+
+  Status BeginLoad(std::string_view header_bytes, uint64_t payload_bytes,
+                   const FilterLimits& limits, MemoryBudget* budget,
+                   std::unique_ptr<FilterLoader>* out) const override {
+    BloomHeader header;
+    if (Status s = DecodeBloomHeader(header_bytes, payload_bytes, &header); !s.ok()) return s;
+    std::unique_ptr<ScalableBloomFilter> filter;
+    const FilterStatus status =
+        OverCap(payload_bytes, limits)
+            ? FilterStatus::kFilterMemoryLimit
+            : ScalableBloomFilter::Restore(header.error_rate, header.expansion, header.layers,
+                                           limits, budget, &filter);
+    if (status != FilterStatus::kOk) return RestoreFailed(status, payload_bytes, limits, budget);
+    out->reset(new (std::nothrow) Loader(payload_bytes, std::move(filter)));
+    return LoaderMade(*out);
+  }
+
+ protected:
+  FilterHeader DescribeTyped(const ScalableBloomFilter& bloom) const override {
+    FilterHeader header;
+    ByteWriter w(&header.bytes);
+    const std::vector<BloomLayerInfo> layers = bloom.Layers();
+    header.kind = FilterKind::kScalableBloom;
+    PutCommon(&w, kBlockedBloomLayout);
+    w.PutF64(bloom.error_rate());
+    w.PutU32(bloom.expansion());
+    w.PutU32(static_cast<uint32_t>(layers.size()));
+    for (const BloomLayerInfo& layer : layers) {
+      w.PutU64(layer.capacity);
+      w.PutU64(layer.items);
+      w.PutF64(layer.error_rate);
+      w.PutU64(layer.bits);
+      w.PutU32(static_cast<uint32_t>(BlockedBloom::kBlockBits));
+      w.PutU32(layer.probes);
+      header.payload_bytes += layer.bytes;
+    }
+    return header;
+  }
+
+  void CopyTyped(const ScalableBloomFilter& f, const FilterHeader& header, uint64_t offset,
+                 uint8_t* out, uint64_t len) const override {
+    // The header fixes the layers; layers appended since are left out (and
+    // layers are never removed, so each index stays valid).
+    const uint32_t count = std::min(CountAt(header, kLayerCountAt), f.num_layers());
+    CopySegments(
+        count, offset, out, len, [&](uint32_t i) { return f.layer(i).bytes(); },
+        [&](uint32_t i, uint64_t within, uint8_t* to, uint64_t n) {
+          LoadWordBytes(f.layer(i).words(), within, to, n);
+        });
+  }
+};
+
+}  // namespace
+}  // namespace codec
+
+const FamilyCodec& ScalableBloomCodec() {
+  static const codec::Codec instance;
+  return instance;
+}
+
+}  // namespace bloomgate

@@ -1,0 +1,178 @@
+// The header-field helpers every codec shares (see header_fields.h).
+#include "persistence/codec/header_fields.h"
+
+#include <cstdio>
+#include <string>
+
+#include "filters/bloom_math.h"
+
+namespace bloomgate::codec {
+
+std::string Num(uint64_t v) { return std::to_string(v); }
+std::string Num(int64_t v) { return std::to_string(v); }
+std::string Num(double v) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof(buffer), "%.17g", v);
+  return buffer;
+}
+
+// "layer 3 probes 0 not in [1, 64]"
+Status NotIn(const std::string& field, const std::string& value, const std::string& range) {
+  return Status::Error(field + " " + value + " not in " + range);
+}
+
+std::string Range(uint64_t lo, uint64_t hi) {
+  // Appended piece by piece: GCC 12 warns (-Wrestrict, a false positive) on
+  // "[" + std::string&&.
+  std::string range = "[";
+  range += Num(lo);
+  range += ", ";
+  range += Num(hi);
+  range += "]";
+  return range;
+}
+
+bool IsErrorRate(double rate) { return rate > 0 && rate <= kMaxBloomErrorRate; }  // NaN: false
+std::string ErrorRateRange() { return "(0, " + Num(kMaxBloomErrorRate) + "]"; }
+
+// ---- Field reader -----------------------------------------------------------
+
+Status FieldReader::Truncated() const {
+  return Status::Error("header ends inside " + missing_ + " at byte " + Num(uint64_t{missing_at_}) +
+                       " (header is " + Num(uint64_t{size_}) + " bytes)");
+}
+
+Status FieldReader::CheckEnd() const {
+  if (failed()) return Truncated();
+  if (remaining() != 0) {
+    return Status::Error("header has " + Num(uint64_t{remaining()}) +
+                         " bytes after its last field (header is " + Num(uint64_t{size_}) +
+                         " bytes)");
+  }
+  return Status::Ok();
+}
+
+void FieldReader::Note(const char* field, bool ok) {
+  if (ok || !missing_.empty()) return;
+  missing_ = group_ == nullptr ? std::string(field)
+                               : std::string(group_) + " " + Num(group_index_) + " " + field;
+  missing_at_ = reader_.position();
+}
+
+// ---- The common prefix ------------------------------------------------------
+
+void PutCommon(ByteWriter* w, uint8_t layout) {
+  w->PutU16(kLayoutVersion);
+  w->PutU8(kHashXxh3_128);
+  w->PutU64(kHashSeed);
+  w->PutU8(layout);
+}
+
+Status GetCommon(FieldReader* r, uint8_t expected_layout) {
+  uint16_t version = 0;
+  uint8_t hash = 0;
+  uint64_t seed = 0;
+  uint8_t layout = 0;
+  // The version first: a later version may lay out everything after it
+  // differently, so nothing else is looked at before it is known.
+  r->U16("layout_version", &version);
+  if (r->failed()) return r->Truncated();
+  if (version != kLayoutVersion) {
+    return Status::Error("layout_version " + Num(uint64_t{version}) + " not supported (expected " +
+                         Num(uint64_t{kLayoutVersion}) + ")");
+  }
+  r->U8("hash_algorithm", &hash);
+  r->U64("hash_seed", &seed);
+  r->U8("block_layout", &layout);
+  if (r->failed()) return r->Truncated();
+  if (hash != kHashXxh3_128) {
+    return Status::Error("hash_algorithm " + Num(uint64_t{hash}) +
+                         " not supported (expected 1 = XXH3-128)");
+  }
+  if (seed != kHashSeed) {
+    return Status::Error("hash_seed " + Num(seed) + " not supported (expected 0)");
+  }
+  if (layout != expected_layout) {
+    return Status::Error("block_layout " + Num(uint64_t{layout}) +
+                         " not supported for this family (expected " +
+                         Num(uint64_t{expected_layout}) + ")");
+  }
+  return Status::Ok();
+}
+
+Status CheckExpansionAndLayers(uint32_t expansion, uint32_t num_layers) {
+  if (expansion > kMaxBloomExpansion) {
+    return NotIn("expansion", Num(uint64_t{expansion}), Range(0, kMaxBloomExpansion));
+  }
+  if (num_layers < 1 || num_layers > kMaxBloomLayers) {
+    return NotIn("num_layers", Num(uint64_t{num_layers}), Range(1, kMaxBloomLayers));
+  }
+  if (expansion == 0 && num_layers != 1) {
+    return Status::Error("num_layers " + Num(uint64_t{num_layers}) +
+                         " but expansion 0 (NONSCALING) filters have exactly 1 layer");
+  }
+  return Status::Ok();
+}
+
+// Validates one layer's common fields; `cells` is bits for Bloom.
+Status CheckLayer(uint32_t index, uint64_t capacity, double error_rate, uint64_t cells,
+                  uint32_t block_cells, uint32_t expected_block_cells, uint32_t probes,
+                  const char* cells_name, const char* block_name) {
+  const std::string layer = "layer " + Num(uint64_t{index}) + " ";
+  if (capacity == 0) return Status::Error(layer + "capacity 0 not in [1, 2^64 - 1]");
+  if (!IsErrorRate(error_rate)) return NotIn(layer + "error_rate", Num(error_rate), ErrorRateRange());
+  if (block_cells != expected_block_cells) {
+    return Status::Error(layer + block_name + " " + Num(uint64_t{block_cells}) + " (expected " +
+                         Num(uint64_t{expected_block_cells}) + ")");
+  }
+  const uint64_t max_cells = MaxBlockedCells(expected_block_cells) - expected_block_cells;
+  if (cells == 0 || cells % expected_block_cells != 0 || cells > max_cells) {
+    return Status::Error(layer + cells_name + " " + Num(cells) + " not a multiple of " +
+                         Num(uint64_t{expected_block_cells}) + " in [" +
+                         Num(uint64_t{expected_block_cells}) + ", " + Num(max_cells) + "]");
+  }
+  if (probes < 1 || probes > kMaxBloomProbes) {
+    return NotIn(layer + "probes", Num(uint64_t{probes}), Range(1, kMaxBloomProbes));
+  }
+  return Status::Ok();
+}
+
+Status CheckPayloadBytes(uint64_t needed, uint64_t payload_bytes, const char* what) {
+  if (needed != payload_bytes) {
+    return Status::Error("payload_bytes " + Num(payload_bytes) + " but the " + what + " need " +
+                         Num(needed));
+  }
+  return Status::Ok();
+}
+
+// Sums array sizes, refusing a sum past 2^64 (64 layers of 2^61 bytes can).
+bool AddBytes(uint64_t* total, uint64_t bytes) {
+  return !__builtin_add_overflow(*total, bytes, total);
+}
+
+Status PayloadOverflow(const char* what) {
+  return Status::Error(std::string("the ") + what + " need more than 2^64 payload bytes");
+}
+
+// The message for a Restore that failed after the header was valid.
+Status RestoreFailed(FilterStatus status, uint64_t payload_bytes, const FilterLimits& limits,
+                     const MemoryBudget* budget) {
+  switch (status) {
+    case FilterStatus::kFilterMemoryLimit:
+      return Status::Error("a filter of " + Num(payload_bytes) +
+                           " payload bytes (plus bookkeeping) exceeds the per-filter limit of " +
+                           Num(limits.max_filter_bytes) + " bytes");
+    case FilterStatus::kOutOfMemory:
+      if (budget != nullptr && budget->limit() != 0) {
+        return Status::Error("out of memory for a filter of " + Num(payload_bytes) +
+                             " payload bytes (budget: " + Num(budget->used()) + " of " +
+                             Num(budget->limit()) + " bytes used)");
+      }
+      return Status::Error("out of memory for a filter of " + Num(payload_bytes) +
+                           " payload bytes");
+    default:
+      return Status::Error(std::string("could not build the filter: ") + ToString(status));
+  }
+}
+
+}  // namespace bloomgate::codec

@@ -1,0 +1,130 @@
+// What every family's header codec shares: the 12-byte common prefix, a
+// field reader whose errors name the field that ran out, the layer checks of
+// the two blocked families, and the texts of range errors. Each family's
+// own fields are drawn in its codec file (bloom_codec.cc, ...).
+//
+// COMMON PREFIX, layout version 1, all families (12 bytes). Every integer
+// little-endian, written field by field with ByteWriter (never a packed
+// struct); f64 = the IEEE-754 bit pattern as a u64. Sizes in bytes.
+//
+//   +0  u16 layout_version   1
+//   +2  u8  hash_algorithm   1 = XXH3-128 of the item bytes (filters/key_hash.h)
+//   +3  u64 hash_seed        0
+//   +11 u8  block_layout     1 = 512-bit blocked: block = fastrange64(hash.hi,
+//                                blocks), probe i = top bits of hash.lo * M^i,
+//                                M = 0x9e3779b97f4a7c15 (blocked_bloom.h,
+//                                blocked_counting_bloom.h); Bloom and counting
+//                            2 = cuckoo: fp = hash.lo % 255 + 1, i1 = hash.hi,
+//                                i2 = CuckooFilter::AltIndex(i1, fp),
+//                                bucket = i & (buckets - 1); cuckoo only
+//
+// Nothing follows a family's last field: a header with trailing bytes is
+// refused. Versioning: any change to these bytes, or to what a field means,
+// takes a new layout_version; decoders refuse versions they do not know.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "filters/filter_status.h"
+#include "filters/limits.h"
+#include "filters/memory_budget.h"
+#include "persistence/byte_io.h"
+#include "persistence/status.h"
+
+namespace bloomgate::codec {
+
+inline constexpr uint16_t kLayoutVersion = 1;
+inline constexpr uint8_t kHashXxh3_128 = 1;
+inline constexpr uint64_t kHashSeed = 0;
+inline constexpr uint8_t kBlockedBloomLayout = 1;
+inline constexpr uint8_t kCuckooLayout = 2;
+inline constexpr size_t kCommonBytes = 12;
+
+// ---- Message pieces ---------------------------------------------------------
+
+std::string Num(uint64_t v);
+std::string Num(int64_t v);
+std::string Num(double v);  // %.17g: round-trips every double
+// "layer 3 probes 0 not in [1, 64]"
+Status NotIn(const std::string& field, const std::string& value, const std::string& range);
+std::string Range(uint64_t lo, uint64_t hi);  // "[lo, hi]"
+
+bool IsErrorRate(double rate);  // (0, kMaxBloomErrorRate]; NaN: false
+std::string ErrorRateRange();
+
+// ---- Field reader -----------------------------------------------------------
+
+// A ByteReader that remembers which field ran past the end, for the message.
+// Field names of a repeated group are built only on failure.
+class FieldReader {
+ public:
+  explicit FieldReader(std::string_view bytes) : reader_(bytes), size_(bytes.size()) {}
+
+  // Names the repeated group being read ("layer", 3) for messages.
+  void SetGroup(const char* group, uint64_t index) {
+    group_ = group;
+    group_index_ = index;
+  }
+
+  void U8(const char* field, uint8_t* v) { Note(field, reader_.GetU8(v)); }
+  void U16(const char* field, uint16_t* v) { Note(field, reader_.GetU16(v)); }
+  void U32(const char* field, uint32_t* v) { Note(field, reader_.GetU32(v)); }
+  void U64(const char* field, uint64_t* v) { Note(field, reader_.GetU64(v)); }
+  void I64(const char* field, int64_t* v) { Note(field, reader_.GetI64(v)); }
+  void F64(const char* field, double* v) { Note(field, reader_.GetF64(v)); }
+
+  bool failed() const { return reader_.failed(); }
+  size_t remaining() const { return reader_.remaining(); }
+
+  // The error for the first field that did not fit.
+  Status Truncated() const;
+  // Ok iff every byte was read.
+  Status CheckEnd() const;
+
+ private:
+  void Note(const char* field, bool ok);
+
+  ByteReader reader_;
+  const size_t size_;
+  const char* group_ = nullptr;
+  uint64_t group_index_ = 0;
+  std::string missing_;
+  size_t missing_at_ = 0;
+};
+
+// ---- The common prefix ------------------------------------------------------
+
+void PutCommon(ByteWriter* w, uint8_t layout);
+// Reads and checks the prefix; the version first, since a later version may
+// lay out everything after it differently.
+Status GetCommon(FieldReader* r, uint8_t expected_layout);
+
+// ---- Checks shared by the blocked families (Bloom, counting Bloom) ---------
+
+Status CheckExpansionAndLayers(uint32_t expansion, uint32_t num_layers);
+// Validates one layer's common fields; `cells` is bits for Bloom.
+Status CheckLayer(uint32_t index, uint64_t capacity, double error_rate, uint64_t cells,
+                  uint32_t block_cells, uint32_t expected_block_cells, uint32_t probes,
+                  const char* cells_name, const char* block_name);
+
+// ---- Payload size -----------------------------------------------------------
+
+Status CheckPayloadBytes(uint64_t needed, uint64_t payload_bytes, const char* what);
+// Sums array sizes, refusing a sum past 2^64 (64 layers of 2^61 bytes can).
+bool AddBytes(uint64_t* total, uint64_t bytes);
+Status PayloadOverflow(const char* what);
+
+// The message for a Restore that failed after the header was valid.
+Status RestoreFailed(FilterStatus status, uint64_t payload_bytes, const FilterLimits& limits,
+                     const MemoryBudget* budget);
+
+// Cheap first refusal, before any decoding: the arrays alone would break the
+// per-filter cap (the exact total is checked again by each family's Restore).
+inline bool OverCap(uint64_t payload_bytes, const FilterLimits& limits) {
+  return limits.max_filter_bytes != 0 && payload_bytes > limits.max_filter_bytes;
+}
+
+}  // namespace bloomgate::codec

@@ -1,0 +1,35 @@
+// What the server knows of one filter family, declared once, at the end of
+// the family's commands file (server/commands/<family>_commands.cc), and
+// listed in family_registry.cc. Its persistent half (kind, header, payload,
+// whether a snapshot may read it while it is written) is its codec in
+// persistence/codec/.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "filters/any_filter.h"
+#include "persistence/codec/filter_kind.h"
+#include "server/context/command_table.h"
+
+namespace bloomgate {
+
+// Whether the family's writes commute. kCommute: adds only set bits, so its
+// rows may carry kCmdOrderFree and run side by side on one key under shared
+// locks (Bloom). kExclusive: every write holds its key's lock exclusively, so
+// one key's writes reach the log in the order they took effect.
+enum class FamilyWrites { kExclusive, kCommute };
+
+struct FilterFamily {
+  FilterKind kind;                 // its codec's tag: the key's KeyType
+  std::string_view type_name;      // TYPE and SCAN TYPE: "MBbloom--"
+  std::string_view group;          // its rows' COMMAND DOCS group: "bf"
+  std::string_view acl_category;   // COMMAND INFO / LIST ACLCAT: "@bloom"
+  FamilyWrites writes = FamilyWrites::kExclusive;
+  std::vector<CommandSpec> (*commands)() = nullptr;  // its command rows
+  // check-snapshot's one-line summary of a filter of this family.
+  std::string (*describe)(const AnyFilter& filter) = nullptr;
+};
+
+}  // namespace bloomgate
