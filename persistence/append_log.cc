@@ -81,6 +81,7 @@
 #include <utility>
 
 #include "persistence/byte_io.h"
+#include "persistence/codec/codec_registry.h"
 
 namespace bloomgate {
 namespace {
@@ -272,8 +273,7 @@ std::string DecodeBody(std::string_view body, LogRecord* record) {
     reader.GetU64(&payload_bytes);
     reader.GetU8(&has_payload);
     if (reader.failed()) return "filter fields run past the end of the body";
-    if (kind < static_cast<uint8_t>(FilterKind::kScalableBloom) ||
-        kind > static_cast<uint8_t>(FilterKind::kCuckoo)) {
+    if (!IsKnownFilterKind(kind)) {
       return "unknown filter kind " + std::to_string(kind);
     }
     if (has_payload > 1) return "has_payload is " + std::to_string(has_payload) + ", not 0 or 1";
@@ -630,9 +630,16 @@ Status AppendLogWriter::Flush(uint64_t sequence, bool sync) {
   for (;;) {
     if (!error_.ok()) return error_;
     if (written_ >= sequence && (!sync || synced_ >= sequence)) return Status::Ok();
+    if (flushing_) {
+      // Another thread's batch, or Close's final one, may cover us: wait and
+      // re-check. (Checking closed_ first failed a flush that raced a
+      // snapshot cut's Close, which latched a log error and refused every
+      // later write with MISCONF.)
+      flushed_.wait(lock);
+      continue;
+    }
     if (closed_) return Status::Error("append log " + path_ + ": flush after close");
-    if (!flushing_) break;
-    flushed_.wait(lock);  // another thread's batch may cover us; re-check
+    break;
   }
 
   flushing_ = true;

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <xxhash.h>
 
+#include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -19,6 +21,7 @@
 
 #include "filters/scalable_bloom_filter.h"
 #include "persistence/byte_io.h"
+#include "fault_file_system.h"
 
 namespace bloomgate {
 namespace {
@@ -366,6 +369,35 @@ TEST(AppendLogWriter, CloseWritesWhatIsQueuedAndLaterFlushesFail) {
   ASSERT_TRUE(read.status.ok()) << read.status.message();
   ASSERT_EQ(read.records.size(), 1u);
   EXPECT_EQ(read.records[0].args[0], "QUEUED");
+}
+
+// A flush that arrives while Close writes its final batch must wait for it
+// (the batch covers it) instead of failing: a snapshot cut's Close raced
+// connections flushing their replies' records, and the failure latched a log
+// error that refused every later write with MISCONF. Close's fsync is held
+// until the racing flush has had 200 ms to return; before the fix it
+// returned "flush after close" at once.
+TEST(AppendLogWriter, AFlushRacingCloseWaitsForItAndSucceeds) {
+  TempDir dir;
+  test_support::FaultFileSystem fs(DefaultFileSystem());
+  auto writer = CreateWriter(&fs, dir.path(), /*generation=*/1);
+  ASSERT_NE(writer, nullptr);
+  const uint64_t queued = writer->Append(EncodeCommand(1, {"QUEUED"}));
+  std::atomic<bool> returned{false};
+  Status racing = Status::Ok();
+  std::thread flusher;
+  fs.BeforeNth(test_support::FaultOp::kSync, fs.calls(test_support::FaultOp::kSync) + 1, [&] {
+    flusher = std::thread([&] {
+      racing = writer->Flush(queued, /*sync=*/false);
+      returned = true;
+    });
+    for (int i = 0; i < 200 && !returned; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  });
+  ASSERT_TRUE(writer->Close().ok());
+  flusher.join();
+  EXPECT_TRUE(racing.ok()) << racing.message();
 }
 
 // 4 threads x 2,000 records, every 250th flushed with sync: the file must
