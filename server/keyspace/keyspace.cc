@@ -88,7 +88,7 @@ EntryPtr Keyspace::Insert(std::string_view key, EntryPtr entry, int64_t now_ms,
     EraseLocked(shard, it);
     expired_keys_.fetch_add(1, std::memory_order_relaxed);
   }
-  auto stored = shard.entries.emplace(std::string(key), entry).first;
+  auto stored = EmplaceLocked(shard, key, entry);
   *inserted = true;
   if (on_inserted) on_inserted(stored->first, *entry);
   return entry;
@@ -103,15 +103,21 @@ void Keyspace::Put(std::string_view key, EntryPtr entry, int64_t expire_at_ms) {
     doomed = it->second;
     EraseLocked(shard, it);
   }
-  auto stored = shard.entries.emplace(std::string(key), std::move(entry)).first;
+  auto stored = EmplaceLocked(shard, key, std::move(entry));
   if (expire_at_ms != 0) SetDeadlineLocked(shard, stored->first, *stored->second, expire_at_ms);
 }
 
-void Keyspace::EraseLocked(
-    Shard& shard,
-    std::unordered_map<std::string, EntryPtr, NameHash, std::equal_to<>>::iterator it) {
+Keyspace::EntryMap::iterator Keyspace::EmplaceLocked(Shard& shard, std::string_view key,
+                                                     EntryPtr entry) {
+  auto it = shard.entries.emplace(std::string(key), std::move(entry)).first;
+  shard.scan_order.emplace(HashName(key), &*it);
+  return it;
+}
+
+void Keyspace::EraseLocked(Shard& shard, EntryMap::iterator it) {
   int64_t at = it->second->expire_at_ms();
   if (at != 0) shard.deadlines.erase({at, it->first});
+  shard.scan_order.erase({HashName(it->first), &*it});
   // A reader holding the entry still sees it as it was; WATCHers see the
   // change because the entry under the name is no longer the one they hold.
   it->second->MarkModified();
@@ -171,8 +177,9 @@ Keyspace::RenameStatus Keyspace::Rename(std::string_view src, std::string_view d
   EntryPtr moving = src_it->second;
   int64_t deadline = moving->expire_at_ms();
   if (deadline != 0) src_shard.deadlines.erase({deadline, src_it->first});
+  src_shard.scan_order.erase({HashName(src_it->first), &*src_it});
   src_shard.entries.erase(src_it);
-  auto [it, ok] = dst_shard.entries.emplace(std::string(dst), moving);
+  auto it = EmplaceLocked(dst_shard, dst, moving);
   if (deadline != 0) dst_shard.deadlines.emplace(deadline, it->first);
   moving->MarkModified();
   return RenameStatus::kOk;
@@ -213,6 +220,7 @@ void Keyspace::Clear() {
       std::unique_lock lock(shard.mutex);
       for (auto& [name, entry] : shard.entries) entry->MarkModified();
       doomed.swap(shard.entries);
+      shard.scan_order.clear();
       shard.deadlines.clear();
     }
   }
@@ -235,41 +243,46 @@ uint64_t Keyspace::Scan(
     uint64_t cursor, size_t count, int64_t now_ms,
     const std::function<void(const std::string&, const EntryPtr&)>& visit) const {
   size_t shard_index = cursor >> (64 - kShardBits);
-  std::vector<std::pair<uint64_t, std::pair<std::string, EntryPtr>>> batch;
+  // Copied out under the shard lock, visited after it is released.
+  std::vector<std::pair<std::string, EntryPtr>> batch;
   size_t looked_at = 0;
+  uint64_t next = 0;  // 0: the iteration is complete
   while (shard_index < kShards) {
     const Shard& shard = shards_[shard_index];
-    batch.clear();
+    bool cut = false;
+    uint64_t steps = 0;
     {
       std::shared_lock lock(shard.mutex);
-      for (const auto& [name, entry] : shard.entries) {
-        uint64_t hash = HashName(name);
-        if (hash >= cursor) batch.push_back({hash, {name, entry}});
-      }
-    }
-    std::sort(batch.begin(), batch.end(),
-              [](const auto& a, const auto& b) { return a.first < b.first; });
-    size_t i = 0;
-    while (i < batch.size()) {
-      // Keys with equal hashes go out together so the cursor never splits them.
-      uint64_t hash = batch[i].first;
-      for (; i < batch.size() && batch[i].first == hash; ++i) {
-        ++looked_at;
-        if (!batch[i].second.second->ExpiredAt(now_ms)) {
-          visit(batch[i].second.first, batch[i].second.second);
+      auto it = shard.scan_order.lower_bound({cursor, nullptr});
+      while (it != shard.scan_order.end()) {
+        // Keys with equal hashes go out together so the cursor never splits them.
+        uint64_t hash = it->first;
+        for (; it != shard.scan_order.end() && it->first == hash; ++it) {
+          ++steps;
+          ++looked_at;
+          batch.emplace_back(it->second->first, it->second->second);
+        }
+        if (looked_at >= count) {
+          next = hash == UINT64_MAX ? 0 : hash + 1;
+          cut = true;
+          break;
         }
       }
-      if (looked_at >= count) {
-        if (hash == UINT64_MAX) return 0;
-        return hash + 1;
-      }
     }
+    scan_steps_.fetch_add(steps, std::memory_order_relaxed);
+    if (cut) break;
     ++shard_index;
-    if (shard_index == kShards) return 0;
+    if (shard_index == kShards) break;
     cursor = static_cast<uint64_t>(shard_index) << (64 - kShardBits);
-    if (looked_at >= count) return cursor;
+    if (looked_at >= count) {
+      next = cursor;
+      break;
+    }
   }
-  return 0;
+  for (const auto& [name, entry] : batch) {
+    if (!entry->ExpiredAt(now_ms)) visit(name, entry);
+  }
+  return next;
 }
 
 size_t Keyspace::SweepExpired(int64_t now_ms, size_t max_keys) {

@@ -163,15 +163,25 @@ class Keyspace {
   size_t SweepExpired(int64_t now_ms, size_t max_keys);
 
   uint64_t expired_keys() const { return expired_keys_.load(std::memory_order_relaxed); }
+  // Index entries SCAN has stepped over since start-up: the work a SCAN
+  // costs, counted so a test can bound it without timing anything.
+  uint64_t scan_steps() const { return scan_steps_.load(std::memory_order_relaxed); }
 
  private:
   struct NameHash {
     using is_transparent = void;
     size_t operator()(std::string_view name) const;
   };
+  using EntryMap = std::unordered_map<std::string, EntryPtr, NameHash, std::equal_to<>>;
   struct Shard {
     mutable std::shared_mutex mutex;
-    std::unordered_map<std::string, EntryPtr, NameHash, std::equal_to<>> entries;
+    EntryMap entries;
+    // The same entries in SCAN's cursor order: (name hash, map node). Map
+    // nodes never move, so the pointer stays valid until the key is erased.
+    // Kept up to date by every insert and erase (O(log n), ~64 bytes a key)
+    // so that a SCAN call costs O(log n + COUNT) instead of sorting the
+    // whole shard: a full SCAN of 80k keys used to take 9 s.
+    std::set<std::pair<uint64_t, const EntryMap::value_type*>> scan_order;
     std::set<std::pair<int64_t, std::string>> deadlines;
   };
 
@@ -180,14 +190,16 @@ class Keyspace {
   const Shard& ShardFor(std::string_view name) const {
     return shards_[HashName(name) >> (64 - kShardBits)];
   }
-  // Under the shard's exclusive lock.
-  void EraseLocked(Shard& shard, std::unordered_map<std::string, EntryPtr, NameHash,
-                                                    std::equal_to<>>::iterator it);
+  // Under the shard's exclusive lock. EmplaceLocked stores a name known to
+  // be absent; EraseLocked removes the entry from the map and both indexes.
+  EntryMap::iterator EmplaceLocked(Shard& shard, std::string_view key, EntryPtr entry);
+  void EraseLocked(Shard& shard, EntryMap::iterator it);
   void SetDeadlineLocked(Shard& shard, const std::string& name, KeyEntry& entry,
                          int64_t at_ms);
 
   std::array<Shard, kShards> shards_;
   std::atomic<uint64_t> expired_keys_{0};
+  mutable std::atomic<uint64_t> scan_steps_{0};
 };
 
 }  // namespace bloomgate
