@@ -2,12 +2,13 @@
 
 #include <algorithm>
 #include <numeric>
-#include <xxhash.h>
+
+#include "server/keyspace/key_ref.h"
 
 namespace bloomgate {
 
 size_t KeyLocks::StripeOf(std::string_view key) {
-  return XXH3_64bits(key.data(), key.size()) & (kStripes - 1);
+  return HashKeyName(key) & (kStripes - 1);
 }
 
 KeyLocks::Guard::Guard(KeyLocks* locks, std::vector<size_t> stripes, bool exclusive)

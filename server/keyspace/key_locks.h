@@ -17,6 +17,8 @@
 #include <string_view>
 #include <vector>
 
+#include "server/keyspace/key_ref.h"
+
 namespace bloomgate {
 
 class KeyLocks {
@@ -24,6 +26,7 @@ class KeyLocks {
   static constexpr size_t kStripes = 1024;
 
   static size_t StripeOf(std::string_view key);
+  static size_t StripeOf(const KeyRef& key) { return key.hash & (kStripes - 1); }
 
   // Holds a sorted, de-duplicated set of stripes until destroyed.
   class Guard {

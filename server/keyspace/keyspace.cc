@@ -6,6 +6,7 @@
 
 #include "persistence/filter_codec.h"
 #include "server/keyspace/glob.h"
+#include "server/keyspace/key_ref.h"
 
 namespace bloomgate {
 
@@ -44,15 +45,7 @@ void KeyEntry::TakeSnapshotCopy() {
   snapshot_armed_.store(false, std::memory_order_release);
 }
 
-uint64_t Keyspace::HashName(std::string_view name) {
-  return XXH3_64bits(name.data(), name.size());
-}
-
-size_t Keyspace::NameHash::operator()(std::string_view name) const {
-  return static_cast<size_t>(HashName(name));
-}
-
-EntryPtr Keyspace::Find(std::string_view key, int64_t now_ms) {
+EntryPtr Keyspace::Find(const KeyRef& key, int64_t now_ms) {
   Shard& shard = ShardFor(key);
   {
     std::shared_lock lock(shard.mutex);
@@ -73,7 +66,7 @@ EntryPtr Keyspace::Find(std::string_view key, int64_t now_ms) {
   return nullptr;
 }
 
-EntryPtr Keyspace::Insert(std::string_view key, EntryPtr entry, int64_t now_ms,
+EntryPtr Keyspace::Insert(const KeyRef& key, EntryPtr entry, int64_t now_ms,
                           bool* inserted, const InsertHook& on_inserted) {
   Shard& shard = ShardFor(key);
   EntryPtr doomed;  // an expired entry, freed after the lock is released
@@ -90,11 +83,12 @@ EntryPtr Keyspace::Insert(std::string_view key, EntryPtr entry, int64_t now_ms,
   }
   auto stored = EmplaceLocked(shard, key, entry);
   *inserted = true;
-  if (on_inserted) on_inserted(stored->first, *entry);
+  if (on_inserted) on_inserted(stored->first.name, *entry);
   return entry;
 }
 
-void Keyspace::Put(std::string_view key, EntryPtr entry, int64_t expire_at_ms) {
+void Keyspace::Put(std::string_view name, EntryPtr entry, int64_t expire_at_ms) {
+  KeyRef key = MakeKeyRef(name);
   Shard& shard = ShardFor(key);
   EntryPtr doomed;  // a replaced entry, freed after the lock is released
   std::unique_lock lock(shard.mutex);
@@ -104,27 +98,30 @@ void Keyspace::Put(std::string_view key, EntryPtr entry, int64_t expire_at_ms) {
     EraseLocked(shard, it);
   }
   auto stored = EmplaceLocked(shard, key, std::move(entry));
-  if (expire_at_ms != 0) SetDeadlineLocked(shard, stored->first, *stored->second, expire_at_ms);
+  if (expire_at_ms != 0) {
+    SetDeadlineLocked(shard, stored->first.name, *stored->second, expire_at_ms);
+  }
 }
 
-Keyspace::EntryMap::iterator Keyspace::EmplaceLocked(Shard& shard, std::string_view key,
+Keyspace::EntryMap::iterator Keyspace::EmplaceLocked(Shard& shard, const KeyRef& key,
                                                      EntryPtr entry) {
-  auto it = shard.entries.emplace(std::string(key), std::move(entry)).first;
-  shard.scan_order.emplace(HashName(key), &*it);
+  auto it =
+      shard.entries.emplace(StoredKey{std::string(key.name), key.hash}, std::move(entry)).first;
+  shard.scan_order.emplace(key.hash, &*it);
   return it;
 }
 
 void Keyspace::EraseLocked(Shard& shard, EntryMap::iterator it) {
   int64_t at = it->second->expire_at_ms();
-  if (at != 0) shard.deadlines.erase({at, it->first});
-  shard.scan_order.erase({HashName(it->first), &*it});
+  if (at != 0) shard.deadlines.erase({at, it->first.name});
+  shard.scan_order.erase({it->first.hash, &*it});
   // A reader holding the entry still sees it as it was; WATCHers see the
   // change because the entry under the name is no longer the one they hold.
   it->second->MarkModified();
   shard.entries.erase(it);
 }
 
-bool Keyspace::Erase(std::string_view key, int64_t now_ms) {
+bool Keyspace::Erase(const KeyRef& key, int64_t now_ms) {
   Shard& shard = ShardFor(key);
   EntryPtr doomed;  // destroyed after the lock is released
   std::unique_lock lock(shard.mutex);
@@ -146,10 +143,10 @@ void Keyspace::SetDeadlineLocked(Shard& shard, const std::string& name, KeyEntry
   entry.expire_at_ms_.store(at_ms, std::memory_order_relaxed);
 }
 
-Keyspace::RenameStatus Keyspace::Rename(std::string_view src, std::string_view dst, bool nx,
+Keyspace::RenameStatus Keyspace::Rename(const KeyRef& src, const KeyRef& dst, bool nx,
                                         int64_t now_ms) {
-  size_t src_index = HashName(src) >> (64 - kShardBits);
-  size_t dst_index = HashName(dst) >> (64 - kShardBits);
+  size_t src_index = ShardIndex(src.hash);
+  size_t dst_index = ShardIndex(dst.hash);
   // A replaced target is freed after the locks are released: declared
   // before them, it is destroyed after them.
   EntryPtr replaced;
@@ -165,7 +162,7 @@ Keyspace::RenameStatus Keyspace::Rename(std::string_view src, std::string_view d
   if (src_it == src_shard.entries.end() || src_it->second->ExpiredAt(now_ms)) {
     return RenameStatus::kNoSuchKey;
   }
-  if (src == dst) return nx ? RenameStatus::kTargetExists : RenameStatus::kOk;
+  if (src.name == dst.name) return nx ? RenameStatus::kTargetExists : RenameStatus::kOk;
   auto dst_it = dst_shard.entries.find(dst);
   if (dst_it != dst_shard.entries.end()) {
     bool expired = dst_it->second->ExpiredAt(now_ms);
@@ -176,21 +173,21 @@ Keyspace::RenameStatus Keyspace::Rename(std::string_view src, std::string_view d
   }
   EntryPtr moving = src_it->second;
   int64_t deadline = moving->expire_at_ms();
-  if (deadline != 0) src_shard.deadlines.erase({deadline, src_it->first});
-  src_shard.scan_order.erase({HashName(src_it->first), &*src_it});
+  if (deadline != 0) src_shard.deadlines.erase({deadline, src_it->first.name});
+  src_shard.scan_order.erase({src_it->first.hash, &*src_it});
   src_shard.entries.erase(src_it);
   auto it = EmplaceLocked(dst_shard, dst, moving);
-  if (deadline != 0) dst_shard.deadlines.emplace(deadline, it->first);
+  if (deadline != 0) dst_shard.deadlines.emplace(deadline, it->first.name);
   moving->MarkModified();
   return RenameStatus::kOk;
 }
 
-bool Keyspace::SetExpire(std::string_view key, int64_t at_ms, int64_t now_ms) {
+bool Keyspace::SetExpire(const KeyRef& key, int64_t at_ms, int64_t now_ms) {
   Shard& shard = ShardFor(key);
   std::unique_lock lock(shard.mutex);
   auto it = shard.entries.find(key);
   if (it == shard.entries.end() || it->second->ExpiredAt(now_ms)) return false;
-  SetDeadlineLocked(shard, it->first, *it->second, at_ms);
+  SetDeadlineLocked(shard, it->first.name, *it->second, at_ms);
   it->second->MarkModified();
   return true;
 }
@@ -218,7 +215,7 @@ void Keyspace::Clear() {
     decltype(shard.entries) doomed;  // freed after the lock is released
     {
       std::unique_lock lock(shard.mutex);
-      for (auto& [name, entry] : shard.entries) entry->MarkModified();
+      for (auto& [key, entry] : shard.entries) entry->MarkModified();
       doomed.swap(shard.entries);
       shard.scan_order.clear();
       shard.deadlines.clear();
@@ -232,9 +229,9 @@ void Keyspace::ForEachKey(
   bool all = pattern == "*";
   for (const Shard& shard : shards_) {
     std::shared_lock lock(shard.mutex);
-    for (const auto& [name, entry] : shard.entries) {
+    for (const auto& [key, entry] : shard.entries) {
       if (entry->ExpiredAt(now_ms)) continue;
-      if (all || GlobMatch(pattern, name)) visit(name, entry);
+      if (all || GlobMatch(pattern, key.name)) visit(key.name, entry);
     }
   }
 }
@@ -260,7 +257,7 @@ uint64_t Keyspace::Scan(
         for (; it != shard.scan_order.end() && it->first == hash; ++it) {
           ++steps;
           ++looked_at;
-          batch.emplace_back(it->second->first, it->second->second);
+          batch.emplace_back(it->second->first.name, it->second->second);
         }
         if (looked_at >= count) {
           next = hash == UINT64_MAX ? 0 : hash + 1;
@@ -293,7 +290,8 @@ size_t Keyspace::SweepExpired(int64_t now_ms, size_t max_keys) {
     std::unique_lock lock(shard.mutex);
     while (removed < max_keys && !shard.deadlines.empty() &&
            shard.deadlines.begin()->first <= now_ms) {
-      auto it = shard.entries.find(shard.deadlines.begin()->second);
+      // A background sweep: hashing the name again here costs no command.
+      auto it = shard.entries.find(MakeKeyRef(shard.deadlines.begin()->second));
       if (it == shard.entries.end()) {  // cannot happen; keep the index honest
         shard.deadlines.erase(shard.deadlines.begin());
         continue;
