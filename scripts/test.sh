@@ -34,7 +34,8 @@ sanitized_build() {
 
 echo "== ThreadSanitizer: unit tests"
 sanitized_build build-tsan thread
-TSAN_OPTIONS="halt_on_error=1" ctest --test-dir build-tsan --output-on-failure \
+# detect_deadlocks=1 is TSan's default, named so no options file turns it off.
+TSAN_OPTIONS="halt_on_error=1:detect_deadlocks=1" ctest --test-dir build-tsan --output-on-failure \
   --parallel "$jobs" --timeout 600 -E '^e2e\.'
 
 echo "== AddressSanitizer + UBSan: unit tests"

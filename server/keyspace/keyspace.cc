@@ -6,6 +6,7 @@
 
 #include "persistence/filter_codec.h"
 #include "server/keyspace/glob.h"
+#include "server/keyspace/key_locks.h"
 #include "server/keyspace/key_ref.h"
 
 namespace bloomgate {
@@ -20,6 +21,38 @@ std::string_view TypeName(KeyType type) {
       return "BGcountBF";  // ours, in the same nine-character style
   }
   return "none";
+}
+
+namespace {
+
+std::atomic<uint64_t> entries_freed_under_key_locks{0};
+
+// A removed entry (or a whole shard's map), declared before the shard lock
+// so that it outlives it, then handed to KeyLocks::FreeAfterUnlock: freed
+// once the command's key locks are released too, or at once outside any.
+template <typename T>
+struct FreedAfterUnlock {
+  T value;
+  ~FreedAfterUnlock() {
+    if constexpr (std::is_same_v<T, EntryPtr>) {
+      KeyLocks::FreeAfterUnlock(std::move(value));
+    } else if (!value.empty()) {
+      KeyLocks::FreeAfterUnlock(std::make_shared<T>(std::move(value)));
+    }
+  }
+};
+
+}  // namespace
+
+KeyEntry::~KeyEntry() {
+  if (KeyLocks::HeldByThisThread() != 0) {
+    // Relaxed: a test-visible count, publishes nothing.
+    entries_freed_under_key_locks.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+uint64_t KeyEntry::freed_under_key_locks() {
+  return entries_freed_under_key_locks.load(std::memory_order_relaxed);
 }
 
 uint64_t KeyEntry::MemoryUsage() const {
@@ -55,12 +88,12 @@ EntryPtr Keyspace::Find(const KeyRef& key, int64_t now_ms) {
   }
   // Expired: remove it, unless someone replaced it in the meantime. The
   // entry is freed after the lock is released (a filter can be gigabytes).
-  EntryPtr doomed;
+  FreedAfterUnlock<EntryPtr> doomed;
   std::unique_lock lock(shard.mutex);
   auto it = shard.entries.find(key);
   if (it == shard.entries.end()) return nullptr;
   if (!it->second->ExpiredAt(now_ms)) return it->second;
-  doomed = it->second;
+  doomed.value = it->second;
   EraseLocked(shard, it);
   expired_keys_.fetch_add(1, std::memory_order_relaxed);
   return nullptr;
@@ -69,7 +102,7 @@ EntryPtr Keyspace::Find(const KeyRef& key, int64_t now_ms) {
 EntryPtr Keyspace::Insert(const KeyRef& key, EntryPtr entry, int64_t now_ms,
                           bool* inserted, const InsertHook& on_inserted) {
   Shard& shard = ShardFor(key);
-  EntryPtr doomed;  // an expired entry, freed after the lock is released
+  FreedAfterUnlock<EntryPtr> doomed;  // an expired entry, freed after the lock is released
   std::unique_lock lock(shard.mutex);
   auto it = shard.entries.find(key);
   if (it != shard.entries.end()) {
@@ -77,7 +110,7 @@ EntryPtr Keyspace::Insert(const KeyRef& key, EntryPtr entry, int64_t now_ms,
       *inserted = false;
       return it->second;
     }
-    doomed = it->second;
+    doomed.value = it->second;
     EraseLocked(shard, it);
     expired_keys_.fetch_add(1, std::memory_order_relaxed);
   }
@@ -90,11 +123,11 @@ EntryPtr Keyspace::Insert(const KeyRef& key, EntryPtr entry, int64_t now_ms,
 void Keyspace::Put(std::string_view name, EntryPtr entry, int64_t expire_at_ms) {
   KeyRef key = MakeKeyRef(name);
   Shard& shard = ShardFor(key);
-  EntryPtr doomed;  // a replaced entry, freed after the lock is released
+  FreedAfterUnlock<EntryPtr> doomed;  // a replaced entry, freed after the lock is released
   std::unique_lock lock(shard.mutex);
   auto it = shard.entries.find(key);
   if (it != shard.entries.end()) {
-    doomed = it->second;
+    doomed.value = it->second;
     EraseLocked(shard, it);
   }
   auto stored = EmplaceLocked(shard, key, std::move(entry));
@@ -123,12 +156,12 @@ void Keyspace::EraseLocked(Shard& shard, EntryMap::iterator it) {
 
 bool Keyspace::Erase(const KeyRef& key, int64_t now_ms) {
   Shard& shard = ShardFor(key);
-  EntryPtr doomed;  // destroyed after the lock is released
+  FreedAfterUnlock<EntryPtr> doomed;  // destroyed after the lock is released
   std::unique_lock lock(shard.mutex);
   auto it = shard.entries.find(key);
   if (it == shard.entries.end()) return false;
   bool live = !it->second->ExpiredAt(now_ms);
-  doomed = it->second;
+  doomed.value = it->second;
   EraseLocked(shard, it);
   if (!live) expired_keys_.fetch_add(1, std::memory_order_relaxed);
   lock.unlock();
@@ -149,7 +182,7 @@ Keyspace::RenameStatus Keyspace::Rename(const KeyRef& src, const KeyRef& dst, bo
   size_t dst_index = ShardIndex(dst.hash);
   // A replaced target is freed after the locks are released: declared
   // before them, it is destroyed after them.
-  EntryPtr replaced;
+  FreedAfterUnlock<EntryPtr> replaced;
   // Lock both shards in index order so two renames can never deadlock.
   std::unique_lock<std::shared_mutex> first(shards_[std::min(src_index, dst_index)].mutex);
   std::unique_lock<std::shared_mutex> second;
@@ -167,7 +200,7 @@ Keyspace::RenameStatus Keyspace::Rename(const KeyRef& src, const KeyRef& dst, bo
   if (dst_it != dst_shard.entries.end()) {
     bool expired = dst_it->second->ExpiredAt(now_ms);
     if (nx && !expired) return RenameStatus::kTargetExists;
-    replaced = dst_it->second;
+    replaced.value = dst_it->second;
     EraseLocked(dst_shard, dst_it);
     if (expired) expired_keys_.fetch_add(1, std::memory_order_relaxed);
   }
@@ -212,11 +245,11 @@ size_t Keyspace::VolatileCount() const {
 
 void Keyspace::Clear() {
   for (Shard& shard : shards_) {
-    decltype(shard.entries) doomed;  // freed after the lock is released
+    FreedAfterUnlock<EntryMap> doomed;  // freed after the locks are released
     {
       std::unique_lock lock(shard.mutex);
       for (auto& [key, entry] : shard.entries) entry->MarkModified();
-      doomed.swap(shard.entries);
+      doomed.value.swap(shard.entries);
       shard.scan_order.clear();
       shard.deadlines.clear();
     }

@@ -51,6 +51,12 @@ class KeyEntry {
   explicit KeyEntry(std::unique_ptr<Filter> filter)
       : value_(std::move(filter)), id_(NextId()) {}
   explicit KeyEntry(AnyFilter filter) : value_(std::move(filter)), id_(NextId()) {}
+  ~KeyEntry();
+
+  // Entries destroyed while their thread held key locks (KeyLocks): should
+  // stay 0, since the keyspace hands removed entries to
+  // KeyLocks::FreeAfterUnlock. Counted for tests.
+  static uint64_t freed_under_key_locks();
 
   // Unique for the life of the process (WATCH compares it).
   uint64_t id() const { return id_; }
