@@ -42,7 +42,9 @@ sanitized_build() {
 
 echo "== ThreadSanitizer: unit tests"
 sanitized_build build-tsan thread
-TSAN_OPTIONS="halt_on_error=1" run_ctest --test-dir build-tsan -E '^e2e\.|^layering$'
+# detect_deadlocks=1 is TSan's default, named so no options file turns it off.
+TSAN_OPTIONS="halt_on_error=1:detect_deadlocks=1" run_ctest --test-dir build-tsan \
+  -E '^e2e\.|^layering$'
 
 echo "== AddressSanitizer + UBSan: unit tests"
 sanitized_build build-asan address,undefined

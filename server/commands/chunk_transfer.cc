@@ -14,7 +14,7 @@ namespace {
 // Why `key` cannot take a new filter of `kind`, or nullopt if it is free.
 std::optional<std::string_view> KeyTaken(CommandContext& ctx, std::string_view key,
                                          FilterKind kind) {
-  EntryPtr entry = ctx.server.keyspace.Find(key, ctx.now_ms);
+  EntryPtr entry = ctx.server.keyspace.Find(ctx.Key(key), ctx.now_ms);
   if (entry == nullptr) return std::nullopt;
   return entry->type() == kind ? errors::kItemExists : errors::kWrongType;
 }
@@ -36,7 +36,7 @@ void Publish(CommandContext& ctx, std::string_view key, ChunkedFilterLoad& load,
   }
   bool inserted = false;
   EntryPtr entry = ctx.server.keyspace.Insert(
-      key, std::make_shared<KeyEntry>(std::move(filter)), ctx.now_ms, &inserted,
+      ctx.Key(key), std::make_shared<KeyEntry>(std::move(filter)), ctx.now_ms, &inserted,
       [&ctx](const std::string& name, const KeyEntry& created) {
         ctx.server.journal.RecordFilter(ctx.client.journal, ctx.now_ms, name, created.filter(),
                                         /*with_payload=*/true);
@@ -70,7 +70,7 @@ void ScanDump(CommandContext& ctx, const ChunkCommandTexts& texts) {
     ctx.reply.Error(texts.bad_iterator_scandump);
     return;
   }
-  EntryPtr entry = ctx.server.keyspace.Find(ctx.args[1], ctx.now_ms);
+  EntryPtr entry = ctx.server.keyspace.Find(ctx.Key(ctx.args[1]), ctx.now_ms);
   if (entry == nullptr) {
     ctx.reply.Error(errors::kNotFound);
     return;

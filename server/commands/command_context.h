@@ -30,7 +30,26 @@ struct CommandContext {
   std::vector<std::string_view> effect;
   std::string effect_bytes;  // storage `effect` may point into
 
+  // The command's keys, each hashed once by the dispatcher (see
+  // keyspace/key_ref.h); set by RunCommand.
+  std::span<const KeyRef> keys;
+  size_t next_key = 0;  // where Key() looks first: handlers take keys in order
+
   WorkerCounters& counters() { return server.stats.worker(client.worker_index); }
+
+  // The KeyRef of `name`, one of this command's arguments: the dispatcher's
+  // if `name` is one of the command's keys (the same bytes of args, not just
+  // an equal name), else hashed now.
+  KeyRef Key(std::string_view name) {
+    for (size_t n = 0, i = next_key; n < keys.size(); ++n, ++i) {
+      if (i == keys.size()) i = 0;
+      if (keys[i].name.data() == name.data() && keys[i].name.size() == name.size()) {
+        next_key = i + 1;
+        return keys[i];
+      }
+    }
+    return MakeKeyRef(name);
+  }
 };
 
 }  // namespace bloomgate

@@ -19,32 +19,47 @@ std::string Upper(std::string_view text) {
 
 }  // namespace
 
-void CommandStripes(const CommandSpec& spec, std::span<const std::string_view> args,
-                    std::vector<size_t>* stripes, bool* all) {
+void CommandKeys(const CommandSpec& spec, std::span<const std::string_view> args,
+                 std::vector<KeyRef>* keys, bool* all) {
   *all = (spec.flags & kCmdAllKeys) != 0;
-  stripes->clear();
+  keys->clear();
   if (*all) return;
   std::vector<size_t> indices;
   CommandTable::KeyIndices(spec, args.size(), &indices);
-  for (size_t index : indices) stripes->push_back(KeyLocks::StripeOf(args[index]));
+  for (size_t index : indices) keys->push_back(MakeKeyRef(args[index]));
+}
+
+void CommandStripes(const CommandSpec& spec, std::span<const std::string_view> args,
+                    std::vector<size_t>* stripes, bool* all) {
+  std::vector<KeyRef> keys;
+  CommandKeys(spec, args, &keys, all);
+  stripes->clear();
+  for (const KeyRef& key : keys) stripes->push_back(KeyLocks::StripeOf(key));
 }
 
 void RunCommand(ServerContext& server, ClientState& client, const CommandSpec& spec,
-                std::span<const std::string_view> args, ReplyBuilder& reply, bool locks_held) {
+                std::span<const std::string_view> args, ReplyBuilder& reply, bool locks_held,
+                std::span<const KeyRef> keys) {
   const bool write = (spec.flags & kCmdWrite) != 0;
   std::optional<KeyLocks::Guard> guard;
-  if (!locks_held) {
-    std::vector<size_t> stripes;
+  std::vector<KeyRef> own_keys;
+  if (!locks_held || keys.empty()) {
     bool all = false;
-    CommandStripes(spec, args, &stripes, &all);
-    // Writes hold their keys exclusively (except order-free Bloom adds), so
-    // that two writes to one key are logged in the order they took effect:
-    // replaying a CBF.DEL before the CBF.ADD it followed would lose the item.
-    if (all) {
-      guard.emplace(server.key_locks.LockAll(/*exclusive=*/write));
-    } else if (!stripes.empty()) {
-      bool exclusive = write && (spec.flags & kCmdOrderFree) == 0;
-      guard.emplace(server.key_locks.Lock(std::move(stripes), exclusive));
+    CommandKeys(spec, args, &own_keys, &all);
+    keys = own_keys;
+    if (!locks_held) {
+      std::vector<size_t> stripes;
+      stripes.reserve(own_keys.size());
+      for (const KeyRef& key : own_keys) stripes.push_back(KeyLocks::StripeOf(key));
+      // Writes hold their keys exclusively (except order-free Bloom adds), so
+      // that two writes to one key are logged in the order they took effect:
+      // replaying a CBF.DEL before the CBF.ADD it followed would lose the item.
+      if (all) {
+        guard.emplace(server.key_locks.LockAll(/*exclusive=*/write));
+      } else if (!stripes.empty()) {
+        bool exclusive = write && (spec.flags & kCmdOrderFree) == 0;
+        guard.emplace(server.key_locks.Lock(std::move(stripes), exclusive));
+      }
     }
   }
   Durability& durability = *server.durability;
@@ -72,6 +87,7 @@ void RunCommand(ServerContext& server, ClientState& client, const CommandSpec& s
   if (client.info) client.info->last_command.store(&spec, std::memory_order_relaxed);
   const int64_t now_ms = client.journal.replaying ? client.replay_time_ms : NowMs();
   CommandContext ctx{args, spec, reply, client, server, now_ms};
+  ctx.keys = keys;
   spec.handler(ctx);
   const bool failed =
       reply.buffer()->size() > reply_start && (*reply.buffer())[reply_start] == '-';

@@ -17,9 +17,16 @@ void DispatchCommand(ServerContext& server, ClientState& client,
                      std::span<const std::string_view> args, ReplyBuilder& reply);
 
 // Runs one resolved command. `locks_held`: the caller (EXEC) already holds
-// every key lock the command needs.
+// every key lock the command needs, and passes the command's `keys` as
+// CommandKeys made them (empty: they are hashed here).
 void RunCommand(ServerContext& server, ClientState& client, const CommandSpec& spec,
-                std::span<const std::string_view> args, ReplyBuilder& reply, bool locks_held);
+                std::span<const std::string_view> args, ReplyBuilder& reply, bool locks_held,
+                std::span<const KeyRef> keys = {});
+
+// The command's keys, each hashed once, in argument order; or none with
+// `*all` = true for a command that touches the whole keyspace.
+void CommandKeys(const CommandSpec& spec, std::span<const std::string_view> args,
+                 std::vector<KeyRef>* keys, bool* all);
 
 // The stripes a command's keys map to, or all stripes (`*all` = true) for a
 // command that touches the whole keyspace.

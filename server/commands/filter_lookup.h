@@ -17,7 +17,7 @@ namespace bloomgate {
 template <typename Filter>
 EntryPtr FindFilter(CommandContext& ctx, std::string_view key,
                     std::optional<std::string_view>* error) {
-  EntryPtr entry = ctx.server.keyspace.Find(key, ctx.now_ms);
+  EntryPtr entry = ctx.server.keyspace.Find(ctx.Key(key), ctx.now_ms);
   if (entry == nullptr) {
     Bump(ctx.counters().keyspace_misses);
     return nullptr;
@@ -44,7 +44,7 @@ EntryPtr StoreNewFilter(CommandContext& ctx, std::string_view key,
                         std::optional<std::string_view>* error) {
   bool inserted = false;
   EntryPtr entry = ctx.server.keyspace.Insert(
-      key, std::make_shared<KeyEntry>(std::move(filter)), ctx.now_ms, &inserted,
+      ctx.Key(key), std::make_shared<KeyEntry>(std::move(filter)), ctx.now_ms, &inserted,
       [&ctx](const std::string& name, const KeyEntry& created) {
         // The creation is journaled with the filter's exact parameters, so a
         // replay never depends on the defaults in force when it runs.
@@ -68,7 +68,7 @@ EntryPtr StoreNewFilter(CommandContext& ctx, std::string_view key,
 // allocated; nullopt when the key is free.
 template <typename Filter>
 std::optional<std::string_view> ReserveConflict(CommandContext& ctx, std::string_view key) {
-  EntryPtr entry = ctx.server.keyspace.Find(key, ctx.now_ms);
+  EntryPtr entry = ctx.server.keyspace.Find(ctx.Key(key), ctx.now_ms);
   if (entry == nullptr) return std::nullopt;
   return entry->get<Filter>() == nullptr ? errors::kWrongType : errors::kItemExists;
 }

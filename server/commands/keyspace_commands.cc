@@ -22,7 +22,7 @@ void CmdDbSize(CommandContext& ctx) {
 void CmdExists(CommandContext& ctx) {
   int64_t count = 0;
   for (std::string_view key : ctx.args.subspan(1)) {
-    if (ctx.server.keyspace.Find(key, ctx.now_ms) != nullptr) ++count;
+    if (ctx.server.keyspace.Find(ctx.Key(key), ctx.now_ms) != nullptr) ++count;
   }
   ctx.reply.Integer(count);
 }
@@ -32,14 +32,14 @@ void CmdExists(CommandContext& ctx) {
 void CmdDel(CommandContext& ctx) {
   int64_t removed = 0;
   for (std::string_view key : ctx.args.subspan(1)) {
-    if (ctx.server.keyspace.Erase(key, ctx.now_ms)) ++removed;
+    if (ctx.server.keyspace.Erase(ctx.Key(key), ctx.now_ms)) ++removed;
   }
   ctx.reply.Integer(removed);
 }
 
 // TYPE key
 void CmdType(CommandContext& ctx) {
-  EntryPtr entry = ctx.server.keyspace.Find(ctx.args[1], ctx.now_ms);
+  EntryPtr entry = ctx.server.keyspace.Find(ctx.Key(ctx.args[1]), ctx.now_ms);
   ctx.reply.SimpleString(entry == nullptr ? "none" : TypeName(entry->type()));
 }
 
@@ -98,7 +98,7 @@ void CmdScan(CommandContext& ctx) {
 
 // RENAME key newkey: the documented way to swap a rebuilt filter in.
 void CmdRename(CommandContext& ctx) {
-  auto status = ctx.server.keyspace.Rename(ctx.args[1], ctx.args[2], /*nx=*/false, ctx.now_ms);
+  auto status = ctx.server.keyspace.Rename(ctx.Key(ctx.args[1]), ctx.Key(ctx.args[2]), /*nx=*/false, ctx.now_ms);
   if (status == Keyspace::RenameStatus::kNoSuchKey) {
     ctx.reply.Error(errors::kNoSuchKey);
     return;
@@ -108,7 +108,7 @@ void CmdRename(CommandContext& ctx) {
 
 // RENAMENX key newkey
 void CmdRenameNx(CommandContext& ctx) {
-  auto status = ctx.server.keyspace.Rename(ctx.args[1], ctx.args[2], /*nx=*/true, ctx.now_ms);
+  auto status = ctx.server.keyspace.Rename(ctx.Key(ctx.args[1]), ctx.Key(ctx.args[2]), /*nx=*/true, ctx.now_ms);
   if (status == Keyspace::RenameStatus::kNoSuchKey) {
     ctx.reply.Error(errors::kNoSuchKey);
     return;
@@ -182,7 +182,7 @@ void SetExpire(CommandContext& ctx, ExpireForm form) {
     ctx.reply.Error(text);
     return;
   }
-  EntryPtr entry = ctx.server.keyspace.Find(ctx.args[1], ctx.now_ms);
+  EntryPtr entry = ctx.server.keyspace.Find(ctx.Key(ctx.args[1]), ctx.now_ms);
   if (entry == nullptr) {
     ctx.reply.Integer(0);
     return;
@@ -195,10 +195,10 @@ void SetExpire(CommandContext& ctx, ExpireForm form) {
   }
   if (at_ms <= ctx.now_ms) {
     // A deadline in the past deletes the key at once, as in Redis.
-    ctx.reply.Integer(ctx.server.keyspace.Erase(ctx.args[1], ctx.now_ms) ? 1 : 0);
+    ctx.reply.Integer(ctx.server.keyspace.Erase(ctx.Key(ctx.args[1]), ctx.now_ms) ? 1 : 0);
     return;
   }
-  ctx.reply.Integer(ctx.server.keyspace.SetExpire(ctx.args[1], at_ms, ctx.now_ms) ? 1 : 0);
+  ctx.reply.Integer(ctx.server.keyspace.SetExpire(ctx.Key(ctx.args[1]), at_ms, ctx.now_ms) ? 1 : 0);
 }
 
 void CmdExpire(CommandContext& ctx) { SetExpire(ctx, {.absolute = false, .milliseconds = false}); }
@@ -208,7 +208,7 @@ void CmdPExpireAt(CommandContext& ctx) { SetExpire(ctx, {.absolute = true, .mill
 
 // TTL / PTTL / EXPIRETIME / PEXPIRETIME: -2 missing key, -1 no deadline.
 void ReplyDeadline(CommandContext& ctx, bool absolute, bool milliseconds) {
-  EntryPtr entry = ctx.server.keyspace.Find(ctx.args[1], ctx.now_ms);
+  EntryPtr entry = ctx.server.keyspace.Find(ctx.Key(ctx.args[1]), ctx.now_ms);
   if (entry == nullptr) {
     ctx.reply.Integer(-2);
     return;
@@ -230,12 +230,12 @@ void CmdPExpireTime(CommandContext& ctx) { ReplyDeadline(ctx, true, true); }
 
 // PERSIST key
 void CmdPersist(CommandContext& ctx) {
-  EntryPtr entry = ctx.server.keyspace.Find(ctx.args[1], ctx.now_ms);
+  EntryPtr entry = ctx.server.keyspace.Find(ctx.Key(ctx.args[1]), ctx.now_ms);
   if (entry == nullptr || entry->expire_at_ms() == 0) {
     ctx.reply.Integer(0);
     return;
   }
-  ctx.reply.Integer(ctx.server.keyspace.SetExpire(ctx.args[1], 0, ctx.now_ms) ? 1 : 0);
+  ctx.reply.Integer(ctx.server.keyspace.SetExpire(ctx.Key(ctx.args[1]), 0, ctx.now_ms) ? 1 : 0);
 }
 
 // MEMORY USAGE key [SAMPLES count]: exact, so SAMPLES is accepted and unused.
@@ -254,7 +254,7 @@ void CmdMemoryUsage(CommandContext& ctx) {
     ctx.reply.Error(errors::kSyntax);
     return;
   }
-  EntryPtr entry = ctx.server.keyspace.Find(ctx.args[2], ctx.now_ms);
+  EntryPtr entry = ctx.server.keyspace.Find(ctx.Key(ctx.args[2]), ctx.now_ms);
   if (entry == nullptr) {
     ctx.reply.Null();
     return;

@@ -38,7 +38,7 @@ void CmdDiscard(CommandContext& ctx) {
 
 bool WatchedKeysUnchanged(CommandContext& ctx) {
   for (const WatchedKey& watched : ctx.client.watched) {
-    EntryPtr now = ctx.server.keyspace.Find(watched.key, ctx.now_ms);
+    EntryPtr now = ctx.server.keyspace.Find(KeyRef{watched.key, watched.hash}, ctx.now_ms);
     if ((now == nullptr ? 0 : now->id()) != watched.entry_id) return false;
     if (now != nullptr && now->version() != watched.version) return false;
   }
@@ -58,19 +58,20 @@ void CmdExec(CommandContext& ctx) {
   }
   std::vector<QueuedCommand> queued = std::move(client.queued);
   std::vector<std::vector<std::string_view>> argvs(queued.size());
+  // Each queued command's keys, hashed once here for both the locks and the run.
+  std::vector<std::vector<KeyRef>> keys(queued.size());
   std::vector<size_t> stripes;
   bool all = false;
   for (size_t i = 0; i < queued.size(); ++i) {
     argvs[i].assign(queued[i].args.begin(), queued[i].args.end());
-    std::vector<size_t> command_stripes;
     bool command_all = false;
-    CommandStripes(*queued[i].spec, argvs[i], &command_stripes, &command_all);
+    CommandKeys(*queued[i].spec, argvs[i], &keys[i], &command_all);
     all |= command_all;
-    stripes.insert(stripes.end(), command_stripes.begin(), command_stripes.end());
+    for (const KeyRef& key : keys[i]) stripes.push_back(KeyLocks::StripeOf(key));
   }
   // WATCHed keys are locked too, so their check and the commands are one step.
   for (const WatchedKey& watched : client.watched) {
-    stripes.push_back(KeyLocks::StripeOf(watched.key));
+    stripes.push_back(KeyLocks::StripeOf(KeyRef{watched.key, watched.hash}));
   }
   KeyLocks::Guard guard = all ? ctx.server.key_locks.LockAll(/*exclusive=*/true)
                               : ctx.server.key_locks.Lock(std::move(stripes), true);
@@ -83,7 +84,8 @@ void CmdExec(CommandContext& ctx) {
   ctx.reply.ArrayHeader(queued.size());
   client.in_exec = true;
   for (size_t i = 0; i < queued.size(); ++i) {
-    RunCommand(ctx.server, client, *queued[i].spec, argvs[i], ctx.reply, /*locks_held=*/true);
+    RunCommand(ctx.server, client, *queued[i].spec, argvs[i], ctx.reply, /*locks_held=*/true,
+               keys[i]);
   }
   client.in_exec = false;
 }
@@ -99,9 +101,11 @@ void CmdWatch(CommandContext& ctx) {
     bool already = std::any_of(ctx.client.watched.begin(), ctx.client.watched.end(),
                                [&](const WatchedKey& w) { return w.key == key; });
     if (already) continue;
-    EntryPtr entry = ctx.server.keyspace.Find(key, ctx.now_ms);
+    KeyRef ref = ctx.Key(key);
+    EntryPtr entry = ctx.server.keyspace.Find(ref, ctx.now_ms);
     WatchedKey watched;
     watched.key = std::string(key);
+    watched.hash = ref.hash;
     watched.entry_id = entry == nullptr ? 0 : entry->id();
     watched.version = entry == nullptr ? 0 : entry->version();
     ctx.client.watched.push_back(std::move(watched));

@@ -26,6 +26,9 @@ struct ClientInfo {
   std::atomic<const CommandSpec*> last_command{nullptr};
   std::atomic<int> resp{2};
   std::atomic<bool> in_multi{false};
+  // Reply bytes built or on the wire and not yet taken by the socket (CLIENT
+  // LIST omem): at most client-output-buffer-limit plus one reply.
+  std::atomic<uint64_t> output_bytes{0};
 
   std::string name() const;
   std::string lib_name() const;

@@ -28,6 +28,7 @@ struct QueuedCommand {
 // memory alive.
 struct WatchedKey {
   std::string key;
+  uint64_t hash = 0;  // of `key` (keyspace/key_ref.h), so EXEC need not hash it again
   uint64_t entry_id = 0;
   uint64_t version = 0;
 };

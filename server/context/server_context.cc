@@ -56,6 +56,9 @@ void ServerContext::UseFileSystem(FileSystem* fs) {
 void ServerContext::ApplyConfig(const ServerConfig& current) {
   budget.set_limit(EffectiveMaxMemory(current.maxmemory));
   max_filter_bytes_.store(current.max_filter_memory, std::memory_order_relaxed);
+  // Relaxed: a standalone limit; a connection picks it up on its next batch.
+  client_output_buffer_limit_.store(current.client_output_buffer_limit,
+                                    std::memory_order_relaxed);
   if (durability != nullptr) durability->ApplyConfig(current);
 }
 

@@ -47,6 +47,10 @@ class ServerContext {
     limits.max_filter_bytes = max_filter_bytes_.load(std::memory_order_relaxed);
     return limits;
   }
+  // client-output-buffer-limit, read by every connection once per batch.
+  uint64_t client_output_buffer_limit() const {
+    return client_output_buffer_limit_.load(std::memory_order_relaxed);
+  }
 
   RuntimeConfig config;
   MemoryBudget budget;
@@ -79,6 +83,7 @@ class ServerContext {
 
  private:
   std::atomic<uint64_t> max_filter_bytes_{0};
+  std::atomic<uint64_t> client_output_buffer_limit_{0};
 };
 
 }  // namespace bloomgate

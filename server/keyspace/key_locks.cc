@@ -1,53 +1,144 @@
 #include "server/keyspace/key_locks.h"
 
 #include <algorithm>
-#include <numeric>
-#include <xxhash.h>
 
 namespace bloomgate {
+namespace {
 
-size_t KeyLocks::StripeOf(std::string_view key) {
-  return XXH3_64bits(key.data(), key.size()) & (kStripes - 1);
+thread_local size_t held_locks = 0;
+// What FreeAfterUnlock deferred; cleared when held_locks drops to 0.
+thread_local std::vector<std::shared_ptr<void>> release_after_unlock;
+
+void ReleaseDeferred() {
+  // Moved out first: a destructor that runs here may defer again.
+  std::vector<std::shared_ptr<void>> doomed;
+  doomed.swap(release_after_unlock);
 }
 
-KeyLocks::Guard::Guard(KeyLocks* locks, std::vector<size_t> stripes, bool exclusive)
-    : locks_(locks), stripes_(std::move(stripes)), exclusive_(exclusive) {
-  std::sort(stripes_.begin(), stripes_.end());
-  stripes_.erase(std::unique(stripes_.begin(), stripes_.end()), stripes_.end());
-  for (size_t stripe : stripes_) {
-    if (exclusive_) {
-      locks_->stripes_[stripe].mutex.lock();
-    } else {
-      locks_->stripes_[stripe].mutex.lock_shared();
-    }
-  }
+}  // namespace
+
+WriterPreferringLock::WriterPreferringLock() {
+  pthread_rwlockattr_t attr;
+  pthread_rwlockattr_init(&attr);
+  pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+  pthread_rwlock_init(&lock_, &attr);
+  pthread_rwlockattr_destroy(&attr);
+}
+
+WriterPreferringLock::~WriterPreferringLock() { pthread_rwlock_destroy(&lock_); }
+
+size_t KeyLocks::StripeOf(std::string_view key) { return HashKeyName(key) & (kStripes - 1); }
+
+size_t KeyLocks::HeldByThisThread() { return held_locks; }
+
+void KeyLocks::FreeAfterUnlock(std::shared_ptr<void> doomed) {
+  if (doomed == nullptr) return;
+  if (held_locks == 0) return;  // `doomed` goes out of scope here: freed now
+  release_after_unlock.push_back(std::move(doomed));
+}
+
+size_t KeyLocks::exclusive_waiters() const {
+  return exclusive_waiters_.load(std::memory_order_relaxed);
 }
 
 KeyLocks::Guard::Guard(Guard&& other) noexcept
-    : locks_(other.locks_), stripes_(std::move(other.stripes_)), exclusive_(other.exclusive_) {
+    : locks_(other.locks_),
+      global_(other.global_),
+      writers_shared_(other.writers_shared_),
+      writers_exclusive_(other.writers_exclusive_),
+      stripes_(std::move(other.stripes_)),
+      stripes_exclusive_(other.stripes_exclusive_) {
   other.locks_ = nullptr;
-  other.stripes_.clear();
 }
 
 KeyLocks::Guard::~Guard() {
-  if (locks_ == nullptr) return;
-  for (auto it = stripes_.rbegin(); it != stripes_.rend(); ++it) {
-    if (exclusive_) {
-      locks_->stripes_[*it].mutex.unlock();
-    } else {
-      locks_->stripes_[*it].mutex.unlock_shared();
-    }
+  if (locks_ != nullptr) locks_->Release(this);
+}
+
+void KeyLocks::Acquire(Guard* guard) {
+  guard->locks_ = this;
+  size_t taken = 0;
+  if (guard->global_ == Guard::Global::kExclusive) {
+    // Relaxed: a test-visible gauge, publishes nothing.
+    exclusive_waiters_.fetch_add(1, std::memory_order_relaxed);
+    global_.lock();
+    exclusive_waiters_.fetch_sub(1, std::memory_order_relaxed);
+    ++taken;
+  } else if (guard->global_ == Guard::Global::kShared) {
+    global_.lock_shared();
+    ++taken;
   }
+  if (guard->writers_exclusive_) {
+    writers_.lock();
+    ++taken;
+  } else if (guard->writers_shared_) {
+    writers_.lock_shared();
+    ++taken;
+  }
+  for (size_t stripe : guard->stripes_) {
+    if (guard->stripes_exclusive_) {
+      stripes_[stripe].mutex.lock();
+    } else {
+      stripes_[stripe].mutex.lock_shared();
+    }
+    ++taken;
+  }
+  held_locks += taken;
+}
+
+void KeyLocks::Release(Guard* guard) {
+  size_t released = 0;
+  for (auto it = guard->stripes_.rbegin(); it != guard->stripes_.rend(); ++it) {
+    if (guard->stripes_exclusive_) {
+      stripes_[*it].mutex.unlock();
+    } else {
+      stripes_[*it].mutex.unlock_shared();
+    }
+    ++released;
+  }
+  if (guard->writers_exclusive_) {
+    writers_.unlock();
+    ++released;
+  } else if (guard->writers_shared_) {
+    writers_.unlock_shared();
+    ++released;
+  }
+  if (guard->global_ == Guard::Global::kExclusive) {
+    global_.unlock();
+    ++released;
+  } else if (guard->global_ == Guard::Global::kShared) {
+    global_.unlock_shared();
+    ++released;
+  }
+  guard->locks_ = nullptr;
+  held_locks -= released;
+  if (held_locks == 0 && !release_after_unlock.empty()) ReleaseDeferred();
 }
 
 KeyLocks::Guard KeyLocks::Lock(std::vector<size_t> stripes, bool exclusive) {
-  return Guard(this, std::move(stripes), exclusive);
+  std::sort(stripes.begin(), stripes.end());
+  stripes.erase(std::unique(stripes.begin(), stripes.end()), stripes.end());
+  if (stripes.empty()) return Guard();
+  if (stripes.size() > kMaxStripesPerLocker) return LockAll(exclusive);
+  Guard guard;
+  guard.global_ = Guard::Global::kShared;
+  guard.writers_shared_ = exclusive;
+  guard.stripes_ = std::move(stripes);
+  guard.stripes_exclusive_ = exclusive;
+  Acquire(&guard);
+  return guard;
 }
 
 KeyLocks::Guard KeyLocks::LockAll(bool exclusive) {
-  std::vector<size_t> all(kStripes);
-  std::iota(all.begin(), all.end(), size_t{0});
-  return Guard(this, std::move(all), exclusive);
+  Guard guard;
+  if (exclusive) {
+    guard.global_ = Guard::Global::kExclusive;
+  } else {
+    guard.global_ = Guard::Global::kShared;
+    guard.writers_exclusive_ = true;
+  }
+  Acquire(&guard);
+  return guard;
 }
 
 }  // namespace bloomgate

@@ -6,8 +6,42 @@
 
 #include "persistence/filter_codec.h"
 #include "server/keyspace/glob.h"
+#include "server/keyspace/key_locks.h"
+#include "server/keyspace/key_ref.h"
 
 namespace bloomgate {
+
+namespace {
+
+std::atomic<uint64_t> entries_freed_under_key_locks{0};
+
+// A removed entry (or a whole shard's map), declared before the shard lock
+// so that it outlives it, then handed to KeyLocks::FreeAfterUnlock: freed
+// once the command's key locks are released too, or at once outside any.
+template <typename T>
+struct FreedAfterUnlock {
+  T value;
+  ~FreedAfterUnlock() {
+    if constexpr (std::is_same_v<T, EntryPtr>) {
+      KeyLocks::FreeAfterUnlock(std::move(value));
+    } else if (!value.empty()) {
+      KeyLocks::FreeAfterUnlock(std::make_shared<T>(std::move(value)));
+    }
+  }
+};
+
+}  // namespace
+
+KeyEntry::~KeyEntry() {
+  if (KeyLocks::HeldByThisThread() != 0) {
+    // Relaxed: a test-visible count, publishes nothing.
+    entries_freed_under_key_locks.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+uint64_t KeyEntry::freed_under_key_locks() {
+  return entries_freed_under_key_locks.load(std::memory_order_relaxed);
+}
 
 uint64_t KeyEntry::MemoryUsage() const {
   // The entry itself plus the map node that holds it (about 64 bytes).
@@ -32,15 +66,7 @@ void KeyEntry::TakeSnapshotCopy() {
   snapshot_armed_.store(false, std::memory_order_release);
 }
 
-uint64_t Keyspace::HashName(std::string_view name) {
-  return XXH3_64bits(name.data(), name.size());
-}
-
-size_t Keyspace::NameHash::operator()(std::string_view name) const {
-  return static_cast<size_t>(HashName(name));
-}
-
-EntryPtr Keyspace::Find(std::string_view key, int64_t now_ms) {
+EntryPtr Keyspace::Find(const KeyRef& key, int64_t now_ms) {
   Shard& shard = ShardFor(key);
   {
     std::shared_lock lock(shard.mutex);
@@ -50,21 +76,21 @@ EntryPtr Keyspace::Find(std::string_view key, int64_t now_ms) {
   }
   // Expired: remove it, unless someone replaced it in the meantime. The
   // entry is freed after the lock is released (a filter can be gigabytes).
-  EntryPtr doomed;
+  FreedAfterUnlock<EntryPtr> doomed;
   std::unique_lock lock(shard.mutex);
   auto it = shard.entries.find(key);
   if (it == shard.entries.end()) return nullptr;
   if (!it->second->ExpiredAt(now_ms)) return it->second;
-  doomed = it->second;
+  doomed.value = it->second;
   EraseLocked(shard, it);
   expired_keys_.fetch_add(1, std::memory_order_relaxed);
   return nullptr;
 }
 
-EntryPtr Keyspace::Insert(std::string_view key, EntryPtr entry, int64_t now_ms,
+EntryPtr Keyspace::Insert(const KeyRef& key, EntryPtr entry, int64_t now_ms,
                           bool* inserted, const InsertHook& on_inserted) {
   Shard& shard = ShardFor(key);
-  EntryPtr doomed;  // an expired entry, freed after the lock is released
+  FreedAfterUnlock<EntryPtr> doomed;  // an expired entry, freed after the lock is released
   std::unique_lock lock(shard.mutex);
   auto it = shard.entries.find(key);
   if (it != shard.entries.end()) {
@@ -72,48 +98,58 @@ EntryPtr Keyspace::Insert(std::string_view key, EntryPtr entry, int64_t now_ms,
       *inserted = false;
       return it->second;
     }
-    doomed = it->second;
+    doomed.value = it->second;
     EraseLocked(shard, it);
     expired_keys_.fetch_add(1, std::memory_order_relaxed);
   }
-  auto stored = shard.entries.emplace(std::string(key), entry).first;
+  auto stored = EmplaceLocked(shard, key, entry);
   *inserted = true;
-  if (on_inserted) on_inserted(stored->first, *entry);
+  if (on_inserted) on_inserted(stored->first.name, *entry);
   return entry;
 }
 
-void Keyspace::Put(std::string_view key, EntryPtr entry, int64_t expire_at_ms) {
+void Keyspace::Put(std::string_view name, EntryPtr entry, int64_t expire_at_ms) {
+  KeyRef key = MakeKeyRef(name);
   Shard& shard = ShardFor(key);
-  EntryPtr doomed;  // a replaced entry, freed after the lock is released
+  FreedAfterUnlock<EntryPtr> doomed;  // a replaced entry, freed after the lock is released
   std::unique_lock lock(shard.mutex);
   auto it = shard.entries.find(key);
   if (it != shard.entries.end()) {
-    doomed = it->second;
+    doomed.value = it->second;
     EraseLocked(shard, it);
   }
-  auto stored = shard.entries.emplace(std::string(key), std::move(entry)).first;
-  if (expire_at_ms != 0) SetDeadlineLocked(shard, stored->first, *stored->second, expire_at_ms);
+  auto stored = EmplaceLocked(shard, key, std::move(entry));
+  if (expire_at_ms != 0) {
+    SetDeadlineLocked(shard, stored->first.name, *stored->second, expire_at_ms);
+  }
 }
 
-void Keyspace::EraseLocked(
-    Shard& shard,
-    std::unordered_map<std::string, EntryPtr, NameHash, std::equal_to<>>::iterator it) {
+Keyspace::EntryMap::iterator Keyspace::EmplaceLocked(Shard& shard, const KeyRef& key,
+                                                     EntryPtr entry) {
+  auto it =
+      shard.entries.emplace(StoredKey{std::string(key.name), key.hash}, std::move(entry)).first;
+  shard.scan_order.emplace(key.hash, &*it);
+  return it;
+}
+
+void Keyspace::EraseLocked(Shard& shard, EntryMap::iterator it) {
   int64_t at = it->second->expire_at_ms();
-  if (at != 0) shard.deadlines.erase({at, it->first});
+  if (at != 0) shard.deadlines.erase({at, it->first.name});
+  shard.scan_order.erase({it->first.hash, &*it});
   // A reader holding the entry still sees it as it was; WATCHers see the
   // change because the entry under the name is no longer the one they hold.
   it->second->MarkModified();
   shard.entries.erase(it);
 }
 
-bool Keyspace::Erase(std::string_view key, int64_t now_ms) {
+bool Keyspace::Erase(const KeyRef& key, int64_t now_ms) {
   Shard& shard = ShardFor(key);
-  EntryPtr doomed;  // destroyed after the lock is released
+  FreedAfterUnlock<EntryPtr> doomed;  // destroyed after the lock is released
   std::unique_lock lock(shard.mutex);
   auto it = shard.entries.find(key);
   if (it == shard.entries.end()) return false;
   bool live = !it->second->ExpiredAt(now_ms);
-  doomed = it->second;
+  doomed.value = it->second;
   EraseLocked(shard, it);
   if (!live) expired_keys_.fetch_add(1, std::memory_order_relaxed);
   lock.unlock();
@@ -128,13 +164,13 @@ void Keyspace::SetDeadlineLocked(Shard& shard, const std::string& name, KeyEntry
   entry.expire_at_ms_.store(at_ms, std::memory_order_relaxed);
 }
 
-Keyspace::RenameStatus Keyspace::Rename(std::string_view src, std::string_view dst, bool nx,
+Keyspace::RenameStatus Keyspace::Rename(const KeyRef& src, const KeyRef& dst, bool nx,
                                         int64_t now_ms) {
-  size_t src_index = HashName(src) >> (64 - kShardBits);
-  size_t dst_index = HashName(dst) >> (64 - kShardBits);
+  size_t src_index = ShardIndex(src.hash);
+  size_t dst_index = ShardIndex(dst.hash);
   // A replaced target is freed after the locks are released: declared
   // before them, it is destroyed after them.
-  EntryPtr replaced;
+  FreedAfterUnlock<EntryPtr> replaced;
   // Lock both shards in index order so two renames can never deadlock.
   std::unique_lock<std::shared_mutex> first(shards_[std::min(src_index, dst_index)].mutex);
   std::unique_lock<std::shared_mutex> second;
@@ -147,31 +183,32 @@ Keyspace::RenameStatus Keyspace::Rename(std::string_view src, std::string_view d
   if (src_it == src_shard.entries.end() || src_it->second->ExpiredAt(now_ms)) {
     return RenameStatus::kNoSuchKey;
   }
-  if (src == dst) return nx ? RenameStatus::kTargetExists : RenameStatus::kOk;
+  if (src.name == dst.name) return nx ? RenameStatus::kTargetExists : RenameStatus::kOk;
   auto dst_it = dst_shard.entries.find(dst);
   if (dst_it != dst_shard.entries.end()) {
     bool expired = dst_it->second->ExpiredAt(now_ms);
     if (nx && !expired) return RenameStatus::kTargetExists;
-    replaced = dst_it->second;
+    replaced.value = dst_it->second;
     EraseLocked(dst_shard, dst_it);
     if (expired) expired_keys_.fetch_add(1, std::memory_order_relaxed);
   }
   EntryPtr moving = src_it->second;
   int64_t deadline = moving->expire_at_ms();
-  if (deadline != 0) src_shard.deadlines.erase({deadline, src_it->first});
+  if (deadline != 0) src_shard.deadlines.erase({deadline, src_it->first.name});
+  src_shard.scan_order.erase({src_it->first.hash, &*src_it});
   src_shard.entries.erase(src_it);
-  auto [it, ok] = dst_shard.entries.emplace(std::string(dst), moving);
-  if (deadline != 0) dst_shard.deadlines.emplace(deadline, it->first);
+  auto it = EmplaceLocked(dst_shard, dst, moving);
+  if (deadline != 0) dst_shard.deadlines.emplace(deadline, it->first.name);
   moving->MarkModified();
   return RenameStatus::kOk;
 }
 
-bool Keyspace::SetExpire(std::string_view key, int64_t at_ms, int64_t now_ms) {
+bool Keyspace::SetExpire(const KeyRef& key, int64_t at_ms, int64_t now_ms) {
   Shard& shard = ShardFor(key);
   std::unique_lock lock(shard.mutex);
   auto it = shard.entries.find(key);
   if (it == shard.entries.end() || it->second->ExpiredAt(now_ms)) return false;
-  SetDeadlineLocked(shard, it->first, *it->second, at_ms);
+  SetDeadlineLocked(shard, it->first.name, *it->second, at_ms);
   it->second->MarkModified();
   return true;
 }
@@ -196,11 +233,12 @@ size_t Keyspace::VolatileCount() const {
 
 void Keyspace::Clear() {
   for (Shard& shard : shards_) {
-    decltype(shard.entries) doomed;  // freed after the lock is released
+    FreedAfterUnlock<EntryMap> doomed;  // freed after the locks are released
     {
       std::unique_lock lock(shard.mutex);
-      for (auto& [name, entry] : shard.entries) entry->MarkModified();
-      doomed.swap(shard.entries);
+      for (auto& [key, entry] : shard.entries) entry->MarkModified();
+      doomed.value.swap(shard.entries);
+      shard.scan_order.clear();
       shard.deadlines.clear();
     }
   }
@@ -212,9 +250,9 @@ void Keyspace::ForEachKey(
   bool all = pattern == "*";
   for (const Shard& shard : shards_) {
     std::shared_lock lock(shard.mutex);
-    for (const auto& [name, entry] : shard.entries) {
+    for (const auto& [key, entry] : shard.entries) {
       if (entry->ExpiredAt(now_ms)) continue;
-      if (all || GlobMatch(pattern, name)) visit(name, entry);
+      if (all || GlobMatch(pattern, key.name)) visit(key.name, entry);
     }
   }
 }
@@ -223,41 +261,46 @@ uint64_t Keyspace::Scan(
     uint64_t cursor, size_t count, int64_t now_ms,
     const std::function<void(const std::string&, const EntryPtr&)>& visit) const {
   size_t shard_index = cursor >> (64 - kShardBits);
-  std::vector<std::pair<uint64_t, std::pair<std::string, EntryPtr>>> batch;
+  // Copied out under the shard lock, visited after it is released.
+  std::vector<std::pair<std::string, EntryPtr>> batch;
   size_t looked_at = 0;
+  uint64_t next = 0;  // 0: the iteration is complete
   while (shard_index < kShards) {
     const Shard& shard = shards_[shard_index];
-    batch.clear();
+    bool cut = false;
+    uint64_t steps = 0;
     {
       std::shared_lock lock(shard.mutex);
-      for (const auto& [name, entry] : shard.entries) {
-        uint64_t hash = HashName(name);
-        if (hash >= cursor) batch.push_back({hash, {name, entry}});
-      }
-    }
-    std::sort(batch.begin(), batch.end(),
-              [](const auto& a, const auto& b) { return a.first < b.first; });
-    size_t i = 0;
-    while (i < batch.size()) {
-      // Keys with equal hashes go out together so the cursor never splits them.
-      uint64_t hash = batch[i].first;
-      for (; i < batch.size() && batch[i].first == hash; ++i) {
-        ++looked_at;
-        if (!batch[i].second.second->ExpiredAt(now_ms)) {
-          visit(batch[i].second.first, batch[i].second.second);
+      auto it = shard.scan_order.lower_bound({cursor, nullptr});
+      while (it != shard.scan_order.end()) {
+        // Keys with equal hashes go out together so the cursor never splits them.
+        uint64_t hash = it->first;
+        for (; it != shard.scan_order.end() && it->first == hash; ++it) {
+          ++steps;
+          ++looked_at;
+          batch.emplace_back(it->second->first.name, it->second->second);
+        }
+        if (looked_at >= count) {
+          next = hash == UINT64_MAX ? 0 : hash + 1;
+          cut = true;
+          break;
         }
       }
-      if (looked_at >= count) {
-        if (hash == UINT64_MAX) return 0;
-        return hash + 1;
-      }
     }
+    scan_steps_.fetch_add(steps, std::memory_order_relaxed);
+    if (cut) break;
     ++shard_index;
-    if (shard_index == kShards) return 0;
+    if (shard_index == kShards) break;
     cursor = static_cast<uint64_t>(shard_index) << (64 - kShardBits);
-    if (looked_at >= count) return cursor;
+    if (looked_at >= count) {
+      next = cursor;
+      break;
+    }
   }
-  return 0;
+  for (const auto& [name, entry] : batch) {
+    if (!entry->ExpiredAt(now_ms)) visit(name, entry);
+  }
+  return next;
 }
 
 size_t Keyspace::SweepExpired(int64_t now_ms, size_t max_keys) {
@@ -268,7 +311,8 @@ size_t Keyspace::SweepExpired(int64_t now_ms, size_t max_keys) {
     std::unique_lock lock(shard.mutex);
     while (removed < max_keys && !shard.deadlines.empty() &&
            shard.deadlines.begin()->first <= now_ms) {
-      auto it = shard.entries.find(shard.deadlines.begin()->second);
+      // A background sweep: hashing the name again here costs no command.
+      auto it = shard.entries.find(MakeKeyRef(shard.deadlines.begin()->second));
       if (it == shard.entries.end()) {  // cannot happen; keep the index honest
         shard.deadlines.erase(shard.deadlines.begin());
         continue;

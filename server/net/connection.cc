@@ -16,7 +16,9 @@ namespace {
 // pipelined batch (redis-benchmark -P 16 of BF.ADD is ~1 KB).
 constexpr size_t kMinReadSpace = 16 * 1024;
 // Replies accumulated before the batch is flushed even if more complete
-// commands are buffered: bounds a connection's output memory.
+// commands are buffered; client-output-buffer-limit lowers it. While a batch
+// is on the wire nothing more is read or run for the client, so its output
+// memory is at most min(this, the limit) plus one reply.
 constexpr size_t kOutputHighWater = 256 * 1024;
 // Buffers that grew past this for one big request or reply are released
 // when idle again.
@@ -156,7 +158,12 @@ void Connection::DoRead() {
 }
 
 void Connection::ProcessInput() {
-  while (!client_.close_after_reply && out_.size() < kOutputHighWater) {
+  // client-output-buffer-limit: once this many reply bytes are pending the
+  // client's commands stop running (and it is not read) until the socket
+  // has taken them. Read per batch, so CONFIG SET applies at once.
+  const uint64_t high_water =
+      std::min<uint64_t>(kOutputHighWater, server_.client_output_buffer_limit());
+  while (!client_.close_after_reply && out_.size() < high_water) {
     std::string_view input(in_.data() + in_begin_, in_end_ - in_begin_);
     size_t consumed = 0;
     ParseStatus status = parser_.Parse(input, &args_, &consumed);
@@ -219,11 +226,13 @@ void Connection::DoWrite() {
   writing_.swap(out_);
   out_.clear();
   write_in_flight_ = true;
+  if (client_.info) client_.info->output_bytes.store(writing_.size(), std::memory_order_relaxed);
   auto self = shared_from_this();
   asio::async_write(
       socket_, asio::buffer(writing_),
       [this, self](const boost::system::error_code& ec, size_t bytes) {
         write_in_flight_ = false;
+        if (client_.info) client_.info->output_bytes.store(0, std::memory_order_relaxed);
         Bump(server_.stats.worker(client_.worker_index).net_output_bytes, bytes);
         if (writing_.capacity() > kShrinkAbove) {
           std::string().swap(writing_);
