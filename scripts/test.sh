@@ -3,7 +3,8 @@
 #   1. every unit and end-to-end test (ctest, Release build);
 #   2. a smoke run of every benchmark (bench/), so they never rot: each must
 #      start, finish and produce its figures; timings are not judged;
-#   3. the unit tests under ThreadSanitizer;
+#   3. the unit tests under ThreadSanitizer, and the e2e tests that race
+#      writers, saves and kill -9 against a ThreadSanitizer server;
 #   4. the unit tests (RESP parser included) under AddressSanitizer and
 #      UndefinedBehaviorSanitizer.
 # End-to-end tests start their own server on a free loopback port.
@@ -37,14 +38,19 @@ sanitized_build() {
   local dir=$1 sanitizers=$2
   cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" \
     -DBLOOMGATE_SANITIZE="$sanitizers" >/dev/null
-  cmake --build "$dir" --parallel "$jobs" --target "${unit_tests[@]}"
+  cmake --build "$dir" --parallel "$jobs" --target "${unit_tests[@]}" "${@:3}"
 }
 
-echo "== ThreadSanitizer: unit tests"
-sanitized_build build-tsan thread
+echo "== ThreadSanitizer: unit tests, and the threaded server under the racing e2e tests"
+sanitized_build build-tsan thread bloomgate
 # detect_deadlocks=1 is TSan's default, named so no options file turns it off.
-TSAN_OPTIONS="halt_on_error=1:detect_deadlocks=1" run_ctest --test-dir build-tsan \
-  -E '^e2e\.|^layering$'
+# The server inherits TSAN_OPTIONS: a race or lock-order inversion in it ends
+# it with TSan's report in its log, and the e2e test fails with that log.
+export TSAN_OPTIONS="halt_on_error=1:detect_deadlocks=1"
+run_ctest --test-dir build-tsan -E '^e2e\.|^layering$'
+BLOOMGATE_SOAK_SECONDS=20 run_ctest --test-dir build-tsan \
+  -R '^e2e\.(test_soak|test_durability|test_output_limit|test_keyspace)$'
+unset TSAN_OPTIONS
 
 echo "== AddressSanitizer + UBSan: unit tests"
 sanitized_build build-asan address,undefined

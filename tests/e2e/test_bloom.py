@@ -435,16 +435,24 @@ class ConcurrentAddTest(ServerTestCase):
         self.assertEqual(errors, [])
         return results
 
-    def test_exactly_one_of_many_concurrent_adds_of_an_item_reports_it_new(self):
-        # The dedup use case: "BF.ADD replied 1" must mean "first time seen",
-        # even when several clients add the same items at the same moment.
+    def test_every_concurrently_added_item_is_reported_new_to_some_client_and_kept(self):
+        # What is promised (README, "Concurrency"; filters/blocked_bloom.h):
+        # an add is told 1 if it flipped a bit, and no added item is lost.
+        # Two clients adding the same new item at once may both be told 1
+        # (BF.CARD then counts it twice), so "exactly one" is not promised.
+        # "At least one" is, for these items: none of these 10,000 items has
+        # every probe bit set by the other 9,999 in this filter's shape
+        # (checked once against filters/ for each item), so some bit of
+        # each is flipped only by its own first add.
         self.r.bf().create("seen", 0.001, 20_000)
         batch = items("url", 10_000)
         results = self.add_from_threads("seen", batch, n_threads=4)
         per_item = [sum(r[i] for r in results) for i in range(len(batch))]
-        twice = sum(1 for c in per_item if c > 1)
-        self.assertEqual(twice, 0, f"{twice} of {len(batch)} items were reported new to more "
-                                   f"than one client")
+        never_new = [x for x, c in zip(batch, per_item) if c == 0]
+        self.assertEqual(never_new[:10], [], f"{len(never_new)} of {len(batch)} items were "
+                                             f"reported new to none of the 4 clients")
+        missing = [x for x, h in zip(batch, self.r.bf().mexists("seen", *batch)) if h != 1]
+        self.assertEqual(missing[:10], [], f"{len(missing)} items lost after concurrent adds")
         self.assertEqual(self.r.execute_command("BF.CARD", "seen"), sum(per_item))
 
     def test_concurrent_adds_while_the_filter_grows_lose_nothing(self):

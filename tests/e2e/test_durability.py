@@ -28,6 +28,7 @@ LOG_PREFIX = "appendonly.bglog."
 NO_PERSISTENCE = ("--save", "", "--appendonly", "no")
 SNAPSHOT_ONLY = ("--save", "", "--appendonly", "no")  # data only through explicit SAVE
 SAVE_DEADLINE_S = 20.0
+KILL_DURING_SAVE_ATTEMPTS = 4  # ballast of 24, 48, 96, 192 MB
 WRITER_DEADLINE_S = 20.0
 
 
@@ -412,27 +413,44 @@ class BackgroundSaveTest(DurabilityTestCase):
         self.assertIn(cbf_card - len(writers["cbf"].acked), (0, 1), "CBF.CARD after restart")
 
     def test_kill_9_during_a_background_save_loses_nothing_acknowledged(self):
-        server = self.start()
-        r = self.client(server)
-        # ~24 MB of ballast: the snapshot takes a noticeable time to write.
-        r.execute_command("BF.RESERVE", "ballast", "0.0001", "10000000")
-        r.execute_command("BF.MADD", "bf", *items("before", 200))
-        for _ in range(3):
-            r.execute_command("CBF.ADD", "cbf", "x")
-        self.assertEqual(self.call(server, "SAVE"), "OK")
-        snapshot = read_bytes(os.path.join(self.data_dir, SNAPSHOT))
-        r.execute_command("BF.MADD", "bf", *items("between", 200))
-        self.assertEqual(self.call(server, "BGSAVE"), "Background saving started")
-        during = items("during", 200)
-        r.execute_command("BF.MADD", "bf", *during)
-        self.assertEqual(r.execute_command("CBF.DEL", "cbf", "x"), 1)
-        in_progress = self.persistence_info(server)["rdb_bgsave_in_progress"]
-        self.assertEqual(server.kill9(), -signal.SIGKILL)
-        if in_progress != "1":
-            sys.stderr.write("note: the background save ended before the kill\n")
-        else:
-            self.assertEqual(read_bytes(os.path.join(self.data_dir, SNAPSHOT)), snapshot,
-                             "a save killed midway must not have replaced the snapshot")
+        # The kill must land while the save writes its temporary file: the
+        # file left behind proves it (it exists only between its creation
+        # and the rename). A save that ended first, or had not begun
+        # writing, proves nothing, so that attempt is run again on a fresh
+        # data directory with twice the ballast, a bounded number of times.
+        attempts = []
+        for attempt in range(KILL_DURING_SAVE_ATTEMPTS):
+            if attempt:
+                self.data_dir = os.path.join(self.tmp.name, f"data-{attempt}")
+                os.mkdir(self.data_dir)
+            # ~24 MB of ballast, then twice that each attempt: the snapshot
+            # takes a noticeable time to write.
+            ballast_capacity = 10_000_000 << attempt
+            server = self.start()
+            r = self.client(server)
+            r.execute_command("BF.RESERVE", "ballast", "0.0001", str(ballast_capacity))
+            r.execute_command("BF.MADD", "bf", *items("before", 200))
+            for _ in range(3):
+                r.execute_command("CBF.ADD", "cbf", "x")
+            self.assertEqual(self.call(server, "SAVE"), "OK")
+            snapshot = read_bytes(os.path.join(self.data_dir, SNAPSHOT))
+            r.execute_command("BF.MADD", "bf", *items("between", 200))
+            self.assertEqual(self.call(server, "BGSAVE"), "Background saving started")
+            during = items("during", 200)
+            r.execute_command("BF.MADD", "bf", *during)
+            self.assertEqual(r.execute_command("CBF.DEL", "cbf", "x"), 1)
+            in_progress = self.persistence_info(server)["rdb_bgsave_in_progress"]
+            self.assertEqual(server.kill9(), -signal.SIGKILL)
+            temporaries = [n for n in os.listdir(self.data_dir) if n.startswith(SNAPSHOT + ".tmp.")]
+            attempts.append(f"ballast {ballast_capacity}: in progress {in_progress}, "
+                            f"temporaries {temporaries}")
+            if temporaries:
+                break
+        self.assertTrue(temporaries, "the kill never landed while the save was writing, in "
+                                     f"{len(attempts)} attempts: {attempts}")
+        self.assertEqual(in_progress, "1", attempts)
+        self.assertEqual(read_bytes(os.path.join(self.data_dir, SNAPSHOT)), snapshot,
+                         "a save killed midway must not have replaced the snapshot")
 
         for _ in range(2):  # and once more, after the restarted server's own logging
             server = self.start()
@@ -775,16 +793,30 @@ class SaveCommandsAndConfigTest(DurabilityTestCase):
         r = self.client(self.restart(server, *args, how="kill"))
         self.assertEqual(r.execute_command("BF.MEXISTS", "bf", "x", "y"), [1, 1])
 
-    def test_save_and_bgsave_inside_multi_are_refused(self):
+    def test_save_and_bgsave_inside_multi_are_queued_and_refused_at_exec(self):
+        # README, "Differences from RedisBloom": SAVE inside MULTI is queued
+        # and refused at EXEC (EXEC holds key locks the cut would wait for);
+        # BGSAVE and BGREWRITEAOF take the same cut and the same path.
         server = self.start()
-        for command in ("SAVE", "BGSAVE"):
+        r = self.client(server)
+        r.execute_command("BF.ADD", "bf", "x")
+        saves_before = self.persistence_info(server)["rdb_saves"]
+        for command in ("SAVE", "BGSAVE", "BGREWRITEAOF"):
             with self.subTest(command), server.raw() as c:
                 self.assertEqual(c.call("MULTI"), "OK")
-                queued = c.call(command)
+                self.assertEqual(c.call(command), "QUEUED")
+                self.assertEqual(c.call("BF.ADD", "bf", "y"), "QUEUED")
                 result = c.call("EXEC")
-                refused = isinstance(queued, RespError) or isinstance(result, RespError) or (
-                    isinstance(result, list) and isinstance(result[0], RespError))
-                self.assertTrue(refused, f"{command} in MULTI: {queued!r} then {result!r}")
+                self.assertIsInstance(result, list, f"{command} in MULTI: EXEC replied {result!r}")
+                self.assertEqual(len(result), 2, result)
+                self.assertIsInstance(result[0], RespError, result)
+                self.assertEqual(result[0], "ERR SAVE, BGSAVE and BGREWRITEAOF are not allowed "
+                                            "inside a transaction")
+                self.assertIn(result[1], (0, 1), "the rest of the transaction still runs")
+                self.assertEqual(c.call("PING"), "PONG", "the connection stays usable")
+        info = self.persistence_info(server)
+        self.assertEqual(info["rdb_saves"], saves_before, "no save ran")
+        self.assertEqual(info["rdb_bgsave_in_progress"], "0")
 
 
 class SaveFailureTest(DurabilityTestCase):

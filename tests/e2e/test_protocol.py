@@ -14,7 +14,7 @@ import threading
 import time
 import unittest
 
-from harness import (RawConnection, RespError, ServerTestCase, NeedMore, parse_resp,
+from harness import (RawConnection, RespError, ServerTestCase, NeedMore, parse_info, parse_resp,
                      encode_command, proc_status_kb, raise_fd_limit, wait_until)
 
 N_CONNECTIONS = 500
@@ -317,12 +317,26 @@ class MalformedInputTest(ServerTestCase):
         pid = self.server.proc.pid
         vm_before = proc_status_kb(pid, "VmSize")
         claimed = 400 * 1024 * 1024
+        probe = self.raw()
+        input_before = self._net_input_bytes(probe)
         conns = []
+        partial = b"*2\r\n$4\r\nECHO\r\n$%d\r\n" % claimed + b"x" * 1024
         for _ in range(8):
             c = self.raw()
-            c.send(b"*2\r\n$4\r\nECHO\r\n$%d\r\n" % claimed + b"x" * 1024)
+            c.send(partial)
             conns.append(c)
-        self.assertEqual(self.r.ping(), True)  # the partial requests have been read
+        self.assertEqual(self.r.ping(), True)
+        # The server has read the partial requests: its input counter holds
+        # their bytes (and those of the probe's own INFO requests).
+        probes = 0
+
+        def read_all_of_them():
+            nonlocal probes
+            probes += 1
+            own = probes * len(encode_command("INFO", "stats")) + len(encode_command("PING"))
+            return self._net_input_bytes(probe) - input_before - own >= len(partial) * len(conns)
+        wait_until(read_all_of_them, 10.0, what=f"the server to read {len(conns)} partial requests "
+                                                f"of {len(partial)} bytes")
         rss = int(self.r.info("memory")["used_memory_rss"])
         self.assertLess(rss, 100 * 1024 * 1024,
                         f"used_memory_rss {rss} bytes with 8 x 400 MB claimed bulks pending")
@@ -335,6 +349,10 @@ class MalformedInputTest(ServerTestCase):
         for c in conns:
             c.close()
         self.assertServesNewClients()
+
+    @staticmethod
+    def _net_input_bytes(conn):
+        return int(parse_info(conn.call("INFO", "stats"))["total_net_input_bytes"])
 
     def test_a_claimed_bulk_is_still_accepted_when_it_arrives_in_full(self):
         c = self.raw()
@@ -405,19 +423,29 @@ class CommandErrorTextTest(ServerTestCase):
 class LargeReplyTest(ServerTestCase):
 
     def test_a_client_that_never_reads_cannot_grow_the_server_without_bound(self):
+        # What the server guarantees today is backpressure, not a cut-off:
+        # it runs a client's commands only while that client reads their
+        # replies (connection.cc flushes every 256 KB of replies and reads no
+        # more input until the write completes). client-output-buffer-limit
+        # is parsed but not enforced yet; a client that stops reading stalls.
         names = [f"key:{i:05d}:" + "q" * 90 for i in range(2000)]
         pipe = self.r.pipeline(transaction=False)
         for name in names:
             pipe.execute_command("BF.ADD", name, "x")
         pipe.execute()
+        reply_len = len(b"*%d\r\n" % len(names)) + sum(
+            len(b"$%d\r\n%s\r\n" % (len(n), n.encode())) for n in names)
+        other = self.raw()
+        keys_before = self._keys_calls(other)
+        # (The hog keeps its default receive buffer: with a 4 KB one, reading
+        # the replies back ran at ~40 KB/s, delayed ACKs on a 4 KB window.)
         hog = self.raw()
-        hog.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-        # 500 x ~200 KB of replies = ~100 MB that this client will never read.
+        # 500 x ~200 KB of replies = ~100 MB that this client will not read.
+        n_requests = 500
         request = encode_command("KEYS", "key:*")
-        sender = threading.Thread(target=lambda: self._send_quietly(hog, request * 500))
+        sender = threading.Thread(target=lambda: self._send_quietly(hog, request * n_requests))
         sender.daemon = True
         sender.start()
-        other = self.raw()
         pid = self.server.proc.pid
         peak_kb = 0
         for i in range(50):  # a second client keeps being served meanwhile
@@ -427,8 +455,50 @@ class LargeReplyTest(ServerTestCase):
         self.assertLess(peak_kb, 150 * 1024,
                         f"server RSS reached {peak_kb} kB for a client that never reads "
                         f"(client-output-buffer-limit is 64 MB)")
+        # The hog's commands stop running once its replies fill the socket
+        # buffers (4 MB here, net.ipv4.tcp_wmem) and the server's two 256 KB
+        # batches: the count of KEYS calls stops moving, far below 500.
+        stalled_at = self._wait_until_steady(lambda: self._keys_calls(other) - keys_before)
+        peak_kb = max(peak_kb, proc_status_kb(pid, "VmRSS"))
+        self.assertLess(stalled_at, 100,
+                        f"{stalled_at} of {n_requests} KEYS ran ({stalled_at * reply_len} bytes "
+                        f"of replies) for a client that reads nothing: they were buffered")
+        self.assertGreater(stalled_at, 0, "the hog's first KEYS never ran")
+        self.assertLess(peak_kb, 150 * 1024, f"server RSS reached {peak_kb} kB")
+        # Not cut off: once it reads, every reply arrives, and the rest run.
+        received = 0
+        deadline = time.monotonic() + 60
+        hog.sock.settimeout(10)
+        while received < n_requests * reply_len:
+            self.assertLess(time.monotonic(), deadline, f"replies stalled at {received} B")
+            chunk = hog.sock.recv(1 << 20)
+            self.assertTrue(chunk, f"connection closed after {received} of "
+                                   f"{n_requests * reply_len} B")
+            received += len(chunk)
+        self.assertEqual(received, n_requests * reply_len)
+        self.assertEqual(self._keys_calls(other) - keys_before, n_requests)
         hog.close()
         self.assertServesNewClients()
+
+    @staticmethod
+    def _keys_calls(conn):
+        stats = parse_info(conn.call("INFO", "commandstats")).get("cmdstat_keys", "calls=0,")
+        return int(stats.split(",")[0].split("=")[1])
+
+    def _wait_until_steady(self, measure, deadline_s=20.0, steady_s=0.5, interval_s=0.05):
+        """Polls measure() until it is non-zero and has not changed for
+        steady_s seconds; returns that value (fails at the deadline)."""
+        deadline = time.monotonic() + deadline_s
+        value, since = measure(), time.monotonic()
+        while True:
+            self.assertLess(time.monotonic(), deadline,
+                            f"still changing after {deadline_s} s (last {value})")
+            time.sleep(interval_s)
+            now = measure()
+            if now != value:
+                value, since = now, time.monotonic()
+            elif value and time.monotonic() - since >= steady_s:
+                return value
 
     @staticmethod
     def _send_quietly(conn, data):

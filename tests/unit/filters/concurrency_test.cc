@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <barrier>
+#include <iostream>
 #include <thread>
 #include <vector>
 
@@ -110,10 +112,15 @@ TEST(ScalableBloomConcurrency, ReadersSeeEveryItemWhoseAddHasReturned) {
   std::atomic<int> writers_left{kWriters};
   std::atomic<uint64_t> false_negatives{0};
   std::atomic<uint64_t> lookups{0};
+  // Lookups of completed adds by the layer count seen when they began:
+  // those made with fewer layers than the filter ends with ran while it grew.
+  std::atomic<uint64_t> lookups_by_layers[kMaxBloomLayers + 1] = {};
+  std::barrier start(kWriters + kReaders);
 
   std::vector<std::thread> threads;
   for (int w = 0; w < kWriters; ++w) {
     threads.emplace_back([&, w] {
+      start.arrive_and_wait();
       for (uint64_t i = 0; i < per_writer; ++i) {
         bool added = false;
         filter->Add(ThreadItem(w, i), &added);
@@ -127,9 +134,12 @@ TEST(ScalableBloomConcurrency, ReadersSeeEveryItemWhoseAddHasReturned) {
   for (int r = 0; r < kReaders; ++r) {
     threads.emplace_back([&, r] {
       uint64_t checked = 0;
+      uint64_t checked_by_layers[kMaxBloomLayers + 1] = {};
       uint64_t x = 0x9e3779b97f4a7c15ull * (r + 1);
+      start.arrive_and_wait();
       // Acquire: once no writer is left, every add is visible.
       while (writers_left.load(std::memory_order_acquire) > 0) {
+        const uint32_t layers = filter->num_layers();
         for (int w = 0; w < kWriters; ++w) {
           // Acquire: pairs with the writer's release store above.
           const uint64_t done = progress[w].load(std::memory_order_acquire);
@@ -147,6 +157,7 @@ TEST(ScalableBloomConcurrency, ReadersSeeEveryItemWhoseAddHasReturned) {
           // Absent items too: their lookups walk every layer during growth.
           filter->MayContain(ItemHash("absent", x));
           checked += 2;
+          checked_by_layers[layers] += 2;
         }
         // Stats while growing must be safe to read.
         (void)filter->items();
@@ -156,6 +167,9 @@ TEST(ScalableBloomConcurrency, ReadersSeeEveryItemWhoseAddHasReturned) {
       }
       // Relaxed: read after join.
       lookups.fetch_add(checked, std::memory_order_relaxed);
+      for (uint32_t l = 0; l <= kMaxBloomLayers; ++l) {
+        lookups_by_layers[l].fetch_add(checked_by_layers[l], std::memory_order_relaxed);
+      }
     });
   }
   for (std::thread& thread : threads) thread.join();
@@ -165,6 +179,17 @@ TEST(ScalableBloomConcurrency, ReadersSeeEveryItemWhoseAddHasReturned) {
   for (int w = 0; w < kWriters; ++w) {
     for (uint64_t i = 0; i < per_writer; ++i) ASSERT_TRUE(filter->MayContain(ThreadItem(w, i)));
   }
+  // The readers really ran while the writers added and the filter grew.
+  uint64_t during_growth = 0;
+  for (uint32_t l = 0; l < filter->num_layers(); ++l) {
+    during_growth += lookups_by_layers[l].load(std::memory_order_relaxed);
+  }
+  const uint64_t total = lookups.load(std::memory_order_relaxed);
+  EXPECT_GT(total, 0u) << "no reader looked up a completed add while the writers ran";
+  EXPECT_GT(during_growth, 0u) << "of " << total << " lookups, none while the filter had fewer "
+                               << "than its final " << filter->num_layers() << " layers";
+  std::cout << "[ readers ] " << total << " lookups of completed adds, " << during_growth
+            << " of them while the filter grew to its " << filter->num_layers() << " layers\n";
 }
 
 TEST(ScalableBloomConcurrency, RacingGrowthAtTheBudgetLimitChargesEachLayerOnce) {

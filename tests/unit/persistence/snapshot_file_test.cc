@@ -5,7 +5,9 @@
 // GoldenFilters() below. A deliberate format change (which also bumps
 // kSnapshotFormatVersion, see persistence/FORMAT.md) regenerates it with
 //   BLOOMGATE_REGENERATE_GOLDEN=1 ./persistence_test --gtest_filter='SnapshotGolden.*'
-// from the build directory; review the binary diff and commit it with the change.
+// from the build directory, which writes the file and then fails (so that
+// it can never pass unnoticed); review the binary diff, run again without
+// the variable, and commit the file with the change.
 
 #include "persistence/snapshot_file.h"
 
@@ -344,7 +346,10 @@ TEST(SnapshotGolden, FixedFiltersEncodeToTheGoldenBytes) {
     std::ofstream out(GoldenPath(), std::ios::binary | std::ios::trunc);
     out << encoded;
     ASSERT_TRUE(out.good()) << "could not write " << GoldenPath();
-    GTEST_SKIP() << "rewrote " << GoldenPath() << " (" << encoded.size() << " bytes)";
+    // Fails on purpose: a regeneration must never pass silently (in CI, or
+    // with the variable left set). Unset it and run again to check.
+    FAIL() << "rewrote " << GoldenPath() << " (" << encoded.size()
+           << " bytes); review the diff, then run again without BLOOMGATE_REGENERATE_GOLDEN";
   }
   const std::string golden = ReadFileBytes(GoldenPath());
   ASSERT_FALSE(golden.empty()) << "missing " << GoldenPath();

@@ -327,7 +327,58 @@ std::string Upper(std::string_view text) {
 }
 
 // The README's command list is documentation users read instead of COMMAND:
-// a row added to the table without a word there fails here.
+// a row added to the table without a word there fails here. Names are
+// matched only in the list (the "## Commands" section, before its
+// subsections) and as whole names:
+// `BF.ADD` does not count for BF.ADDX, and a subcommand only counts where
+// its parent lists it, in the parent's code span (`CLIENT ID | SETNAME`)
+// or in the parenthesis after it (`COMMAND` (and `COUNT`, ...)).
+
+// The text from `heading` (a line of its own) to the next heading of any
+// level: "## Commands" ends where "### Differences from RedisBloom" begins.
+std::string Section(const std::string& text, std::string_view heading) {
+  const size_t start = text.find("\n" + std::string(heading) + "\n");
+  if (start == std::string::npos) return "";
+  const size_t end = text.find("\n#", start + 1);
+  return text.substr(start, end == std::string::npos ? std::string::npos : end - start);
+}
+
+bool IsNameChar(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '.' || c == '_' || c == '-';
+}
+
+// Where `name` starts a whole word of `text` at or after `from`, or npos.
+size_t FindWord(std::string_view text, std::string_view name, size_t from = 0) {
+  for (size_t at = text.find(name, from); at != std::string_view::npos;
+       at = text.find(name, at + 1)) {
+    const bool starts = at == 0 || !IsNameChar(text[at - 1]);
+    const size_t end = at + name.size();
+    const bool ends = end == text.size() || !IsNameChar(text[end]);
+    if (starts && ends) return at;
+  }
+  return std::string_view::npos;
+}
+
+// Everything the list says about `parent`'s subcommands: each code span
+// that starts with the parent's name, and the parenthesis right after a
+// span that is the name alone.
+std::string SubcommandEntries(const std::string& list, const std::string& parent) {
+  std::string entries;
+  for (size_t at = list.find("`" + parent); at != std::string::npos;
+       at = list.find("`" + parent, at + 1)) {
+    const size_t name_end = at + 1 + parent.size();
+    if (name_end < list.size() && IsNameChar(list[name_end])) continue;  // a longer name
+    const size_t close = list.find('`', name_end);
+    if (close == std::string::npos) break;
+    entries += list.substr(name_end, close - name_end) + "\n";
+    if (close == name_end && list.compare(close + 1, 2, " (") == 0) {
+      const size_t paren_end = list.find(')', close);
+      entries += list.substr(close + 1, paren_end - close) + "\n";
+    }
+  }
+  return entries;
+}
+
 TEST(CommandTable, TheReadmeNamesEveryCommandAndSubcommand) {
   // This file is tests/unit/server/; the README is at the repository root.
   std::filesystem::path readme =
@@ -335,12 +386,20 @@ TEST(CommandTable, TheReadmeNamesEveryCommandAndSubcommand) {
   std::ifstream in(readme);
   ASSERT_TRUE(in) << "cannot open " << readme;
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string list = Section(text, "## Commands");
+  ASSERT_FALSE(list.empty()) << readme << " has no \"## Commands\" section";
   for (const CommandSpec& spec : Table().commands()) {
-    EXPECT_NE(text.find("`" + Upper(spec.name)), std::string::npos)
-        << "README.md does not list " << Upper(spec.name);
+    const std::string name = Upper(spec.name);
+    size_t at = FindWord(list, name);
+    while (at != std::string::npos && (at == 0 || list[at - 1] != '`')) {
+      at = FindWord(list, name, at + 1);  // a word inside a span, e.g. SHUTDOWN [SAVE]
+    }
+    EXPECT_NE(at, std::string::npos) << "README.md's command list does not name `" << name;
+    const std::string entries = SubcommandEntries(list, name);
     for (const CommandSpec& sub : spec.subcommands) {
-      EXPECT_NE(text.find(Upper(sub.name)), std::string::npos)
-          << "README.md does not list " << Upper(spec.name) << " " << Upper(sub.name);
+      EXPECT_NE(FindWord(entries, Upper(sub.name)), std::string::npos)
+          << "README.md's command list does not list " << name << " " << Upper(sub.name)
+          << " (what it says of " << name << ": \"" << entries << "\")";
     }
   }
 }

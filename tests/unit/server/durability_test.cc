@@ -4,14 +4,18 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <barrier>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <iterator>
 #include <thread>
 
 #include "../config/temp_dir.h"
 #include "../persistence/fault_file_system.h"
 #include "filters/key_hash.h"
+#include "persistence/snapshot_file.h"
 #include "server/commands/journal_applier.h"
 #include "server/durability/durability.h"
 #include "session.h"
@@ -109,32 +113,93 @@ TEST(Durability, ABackgroundSaveUnderConcurrentWritersLosesAndDoublesNothing) {
   config.appendfsync = ServerConfig::AppendFsync::kNo;  // the write(2) is enough in-process
   constexpr int kWriters = 2;
   constexpr int kItemsPerWriter = 1500;
+  // The cut is taken once every writer has done this many items, and no
+  // writer goes past kItemsBeforeTheCutAtMost before it is taken: it lands
+  // mid-stream, with writes on both sides of it and during the save.
+  constexpr int kItemsBeforeTheCut = 100;
+  constexpr int kItemsBeforeTheCutAtMost = 1000;
+  const auto kDeadline = std::chrono::seconds(30);
   {
     auto server = StartOn(config, DefaultFileSystem());
-    std::atomic<bool> saved{false};
+    std::barrier start(kWriters + 1);
+    // progress[w]: items writer w has finished (release/acquire, though the
+    // main thread only compares the counts).
+    std::atomic<int> progress[kWriters] = {};
+    // Release/acquire: set once the save has been tried (the cut taken, or
+    // refused), so no writer waits for it longer than that.
+    std::atomic<bool> save_tried{false};
     std::vector<std::thread> writers;
     for (int w = 0; w < kWriters; ++w) {
       writers.emplace_back([&, w] {
         Session s(server.get(), /*worker=*/w);
+        start.arrive_and_wait();
         for (int i = 0; i < kItemsPerWriter; ++i) {
+          if (i == kItemsBeforeTheCutAtMost) {
+            const auto until = std::chrono::steady_clock::now() + kDeadline;
+            while (!save_tried.load(std::memory_order_acquire) &&
+                   std::chrono::steady_clock::now() < until) {
+              std::this_thread::yield();
+            }
+          }
           std::string item = std::to_string(w) + ":" + std::to_string(i);
           RunDurably(*server, s, {"CBF.ADD", "cbf", item});
           RunDurably(*server, s, {"BF.ADD", "bf", item});
+          progress[w].store(i + 1, std::memory_order_release);
         }
       });
     }
-    while (!saved) {
-      Status status = server->durability->StartBackgroundSave();
-      saved = status.ok();
-      if (!saved) std::this_thread::yield();
+    start.arrive_and_wait();
+    auto writers_reached = [&](int items) {
+      for (const auto& done : progress) {
+        if (done.load(std::memory_order_acquire) < items) return false;
+      }
+      return true;
+    };
+    const auto until = std::chrono::steady_clock::now() + kDeadline;
+    while (!writers_reached(kItemsBeforeTheCut) && std::chrono::steady_clock::now() < until) {
+      std::this_thread::yield();
     }
+    const bool reached = writers_reached(kItemsBeforeTheCut);
+    Status status = Status::Error("not started");
+    while (reached && !status.ok() && std::chrono::steady_clock::now() < until) {
+      status = server->durability->StartBackgroundSave();
+      if (!status.ok()) std::this_thread::yield();
+    }
+    std::string progress_at_cut;
+    for (const auto& done : progress) {
+      progress_at_cut += " " + std::to_string(done.load(std::memory_order_acquire));
+    }
+    save_tried.store(true, std::memory_order_release);
     for (std::thread& writer : writers) writer.join();
-    // Wait for the background save before the "crash".
+    ASSERT_TRUE(reached) << "the writers did not reach " << kItemsBeforeTheCut << " items each in "
+                         << kDeadline.count() << " s";
+    ASSERT_TRUE(status.ok()) << status.message();
+    // Wait, with a deadline, for the background save before the "crash".
     Session s(server.get());
-    for (int i = 0; i < 1000 && InfoField(s, "rdb_bgsave_in_progress") != "0"; ++i) {
+    const auto save_until = std::chrono::steady_clock::now() + kDeadline;
+    while (InfoField(s, "rdb_bgsave_in_progress") != "0" &&
+           std::chrono::steady_clock::now() < save_until) {
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
+    ASSERT_EQ(InfoField(s, "rdb_bgsave_in_progress"), "0")
+        << "the background save still runs after " << kDeadline.count() << " s";
     EXPECT_EQ(InfoField(s, "rdb_last_bgsave_status"), "ok");
+    // The snapshot alone holds the adds before the cut: some, not all.
+    std::vector<LoadedRecord> records;
+    Status read = ReadSnapshot(*DefaultFileSystem(), (dir.path() / "dump.bgs").string(),
+                               FilterLimits{}, /*budget=*/nullptr, /*info=*/nullptr, &records);
+    ASSERT_TRUE(read.ok()) << read.message();
+    uint64_t in_snapshot = 0;
+    for (const LoadedRecord& record : records) {
+      if (record.name != "cbf") continue;
+      in_snapshot = std::get<std::unique_ptr<CountingBloomFilter>>(record.filter)->items();
+    }
+    EXPECT_GT(in_snapshot, 0u) << "the cut landed before every write";
+    EXPECT_LT(in_snapshot, uint64_t{kWriters * kItemsPerWriter})
+        << "the cut landed after every write";
+    std::cout << "[ cut ] the snapshot holds " << in_snapshot << " of "
+              << kWriters * kItemsPerWriter << " counting adds; the writers were at"
+              << progress_at_cut << " items when BGSAVE returned\n";
   }
   auto server = StartOn(config, DefaultFileSystem());
   Session s(server.get());

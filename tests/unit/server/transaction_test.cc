@@ -2,6 +2,9 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <barrier>
+#include <chrono>
+#include <iostream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -363,51 +366,105 @@ std::vector<int64_t> ParseIntegerArray(const std::string& reply, size_t expected
 }
 
 TEST(TransactionIsolation, NoOtherClientsAddLandsBetweenTheCommandsOfAnExec) {
-  auto server = MakeServer(ServerConfig{}, /*workers=*/4);
   constexpr int kTransactions = 300;
   constexpr int kAdders = 3;
   constexpr int kAddsPerAdder = 600;
-  std::atomic<bool> failed{false};
+  // Each side goes on, up to 100 times its share, until the other has done
+  // its share too: on two cores a thread often starts a time slice (~1 ms)
+  // after the barrier, when 300 transactions are already done.
+  constexpr int kMaxShares = 100;
+  // A round counts if adds were sent while an EXEC ran and other clients'
+  // adds landed between this client's transactions. Lock hand-offs are
+  // unfair (a thread that unlocks and relocks at once usually wins), so
+  // the sides can still run in separate turns: about 1 round in 10 saw no
+  // add sent during an EXEC. Such a round is run again, a bounded number of
+  // times (8: all failing would take ~1e-8).
+  constexpr int kRounds = 8;
+  int round = 0;
+  int transactions = 0;
+  int transactions_after_other_adds = 0;
+  int adds_sent_during_an_exec = 0;
+  while (round < kRounds && (adds_sent_during_an_exec == 0 || transactions_after_other_adds == 0)) {
+    ++round;
+    auto server = MakeServer(ServerConfig{}, /*workers=*/4);
+    std::atomic<bool> failed{false};
+    std::barrier start(kAdders + 1);
+    // Relaxed: flags and counts that are only read, nothing is published.
+    std::atomic<bool> exec_running{false};
+    std::atomic<bool> transactor_done{false};
+    std::atomic<int> adders_short_of_their_share{kAdders};
+    std::atomic<int> adds_during_exec{0};
+    transactions = 0;
+    transactions_after_other_adds = 0;
 
-  std::thread transactor([&] {
-    Session s(server.get(), /*worker=*/0);
-    for (int i = 0; i < kTransactions && !failed; ++i) {
-      std::string item = "tx" + std::to_string(i);
-      ASSERT_EQ(s.Run({"MULTI"}), kOk);
-      ASSERT_EQ(s.Run({"BF.CARD", "k"}), kQueued);
-      ASSERT_EQ(s.Run({"BF.ADD", "k", item}), kQueued);
-      ASSERT_EQ(s.Run({"BF.CARD", "k"}), kQueued);
-      std::string reply = s.Run({"EXEC"});
-      std::vector<int64_t> values = ParseIntegerArray(reply, 3);
-      if (values.size() != 3) {
-        failed = true;
-        FAIL() << "malformed EXEC reply: " << reply;
-      }
-      // The card moves by exactly what this transaction's own add did.
-      if (values[2] != values[0] + values[1]) {
-        failed = true;
-        FAIL() << "another add interleaved: " << reply;
-      }
-    }
-  });
-  std::vector<std::thread> adders;
-  for (int t = 0; t < kAdders; ++t) {
-    adders.emplace_back([&, t] {
-      Session s(server.get(), /*worker=*/static_cast<size_t>(t + 1));
-      for (int i = 0; i < kAddsPerAdder && !failed; ++i) {
-        std::string reply = s.Run({"BF.ADD", "k", "t" + std::to_string(t) + ":" + std::to_string(i)});
-        if (reply != Int(0) && reply != Int(1)) {
-          failed = true;
-          FAIL() << "malformed BF.ADD reply: " << reply;
+    std::thread transactor([&] {
+      Session s(server.get(), /*worker=*/0);
+      start.arrive_and_wait();
+      int64_t card_after_last_exec = 0;
+      for (int i = 0; i < kTransactions * kMaxShares && !failed; ++i) {
+        if (i >= kTransactions && adders_short_of_their_share.load(std::memory_order_relaxed) == 0) {
+          break;
         }
+        std::string item = "tx" + std::to_string(i);
+        ASSERT_EQ(s.Run({"MULTI"}), kOk);
+        ASSERT_EQ(s.Run({"BF.CARD", "k"}), kQueued);
+        ASSERT_EQ(s.Run({"BF.ADD", "k", item}), kQueued);
+        ASSERT_EQ(s.Run({"BF.CARD", "k"}), kQueued);
+        exec_running.store(true, std::memory_order_relaxed);
+        std::string reply = s.Run({"EXEC"});
+        exec_running.store(false, std::memory_order_relaxed);
+        std::vector<int64_t> values = ParseIntegerArray(reply, 3);
+        if (values.size() != 3) {
+          failed = true;
+          FAIL() << "malformed EXEC reply: " << reply;
+        }
+        // The card moves by exactly what this transaction's own add did.
+        if (values[2] != values[0] + values[1]) {
+          failed = true;
+          FAIL() << "another add interleaved: " << reply;
+        }
+        ++transactions;
+        if (values[0] > card_after_last_exec) ++transactions_after_other_adds;
+        card_after_last_exec = values[2];
       }
+      transactor_done.store(true, std::memory_order_relaxed);
     });
+    std::vector<std::thread> adders;
+    for (int t = 0; t < kAdders; ++t) {
+      adders.emplace_back([&, t] {
+        Session s(server.get(), /*worker=*/static_cast<size_t>(t + 1));
+        start.arrive_and_wait();
+        for (int i = 0; i < kAddsPerAdder * kMaxShares && !failed; ++i) {
+          if (i == kAddsPerAdder) {
+            adders_short_of_their_share.fetch_sub(1, std::memory_order_relaxed);
+          }
+          if (i >= kAddsPerAdder && transactor_done.load(std::memory_order_relaxed)) break;
+          const bool during_exec = exec_running.load(std::memory_order_relaxed);
+          std::string reply =
+              s.Run({"BF.ADD", "k", "t" + std::to_string(t) + ":" + std::to_string(i)});
+          if (reply != Int(0) && reply != Int(1)) {
+            failed = true;
+            FAIL() << "malformed BF.ADD reply: " << reply;
+          }
+          if (during_exec) adds_during_exec.fetch_add(1, std::memory_order_relaxed);
+        }
+      });
+    }
+    transactor.join();
+    for (std::thread& t : adders) t.join();
+    ASSERT_FALSE(failed) << "in round " << round;
+    Session check(server.get());
+    EXPECT_EQ(check.Run({"BF.EXISTS", "k", "tx0"}), Int(1));
+    adds_sent_during_an_exec = adds_during_exec.load(std::memory_order_relaxed);
   }
-  transactor.join();
-  for (std::thread& t : adders) t.join();
-  EXPECT_FALSE(failed);
-  Session check(server.get());
-  EXPECT_EQ(check.Run({"BF.EXISTS", "k", "tx0"}), Int(1));
+  EXPECT_GT(adds_sent_during_an_exec, 0)
+      << "no add was sent while an EXEC ran, in " << round << " rounds";
+  EXPECT_GT(transactions_after_other_adds, 0)
+      << "no other client's add landed between two of the " << transactions
+      << " transactions, in " << round << " rounds";
+  std::cout << "[ isolation ] round " << round << ": " << adds_sent_during_an_exec
+            << " adds sent during an EXEC; " << transactions_after_other_adds << " of "
+            << transactions << " transactions found other clients' adds since the previous EXEC\n";
 }
 
 TEST(TransactionIsolation, TransactionsOnOverlappingKeysNeverDeadlock) {
@@ -437,31 +494,67 @@ TEST(TransactionIsolation, TransactionsOnOverlappingKeysNeverDeadlock) {
 
 TEST(TransactionIsolation, WatchAndConcurrentWritersNeverRunAStaleTransaction) {
   // Optimistic check-and-set: read the card under WATCH, then EXEC an add.
-  // When EXEC succeeds, nobody changed the key in between.
-  auto server = MakeServer(ServerConfig{}, /*workers=*/3);
-  std::atomic<bool> stop{false};
-  std::thread writer([&] {
-    Session s(server.get(), /*worker=*/1);
-    for (int i = 0; i < 3000 && !stop; ++i) s.Run({"BF.ADD", "k", "w" + std::to_string(i)});
-  });
-  Session s(server.get(), /*worker=*/0);
-  int committed = 0, aborted = 0;
-  for (int i = 0; i < 300; ++i) {
-    ASSERT_EQ(s.Run({"WATCH", "k"}), kOk);
-    std::string before = s.Run({"BF.CARD", "k"});
-    ASSERT_EQ(s.Run({"MULTI"}), kOk);
-    ASSERT_EQ(s.Run({"BF.CARD", "k"}), kQueued);
-    std::string reply = s.Run({"EXEC"});
-    if (reply == kNilArray) {
-      ++aborted;
-      continue;
+  // When EXEC succeeds, nobody changed the key in between. A round counts
+  // only if both outcomes were seen: some EXECs aborted (the writer changed
+  // the key under a WATCH) and some committed (the check below ran).
+  //
+  // Left alone the two threads share a core in turns of a time slice (300
+  // rounds take less) and a round saw 300 commits and no abort in about 1
+  // of 2 runs. So the writer yields after each add, and the watcher yields
+  // between WATCH and EXEC in every other transaction: the writer gets its
+  // chance to change the watched key there, whether the threads share a
+  // core or run side by side. A round that still saw only one outcome is
+  // run again, a bounded number of times.
+  constexpr int kAttempts = 5;
+  const auto kDeadline = std::chrono::seconds(30);
+  int committed = 0, aborted = 0, attempts = 0;
+  while (attempts < kAttempts && (committed == 0 || aborted == 0)) {
+    ++attempts;
+    auto server = MakeServer(ServerConfig{}, /*workers=*/3);
+    std::barrier start(2);
+    std::atomic<bool> stop{false};
+    // Relaxed: only read to see that the writer has begun.
+    std::atomic<int> writes{0};
+    std::thread writer([&] {
+      Session s(server.get(), /*worker=*/1);
+      start.arrive_and_wait();
+      for (int i = 0; i < 3000 && !stop; ++i) {
+        s.Run({"BF.ADD", "k", "w" + std::to_string(i)});
+        writes.fetch_add(1, std::memory_order_relaxed);
+        std::this_thread::yield();
+      }
+    });
+    Session s(server.get(), /*worker=*/0);
+    start.arrive_and_wait();
+    const auto until = std::chrono::steady_clock::now() + kDeadline;
+    while (writes.load(std::memory_order_relaxed) == 0 && std::chrono::steady_clock::now() < until) {
+      std::this_thread::yield();
     }
-    ASSERT_EQ(reply, Arr(1) + before) << "EXEC ran although the watched key changed";
-    ++committed;
+    committed = 0;
+    aborted = 0;
+    for (int i = 0; i < 300; ++i) {
+      ASSERT_EQ(s.Run({"WATCH", "k"}), kOk);
+      std::string before = s.Run({"BF.CARD", "k"});
+      ASSERT_EQ(s.Run({"MULTI"}), kOk);
+      ASSERT_EQ(s.Run({"BF.CARD", "k"}), kQueued);
+      if (i % 2 == 0) std::this_thread::yield();  // the writer's chance, under the WATCH
+      std::string reply = s.Run({"EXEC"});
+      if (reply == kNilArray) {
+        ++aborted;
+        continue;
+      }
+      ASSERT_EQ(reply, Arr(1) + before) << "EXEC ran although the watched key changed";
+      ++committed;
+    }
+    stop = true;
+    writer.join();
+    EXPECT_EQ(committed + aborted, 300);
   }
-  stop = true;
-  writer.join();
-  EXPECT_EQ(committed + aborted, 300);
+  EXPECT_GT(aborted, 0) << "no EXEC was aborted in " << attempts
+                        << " rounds: the writer never changed the key under a WATCH";
+  EXPECT_GT(committed, 0) << "no EXEC committed in " << attempts << " rounds";
+  std::cout << "[ watch ] " << committed << " committed, " << aborted << " aborted, in round "
+            << attempts << "\n";
 }
 
 }  // namespace
