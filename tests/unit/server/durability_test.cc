@@ -18,7 +18,7 @@
 #include "persistence/snapshot_file.h"
 #include "server/commands/journal_applier.h"
 #include "server/durability/durability.h"
-#include "session.h"
+#include "durable_session.h"
 
 namespace bloomgate::testing {
 namespace {
@@ -28,29 +28,7 @@ using test_support::FaultOp;
 using testutil::TempDir;
 
 ServerConfig ConfigIn(const TempDir& dir) {
-  ServerConfig config;
-  config.dir = dir.path().string();
-  config.save = {};  // only explicit saves
-  config.appendfsync = ServerConfig::AppendFsync::kAlways;
-  return config;
-}
-
-// A context that has loaded `dir` through `fs`.
-std::unique_ptr<ServerContext> StartOn(const ServerConfig& config, FileSystem* fs) {
-  auto server = MakeServer(config);
-  server->UseFileSystem(fs);
-  Status loaded = LoadDurableState(*server);
-  EXPECT_TRUE(loaded.ok()) << loaded.message();
-  return server;
-}
-
-// Runs a command and, like a connection, makes its log records durable
-// before "replying".
-std::string RunDurably(ServerContext& server, Session& session, const Args& args) {
-  std::string reply = session.Run(args);
-  Status flushed = server.durability->FlushForReply(session.client().journal);
-  EXPECT_TRUE(flushed.ok()) << flushed.message();
-  return reply;
+  return DurableConfigIn(dir, ServerConfig::AppendFsync::kAlways);
 }
 
 std::string ReadFile(const std::filesystem::path& path) {

@@ -14,7 +14,7 @@
 #include "server/commands/journal_applier.h"
 #include "server/durability/durability.h"
 #include "server/durability/journal.h"
-#include "session.h"
+#include "durable_session.h"
 
 namespace bloomgate::testing {
 namespace {
@@ -23,30 +23,9 @@ using test_support::FaultFileSystem;
 using test_support::FaultOp;
 using testutil::TempDir;
 
+// In-process, the write(2) of each flush is what a crash keeps.
 ServerConfig ConfigIn(const TempDir& dir) {
-  ServerConfig config;
-  config.dir = dir.path().string();
-  config.save = {};  // only explicit saves
-  // In-process, the write(2) of each flush is what a crash keeps.
-  config.appendfsync = ServerConfig::AppendFsync::kNo;
-  return config;
-}
-
-std::unique_ptr<ServerContext> StartOn(const ServerConfig& config, FileSystem* fs) {
-  auto server = MakeServer(config);
-  server->UseFileSystem(fs);
-  Status loaded = LoadDurableState(*server);
-  EXPECT_TRUE(loaded.ok()) << loaded.message();
-  return server;
-}
-
-// Runs a command and, like a connection, makes its log records durable
-// before "replying".
-std::string RunDurably(ServerContext& server, Session& session, const Args& args) {
-  std::string reply = session.Run(args);
-  Status flushed = server.durability->FlushForReply(session.client().journal);
-  EXPECT_TRUE(flushed.ok()) << flushed.message();
-  return reply;
+  return DurableConfigIn(dir, ServerConfig::AppendFsync::kNo);
 }
 
 // The elements of a RESP2 array reply of integers, possibly ending in an
