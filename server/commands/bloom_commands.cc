@@ -127,13 +127,13 @@ void CmdReserve(CommandContext& ctx) {
   BloomParams params = DefaultBloomParams(ctx.server);
   ParseReserveArgs(parser, /*counting=*/false, &params);
   if (parser.failed()) {
-    ctx.reply.Error(parser.error());
+    ctx.Fail(parser.error());
     return;
   }
   std::optional<std::string_view> error = ReserveConflict<ScalableBloomFilter>(ctx, ctx.args[1]);
   if (!error) CreateBloom(ctx, ctx.args[1], params, /*fail_if_exists=*/true, &error);
   if (error) {
-    ctx.reply.Error(*error);
+    ctx.Fail(*error);
     return;
   }
   ctx.skip_journal = true;  // the creation record in the log says it all
@@ -145,12 +145,12 @@ void CmdAdd(CommandContext& ctx) {
   std::optional<std::string_view> error;
   EntryPtr entry = FindOrCreateBloom(ctx, ctx.args[1], CreateRule{}, &error);
   if (entry == nullptr) {
-    ctx.reply.Error(*error);
+    ctx.Fail(*error);
     return;
   }
   AddOutcome outcome = AddItems(ctx, *entry, ctx.args[1], ctx.args.subspan(2, 1));
   if (outcome.error) {
-    ctx.reply.Error(*outcome.error);
+    ctx.Fail(*outcome.error);
     return;
   }
   ctx.reply.Bool(outcome.added[0]);
@@ -161,7 +161,7 @@ void CmdMAdd(CommandContext& ctx) {
   std::optional<std::string_view> error;
   EntryPtr entry = FindOrCreateBloom(ctx, ctx.args[1], CreateRule{}, &error);
   if (entry == nullptr) {
-    ctx.reply.Error(*error);
+    ctx.Fail(*error);
     return;
   }
   AddOutcome outcome = AddItems(ctx, *entry, ctx.args[1], ctx.args.subspan(2));
@@ -175,13 +175,13 @@ void CmdInsert(CommandContext& ctx) {
   CreateRule rule;
   ParseInsertArgs(parser, "bf.insert", /*counting=*/false, &rule);
   if (parser.failed()) {
-    ctx.reply.Error(parser.error());
+    ctx.Fail(parser.error());
     return;
   }
   std::optional<std::string_view> error;
   EntryPtr entry = FindOrCreateBloom(ctx, ctx.args[1], rule, &error);
   if (entry == nullptr) {
-    ctx.reply.Error(*error);
+    ctx.Fail(*error);
     return;
   }
   AddOutcome outcome = AddItems(ctx, *entry, ctx.args[1], parser.Rest());
@@ -193,7 +193,7 @@ void CmdExists(CommandContext& ctx) {
   std::optional<std::string_view> error;
   EntryPtr entry = FindFilter<ScalableBloomFilter>(ctx, ctx.args[1], &error);
   if (error) {
-    ctx.reply.Error(*error);
+    ctx.Fail(*error);
     return;
   }
   ctx.reply.Bool(entry != nullptr && entry->bloom()->MayContain(HashKey(ctx.args[2])));
@@ -204,7 +204,7 @@ void CmdMExists(CommandContext& ctx) {
   std::optional<std::string_view> error;
   EntryPtr entry = FindFilter<ScalableBloomFilter>(ctx, ctx.args[1], &error);
   if (error) {
-    ctx.reply.Error(*error);
+    ctx.Fail(*error);
     return;
   }
   auto items = ctx.args.subspan(2);
@@ -219,7 +219,7 @@ void CmdCard(CommandContext& ctx) {
   std::optional<std::string_view> error;
   EntryPtr entry = FindFilter<ScalableBloomFilter>(ctx, ctx.args[1], &error);
   if (error) {
-    ctx.reply.Error(*error);
+    ctx.Fail(*error);
     return;
   }
   ctx.reply.Integer(entry == nullptr ? 0 : static_cast<int64_t>(entry->bloom()->items()));
@@ -230,7 +230,7 @@ void CmdInfo(CommandContext& ctx) {
   std::optional<std::string_view> error;
   EntryPtr entry = FindFilter<ScalableBloomFilter>(ctx, ctx.args[1], &error);
   if (entry == nullptr) {
-    ctx.reply.Error(error ? *error : errors::kNotFound);
+    ctx.Fail(error ? *error : errors::kNotFound);
     return;
   }
   const ScalableBloomFilter& filter = *entry->bloom();
@@ -255,7 +255,7 @@ void CmdInfo(CommandContext& ctx) {
   };
   std::optional<std::string_view> selector;
   if (ctx.args.size() == 3) selector = ctx.args[2];
-  ReplyInfoFields(ctx.reply, fields, selector);
+  if (!ReplyInfoFields(ctx.reply, fields, selector)) ctx.failed = true;
 }
 
 constexpr ChunkCommandTexts kChunkTexts = {FilterKind::kScalableBloom,

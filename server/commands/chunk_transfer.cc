@@ -25,13 +25,13 @@ void Publish(CommandContext& ctx, std::string_view key, ChunkedFilterLoad& load,
   AnyFilter filter;
   Status status = load.Finish(&filter);
   if (!status.ok()) {
-    ctx.reply.Error(texts.bad_data);
+    ctx.Fail(texts.bad_data);
     return;
   }
   if (ctx.server.journal.active() && !ctx.client.journal.replaying &&
       FilterRecordBodyBytes(key, DescribeFilter(filter), /*has_payload=*/true) >
           kMaxLogRecordBodyBytes) {
-    ctx.reply.Error(errors::kTooLargeToLog);
+    ctx.Fail(errors::kTooLargeToLog);
     return;
   }
   bool inserted = false;
@@ -43,7 +43,7 @@ void Publish(CommandContext& ctx, std::string_view key, ChunkedFilterLoad& load,
       });
   if (!inserted) {
     // Created by another client while this one was loading.
-    ctx.reply.Error(entry->type() == load.kind() ? errors::kItemExists : errors::kWrongType);
+    ctx.Fail(entry->type() == load.kind() ? errors::kItemExists : errors::kWrongType);
     return;
   }
   ctx.reply.Ok();
@@ -67,16 +67,16 @@ void PublishOrStage(CommandContext& ctx, std::string_view key,
 void ScanDump(CommandContext& ctx, const ChunkCommandTexts& texts) {
   int64_t iterator = 0;
   if (!ParseInt64(ctx.args[2], &iterator) || iterator < 0) {
-    ctx.reply.Error(texts.bad_iterator_scandump);
+    ctx.Fail(texts.bad_iterator_scandump);
     return;
   }
   EntryPtr entry = ctx.server.keyspace.Find(ctx.Key(ctx.args[1]), ctx.now_ms);
   if (entry == nullptr) {
-    ctx.reply.Error(errors::kNotFound);
+    ctx.Fail(errors::kNotFound);
     return;
   }
   if (entry->type() != texts.kind) {
-    ctx.reply.Error(errors::kWrongType);
+    ctx.Fail(errors::kWrongType);
     return;
   }
   uint64_t next = 0;
@@ -93,7 +93,7 @@ void LoadChunk(CommandContext& ctx, const ChunkCommandTexts& texts) {
   ctx.skip_journal = true;
   int64_t iterator = 0;
   if (!ParseInt64(ctx.args[2], &iterator) || iterator < 1) {
-    ctx.reply.Error(texts.bad_iterator_loadchunk);
+    ctx.Fail(texts.bad_iterator_loadchunk);
     return;
   }
   std::string_view key = ctx.args[1];
@@ -101,14 +101,14 @@ void LoadChunk(CommandContext& ctx, const ChunkCommandTexts& texts) {
   ChunkStaging& staging = ctx.server.chunk_staging;
   if (IsHeaderChunk(data)) {
     if (std::optional<std::string_view> taken = KeyTaken(ctx, key, texts.kind)) {
-      ctx.reply.Error(*taken);
+      ctx.Fail(*taken);
       return;
     }
     std::unique_ptr<ChunkedFilterLoad> load;
     Status status = ChunkedFilterLoad::Start(data, texts.kind, ctx.server.filter_limits(),
                                              &ctx.server.budget, &load);
     if (!status.ok()) {
-      ctx.reply.Error(texts.bad_data);
+      ctx.Fail(texts.bad_data);
       return;
     }
     PublishOrStage(ctx, key, std::move(load), texts);
@@ -118,14 +118,14 @@ void LoadChunk(CommandContext& ctx, const ChunkCommandTexts& texts) {
   if (load == nullptr) {
     // RedisBloom: a data chunk for a missing key is "not found"; for a key
     // that exists, no load is in progress, so the chunk cannot be placed.
-    ctx.reply.Error(KeyTaken(ctx, key, texts.kind) ? texts.bad_data : errors::kNotFound);
+    ctx.Fail(KeyTaken(ctx, key, texts.kind) ? texts.bad_data : errors::kNotFound);
     return;
   }
   Status status = load->Add(data);
   if (!status.ok()) {
     // A refused chunk changes nothing: the load stays, the right chunk may follow.
     staging.Put(std::string(key), std::move(load), ctx.now_ms);
-    ctx.reply.Error(texts.bad_data);
+    ctx.Fail(texts.bad_data);
     return;
   }
   PublishOrStage(ctx, key, std::move(load), texts);

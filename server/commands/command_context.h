@@ -37,6 +37,22 @@ struct CommandContext {
 
   WorkerCounters& counters() { return server.stats.worker(client.worker_index); }
 
+  // The command's own reply is this error: the command failed, which the
+  // dispatcher reads as a value (no journal record, a failed call in INFO
+  // commandstats). Errors inside an array reply (a truncated BF.MADD,
+  // EXEC's results) are written with reply.Error and fail nothing.
+  void Fail(std::string_view text) {
+    reply.Error(text);
+    failed = true;
+  }
+  // The same for a message that gets "ERR " unless it has a code of its own
+  // (ReplyBuilder::ErrorWithErrPrefix).
+  void FailWithErrPrefix(std::string_view message) {
+    reply.ErrorWithErrPrefix(message);
+    failed = true;
+  }
+  bool failed = false;
+
   // The KeyRef of `name`, one of this command's arguments: the dispatcher's
   // if `name` is one of the command's keys (the same bytes of args, not just
   // an equal name), else hashed now.

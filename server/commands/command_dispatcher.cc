@@ -1,5 +1,6 @@
 #include "server/commands/command_dispatcher.h"
 
+#include <cassert>
 #include <chrono>
 #include <optional>
 
@@ -37,9 +38,9 @@ void CommandStripes(const CommandSpec& spec, std::span<const std::string_view> a
   for (const KeyRef& key : keys) stripes->push_back(KeyLocks::StripeOf(key));
 }
 
-void RunCommand(ServerContext& server, ClientState& client, const CommandSpec& spec,
-                std::span<const std::string_view> args, ReplyBuilder& reply, bool locks_held,
-                std::span<const KeyRef> keys) {
+CommandOutcome RunCommand(ServerContext& server, ClientState& client, const CommandSpec& spec,
+                          std::span<const std::string_view> args, ReplyBuilder& reply,
+                          bool locks_held, std::span<const KeyRef> keys) {
   const bool write = (spec.flags & kCmdWrite) != 0;
   std::optional<KeyLocks::Guard> guard;
   std::vector<KeyRef> own_keys;
@@ -66,7 +67,7 @@ void RunCommand(ServerContext& server, ClientState& client, const CommandSpec& s
   if (write && !client.journal.replaying && durability.write_error()) {
     // As Redis: once the log cannot be written, no write is acknowledged.
     reply.Error(errors::kLogWriteFailed);
-    return;
+    return CommandOutcome::kFailed;
   }
   // An effect record (a Bloom add's) holds at most the arguments, a one-byte
   // count per item and a longer name.
@@ -75,13 +76,11 @@ void RunCommand(ServerContext& server, ClientState& client, const CommandSpec& s
     // Refused before it runs: a write the log cannot hold could not be
     // acknowledged (only a multi-GB argument list can get here).
     reply.Error(errors::kTooLargeToLog);
-    return;
+    return CommandOutcome::kFailed;
   }
   WorkerCounters& counters = server.stats.worker(client.worker_index);
   Bump(counters.commands_processed);
-  // A command failed when its own reply is an error; errors inside an
-  // array (EXEC's results, a truncated BF.MADD) belong to others.
-  size_t reply_start = reply.buffer()->size();
+  [[maybe_unused]] const size_t reply_start = reply.buffer()->size();
   auto start = std::chrono::steady_clock::now();
   // Set first, so CLIENT INFO / LIST describe the command being run.
   if (client.info) client.info->last_command.store(&spec, std::memory_order_relaxed);
@@ -89,8 +88,11 @@ void RunCommand(ServerContext& server, ClientState& client, const CommandSpec& s
   CommandContext ctx{args, spec, reply, client, server, now_ms};
   ctx.keys = keys;
   spec.handler(ctx);
-  const bool failed =
-      reply.buffer()->size() > reply_start && (*reply.buffer())[reply_start] == '-';
+  const bool failed = ctx.failed;
+  // Every handler reports its failure as a value; the reply's first byte is
+  // checked only to catch a handler that wrote its error another way.
+  assert(failed == (reply.buffer()->size() > reply_start &&
+                    (*reply.buffer())[reply_start] == '-'));
   if (write && !failed) {
     durability.CountChanges(1);
     // Journaled while the key locks are still held (see above).
@@ -105,10 +107,11 @@ void RunCommand(ServerContext& server, ClientState& client, const CommandSpec& s
   Bump(stats.calls);
   Bump(stats.usec, static_cast<uint64_t>(usec));
   if (failed) Bump(stats.failed_calls);
+  return failed ? CommandOutcome::kFailed : CommandOutcome::kDone;
 }
 
-void DispatchCommand(ServerContext& server, ClientState& client,
-                     std::span<const std::string_view> args, ReplyBuilder& reply) {
+CommandOutcome DispatchCommand(ServerContext& server, ClientState& client,
+                               std::span<const std::string_view> args, ReplyBuilder& reply) {
   WorkerCounters& counters = server.stats.worker(client.worker_index);
   const CommandSpec* spec = server.commands.Find(args[0]);
   auto reject = [&](std::string_view text) {
@@ -117,7 +120,7 @@ void DispatchCommand(ServerContext& server, ClientState& client,
   };
   if (spec == nullptr) {
     reject(errors::UnknownCommand(args));
-    return;
+    return CommandOutcome::kFailed;
   }
   if (!spec->subcommands.empty() && !(args.size() == 1 && spec->handler != nullptr)) {
     // A container (CLIENT, CONFIG, ...) runs the row of its subcommand; one
@@ -125,25 +128,25 @@ void DispatchCommand(ServerContext& server, ClientState& client,
     if (args.size() < 2) {
       reject(errors::WrongArity(spec->full_name));
       Bump(counters.commands[spec->id].rejected_calls);
-      return;
+      return CommandOutcome::kFailed;
     }
     const CommandSpec* sub = CommandTable::FindSubcommand(*spec, args[1]);
     if (sub == nullptr) {
       reject(errors::UnknownSubcommand(args[1], Upper(spec->name)));
       Bump(counters.commands[spec->id].rejected_calls);
-      return;
+      return CommandOutcome::kFailed;
     }
     spec = sub;
   }
   if (!CommandTable::ArityMatches(*spec, args.size())) {
     reject(errors::WrongArity(spec->full_name));
     Bump(counters.commands[spec->id].rejected_calls);
-    return;
+    return CommandOutcome::kFailed;
   }
   if (!client.authenticated && (spec->flags & kCmdNoAuth) == 0) {
     reject(errors::kNoAuth);
     Bump(counters.commands[spec->id].rejected_calls);
-    return;
+    return CommandOutcome::kFailed;
   }
   if (client.in_multi && (spec->flags & kCmdNoMulti) == 0) {
     QueuedCommand queued;
@@ -151,9 +154,9 @@ void DispatchCommand(ServerContext& server, ClientState& client,
     queued.args.assign(args.begin(), args.end());
     client.queued.push_back(std::move(queued));
     reply.SimpleString("QUEUED");
-    return;
+    return CommandOutcome::kQueued;
   }
-  RunCommand(server, client, *spec, args, reply, /*locks_held=*/false);
+  return RunCommand(server, client, *spec, args, reply, /*locks_held=*/false);
 }
 
 }  // namespace bloomgate

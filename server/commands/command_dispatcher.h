@@ -13,15 +13,20 @@
 
 namespace bloomgate {
 
-void DispatchCommand(ServerContext& server, ClientState& client,
-                     std::span<const std::string_view> args, ReplyBuilder& reply);
+// What became of a command, as a value: kFailed when its own reply is an
+// error (refused by the central checks, or by its handler through
+// CommandContext::Fail), kQueued inside MULTI.
+enum class CommandOutcome { kDone, kFailed, kQueued };
+
+CommandOutcome DispatchCommand(ServerContext& server, ClientState& client,
+                               std::span<const std::string_view> args, ReplyBuilder& reply);
 
 // Runs one resolved command. `locks_held`: the caller (EXEC) already holds
 // every key lock the command needs, and passes the command's `keys` as
 // CommandKeys made them (empty: they are hashed here).
-void RunCommand(ServerContext& server, ClientState& client, const CommandSpec& spec,
-                std::span<const std::string_view> args, ReplyBuilder& reply, bool locks_held,
-                std::span<const KeyRef> keys = {});
+CommandOutcome RunCommand(ServerContext& server, ClientState& client, const CommandSpec& spec,
+                          std::span<const std::string_view> args, ReplyBuilder& reply,
+                          bool locks_held, std::span<const KeyRef> keys = {});
 
 // The command's keys, each hashed once, in argument order; or none with
 // `*all` = true for a command that touches the whole keyspace.

@@ -84,11 +84,11 @@ void CmdQuit(CommandContext& ctx) {
 void CmdSelect(CommandContext& ctx) {
   int64_t db = 0;
   if (!ParseInt64(ctx.args[1], &db)) {
-    ctx.reply.Error(errors::kNotInteger);
+    ctx.Fail(errors::kNotInteger);
     return;
   }
   if (db != 0) {
-    ctx.reply.Error(errors::kDbIndexOutOfRange);
+    ctx.Fail(errors::kDbIndexOutOfRange);
     return;
   }
   ctx.reply.Ok();
@@ -97,17 +97,17 @@ void CmdSelect(CommandContext& ctx) {
 // AUTH [username] password
 void CmdAuth(CommandContext& ctx) {
   if (ctx.args.size() > 3) {
-    ctx.reply.Error(errors::kSyntax);  // Redis's reply, not an arity error
+    ctx.Fail(errors::kSyntax);  // Redis's reply, not an arity error
     return;
   }
   if (ctx.args.size() == 2 && ctx.server.config.Get().requirepass.empty()) {
-    ctx.reply.Error(errors::kAuthNotConfigured);
+    ctx.Fail(errors::kAuthNotConfigured);
     return;
   }
   std::string_view user = ctx.args.size() == 3 ? ctx.args[1] : "default";
   auto error = Authenticate(ctx, user, ctx.args.back());
   if (error) {
-    ctx.reply.Error(*error);
+    ctx.Fail(*error);
     return;
   }
   ctx.reply.Ok();
@@ -137,17 +137,17 @@ void CmdHello(CommandContext& ctx) {
     }
   }
   if (parser.failed()) {
-    ctx.reply.Error(parser.error());
+    ctx.Fail(parser.error());
     return;
   }
   if (auth) {
     if (auto error = Authenticate(ctx, auth->first, auth->second)) {
-      ctx.reply.Error(*error);
+      ctx.Fail(*error);
       return;
     }
   }
   if (!ctx.client.authenticated) {
-    ctx.reply.Error(
+    ctx.Fail(
         "NOAUTH HELLO must be called with the client already authenticated, otherwise the "
         "HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and "
         "select the RESP protocol version at the same time");
@@ -182,7 +182,7 @@ void CmdClientId(CommandContext& ctx) {
 
 void CmdClientSetName(CommandContext& ctx) {
   if (!ValidClientName(ctx.args[2])) {
-    ctx.reply.Error(errors::kClientNameSpaces);
+    ctx.Fail(errors::kClientNameSpaces);
     return;
   }
   if (ctx.client.info) ctx.client.info->set_name(std::string(ctx.args[2]));
@@ -202,11 +202,11 @@ void CmdClientGetName(CommandContext& ctx) {
 void CmdClientSetInfo(CommandContext& ctx) {
   bool lib_name = EqualsIgnoreCase(ctx.args[2], "LIB-NAME");
   if (!lib_name && !EqualsIgnoreCase(ctx.args[2], "LIB-VER")) {
-    ctx.reply.Error("ERR Unrecognized option '" + std::string(ctx.args[2]) + "'");
+    ctx.Fail("ERR Unrecognized option '" + std::string(ctx.args[2]) + "'");
     return;
   }
   if (!ValidClientName(ctx.args[3])) {
-    ctx.reply.Error("ERR " + std::string(lib_name ? "lib-name" : "lib-ver") +
+    ctx.Fail("ERR " + std::string(lib_name ? "lib-name" : "lib-ver") +
                     " cannot contain spaces, newlines or special characters.");
     return;
   }
@@ -240,7 +240,7 @@ void CmdClientList(CommandContext& ctx) {
     }
   }
   if (parser.failed()) {
-    ctx.reply.Error(parser.error());
+    ctx.Fail(parser.error());
     return;
   }
   std::string text;

@@ -62,7 +62,7 @@ void AddAndReply(CommandContext& ctx, const CreateRule& rule,
   std::optional<std::string_view> error;
   EntryPtr entry = FindOrCreateCounting(ctx, ctx.args[1], rule, &error);
   if (entry == nullptr) {
-    ctx.reply.Error(*error);
+    ctx.Fail(*error);
     return;
   }
   CountingBloomFilter& filter = *entry->get<CountingBloomFilter>();
@@ -81,7 +81,7 @@ void AddAndReply(CommandContext& ctx, const CreateRule& rule,
   if (!results.empty()) entry->MarkModified();
   if (single) {
     if (error) {
-      ctx.reply.Error(*error);
+      ctx.Fail(*error);
     } else {
       ctx.reply.Bool(results[0]);
     }
@@ -96,7 +96,7 @@ void DeleteAndReply(CommandContext& ctx, std::span<const std::string_view> items
   std::optional<std::string_view> error;
   EntryPtr entry = FindFilter<CountingBloomFilter>(ctx, ctx.args[1], &error);
   if (entry == nullptr) {
-    ctx.reply.Error(error ? *error : errors::kNotFound);
+    ctx.Fail(error ? *error : errors::kNotFound);
     return;
   }
   CountingBloomFilter& filter = *entry->get<CountingBloomFilter>();
@@ -121,7 +121,7 @@ bool FindForRead(CommandContext& ctx, EntryPtr* holder, const CountingBloomFilte
   std::optional<std::string_view> error;
   *holder = FindFilter<CountingBloomFilter>(ctx, ctx.args[1], &error);
   if (error) {
-    ctx.reply.Error(*error);
+    ctx.Fail(*error);
     return false;
   }
   *filter = *holder == nullptr ? nullptr : (*holder)->get<CountingBloomFilter>();
@@ -136,13 +136,13 @@ void CmdReserve(CommandContext& ctx) {
   BloomParams params = DefaultBloomParams(ctx.server);
   ParseReserveArgs(parser, /*counting=*/true, &params);
   if (parser.failed()) {
-    ctx.reply.Error(parser.error());
+    ctx.Fail(parser.error());
     return;
   }
   std::optional<std::string_view> error = ReserveConflict<CountingBloomFilter>(ctx, ctx.args[1]);
   if (!error) CreateCounting(ctx, ctx.args[1], params, /*fail_if_exists=*/true, &error);
   if (error) {
-    ctx.reply.Error(*error);
+    ctx.Fail(*error);
     return;
   }
   ctx.skip_journal = true;  // the creation record in the log says it all
@@ -159,7 +159,7 @@ void CmdInsert(CommandContext& ctx) {
   CreateRule rule;
   ParseInsertArgs(parser, "cbf.insert", /*counting=*/true, &rule);
   if (parser.failed()) {
-    ctx.reply.Error(parser.error());
+    ctx.Fail(parser.error());
     return;
   }
   AddAndReply(ctx, rule, parser.Rest(), false);
@@ -212,7 +212,7 @@ void CmdInfo(CommandContext& ctx) {
   const CountingBloomFilter* filter = nullptr;
   if (!FindForRead(ctx, &holder, &filter)) return;
   if (filter == nullptr) {
-    ctx.reply.Error(errors::kNotFound);
+    ctx.Fail(errors::kNotFound);
     return;
   }
   auto integer = [](uint64_t value) {
@@ -237,7 +237,7 @@ void CmdInfo(CommandContext& ctx) {
   };
   std::optional<std::string_view> selector;
   if (ctx.args.size() == 3) selector = ctx.args[2];
-  ReplyInfoFields(ctx.reply, fields, selector);
+  if (!ReplyInfoFields(ctx.reply, fields, selector)) ctx.failed = true;
 }
 
 // CBF.SCANDUMP / CBF.LOADCHUNK take BF.*'s texts: the family follows BF.*.

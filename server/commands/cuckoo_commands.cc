@@ -92,7 +92,7 @@ bool FindForRead(CommandContext& ctx, EntryPtr* holder, CuckooFilter** filter) {
   std::optional<std::string_view> error;
   *holder = FindFilter<CuckooFilter>(ctx, ctx.args[1], &error);
   if (error) {
-    ctx.reply.Error(*error);
+    ctx.Fail(*error);
     return false;
   }
   *filter = *holder == nullptr ? nullptr : (*holder)->get<CuckooFilter>();
@@ -130,7 +130,7 @@ void CmdReserve(CommandContext& ctx) {
   if (ctx.args.size() % 2 == 0) {
     // Options come in name/value pairs: one without its value is an arity
     // error, as in RedisBloom.
-    ctx.reply.Error(errors::WrongArity(ctx.spec.full_name));
+    ctx.Fail(errors::WrongArity(ctx.spec.full_name));
     return;
   }
   ArgParser parser(ctx.args, 2);
@@ -159,13 +159,13 @@ void CmdReserve(CommandContext& ctx) {
     parser.Fail(errors::kCfCapacityRange);
   }
   if (parser.failed()) {
-    ctx.reply.Error(parser.error());
+    ctx.Fail(parser.error());
     return;
   }
   std::optional<std::string_view> error = ReserveConflict<CuckooFilter>(ctx, ctx.args[1]);
   if (!error) CreateCuckoo(ctx, ctx.args[1], options, /*fail_if_exists=*/true, &error);
   if (error) {
-    ctx.reply.Error(*error);
+    ctx.Fail(*error);
     return;
   }
   ctx.skip_journal = true;  // the creation record in the log says it all
@@ -177,7 +177,7 @@ void AddOne(CommandContext& ctx, bool only_if_absent) {
   std::optional<std::string_view> error;
   EntryPtr entry = FindOrCreateCuckoo(ctx, /*create=*/true, std::nullopt, &error);
   if (entry == nullptr) {
-    ctx.reply.Error(*error);
+    ctx.Fail(*error);
     return;
   }
   CuckooFilter& filter = *entry->get<CuckooFilter>();
@@ -185,7 +185,7 @@ void AddOne(CommandContext& ctx, bool only_if_absent) {
   KeyHash hash = HashKey(ctx.args[2]);
   FilterStatus status = only_if_absent ? filter.AddIfAbsent(hash, &added) : filter.Add(hash);
   if (status != FilterStatus::kOk) {
-    ctx.reply.Error(AddFailureText(status));
+    ctx.Fail(AddFailureText(status));
     return;
   }
   if (added) entry->MarkModified();
@@ -224,13 +224,13 @@ void InsertMany(CommandContext& ctx, bool only_if_absent) {
   }
   if (!parser.failed() && !create && capacity) parser.Fail(errors::kNoCreateWithOptions);
   if (parser.failed()) {
-    ctx.reply.Error(parser.error());
+    ctx.Fail(parser.error());
     return;
   }
   std::optional<std::string_view> error;
   EntryPtr entry = FindOrCreateCuckoo(ctx, create, capacity, &error);
   if (entry == nullptr) {
-    ctx.reply.Error(*error);
+    ctx.Fail(*error);
     return;
   }
   CuckooFilter& filter = *entry->get<CuckooFilter>();
@@ -259,7 +259,7 @@ void InsertMany(CommandContext& ctx, bool only_if_absent) {
       ctx.reply.Integer(result);
     }
   }
-  if (error) ctx.reply.Error(*error);
+  if (error) ctx.Fail(*error);
 }
 
 void CmdInsert(CommandContext& ctx) { InsertMany(ctx, /*only_if_absent=*/false); }
@@ -301,7 +301,7 @@ void CmdDel(CommandContext& ctx) {
   CuckooFilter* filter = nullptr;
   if (!FindForRead(ctx, &holder, &filter)) return;
   if (filter == nullptr) {
-    ctx.reply.Error(errors::kCfDelNotFound);
+    ctx.Fail(errors::kCfDelNotFound);
     return;
   }
   bool removed = filter->Remove(HashKey(ctx.args[2]));
@@ -317,7 +317,7 @@ void CmdCompact(CommandContext& ctx) {
   CuckooFilter* filter = nullptr;
   if (!FindForRead(ctx, &holder, &filter)) return;
   if (filter == nullptr) {
-    ctx.reply.Error(errors::kCfCompactNotFound);
+    ctx.Fail(errors::kCfCompactNotFound);
     return;
   }
   filter->Compact();
@@ -331,7 +331,7 @@ void CmdInfo(CommandContext& ctx) {
   CuckooFilter* filter = nullptr;
   if (!FindForRead(ctx, &holder, &filter)) return;
   if (filter == nullptr) {
-    ctx.reply.Error(errors::kNotFound);
+    ctx.Fail(errors::kNotFound);
     return;
   }
   CuckooFilterInfo info = filter->Info();
@@ -348,7 +348,7 @@ void CmdInfo(CommandContext& ctx) {
       {"", "Expansion rate", integer(info.expansion)},
       {"", "Max iterations", integer(info.max_iterations)},
   };
-  ReplyInfoFields(ctx.reply, fields, std::nullopt);
+  (void)ReplyInfoFields(ctx.reply, fields, std::nullopt);  // no selector: never an error
 }
 
 constexpr ChunkCommandTexts kChunkTexts = {FilterKind::kCuckoo, errors::kCfInvalidPosition,

@@ -22,8 +22,9 @@ struct InfoField {
 // Without a selector: every field, a map (RESP3) or a flat array (RESP2).
 // With one: RESP2 a singleton array, RESP3 a one-entry map (RedisBloom).
 // An unknown selector is "Invalid information value".
-inline void ReplyInfoFields(ReplyBuilder& reply, std::span<const InfoField> fields,
-                            std::optional<std::string_view> selector) {
+// Returns false when the reply is that error.
+[[nodiscard]] inline bool ReplyInfoFields(ReplyBuilder& reply, std::span<const InfoField> fields,
+                                          std::optional<std::string_view> selector) {
   if (selector) {
     for (const InfoField& field : fields) {
       if (field.selector.empty() || !EqualsIgnoreCase(*selector, field.selector)) continue;
@@ -34,16 +35,17 @@ inline void ReplyInfoFields(ReplyBuilder& reply, std::span<const InfoField> fiel
         reply.ArrayHeader(1);
       }
       field.write_value(reply);
-      return;
+      return true;
     }
     reply.Error(errors::kInvalidInfoValue);
-    return;
+    return false;
   }
   reply.MapHeader(fields.size());
   for (const InfoField& field : fields) {
     reply.SimpleString(field.name);
     field.write_value(reply);
   }
+  return true;
 }
 
 }  // namespace bloomgate

@@ -184,7 +184,7 @@ void CmdCommandList(CommandContext& ctx) {
     filter = ctx.args[3];
     value = ctx.args[4];
   } else if (ctx.args.size() != 2) {
-    ctx.reply.Error(errors::kSyntax);
+    ctx.Fail(errors::kSyntax);
     return;
   }
   std::vector<std::string_view> names;
@@ -200,7 +200,7 @@ void CmdCommandList(CommandContext& ctx) {
     } else if (EqualsIgnoreCase(filter, "PATTERN")) {
       keep = GlobMatch(value, spec->full_name, /*nocase=*/true);
     } else if (!filter.empty()) {
-      ctx.reply.Error(errors::kSyntax);
+      ctx.Fail(errors::kSyntax);
       return;
     }
     if (keep) names.push_back(spec->full_name);
@@ -214,24 +214,24 @@ void CmdCommandGetKeys(CommandContext& ctx) {
   auto target = ctx.args.subspan(2);
   const CommandSpec* spec = ctx.server.commands.Find(target[0]);
   if (spec == nullptr) {
-    ctx.reply.Error("ERR Invalid command specified");
+    ctx.Fail("ERR Invalid command specified");
     return;
   }
   if (!spec->subcommands.empty() && target.size() >= 2) {
     spec = CommandTable::FindSubcommand(*spec, target[1]);
     if (spec == nullptr) {
-      ctx.reply.Error("ERR Invalid command specified");
+      ctx.Fail("ERR Invalid command specified");
       return;
     }
   }
   if (!CommandTable::ArityMatches(*spec, target.size())) {
-    ctx.reply.Error("ERR Invalid number of arguments specified for command");
+    ctx.Fail("ERR Invalid number of arguments specified for command");
     return;
   }
   std::vector<size_t> indices;
   CommandTable::KeyIndices(*spec, target.size(), &indices);
   if (indices.empty()) {
-    ctx.reply.Error("ERR The command has no key arguments");
+    ctx.Fail("ERR The command has no key arguments");
     return;
   }
   ctx.reply.ArrayHeader(indices.size());

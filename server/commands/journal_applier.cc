@@ -43,12 +43,11 @@ Status JournalApplier::Apply(const LogRecord& record) {
   client_.replay_time_ms = record.time_ms;
   std::string out;
   ReplyBuilder reply(&out);
-  DispatchCommand(server_, client_, args, reply);
   // A command that succeeded when it was journaled succeeds again on the
   // same state, with one exception: limits (maxmemory, max-filter-memory)
   // lowered since. The write it stands for is then lost, which is worth a
   // warning.
-  if (reply.errors_written() > 0 && !out.empty() && out[0] == '-') {
+  if (DispatchCommand(server_, client_, args, reply) == CommandOutcome::kFailed) {
     CountFailure(record, std::string_view(out).substr(1, out.find('\r') - 1));
   }
   return Status::Ok();

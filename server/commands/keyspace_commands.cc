@@ -58,7 +58,7 @@ void CmdKeys(CommandContext& ctx) {
 void CmdScan(CommandContext& ctx) {
   uint64_t cursor = 0;
   if (!ParseUint64(ctx.args[1], &cursor)) {
-    ctx.reply.Error(errors::kInvalidCursor);
+    ctx.Fail(errors::kInvalidCursor);
     return;
   }
   ArgParser parser(ctx.args, 2);
@@ -79,7 +79,7 @@ void CmdScan(CommandContext& ctx) {
     }
   }
   if (parser.failed()) {
-    ctx.reply.Error(parser.error());
+    ctx.Fail(parser.error());
     return;
   }
   std::vector<std::string> names;
@@ -100,7 +100,7 @@ void CmdScan(CommandContext& ctx) {
 void CmdRename(CommandContext& ctx) {
   auto status = ctx.server.keyspace.Rename(ctx.Key(ctx.args[1]), ctx.Key(ctx.args[2]), /*nx=*/false, ctx.now_ms);
   if (status == Keyspace::RenameStatus::kNoSuchKey) {
-    ctx.reply.Error(errors::kNoSuchKey);
+    ctx.Fail(errors::kNoSuchKey);
     return;
   }
   ctx.reply.Ok();
@@ -110,7 +110,7 @@ void CmdRename(CommandContext& ctx) {
 void CmdRenameNx(CommandContext& ctx) {
   auto status = ctx.server.keyspace.Rename(ctx.Key(ctx.args[1]), ctx.Key(ctx.args[2]), /*nx=*/true, ctx.now_ms);
   if (status == Keyspace::RenameStatus::kNoSuchKey) {
-    ctx.reply.Error(errors::kNoSuchKey);
+    ctx.Fail(errors::kNoSuchKey);
     return;
   }
   ctx.reply.Integer(status == Keyspace::RenameStatus::kOk ? 1 : 0);
@@ -120,7 +120,7 @@ void CmdRenameNx(CommandContext& ctx) {
 void CmdFlush(CommandContext& ctx) {
   if (ctx.args.size() == 2 && !EqualsIgnoreCase(ctx.args[1], "ASYNC") &&
       !EqualsIgnoreCase(ctx.args[1], "SYNC")) {
-    ctx.reply.Error(errors::kSyntax);
+    ctx.Fail(errors::kSyntax);
     return;
   }
   ctx.server.keyspace.Clear();
@@ -137,7 +137,7 @@ struct ExpireForm {
 void SetExpire(CommandContext& ctx, ExpireForm form) {
   int64_t amount = 0;
   if (!ParseInt64(ctx.args[2], &amount)) {
-    ctx.reply.Error(errors::kNotInteger);
+    ctx.Fail(errors::kNotInteger);
     return;
   }
   bool nx = false, xx = false, gt = false, lt = false;
@@ -151,16 +151,16 @@ void SetExpire(CommandContext& ctx, ExpireForm form) {
     } else if (EqualsIgnoreCase(option, "LT")) {
       lt = true;
     } else {
-      ctx.reply.Error("ERR Unsupported option " + std::string(option));
+      ctx.Fail("ERR Unsupported option " + std::string(option));
       return;
     }
   }
   if (nx && (xx || gt || lt)) {
-    ctx.reply.Error(errors::kExpireOptionsConflict);
+    ctx.Fail(errors::kExpireOptionsConflict);
     return;
   }
   if (gt && lt) {
-    ctx.reply.Error(errors::kExpireGtLtConflict);
+    ctx.Fail(errors::kExpireGtLtConflict);
     return;
   }
   // Convert to absolute milliseconds with overflow checks (Redis refuses
@@ -179,7 +179,7 @@ void SetExpire(CommandContext& ctx, ExpireForm form) {
   if (overflow) {
     std::string text(errors::kInvalidExpireTime);
     text.replace(text.find("%s"), 2, AsciiLower(ctx.args[0]));
-    ctx.reply.Error(text);
+    ctx.Fail(text);
     return;
   }
   EntryPtr entry = ctx.server.keyspace.Find(ctx.Key(ctx.args[1]), ctx.now_ms);
@@ -243,15 +243,15 @@ void CmdMemoryUsage(CommandContext& ctx) {
   if (ctx.args.size() == 5) {
     uint64_t samples = 0;
     if (!EqualsIgnoreCase(ctx.args[3], "SAMPLES")) {
-      ctx.reply.Error(errors::kSyntax);
+      ctx.Fail(errors::kSyntax);
       return;
     }
     if (!ParseUint64(ctx.args[4], &samples)) {
-      ctx.reply.Error(errors::kNotInteger);
+      ctx.Fail(errors::kNotInteger);
       return;
     }
   } else if (ctx.args.size() != 3) {
-    ctx.reply.Error(errors::kSyntax);
+    ctx.Fail(errors::kSyntax);
     return;
   }
   EntryPtr entry = ctx.server.keyspace.Find(ctx.Key(ctx.args[2]), ctx.now_ms);

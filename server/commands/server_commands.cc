@@ -44,7 +44,7 @@ void CmdConfigGet(CommandContext& ctx) {
 void CmdConfigSet(CommandContext& ctx) {
   auto pairs_args = ctx.args.subspan(2);
   if (pairs_args.size() % 2 != 0) {
-    ctx.reply.Error(errors::WrongArity(ctx.spec.full_name));
+    ctx.Fail(errors::WrongArity(ctx.spec.full_name));
     return;
   }
   std::vector<std::pair<std::string, std::string>> pairs;
@@ -54,7 +54,7 @@ void CmdConfigSet(CommandContext& ctx) {
   std::string error;
   ServerConfig updated;
   if (!ctx.server.config.Set(pairs, &error, &updated)) {
-    ctx.reply.Error("ERR " + error);
+    ctx.Fail("ERR " + error);
     return;
   }
   ctx.server.ApplyConfig(updated);
@@ -68,7 +68,7 @@ void CmdShutdown(CommandContext& ctx) {
   for (std::string_view option : ctx.args.subspan(1)) {
     if (!EqualsIgnoreCase(option, "NOSAVE") && !EqualsIgnoreCase(option, "SAVE") &&
         !EqualsIgnoreCase(option, "NOW") && !EqualsIgnoreCase(option, "FORCE")) {
-      ctx.reply.Error(errors::kSyntax);
+      ctx.Fail(errors::kSyntax);
       return;
     }
   }
@@ -87,12 +87,12 @@ void CmdShutdown(CommandContext& ctx) {
 void CmdSave(CommandContext& ctx) {
   if (ctx.client.in_exec) {
     // EXEC holds key locks that the cut would wait for.
-    ctx.reply.Error(errors::kSaveInsideExec);
+    ctx.Fail(errors::kSaveInsideExec);
     return;
   }
   Status status = ctx.server.durability->Save();
   if (!status.ok()) {
-    ctx.reply.ErrorWithErrPrefix(status.message());
+    ctx.FailWithErrPrefix(status.message());
     return;
   }
   ctx.reply.Ok();
@@ -103,12 +103,12 @@ void CmdSave(CommandContext& ctx) {
 // how the log is compacted: BGREWRITEAOF is the same operation.
 void StartBackgroundSave(CommandContext& ctx, std::string_view started) {
   if (ctx.client.in_exec) {
-    ctx.reply.Error(errors::kSaveInsideExec);
+    ctx.Fail(errors::kSaveInsideExec);
     return;
   }
   Status status = ctx.server.durability->StartBackgroundSave();
   if (!status.ok()) {
-    ctx.reply.ErrorWithErrPrefix(status.message());
+    ctx.FailWithErrPrefix(status.message());
     return;
   }
   ctx.reply.SimpleString(started);
@@ -116,7 +116,7 @@ void StartBackgroundSave(CommandContext& ctx, std::string_view started) {
 
 void CmdBgSave(CommandContext& ctx) {
   if (ctx.args.size() == 2 && !EqualsIgnoreCase(ctx.args[1], "SCHEDULE")) {
-    ctx.reply.Error(errors::kSyntax);
+    ctx.Fail(errors::kSyntax);
     return;
   }
   StartBackgroundSave(ctx, "Background saving started");

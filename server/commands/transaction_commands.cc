@@ -19,7 +19,7 @@ namespace {
 
 void CmdMulti(CommandContext& ctx) {
   if (ctx.client.in_multi) {
-    ctx.reply.Error(errors::kMultiNested);
+    ctx.Fail(errors::kMultiNested);
     return;
   }
   ctx.client.in_multi = true;
@@ -29,7 +29,7 @@ void CmdMulti(CommandContext& ctx) {
 
 void CmdDiscard(CommandContext& ctx) {
   if (!ctx.client.in_multi) {
-    ctx.reply.Error(errors::kDiscardWithoutMulti);
+    ctx.Fail(errors::kDiscardWithoutMulti);
     return;
   }
   ctx.client.ResetTransaction();
@@ -48,12 +48,12 @@ bool WatchedKeysUnchanged(CommandContext& ctx) {
 void CmdExec(CommandContext& ctx) {
   ClientState& client = ctx.client;
   if (!client.in_multi) {
-    ctx.reply.Error(errors::kExecWithoutMulti);
+    ctx.Fail(errors::kExecWithoutMulti);
     return;
   }
   if (client.multi_dirty) {
     client.ResetTransaction();
-    ctx.reply.Error(errors::kExecAbort);
+    ctx.Fail(errors::kExecAbort);
     return;
   }
   std::vector<QueuedCommand> queued = std::move(client.queued);
@@ -92,7 +92,7 @@ void CmdExec(CommandContext& ctx) {
 
 void CmdWatch(CommandContext& ctx) {
   if (ctx.client.in_multi) {
-    ctx.reply.Error(errors::kWatchInsideMulti);
+    ctx.Fail(errors::kWatchInsideMulti);
     return;
   }
   for (std::string_view key : ctx.args.subspan(1)) {

@@ -142,9 +142,15 @@ class Writer(threading.Thread):
             if reply is not None and (not delete or reply == 1):
                 model.counts[(key, item)] = model.counts.get((key, item), 0) + delta
             model.ops += 1
+        # `live` holds each item as often as it is counted, so a delete never
+        # removes an item that is not there (THE RULE of counting filters:
+        # deleting an absent item that tests positive takes other items'
+        # counts). An earlier version kept a deleted-to-zero item that had
+        # been added twice, deleted it again, and reported the other items'
+        # lost counts as a durability failure.
         if reply is not None and not delete:
             live.append(item)
-        elif delete and reply == 1 and model.counts.get((key, item), 0) == 0:
+        elif delete and reply == 1:
             live.remove(item)
 
 

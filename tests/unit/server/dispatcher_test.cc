@@ -214,6 +214,28 @@ TEST(Dispatcher, CommandstatsCountAnErrorReplyAsAFailedCall) {
   EXPECT_EQ(Counters(*server, "bf.info").rejected_calls.load(), 0u);
 }
 
+// A command's outcome is a value, not its reply's first byte: a refused
+// command, a handler's error, a success and a queued command each say so.
+TEST(Dispatcher, EveryCommandReturnsItsOutcome) {
+  auto server = MakeServer();
+  ClientState client;
+  client.authenticated = true;
+  auto run = [&](std::vector<std::string_view> args) {
+    std::string out;
+    ReplyBuilder reply(&out);
+    return DispatchCommand(*server, client, args, reply);
+  };
+  EXPECT_EQ(run({"NOSUCH"}), CommandOutcome::kFailed);
+  EXPECT_EQ(run({"BF.ADD", "k"}), CommandOutcome::kFailed) << "wrong arity";
+  EXPECT_EQ(run({"BF.ADD", "k", "x"}), CommandOutcome::kDone);
+  EXPECT_EQ(run({"BF.INFO", "k", "NOSUCHFIELD"}), CommandOutcome::kFailed);
+  EXPECT_EQ(run({"BF.RESERVE", "k", "0.01", "10"}), CommandOutcome::kFailed) << "item exists";
+  EXPECT_EQ(run({"MULTI"}), CommandOutcome::kDone);
+  EXPECT_EQ(run({"BF.ADD", "k", "y"}), CommandOutcome::kQueued);
+  EXPECT_EQ(run({"EXEC"}), CommandOutcome::kDone);
+  EXPECT_EQ(run({"BF.MADD", "k", "z"}), CommandOutcome::kDone);
+}
+
 TEST(Dispatcher, CommandstatsCountARefusedCommandAsRejectedNotCalled) {
   auto server = MakeServer();
   Session s(server.get());
