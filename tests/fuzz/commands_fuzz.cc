@@ -273,11 +273,9 @@ class Harness {
   void Acked(const std::string& key, const std::string& item) {
     if (model_.tracked(key)) model_.Acked(key, item);
   }
-  void MaybeUntrack(const std::string& arg) {
-    for (const char* key : kKeys) {
-      if (arg == key) model_.Untrack(arg);
-    }
-  }
+  // Any argument may be a key: generic arguments put numbers, options and
+  // items in key positions too.
+  void MaybeUntrack(const std::string& arg) { model_.Untrack(arg); }
 
   // BLOOMGATE_FUZZ_TRACE=1 prints every command and reply (to replay a crash).
   const bool trace_ = std::getenv("BLOOMGATE_FUZZ_TRACE") != nullptr;
