@@ -2,9 +2,10 @@
 # Installs the Debian 12 packages Bloomgate needs, skipping what is already
 # there. Run as root. Usage: scripts/install-deps.sh [--test]
 #   (no flag)  what building and running the server needs
-#   --test     also what the test suite needs (GoogleTest, redis-cli, redis-py)
-#              and its benchmark smoke run (Google Benchmark, a stock redis-server
-#              to compare against; see bench/README.md)
+#   --test     also what the test suite needs (GoogleTest, redis-cli, redis-py),
+#              its benchmark smoke run (Google Benchmark, a stock redis-server
+#              to compare against; see bench/README.md) and its fuzz run (clang
+#              with libFuzzer; see scripts/fuzz.sh)
 set -euo pipefail
 
 packages=(cmake ninja-build g++ pkg-config
@@ -13,7 +14,10 @@ packages=(cmake ninja-build g++ pkg-config
           redis-tools)
 if [[ "${1:-}" == "--test" ]]; then
   packages+=(googletest libgtest-dev python3 python3-redis
-             libbenchmark-dev redis-server)
+             libbenchmark-dev redis-server
+             # libFuzzer (libclang_rt.fuzzer) is in libclang-rt-14-dev, which
+             # clang-14 only recommends: --no-install-recommends skips it.
+             clang libclang-rt-14-dev)
 fi
 
 missing=()

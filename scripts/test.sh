@@ -6,7 +6,8 @@
 #   3. the unit tests under ThreadSanitizer, and the e2e tests that race
 #      writers, saves and kill -9 against a ThreadSanitizer server;
 #   4. the unit tests (RESP parser included) under AddressSanitizer and
-#      UndefinedBehaviorSanitizer.
+#      UndefinedBehaviorSanitizer;
+#   5. every libFuzzer target (tests/fuzz/, clang) for 20 s, two at a time.
 # End-to-end tests start their own server on a free loopback port.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -56,3 +57,7 @@ echo "== AddressSanitizer + UBSan: unit tests"
 sanitized_build build-asan address,undefined
 ASAN_OPTIONS="detect_leaks=1" UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1" \
   run_ctest --test-dir build-asan -E '^e2e\.|^layering$'
+
+# Its own clang tree (build-fuzz); one line per target, the log on failure.
+echo "== libFuzzer targets, 20 s each (scripts/fuzz.sh)"
+bash scripts/fuzz.sh --time 20 --jobs 2

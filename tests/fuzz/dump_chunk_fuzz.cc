@@ -1,0 +1,125 @@
+// The LOADCHUNK loader for every family over any chunks. It must refuse
+// damage with an error (no crash, UB, leak or unbounded allocation), and
+// "whatever the chunk loader accepts can be saved and loaded back": a filter
+// it finishes must dump and reload through chunks again, take more items,
+// and survive a snapshot round trip (WriteSnapshot + ReadSnapshot), before
+// and after those adds. A refusal there aborts.
+//
+// Input: byte 0 = the family LOADCHUNK expects (value % 3: Bloom, counting,
+// cuckoo), bit 7 set = leave the chunks as they are (else each chunk's
+// header id and checksum are recomputed, so the header and payload decoders
+// behind them are reached). Then the chunks, each a u32 little-endian length
+// and its bytes (SplitPieces).
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "filters/key_hash.h"
+#include "persistence/dump_chunk.h"
+#include "persistence/filter_codec.h"
+#include "tests/fuzz/fuzz_support.h"
+
+namespace bloomgate::fuzz {
+namespace {
+
+constexpr FilterKind kKinds[] = {FilterKind::kScalableBloom, FilterKind::kCountingBloom,
+                                 FilterKind::kCuckoo};
+
+// The LOADCHUNK loop as the server runs it: a header chunk starts a load,
+// the others feed it; a refused chunk changes nothing.
+bool LoadChunks(const std::vector<std::string>& chunks, FilterKind kind, MemoryBudget* budget,
+                AnyFilter* out) {
+  std::unique_ptr<ChunkedFilterLoad> load;
+  for (const std::string& chunk : chunks) {
+    if (IsHeaderChunk(chunk)) {
+      std::unique_ptr<ChunkedFilterLoad> started;
+      if (ChunkedFilterLoad::Start(chunk, kind, FuzzLimits(), budget, &started).ok()) {
+        FUZZ_CHECK(started != nullptr && started->kind() == kind, "a started load of no kind");
+        load = std::move(started);
+      } else {
+        FUZZ_CHECK(started == nullptr, "a refused header chunk left a load");
+      }
+    } else if (load != nullptr) {
+      const uint64_t before = load->loaded_bytes();
+      if (!load->Add(chunk).ok()) {
+        FUZZ_CHECK(load->loaded_bytes() == before, "a refused chunk changed the load");
+      }
+    }
+  }
+  if (load == nullptr || !load->complete()) return false;
+  return load->Finish(out).ok();
+}
+
+void AddItems(const AnyFilter& filter, int count) {
+  for (int i = 0; i < count; ++i) {
+    const KeyHash h = HashKey("fuzz:" + std::to_string(i));
+    std::visit(
+        [&](const auto& f) {
+          using T = std::decay_t<decltype(*f)>;
+          if constexpr (std::is_same_v<T, ScalableBloomFilter>) {
+            bool added = false;
+            if (f->Add(h, &added) == FilterStatus::kOk) {
+              FUZZ_CHECK(f->MayContain(h), "a Bloom add that was ok is not found");
+            }
+          } else if constexpr (std::is_same_v<T, CountingBloomFilter>) {
+            bool was_new = false;
+            if (f->Add(h, &was_new) == FilterStatus::kOk) {
+              FUZZ_CHECK(f->MayContain(h), "a counting add that was ok is not found");
+            }
+          } else {
+            if (f->Add(h) == FilterStatus::kOk) {
+              FUZZ_CHECK(f->MayContain(h), "a cuckoo add that was ok is not found");
+            }
+          }
+        },
+        filter);
+  }
+}
+
+}  // namespace
+}  // namespace bloomgate::fuzz
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace bloomgate;
+  using namespace bloomgate::fuzz;
+  if (size < 1) return 0;
+  const FilterKind kind = kKinds[(data[0] & 0x7f) % 3];
+  std::vector<std::string> chunks =
+      SplitPieces(std::string_view(reinterpret_cast<const char*>(data) + 1, size - 1));
+  if ((data[0] & 0x80) == 0) {
+    uint64_t header_id = 0;
+    for (std::string& chunk : chunks) FixChunkChecksums(&chunk, &header_id);
+  }
+
+  MemoryBudget budget(kFuzzBudgetBytes);
+  AnyFilter filter;
+  if (!LoadChunks(chunks, kind, &budget, &filter)) return 0;
+  FUZZ_CHECK(DescribeFilter(filter).kind == kind, "LOADCHUNK built another family");
+
+  // It dumps and loads again through chunks, byte for byte the same.
+  std::vector<std::string> dump;
+  for (uint64_t it = 0;;) {
+    uint64_t next = 0;
+    std::string chunk;
+    NextDumpChunk(filter, it, &next, &chunk, /*max_payload_bytes=*/4096);
+    if (next == 0) break;
+    dump.push_back(std::move(chunk));
+    it = next;
+  }
+  AnyFilter reloaded;
+  FUZZ_CHECK(LoadChunks(dump, kind, &budget, &reloaded), "LOADCHUNK refused its own dump");
+  const FilterHeader a = DescribeFilter(filter);
+  const FilterHeader b = DescribeFilter(reloaded);
+  FUZZ_CHECK(a.bytes == b.bytes && PayloadOf(filter, a) == PayloadOf(reloaded, b),
+             "the dump of a loaded filter loads as another filter");
+
+  // It saves and loads back, before and after it takes more items.
+  CheckSnapshotRoundTrip(filter);
+  AddItems(filter, 40);
+  CheckSnapshotRoundTrip(filter);
+  return 0;
+}

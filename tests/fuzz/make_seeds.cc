@@ -1,0 +1,329 @@
+// Writes the seed corpora of the fuzz targets into <dir>/<target>/ with the
+// real writers (WriteSnapshot, AppendLogWriter, NextDumpChunk), so every seed
+// is a valid input that the mutations start from. Usage:
+//   fuzz_make_seeds tests/fuzz/corpus      (scripts/fuzz.sh --seeds)
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <initializer_list>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "filters/key_hash.h"
+#include "persistence/append_log.h"
+#include "persistence/dump_chunk.h"
+#include "persistence/snapshot_file.h"
+#include "tests/fuzz/command_program.h"
+#include "tests/fuzz/fuzz_support.h"
+
+namespace bloomgate::fuzz {
+namespace {
+
+namespace fs = std::filesystem;
+
+void Write(const fs::path& dir, const std::string& name, std::string_view bytes) {
+  fs::create_directories(dir);
+  std::ofstream(dir / name, std::ios::binary).write(bytes.data(), bytes.size());
+}
+
+KeyHash Item(uint64_t i) { return HashKey("item:" + std::to_string(i)); }
+
+AnyFilter Bloom(uint64_t capacity, uint64_t items) {
+  std::unique_ptr<ScalableBloomFilter> f;
+  ScalableBloomFilter::Create(ScalableBloomOptions{0.01, capacity, 2}, FilterLimits{}, nullptr, &f);
+  bool added = false;
+  for (uint64_t i = 0; i < items; ++i) (void)f->Add(Item(i), &added);
+  return f;
+}
+
+AnyFilter Counting(uint64_t items) {
+  std::unique_ptr<CountingBloomFilter> f;
+  CountingBloomFilter::Create(CountingBloomOptions{0.05, 20, 2, 4}, FilterLimits{}, nullptr, &f);
+  bool was_new = false;
+  for (uint64_t i = 0; i < items; ++i) (void)f->Add(Item(i), &was_new);
+  return f;
+}
+
+AnyFilter Cuckoo(uint64_t items) {
+  CuckooFilterOptions options;
+  options.capacity = 8;
+  options.expansion = 2;
+  std::unique_ptr<CuckooFilter> f;
+  CuckooFilter::Create(options, FilterLimits{}, nullptr, &f);
+  for (uint64_t i = 0; i < items; ++i) (void)f->Add(Item(i));
+  return f;
+}
+
+std::string Multibulk(std::initializer_list<std::string_view> args) {
+  std::string out = "*" + std::to_string(args.size()) + "\r\n";
+  for (std::string_view arg : args) {
+    out += "$" + std::to_string(arg.size()) + "\r\n";
+    out.append(arg);
+    out += "\r\n";
+  }
+  return out;
+}
+
+void RespSeeds(const fs::path& dir) {
+  // Byte 0: limits in bits 0-1, split offset in the rest.
+  const std::string mixed = Multibulk({"BF.ADD", "f", "it\r\nem"}) + "*0\r\n" + "PING\r\n" +
+                            "*-1\r\n" + Multibulk({"ECHO", ""}) + "SET k \"a b\\n\" 'c'\n" +
+                            "\r\n" + Multibulk({"BF.MEXISTS", "f", "a", "b"});
+  Write(dir, "mixed", std::string(1, char(32 << 2 | 0)) + mixed);
+  Write(dir, "unauthenticated", std::string(1, char(10 << 2 | 1)) +
+                                    Multibulk({"AUTH", "a", "b", "c", "d", "e", "f", "g", "h",
+                                               "i", "j", "k"}));
+  Write(dir, "tiny-limits", std::string(1, char(40 << 2 | 2)) + Multibulk({"A", "bb"}) +
+                                "INLINE with \"quoted \\x41\" args\r\n" +
+                                Multibulk({"C", "0123456789abcdefXYZ"}));
+  Write(dir, "protocol-error", std::string(1, char(5 << 2)) + "*2\r\n$3\r\nabc\r\n$x\r\n");
+  Write(dir, "unbalanced-quotes", std::string(1, char(20 << 2)) + "ECHO \"abc\r\n");
+}
+
+void SnapshotSeeds(const fs::path& dir) {
+  const AnyFilter bloom = Bloom(30, 100);
+  const AnyFilter counting = Counting(40);
+  const AnyFilter cuckoo = Cuckoo(12);
+  const auto snapshot = [](std::vector<SnapshotRecordSource> records) {
+    MemoryFileSystem fs;
+    uint64_t bytes = 0;
+    SnapshotMeta meta{.created_ms = 1700000000000, .log_generation = 3};
+    (void)WriteSnapshot(fs, "/s", "dump.bgs", meta, records, &bytes);
+    return std::string(1, '\0') + *fs.Get("/s/dump.bgs");
+  };
+  Write(dir, "empty", snapshot({}));
+  Write(dir, "bloom", snapshot({{.name = "b", .filter = &bloom}}));
+  Write(dir, "counting", snapshot({{.name = "c", .expire_at_ms = 1900000000000,
+                                    .filter = &counting}}));
+  Write(dir, "cuckoo", snapshot({{.name = "cf", .filter = &cuckoo}}));
+  Write(dir, "all-three", snapshot({{.name = "b", .filter = &bloom},
+                                    {.name = "c", .filter = &counting},
+                                    {.name = "cf", .filter = &cuckoo}}));
+}
+
+void AppendLogSeeds(const fs::path& dir) {
+  const AnyFilter bloom = Bloom(10, 5);
+  const AnyFilter cuckoo = Cuckoo(6);
+  const AnyFilter counting = Counting(8);
+  const auto log = [](uint8_t flags, const std::vector<std::string>& records) {
+    MemoryFileSystem fs;
+    std::unique_ptr<AppendLogWriter> writer;
+    (void)AppendLogWriter::Create(&fs, "/d", "appendonly.bglog", 1, 1700000000000, &writer);
+    for (const std::string& record : records) (void)writer->Flush(writer->Append(record), false);
+    (void)writer->Close();
+    return std::string(1, char(flags)) + *fs.Get("/d/appendonly.bglog.1");
+  };
+  const auto command = [](std::initializer_list<std::string_view> args) {
+    std::string out;
+    std::vector<std::string_view> v(args);
+    EncodeCommandRecord(1700000000123, v, &out);
+    return out;
+  };
+  const auto filter = [](std::string_view key, const AnyFilter& f, bool payload) {
+    std::string out;
+    EncodeFilterRecord(1700000000456, key, DescribeFilter(f), payload ? &f : nullptr, &out);
+    return out;
+  };
+  Write(dir, "empty", log(0, {}));
+  Write(dir, "commands", log(0, {command({"BF.ADD", "b", "x"}), command({"DEL", "b"}),
+                                 command({"PEXPIREAT", "c", "1900000000000"})}));
+  Write(dir, "filters", log(0, {filter("b", bloom, false), filter("cf", cuckoo, true),
+                                filter("c", counting, true)}));
+  std::string torn = log(2, {command({"CF.ADD", "cf", "y"}), filter("b", bloom, true)});
+  torn.resize(torn.size() - 7);
+  Write(dir, "torn-tail", torn);
+}
+
+void DumpChunkSeeds(const fs::path& dir) {
+  const auto dump = [](uint8_t kind_index, const AnyFilter& filter, uint64_t max_payload) {
+    std::string out(1, char(kind_index));
+    for (uint64_t it = 0;;) {
+      uint64_t next = 0;
+      std::string chunk;
+      NextDumpChunk(filter, it, &next, &chunk, max_payload);
+      if (next == 0) return out;
+      AppendPiece(&out, chunk);
+      it = next;
+    }
+  };
+  Write(dir, "bloom", dump(0, Bloom(30, 100), 256));
+  Write(dir, "bloom-one-layer", dump(0, Bloom(100, 3), 4096));
+  Write(dir, "counting", dump(1, Counting(40), 200));
+  Write(dir, "cuckoo", dump(2, Cuckoo(12), 16));
+  Write(dir, "cuckoo-one-chunk", dump(2, Cuckoo(3), 4096));
+}
+
+// A program for commands_fuzz: template arguments by value (each value is
+// looked up in command_program.h's tables).
+class Program {
+ public:
+  Program& Command(std::string_view name, std::initializer_list<std::string_view> args) {
+    uint8_t op = 0;
+    while (op < kCommandCount && kCommands[op].name != name) ++op;
+    if (op == kCommandCount) {
+      std::fprintf(stderr, "no command %.*s\n", int(name.size()), name.data());
+      std::exit(1);
+    }
+    used_ = 0;
+    bytes_.push_back(char(op));
+    const std::string_view shape = kCommands[op].shape;
+    const size_t fixed = shape.size() - 2 * std::count(shape.begin(), shape.end(), '*');
+    bytes_.push_back(char(args.size() - fixed));  // how often the starred letter repeats
+    size_t letter = 0;
+    for (std::string_view arg : args) {
+      const char kind = LetterFor(shape, &letter, args.size() - fixed);
+      Encode(kind, arg);
+    }
+    return *this;
+  }
+  const std::string& bytes() const { return bytes_; }
+
+ private:
+  // The template letter of the next argument.
+  char LetterFor(std::string_view shape, size_t* at, size_t repeats) {
+    while (*at < shape.size()) {
+      const char letter = shape[*at];
+      const bool starred = *at + 1 < shape.size() && shape[*at + 1] == '*';
+      if (!starred) {
+        ++*at;
+        return letter;
+      }
+      if (used_ < repeats) {
+        ++used_;
+        return letter;
+      }
+      used_ = 0;
+      *at += 2;
+    }
+    std::fprintf(stderr, "too many arguments for the template %.*s\n", int(shape.size()),
+                 shape.data());
+    std::exit(1);
+  }
+  template <size_t N>
+  static uint8_t IndexOf(const char* const (&table)[N], std::string_view value) {
+    for (size_t i = 0; i < N; ++i) {
+      if (table[i] == value) return uint8_t(i);
+    }
+    std::fprintf(stderr, "no value %.*s\n", int(value.size()), value.data());
+    std::exit(1);
+  }
+  void Encode(char kind, std::string_view value) {
+    switch (kind) {
+      case 'k':
+        bytes_.push_back(char(IndexOf(kKeys, value)));
+        return;
+      case 'i':  // "iN"
+        bytes_.push_back(char(std::stoi(std::string(value.substr(1)))));
+        return;
+      case 'n':
+        bytes_.push_back(char(IndexOf(kNumbers, value)));
+        return;
+      case 'f':
+        bytes_.push_back(char(IndexOf(kFloats, value)));
+        return;
+      case 'o':
+        bytes_.push_back(char(IndexOf(kOptions, value)));
+        return;
+      case 'p': {
+        for (const char* option : kOptions) {
+          if (option == value) {
+            bytes_.push_back(char(IndexOf(kOptions, value)));
+            return;
+          }
+        }
+        bytes_.push_back(char(128 + IndexOf(kNumbers, value)));
+        return;
+      }
+      case 'c':  // "c<index of a recent chunk>"
+        bytes_.push_back(char(std::stoi(std::string(value.substr(1)))));
+        return;
+      default:  // raw: length then bytes
+        bytes_.push_back(char(value.size()));
+        bytes_.append(value);
+    }
+  }
+
+  std::string bytes_;
+  size_t used_ = 0;
+};
+
+void CommandSeeds(const fs::path& dir) {
+  Write(dir, "bloom", Program()
+                          .Command("BF.RESERVE", {"k0", "0.01", "100"})
+                          .Command("BF.ADD", {"k0", "i1"})
+                          .Command("BF.MADD", {"k0", "i2", "i3", "i4"})
+                          .Command("BF.EXISTS", {"k0", "i1"})
+                          .Command("BF.INSERT", {"k1", "CAPACITY", "10", "ITEMS", "7", "8"})
+                          .Command("BF.INFO", {"k0", "CAPACITY"})
+                          .Command("BF.CARD", {"k0"})
+                          .bytes());
+  Write(dir, "cuckoo", Program()
+                           .Command("CF.RESERVE", {"k1", "64", "BUCKETSIZE", "2"})
+                           .Command("CF.ADD", {"k1", "i5"})
+                           .Command("CF.ADDNX", {"k1", "i5"})
+                           .Command("CF.COUNT", {"k1", "i5"})
+                           .Command("CF.DEL", {"k1", "i5"})
+                           .Command("CF.INSERT", {"k2", "CAPACITY", "1000", "ITEMS", "8"})
+                           .Command("CF.COMPACT", {"k1"})
+                           .Command("CF.INFO", {"k1"})
+                           .bytes());
+  Write(dir, "counting", Program()
+                             .Command("CBF.RESERVE", {"k2", "0.01", "100", "COUNTERBITS", "8"})
+                             .Command("CBF.MADD", {"k2", "i1", "i1", "i2"})
+                             .Command("CBF.DEL", {"k2", "i1"})
+                             .Command("CBF.COUNT", {"k2", "i1"})
+                             .Command("CBF.MDEL", {"k2", "i2"})
+                             .Command("CBF.INFO", {"k2", "ITEMS"})
+                             .bytes());
+  Write(dir, "scandump", Program()
+                             .Command("BF.ADD", {"k0", "i9"})
+                             .Command("BF.SCANDUMP", {"k0", "0"})
+                             .Command("BF.SCANDUMP", {"k0", "1"})
+                             .Command("BF.LOADCHUNK", {"k3", "1", "c0"})
+                             .Command("BF.LOADCHUNK", {"k3", "2", "c1"})
+                             .Command("BF.EXISTS", {"k3", "i9"})
+                             .Command("CF.ADD", {"k1", "i2"})
+                             .Command("CF.SCANDUMP", {"k1", "0"})
+                             .Command("CF.SCANDUMP", {"k1", "1"})
+                             .Command("CF.LOADCHUNK", {"k2", "1", "c2"})
+                             .Command("CF.LOADCHUNK", {"k2", "2", "c3"})
+                             .bytes());
+  Write(dir, "keyspace", Program()
+                             .Command("BF.ADD", {"k0", "i1"})
+                             .Command("WATCH", {"k0"})
+                             .Command("MULTI", {})
+                             .Command("BF.ADD", {"k0", "i2"})
+                             .Command("EXPIRE", {"k0", "100", "NX"})
+                             .Command("PERSIST", {"k0"})
+                             .Command("EXEC", {})
+                             .Command("TTL", {"k0"})
+                             .Command("RENAME", {"k0", "k1"})
+                             .Command("SCAN", {"0", "COUNT", "10", "TYPE", "NX"})
+                             .Command("KEYS", {"k*"})
+                             .Command("DEL", {"k1", "k0"})
+                             .Command("DBSIZE", {})
+                             .bytes());
+}
+
+}  // namespace
+}  // namespace bloomgate::fuzz
+
+int main(int argc, char** argv) {
+  using namespace bloomgate::fuzz;
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: %s <corpus dir>\n", argv[0]);
+    return 2;
+  }
+  const fs::path root = argv[1];
+  RespSeeds(root / "resp_parser_fuzz");
+  SnapshotSeeds(root / "snapshot_fuzz");
+  AppendLogSeeds(root / "append_log_fuzz");
+  DumpChunkSeeds(root / "dump_chunk_fuzz");
+  CommandSeeds(root / "commands_fuzz");
+  return 0;
+}
