@@ -119,7 +119,7 @@ void CmdHello(CommandContext& ctx) {
   std::optional<int64_t> version;
   if (parser.HasNext()) {
     version = parser.NextInt64(errors::kSyntax,
-                               "ERR Protocol version is not an integer or out of range");
+                               errors::kHelloBadProtocol);
     if (!parser.failed() && *version != 2 && *version != 3) parser.Fail(errors::kNoProto);
   }
   std::optional<std::pair<std::string_view, std::string_view>> auth;
@@ -133,7 +133,7 @@ void CmdHello(CommandContext& ctx) {
       name = parser.Next(errors::kSyntax);
       if (!parser.failed() && !ValidClientName(*name)) parser.Fail(errors::kClientNameSpaces);
     } else {
-      parser.Fail("ERR Syntax error in HELLO option '" + std::string(parser.Next("")) + "'");
+      parser.Fail(errors::HelloSyntax(parser.Next("")));
     }
   }
   if (parser.failed()) {
@@ -147,10 +147,7 @@ void CmdHello(CommandContext& ctx) {
     }
   }
   if (!ctx.client.authenticated) {
-    ctx.Fail(
-        "NOAUTH HELLO must be called with the client already authenticated, otherwise the "
-        "HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and "
-        "select the RESP protocol version at the same time");
+    ctx.Fail(errors::kHelloNoAuth);
     return;
   }
   if (name && ctx.client.info) ctx.client.info->set_name(std::string(*name));
@@ -202,12 +199,11 @@ void CmdClientGetName(CommandContext& ctx) {
 void CmdClientSetInfo(CommandContext& ctx) {
   bool lib_name = EqualsIgnoreCase(ctx.args[2], "LIB-NAME");
   if (!lib_name && !EqualsIgnoreCase(ctx.args[2], "LIB-VER")) {
-    ctx.Fail("ERR Unrecognized option '" + std::string(ctx.args[2]) + "'");
+    ctx.Fail(errors::UnrecognizedOption(ctx.args[2]));
     return;
   }
   if (!ValidClientName(ctx.args[3])) {
-    ctx.Fail("ERR " + std::string(lib_name ? "lib-name" : "lib-ver") +
-                    " cannot contain spaces, newlines or special characters.");
+    ctx.Fail(errors::ClientLibInfoInvalid(lib_name));
     return;
   }
   if (ctx.client.info) {
@@ -228,12 +224,12 @@ void CmdClientList(CommandContext& ctx) {
     if (parser.Accept("TYPE")) {
       std::string_view type = parser.Next(errors::kSyntax);
       if (!parser.failed() && !EqualsIgnoreCase(type, "normal")) {
-        parser.Fail("ERR Unknown client type '" + std::string(type) + "'");
+        parser.Fail(errors::UnknownClientType(type));
       }
     } else if (parser.Accept("ID")) {
       if (!parser.HasNext()) parser.Fail(errors::kSyntax);
       while (parser.HasNext() && !parser.failed()) {
-        ids.push_back(parser.NextUint64(errors::kSyntax, "ERR Invalid client ID"));
+        ids.push_back(parser.NextUint64(errors::kSyntax, errors::kInvalidClientId));
       }
     } else {
       parser.Fail(errors::kSyntax);

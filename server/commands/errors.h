@@ -156,6 +156,48 @@ inline std::string UnknownCommand(std::span<const std::string_view> args) {
          "', with args beginning with: " + quoted;
 }
 
+// --- Connection and introspection texts (Redis's) ---
+inline constexpr std::string_view kHelloBadProtocol =
+    "ERR Protocol version is not an integer or out of range";
+inline constexpr std::string_view kHelloNoAuth =
+    "NOAUTH HELLO must be called with the client already authenticated, otherwise the "
+    "HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and "
+    "select the RESP protocol version at the same time";
+inline constexpr std::string_view kInvalidClientId = "ERR Invalid client ID";
+inline constexpr std::string_view kInvalidCommandSpecified = "ERR Invalid command specified";
+inline constexpr std::string_view kGetKeysBadArity =
+    "ERR Invalid number of arguments specified for command";
+inline constexpr std::string_view kGetKeysNoKeys = "ERR The command has no key arguments";
+
+inline std::string HelloSyntax(std::string_view option) {
+  return "ERR Syntax error in HELLO option '" + std::string(option) + "'";
+}
+inline std::string UnrecognizedOption(std::string_view option) {
+  return "ERR Unrecognized option '" + std::string(option) + "'";
+}
+// CLIENT SETINFO LIB-NAME / LIB-VER with a space or control character.
+inline std::string ClientLibInfoInvalid(bool lib_name) {
+  return std::string("ERR ") + (lib_name ? "lib-name" : "lib-ver") +
+         " cannot contain spaces, newlines or special characters.";
+}
+inline std::string UnknownClientType(std::string_view type) {
+  return "ERR Unknown client type '" + std::string(type) + "'";
+}
+// SET-style options EXPIRE does not know.
+inline std::string UnsupportedOption(std::string_view option) {
+  return "ERR Unsupported option " + std::string(option);
+}
+// kInvalidExpireTime with the command's name in place of %s.
+inline std::string InvalidExpireTime(std::string_view command_lower) {
+  std::string text(kInvalidExpireTime);
+  text.replace(text.find("%s"), 2, command_lower);
+  return text;
+}
+// CONFIG SET's refusal: the config layer's message (config/runtime_config.h).
+inline std::string ConfigSetFailed(std::string_view message) {
+  return "ERR " + std::string(message);
+}
+
 // `container_upper` is the container's name in upper case ("CLIENT").
 inline std::string UnknownSubcommand(std::string_view sub, std::string_view container_upper) {
   return "ERR unknown subcommand '" + std::string(sub.substr(0, 128)) + "'. Try " +

@@ -214,24 +214,24 @@ void CmdCommandGetKeys(CommandContext& ctx) {
   auto target = ctx.args.subspan(2);
   const CommandSpec* spec = ctx.server.commands.Find(target[0]);
   if (spec == nullptr) {
-    ctx.Fail("ERR Invalid command specified");
+    ctx.Fail(errors::kInvalidCommandSpecified);
     return;
   }
   if (!spec->subcommands.empty() && target.size() >= 2) {
     spec = CommandTable::FindSubcommand(*spec, target[1]);
     if (spec == nullptr) {
-      ctx.Fail("ERR Invalid command specified");
+      ctx.Fail(errors::kInvalidCommandSpecified);
       return;
     }
   }
   if (!CommandTable::ArityMatches(*spec, target.size())) {
-    ctx.Fail("ERR Invalid number of arguments specified for command");
+    ctx.Fail(errors::kGetKeysBadArity);
     return;
   }
   std::vector<size_t> indices;
   CommandTable::KeyIndices(*spec, target.size(), &indices);
   if (indices.empty()) {
-    ctx.Fail("ERR The command has no key arguments");
+    ctx.Fail(errors::kGetKeysNoKeys);
     return;
   }
   ctx.reply.ArrayHeader(indices.size());

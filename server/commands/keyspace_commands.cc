@@ -151,7 +151,7 @@ void SetExpire(CommandContext& ctx, ExpireForm form) {
     } else if (EqualsIgnoreCase(option, "LT")) {
       lt = true;
     } else {
-      ctx.Fail("ERR Unsupported option " + std::string(option));
+      ctx.Fail(errors::UnsupportedOption(option));
       return;
     }
   }
@@ -177,9 +177,7 @@ void SetExpire(CommandContext& ctx, ExpireForm form) {
     at_ms += overflow ? 0 : ctx.now_ms;
   }
   if (overflow) {
-    std::string text(errors::kInvalidExpireTime);
-    text.replace(text.find("%s"), 2, AsciiLower(ctx.args[0]));
-    ctx.Fail(text);
+    ctx.Fail(errors::InvalidExpireTime(AsciiLower(ctx.args[0])));
     return;
   }
   EntryPtr entry = ctx.server.keyspace.Find(ctx.Key(ctx.args[1]), ctx.now_ms);

@@ -54,7 +54,7 @@ void CmdConfigSet(CommandContext& ctx) {
   std::string error;
   ServerConfig updated;
   if (!ctx.server.config.Set(pairs, &error, &updated)) {
-    ctx.Fail("ERR " + error);
+    ctx.Fail(errors::ConfigSetFailed(error));
     return;
   }
   ctx.server.ApplyConfig(updated);
