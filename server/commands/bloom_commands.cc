@@ -238,7 +238,9 @@ std::vector<CommandSpec> BloomCommands() {
           "2.4.4"),
       row("bf.info", -2, 3, kReadFast, CmdInfo, "Returns information about a Bloom filter",
           "1.0.0"),
-      row("bf.scandump", 3, 0, kReadFast, CmdScanDump,
+      // Exclusive on its key: order-free adds must not change the filter
+      // while a chunk is copied (chunk_transfer.cc).
+      row("bf.scandump", 3, 0, kReadFast | kCmdExclusiveKeys, CmdScanDump,
           "Begins an incremental save of the bloom filter", "1.0.0"),
       row("bf.loadchunk", 4, 0, kWriteOom, CmdLoadChunk,
           "Restores a filter previously saved using SCANDUMP", "1.0.0"),
