@@ -442,7 +442,10 @@ class DumpUnderWritesTest(ScanDumpTestCase):
                                 break
                         if ok:
                             loaded += 1
-                            self.check_one_moment(family, members, list(acked))
+                            # The writer's items in order, with the one it
+                            # may have in flight (applied, reply not read).
+                            writes = [f"w:{i}" for i in range(len(acked) + 1)]
+                            self.check_one_moment(family, members, writes)
                         else:
                             refused += 1
                             self.assertAbsent("copy", "a refused dump creates nothing")
