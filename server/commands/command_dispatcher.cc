@@ -58,7 +58,8 @@ CommandOutcome RunCommand(ServerContext& server, ClientState& client, const Comm
       if (all) {
         guard.emplace(server.key_locks.LockAll(/*exclusive=*/write));
       } else if (!stripes.empty()) {
-        bool exclusive = write && (spec.flags & kCmdOrderFree) == 0;
+        bool exclusive = (write && (spec.flags & kCmdOrderFree) == 0) ||
+                         (spec.flags & kCmdExclusiveKeys) != 0;
         guard.emplace(server.key_locks.Lock(std::move(stripes), exclusive));
       }
     }

@@ -80,6 +80,12 @@ inline constexpr std::string_view kLoadChunkBadIterator = "ERR Second argument m
 inline constexpr std::string_view kReceivedBadData = "ERR received bad data";
 inline constexpr std::string_view kCfInvalidPosition = "Invalid position";
 inline constexpr std::string_view kCfCouldNotLoadChunk = "Couldn't load chunk!";
+// Ours, for every family: a payload chunk whose dump is not the staged
+// header's — the filter changed between the SCANDUMP calls (or the chunk is
+// from another dump). RedisBloom does not notice and loads the mix.
+inline constexpr std::string_view kDumpChanged =
+    "ERR the filter changed during SCANDUMP or the chunk is from another dump: restart "
+    "SCANDUMP from iterator 0";
 inline constexpr std::string_view kBadErrorRate = "ERR bad error rate";
 inline constexpr std::string_view kErrorRateRange =
     "ERR error rate must be in the range (0.000000, 1.000000)";

@@ -38,6 +38,10 @@ enum CommandFlag : uint32_t {
   // at once. Every other write holds its keys' locks exclusively, so writes
   // to one key reach the append-only log in the order they took effect.
   kCmdOrderFree = 1u << 11,
+  // Ours: a read that holds its keys exclusively, so that no kCmdOrderFree
+  // write runs beside it: BF.SCANDUMP copies a filter's header and bits,
+  // which must be of one moment.
+  kCmdExclusiveKeys = 1u << 12,
 };
 
 struct CommandSpec {
