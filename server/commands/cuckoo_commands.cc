@@ -172,7 +172,8 @@ void InsertMany(CommandContext& ctx, bool only_if_absent) {
     Fail(ctx, status);
     return;
   }
-  CuckooInsertResult result = InsertCuckooItems(*entry, parser.Rest(), only_if_absent);
+  const std::span<const std::string_view> items = parser.Rest();
+  CuckooInsertResult result = InsertCuckooItems(*entry, items, only_if_absent);
   const bool stopped = result.status != CuckooStatus::kOk;
   ctx.reply.ArrayHeader(result.results.size() + (stopped ? 1 : 0));
   for (CuckooInsert one : result.results) {
@@ -182,7 +183,20 @@ void InsertMany(CommandContext& ctx, bool only_if_absent) {
       ctx.reply.Integer(static_cast<int>(one));
     }
   }
-  if (stopped) Fail(ctx, result.status);
+  if (!stopped) return;
+  // Running out of memory stops the inserts part way: the items before it
+  // went in and were acknowledged, so the command succeeded in part. The
+  // error sits inside the array (as BF.MADD's), and the journal records the
+  // command cut after the items tried, so replay neither drops the ones that
+  // went in nor adds the ones refused (cuckoo kicks are deterministic: the
+  // same state gives the same outcome per item).
+  ctx.reply.Error(CuckooStatusText(result.status));
+  if (result.results.empty()) {
+    ctx.skip_journal = true;  // nothing took effect; a creation journals itself
+    return;
+  }
+  const size_t cut = ctx.args.size() - items.size() + result.results.size();
+  ctx.effect.assign(ctx.args.begin(), ctx.args.begin() + cut);
 }
 
 void CmdInsert(CommandContext& ctx) { InsertMany(ctx, /*only_if_absent=*/false); }
