@@ -304,6 +304,23 @@ class TlsLimitsTest(CertsTestCase):
         wait_until(lambda: len(admin.client_list()) == 1, 5, what="the slot released")
         self.assertIn("not finished within 300 ms", server.log())
 
+    def test_sigterm_with_idle_and_handshaking_tls_clients_stops_promptly(self):
+        tls_port = free_port()
+        server = BloomgateServer(tls_args(self.certs, tls_port)).start()
+        idle = tls_client(tls_port, self.certs)
+        self.assertTrue(idle.ping())
+        with RawConnection(tls_port) as handshaking:
+            handshaking.send(b"\x16\x03\x01")  # the first bytes of a ClientHello
+            admin = server.client()
+            wait_until(lambda: len(admin.client_list()) == 3, 5,
+                       what="the idle and the handshaking client listed")
+            admin.close()
+            started = time.monotonic()
+            server.stop()  # asserts exit code 0
+            self.assertLess(time.monotonic() - started, 4.0)
+        idle.close()
+        self.assertNotIn("forced", server.final_log)
+
     def test_protected_mode_answers_denied_over_tls(self):
         server = self.start()
         reply = tls_call(server.tls_port, client_context(self.certs), "PING", source="127.0.0.2")
