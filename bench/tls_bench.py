@@ -13,6 +13,7 @@ is the real one, though it is paid once per connection, before timing.
 
   bench/tls_bench.py --bin build/server/bloomgate            # ~2 min, writes results/
   bench/tls_bench.py --bin build/server/bloomgate --smoke --no-write
+  bench/tls_bench.py --bin build/server/bloomgate --memory 1000   # RSS per idle connection
 """
 
 import argparse
@@ -67,6 +68,40 @@ def benchmark(port, certs, tls, command, pipeline, requests, clients):
     raise RuntimeError(f"no result in redis-benchmark output: {out!r}")
 
 
+def rss_kb(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise KeyError("VmRSS")
+
+
+def memory_per_connection(pid, port, tls_port, certs, count):
+    """Server RSS growth per idle client that has sent one PING, plain TCP
+    first, then TLS (tls-auth-clients yes: the client presents its cert)."""
+    import ssl
+    results = {}
+    context = ssl.create_default_context(cafile=certs["ca.crt"])
+    context.check_hostname = False
+    context.load_cert_chain(certs["client.crt"], certs["client.key"])
+    for name, target in (("tcp", port), ("tls", tls_port)):
+        time.sleep(0.5)
+        before = rss_kb(pid)
+        clients = []
+        for _ in range(count):
+            sock = socket.create_connection(("127.0.0.1", target))
+            if name == "tls":
+                sock = context.wrap_socket(sock, server_hostname="localhost")
+            sock.sendall(b"PING\r\n")
+            if sock.recv(16) != b"+PONG\r\n":
+                raise RuntimeError("no PONG")
+            clients.append(sock)
+        results[name] = (rss_kb(pid) - before) / count
+        for sock in clients:
+            sock.close()
+    return results
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--bin", default=os.environ.get("BLOOMGATE_BIN",
@@ -76,6 +111,8 @@ def main():
     parser.add_argument("--clients", type=int, default=50)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, one round")
+    parser.add_argument("--memory", type=int, metavar="N",
+                        help="only measure server RSS per idle connection over N clients")
     parser.add_argument("--no-write", action="store_true", help="print only")
     parser.add_argument("--out", help="result file (default results/tls-<date>.md)")
     args = parser.parse_args()
@@ -95,6 +132,11 @@ def main():
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             wait_ready(port)
+            if args.memory:
+                kb = memory_per_connection(server.pid, port, tls_port, certs, args.memory)
+                print(f"RSS per idle connection ({args.memory} clients): "
+                      f"tcp {kb['tcp']:.1f} KB, tls {kb['tls']:.1f} KB")
+                return
             # One big filter first, so BF.ADD measures adds, not layer growth.
             subprocess.run(["redis-cli", "-p", str(port), "BF.RESERVE", "bf", "0.01", "10000000"],
                            check=True, stdout=subprocess.DEVNULL)

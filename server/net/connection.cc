@@ -165,9 +165,10 @@ void StreamConnection<Stream>::DoHandshake(uint32_t timeout_ms) {
   handshake_timeout_ms_ = timeout_ms;
   auto self = shared_from_this();
   // A client that connects and sends nothing (or half a ClientHello) would
-  // otherwise hold its socket, its ~34 KB of TLS buffers and a maxclients
-  // slot forever. Cancelling the socket ends the handshake's pending read or
-  // write with operation_aborted.
+  // otherwise hold its socket, Asio's 4 x 17 KB of TLS buffers (server RSS per
+  // idle TLS client: 82.7 KB, against 17.6 KB over TCP; bench/tls_bench.py
+  // --memory) and a maxclients slot forever. Cancelling the socket ends the
+  // handshake's pending read or write with operation_aborted.
   handshake_timer_.expires_after(std::chrono::milliseconds(timeout_ms));
   handshake_timer_.async_wait([this, self](const boost::system::error_code& ec) {
     if (ec || !handshaking_) return;
