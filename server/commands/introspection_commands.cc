@@ -258,6 +258,21 @@ uint64_t ResidentBytes() {
   return resident * static_cast<uint64_t>(sysconf(_SC_PAGE_SIZE));
 }
 
+// Redis 7.2+'s listener lines: one per open transport, with every bound
+// address, e.g. "listener1:name=tls,bind=127.0.0.1,port=6380".
+std::string ListenerLines(const ServerContext& server, const ServerConfig& config) {
+  std::string lines;
+  int index = 0;
+  for (auto [name, port] : {std::pair<std::string_view, uint16_t>{"tcp", server.port},
+                            std::pair<std::string_view, uint16_t>{"tls", server.tls_port}}) {
+    if (port == 0) continue;
+    lines += fmt::format("listener{}:name={}", index++, name);
+    for (const std::string& address : config.bind) lines += ",bind=" + address;
+    lines += fmt::format(",port={}\r\n", port);
+  }
+  return lines;
+}
+
 std::string ServerSection(CommandContext& ctx) {
   utsname name{};
   uname(&name);
@@ -272,7 +287,7 @@ std::string ServerSection(CommandContext& ctx) {
       kRedisVersion, kBloomgateVersion, name.sysname, name.release, name.machine,
       sizeof(void*) * 8, getpid(), ctx.server.run_id, ctx.server.port, ctx.now_ms * 1000,
       uptime, uptime / 86400, ctx.server.executable, ctx.server.config_file,
-      ctx.server.worker_threads);
+      ctx.server.worker_threads) + ListenerLines(ctx.server, config);
 }
 
 std::string ClientsSection(CommandContext& ctx) {

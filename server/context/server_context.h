@@ -71,6 +71,8 @@ class ServerContext {
 
   // Set by the server: asks it to stop gracefully (SHUTDOWN).
   std::function<void()> request_shutdown;
+  // Set by the server: CONFIG SET's applier (reloads TLS; config/runtime_config.h).
+  RuntimeConfig::Applier config_applier;
   // SHUTDOWN SAVE / NOSAVE: what the final snapshot does at exit.
   std::atomic<Durability::FinalSave> final_save{Durability::FinalSave::kDefault};
 
@@ -78,7 +80,8 @@ class ServerContext {
   std::string run_id;
   std::string config_file;
   std::string executable;
-  uint16_t port = 0;
+  uint16_t port = 0;      // plain TCP port bound; 0 = none
+  uint16_t tls_port = 0;  // TLS port bound; 0 = none
   size_t worker_threads = 0;
 
  private:
