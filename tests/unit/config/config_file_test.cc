@@ -173,17 +173,13 @@ TEST_F(ConfigFile, BadValueNamesFileKeyAndRangeAndAppliesNothing) {
 }
 
 TEST_F(ConfigFile, BadPortValuesAreNamed) {
-  ExpectRefusedWithoutChange("port: 0\n");
-  EXPECT_EQ(error_, "config file " + path_ +
-                        ": key 'port': argument must be between 1 and 65535 "
-                        "inclusive");
   ExpectRefusedWithoutChange("port: 70000\n");
   EXPECT_EQ(error_, "config file " + path_ +
-                        ": key 'port': argument must be between 1 and 65535 "
+                        ": key 'port': argument must be between 0 and 65535 "
                         "inclusive");
   ExpectRefusedWithoutChange("port: abc\n");
   EXPECT_EQ(error_, "config file " + path_ +
-                        ": key 'port': argument must be an integer between 1 "
+                        ": key 'port': argument must be an integer between 0 "
                         "and 65535 inclusive");
 }
 
