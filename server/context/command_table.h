@@ -60,7 +60,7 @@ struct CommandSpec {
   std::vector<CommandSpec> subcommands;
 
   // Filled in by CommandTable: "client|setname", a dense index used by
-  // per-thread statistics, and the row's ACL
+  // per-thread statistics and ACL permission bits, and the row's ACL
   // categories (context/acl_categories.h, derived from the fields above).
   std::string full_name;
   size_t id = 0;
@@ -75,6 +75,7 @@ std::vector<CommandSpec> IntrospectionCommands();
 std::vector<CommandSpec> ServerCommands();
 std::vector<CommandSpec> KeyspaceCommands();
 std::vector<CommandSpec> TransactionCommands();
+std::vector<CommandSpec> AclCommands();
 
 class CommandTable {
  public:

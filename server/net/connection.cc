@@ -57,13 +57,27 @@ void Connection::Start() {
   client_.info = server_.clients.Register(EndpointText(remote), EndpointText(local),
                                           last_activity_ms_);
   ServerConfig config = server_.config.Get();
-  client_.authenticated = config.requirepass.empty();
+  // Every connection starts as the default user, authenticated at once if
+  // that user is on and has nopass (Redis's rule).
+  client_.acl_version = server_.acl.version();
+  client_.user = server_.acl.Find("default");
+  client_.authenticated = client_.user->enabled && client_.user->nopass;
+  // ACL DELUSER on another thread closes this connection through its loop.
+  std::weak_ptr<Connection> weak = weak_from_this();
+  auto executor = socket_.get_executor();
+  client_.info->set_close_hook([weak, executor] {
+    asio::post(executor, [weak] {
+      if (auto connection = weak.lock()) connection->Kill();
+    });
+  });
   proto_max_bulk_len_ = config.proto_max_bulk_len;
   UpdateParserLimits();
   in_.resize(kMinReadSpace);
   Bump(server_.stats.worker(client_.worker_index).connections_received);
   DoRead();
 }
+
+void Connection::Kill() { Close(); }
 
 void Connection::UpdateParserLimits() {
   bool unauthenticated = !client_.authenticated;

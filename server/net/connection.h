@@ -32,6 +32,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Graceful stop: an idle connection closes now, one that is writing
   // closes when its replies are out.
   void Stop();
+  // Closes at once, unanswered commands and unsent replies dropped (ACL
+  // DELUSER of the connection's user). On the connection's own thread.
+  void Kill();
   int64_t last_activity_ms() const { return last_activity_ms_; }
   // Called by the manager once this connection's log records are durable
   // (`logged`) or could not be written: sends the replies, or closes.

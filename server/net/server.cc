@@ -95,7 +95,9 @@ void Server::DoAccept(tcp::acceptor& acceptor) {
           ServerConfig config = context_.config.Get();
           boost::system::error_code peer_error;
           const tcp::endpoint peer = socket.remote_endpoint(peer_error);
-          if (config.protected_mode && config.requirepass.empty() && !peer_error &&
+          // Redis's test: the default user has no password (requirepass empty
+          // and no ACL SETUSER default >password), whatever other users exist.
+          if (config.protected_mode && context_.acl.DefaultUserNoPass() && !peer_error &&
               !IsLocalClient(peer.address())) {
             uint64_t suppressed = 0;
             if (protected_mode_log.Allow(NowMs(), &suppressed)) {
