@@ -22,11 +22,17 @@ std::string Upper(std::string_view text) {
 
 const AclUser* CurrentAclUser(ServerContext& server, ClientState& client) {
   // One acquire load per command while nothing changed.
+  if (client.user_deleted) return nullptr;
   const uint64_t version = server.acl.version();
   if (client.acl_version != version || client.user == nullptr) {
-    std::string name = client.user != nullptr ? client.user->name : "default";
-    client.user = server.acl.Find(name);
+    std::shared_ptr<const AclUser> now =
+        server.acl.Find(client.user != nullptr ? client.user->name : "default");
     client.acl_version = version;
+    if (now == nullptr) {
+      client.user_deleted = true;
+      return nullptr;
+    }
+    client.user = std::move(now);
   }
   return client.user.get();
 }
@@ -174,7 +180,7 @@ CommandOutcome DispatchCommand(ServerContext& server, ClientState& client,
   // Checked when queued and again at EXEC (transaction_commands.cc), as Redis.
   if (AclDenial denial = CheckClientAcl(server, client, *spec, args);
       denial != AclDenial::kNone) {
-    if (client.user == nullptr) {
+    if (client.user_deleted) {
       // Its user was deleted: the close ACL DELUSER posted is on its way.
       client.authenticated = false;
       client.close_after_reply = true;

@@ -50,6 +50,7 @@ std::optional<std::string_view> Authenticate(CommandContext& ctx, std::string_vi
   ctx.client.authenticated = true;
   ctx.client.user = std::move(found);
   ctx.client.acl_version = acl_version;
+  ctx.client.user_deleted = false;
   if (ctx.client.info) ctx.client.info->set_user(ctx.client.user->name);
   return std::nullopt;
 }

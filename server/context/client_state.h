@@ -45,6 +45,10 @@ struct ClientState {
   // ClientState by hand: the dispatcher then uses the default user.
   std::shared_ptr<const AclUser> user;
   uint64_t acl_version = 0;
+  // The user was deleted (ACL DELUSER): nothing runs until a new AUTH, and
+  // the connection is closing. Kept apart from `user` so that a deleted
+  // user never falls back to "default".
+  bool user_deleted = false;
   uint32_t auth_failures = 0;  // wrong passwords in a row (AuthThrottle)
   bool close_after_reply = false;  // QUIT, protocol errors
 

@@ -143,6 +143,27 @@ TEST_F(AclDispatch, DelUserClosesItsConnectionsAndSparesTheDefaultUser) {
   EXPECT_EQ(admin_->Run({"ACL", "DELUSER", "edge"}), Int(0));
 }
 
+TEST_F(AclDispatch, ADeletedUserNeverFallsBackToTheDefaultUser) {
+  // EXEC asks for the user once per queued command: a DELUSER on another
+  // thread between two of them must refuse both, not let the second run as
+  // "default" (+@all).
+  ASSERT_EQ(admin_->Run({"ACL", "SETUSER", "edge", "+multi", "+exec"}), kOk);
+  Session edge = Connect(server_.get(), 1);
+  ASSERT_EQ(edge.Run({"AUTH", "edge", "pw"}), kOk);
+  ASSERT_NE(CurrentAclUser(*server_, edge.client()), nullptr);
+  EXPECT_EQ(admin_->Run({"ACL", "DELUSER", "edge"}), Int(1));
+  EXPECT_EQ(CurrentAclUser(*server_, edge.client()), nullptr);
+  EXPECT_EQ(CurrentAclUser(*server_, edge.client()), nullptr);
+  const CommandSpec& flushall = *server_->commands.Find("flushall");
+  std::vector<std::string_view> args = {"FLUSHALL"};
+  EXPECT_EQ(CheckClientAcl(*server_, edge.client(), flushall, args), AclDenial::kCommand);
+  // A new AUTH as a user that exists starts afresh.
+  ASSERT_EQ(admin_->Run({"ACL", "SETUSER", "edge", "on", ">pw", "+ping"}), kOk);
+  edge.client().authenticated = true;  // as the closing connection would not be, here
+  EXPECT_EQ(edge.Run({"AUTH", "edge", "pw"}), kOk);
+  EXPECT_EQ(edge.Run({"PING"}), "+PONG\r\n");
+}
+
 TEST_F(AclDispatch, DeletingYourOwnUserRepliesThenCloses) {
   ASSERT_EQ(admin_->Run({"ACL", "SETUSER", "root", "on", "nopass", "allkeys", "allcommands"}), kOk);
   Session root = Connect(server_.get(), 1);
