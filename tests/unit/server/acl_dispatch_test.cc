@@ -7,6 +7,7 @@
 #include <string>
 
 #include "server/commands/errors.h"
+#include "server/commands/journal_applier.h"
 #include "server/context/sha256.h"
 #include "session.h"
 
@@ -206,6 +207,23 @@ TEST_F(AclDispatch, ARefusedSetUserChangesNothing) {
   Session edge = Connect(server_.get(), 1);
   ASSERT_EQ(edge.Run({"AUTH", "edge", "pw"}), kOk);
   EXPECT_EQ(edge.Run({"BF.RESERVE", "edge:1", "0.01", "100"}), kEdgeReserveDenied);
+}
+
+TEST(AclReplay, TheLogIsReplayedWhateverTheUsersAreNow) {
+  // The server restarts with a config whose "default" may run nothing: the
+  // log's writes were acknowledged and must come back all the same.
+  auto server = MakeServer();
+  ASSERT_EQ(server->LoadConfiguredUsers({"default on nopass -@all"}), std::nullopt);
+  JournalApplier applier(*server);
+  LogRecord record;
+  record.time_ms = NowMs();
+  record.args = {"BF.ADD", "edge:1", "x"};
+  ASSERT_TRUE(applier.Apply(record).ok());
+  EXPECT_EQ(applier.failures(), 0u);
+  EXPECT_EQ(server->keyspace.Size(), 1u);
+  Session s = Connect(server.get());
+  EXPECT_EQ(s.Run({"BF.EXISTS", "edge:1", "x"}),
+            Err("NOPERM User default has no permissions to run the 'bf.exists' command"));
 }
 
 TEST(AclRequirepass, IsTheDefaultUsersPassword) {
