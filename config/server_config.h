@@ -118,6 +118,13 @@ struct ServerConfig {
   // milliseconds is closed (Bloomgate's own setting; Redis has none).
   uint32_t tls_handshake_timeout_ms = 10'000;
 
+  // ACL users, one "<name> <rule> <rule> ..." per entry in Redis's `user`
+  // line syntax without the word `user` ("edge on #<sha256> ~edge:*
+  // +bf.add"). Only the YAML file sets them (key `users`, a list); the server
+  // checks the rules at start-up (ServerContext::LoadConfiguredUsers). Not a
+  // CONFIG GET/SET parameter, as in Redis, so no password is ever shown.
+  std::vector<std::string> users;
+
   // For tests and for "did anything change" checks after CONFIG SET.
   bool operator==(const ServerConfig&) const = default;
 };
@@ -128,7 +135,8 @@ struct ServerConfig {
 // a message starting "config file <path>: " (with line and column for YAML
 // syntax errors, with the key for bad values) and leaves *config unchanged:
 // nothing is applied unless the whole file is valid. An empty file is valid
-// and changes nothing.
+// and changes nothing. One key is not a parameter: `users`, a list of ACL
+// user lines (ServerConfig::users).
 bool LoadConfigFile(const std::string& path, ServerConfig* config,
                     std::string* error);
 

@@ -77,6 +77,11 @@ int main(int argc, char** argv) {
   context.config_file = command_line.config_path;
   context.executable = argv[0];
   context.worker_threads = threads;
+  if (auto user_error = context.LoadConfiguredUsers(config.users)) {
+    spdlog::error("config: {}", *user_error);
+    std::fprintf(stderr, "bloomgate: config: %s\n", user_error->c_str());
+    return 1;
+  }
   // The data first, the port second: no client ever sees a half-loaded
   // keyspace, and a damaged file stops the server before it serves.
   Status loaded = LoadDurableState(context);

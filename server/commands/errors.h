@@ -210,4 +210,28 @@ inline std::string UnknownSubcommand(std::string_view sub, std::string_view cont
          std::string(container_upper) + " HELP.";
 }
 
+// --- ACL (Redis 7's acl.c / server.c / multi.c texts) ---
+inline constexpr std::string_view kNoPermissionKey = "NOPERM No permissions to access a key";
+inline constexpr std::string_view kAclDefaultUserUndeletable =
+    "ERR The 'default' user cannot be removed";
+inline constexpr std::string_view kAclBadUsername =
+    "ERR Usernames can't contain spaces or null characters";
+// EXEC's per-command refusal when ACLs changed after the command was queued,
+// with one of the two reasons below.
+inline constexpr std::string_view kAclChangedBeforeExec =
+    "NOPERM ACLs rules changed between the moment the transaction was accumulated and the "
+    "EXEC call. This command is no longer allowed for the following reason: ";
+inline constexpr std::string_view kAclReasonCommand =
+    "no permission to execute the command or subcommand";
+inline constexpr std::string_view kAclReasonKey = "no permission to touch the specified keys";
+
+// `command` is the row's full name ("bf.reserve", "client|list").
+inline std::string NoPermissionCommand(std::string_view user, std::string_view command) {
+  return "NOPERM User " + std::string(user) + " has no permissions to run the '" +
+         std::string(command) + "' command";
+}
+inline std::string UnknownAclCategory(std::string_view category) {
+  return "ERR Unknown category '" + std::string(category.substr(0, 128)) + "'";
+}
+
 }  // namespace bloomgate::errors

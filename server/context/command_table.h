@@ -63,11 +63,13 @@ struct CommandSpec {
   std::string_view since;             // the Redis / RedisBloom version it follows
   std::vector<CommandSpec> subcommands;
 
-  // Filled in by CommandTable: "client|setname", and a dense index used by
-  // per-thread statistics.
+  // Filled in by CommandTable: "client|setname", a dense index used by
+  // per-thread statistics and ACL permission bits, and the row's ACL
+  // categories (context/acl_categories.h, derived from the fields above).
   std::string full_name;
   size_t id = 0;
   const CommandSpec* parent = nullptr;
+  uint64_t acl_categories = 0;
 };
 
 // Each built-in command group lists its rows in its own file; the filter
@@ -77,6 +79,7 @@ std::vector<CommandSpec> IntrospectionCommands();
 std::vector<CommandSpec> ServerCommands();
 std::vector<CommandSpec> KeyspaceCommands();
 std::vector<CommandSpec> TransactionCommands();
+std::vector<CommandSpec> AclCommands();
 
 class CommandTable {
  public:

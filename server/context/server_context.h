@@ -5,12 +5,14 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "config/runtime_config.h"
 #include "config/server_config.h"
 #include "filters/limits.h"
 #include "filters/memory_budget.h"
+#include "server/context/acl_store.h"
 #include "server/context/auth_throttle.h"
 #include "server/context/client_registry.h"
 #include "server/context/command_table.h"
@@ -39,8 +41,16 @@ class ServerContext {
   // construction; tests pass one that fails on demand). Only before serving.
   void UseFileSystem(FileSystem* fs);
 
+  // The config file's `users` (ServerConfig::users): each line is
+  // "<name> <rule> <rule> ...", applied as ACL SETUSER would, after the
+  // user was reset if it exists ("default"), as Redis loads `user` lines. On
+  // the first bad line returns a message naming it (without its rules,
+  // which may hold a password) and leaves the users as they were.
+  std::optional<std::string> LoadConfiguredUsers(const std::vector<std::string>& lines);
+
   // Re-derives the limits that hot paths read from the current config
-  // (memory caps); called at start-up and after CONFIG SET.
+  // (memory caps, the default user's requirepass); called at start-up and
+  // after CONFIG SET.
   void ApplyConfig(const ServerConfig& config);
   FilterLimits filter_limits() const {
     FilterLimits limits;
@@ -57,6 +67,8 @@ class ServerContext {
   Keyspace keyspace;
   KeyLocks key_locks;
   CommandTable commands;
+  // ACL users (acl_store.h); built over `commands`, declared after it.
+  AclStore acl{commands};
   ServerStats stats;
   ClientRegistry clients;
   // Failed AUTH attempts per source address (auth_throttle.h).

@@ -25,8 +25,9 @@ bool IsLocalClient(const asio::ip::address& address) {
 
 }  // namespace
 
-bool ProtectedModeRefuses(const ServerConfig& config, const tcp::endpoint& peer) {
-  if (!config.protected_mode || !config.requirepass.empty() || IsLocalClient(peer.address())) {
+bool ProtectedModeRefuses(const ServerConfig& config, bool default_user_nopass,
+                          const tcp::endpoint& peer) {
+  if (!config.protected_mode || !default_user_nopass || IsLocalClient(peer.address())) {
     return false;
   }
   uint64_t suppressed = 0;

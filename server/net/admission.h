@@ -9,7 +9,10 @@
 namespace bloomgate {
 
 // True (and a rate-limited warning logged) when protected mode refuses a
-// client from `peer`: no password is set and the peer is not 127.0.0.1 / ::1.
-bool ProtectedModeRefuses(const ServerConfig& config, const tcp::endpoint& peer);
+// client from `peer`: the default user has no password (Redis's test:
+// requirepass empty and no ACL SETUSER default >password, whatever other
+// users exist) and the peer is not 127.0.0.1 / ::1.
+bool ProtectedModeRefuses(const ServerConfig& config, bool default_user_nopass,
+                          const tcp::endpoint& peer);
 
 }  // namespace bloomgate

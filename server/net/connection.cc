@@ -74,6 +74,7 @@ class StreamConnection final : public Connection {
 
   void Start() override;
   void Stop() override;
+  void Kill() override;
   int64_t last_activity_ms() const override { return last_activity_ms_; }
   void ResumeAfterLogFlush(bool logged) override;
   asio::any_io_executor executor() override { return stream_.get_executor(); }
@@ -145,7 +146,19 @@ void StreamConnection<Stream>::Start() {
   client_.info = server_.clients.Register(EndpointText(remote), EndpointText(local),
                                           last_activity_ms_);
   ServerConfig config = server_.config.Get();
-  client_.authenticated = config.requirepass.empty();
+  // Every connection starts as the default user, authenticated at once if
+  // that user is on and has nopass (Redis's rule).
+  client_.acl_version = server_.acl.version();
+  client_.user = server_.acl.Find("default");
+  client_.authenticated = client_.user->enabled && client_.user->nopass;
+  // ACL DELUSER on another thread closes this connection through its loop.
+  std::weak_ptr<Connection> weak = weak_from_this();
+  auto executor = socket().get_executor();
+  client_.info->set_close_hook([weak, executor] {
+    asio::post(executor, [weak] {
+      if (auto connection = weak.lock()) connection->Kill();
+    });
+  });
   proto_max_bulk_len_ = config.proto_max_bulk_len;
   UpdateParserLimits();
   in_.resize(kMinReadSpace);
@@ -211,7 +224,7 @@ void StreamConnection<Stream>::OnHandshake(const boost::system::error_code& ec) 
   last_activity_ms_ = NowMs();
   boost::system::error_code peer_error;
   const tcp::endpoint peer = socket().remote_endpoint(peer_error);
-  if (!peer_error && ProtectedModeRefuses(server_.config.Get(), peer)) {
+  if (!peer_error && ProtectedModeRefuses(server_.config.Get(), server_.acl.DefaultUserNoPass(), peer)) {
     // Answered over TLS, then closed, as the plain port answers at accept.
     reply_.Error(errors::kProtectedMode);
     client_.close_after_reply = true;
@@ -219,6 +232,11 @@ void StreamConnection<Stream>::OnHandshake(const boost::system::error_code& ec) 
     return;
   }
   DoRead();
+}
+
+template <typename Stream>
+void StreamConnection<Stream>::Kill() {
+  Close();
 }
 
 template <typename Stream>

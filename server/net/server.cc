@@ -135,7 +135,7 @@ void Server::DoAccept(Listener& listener) {
           // TLS clients are judged after their handshake (connection.cc), so
           // that they can read the -DENIED text.
           if (transport == Transport::kTcp && !peer_error &&
-              ProtectedModeRefuses(config, peer)) {
+              ProtectedModeRefuses(config, context_.acl.DefaultUserNoPass(), peer)) {
             Refuse(socket, errors::kProtectedMode, transport);
           } else if (context_.clients.count() >= config.maxclients) {
             context_.stats.rejected_connections.fetch_add(1, std::memory_order_relaxed);
