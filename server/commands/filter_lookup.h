@@ -29,8 +29,15 @@ EntryPtr FindFilter(CommandContext& ctx, std::string_view key,
   }
   // A snapshot may still owe itself a copy of this filter as it was at its
   // cut; a write makes that copy first (nothing to do for Bloom filters,
-  // which are never armed).
-  if ((ctx.spec.flags & kCmdWrite) != 0) entry->TakeSnapshotCopy();
+  // which are never armed). A big one was usually made already by the
+  // snapshot copier while the writer was parked (command_dispatcher.cc);
+  // this is the path for small ones and for a cut that came in between. A
+  // copy that does not fit maxmemory refuses the write, which changes nothing.
+  if ((ctx.spec.flags & kCmdWrite) != 0 &&
+      !entry->TakeSnapshotCopy(&ctx.server.budget, /*final_attempt=*/false)) {
+    *error = errors::kOom;
+    return nullptr;
+  }
   return entry;
 }
 

@@ -397,7 +397,7 @@ Status Durability::WriteJob(SaveJob& job) {
   Status status = Status::Ok();
   for (size_t i = 0; i < job.records.size(); ++i) {
     if (job.copies[i] == nullptr) continue;
-    job.entries[i]->TakeSnapshotCopy();
+    (void)job.entries[i]->TakeSnapshotCopy(parts_.budget, /*final_attempt=*/true);
     const AnyFilter& copy = job.copies[i]->filter;
     bool missing = std::visit([](const auto& filter) { return filter == nullptr; }, copy);
     if (missing && status.ok()) {

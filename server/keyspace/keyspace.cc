@@ -14,6 +14,9 @@ namespace bloomgate {
 namespace {
 
 std::atomic<uint64_t> entries_freed_under_key_locks{0};
+// Entries armed and not yet copied (KeyEntry::AnySnapshotCopyOwed). Relaxed:
+// a hint for who waits where; each entry's own flag decides.
+std::atomic<int64_t> entries_owing_copies{0};
 
 // A removed entry (or a whole shard's map), declared before the shard lock
 // so that it outlives it, then handed to KeyLocks::FreeAfterUnlock: freed
@@ -33,6 +36,7 @@ struct FreedAfterUnlock {
 }  // namespace
 
 KeyEntry::~KeyEntry() {
+  if (snapshot_copy_ != nullptr) entries_owing_copies.fetch_sub(1, std::memory_order_relaxed);
   if (KeyLocks::HeldByThisThread() != 0) {
     // Relaxed: a test-visible count, publishes nothing.
     entries_freed_under_key_locks.fetch_add(1, std::memory_order_relaxed);
@@ -50,20 +54,35 @@ uint64_t KeyEntry::MemoryUsage() const {
          kEntryOverhead;
 }
 
+bool KeyEntry::AnySnapshotCopyOwed() {
+  return entries_owing_copies.load(std::memory_order_relaxed) > 0;
+}
+
 void KeyEntry::ArmSnapshotCopy(std::shared_ptr<SnapshotCopy> copy) {
   std::lock_guard lock(snapshot_mutex_);
+  if (snapshot_copy_ == nullptr) entries_owing_copies.fetch_add(1, std::memory_order_relaxed);
   snapshot_copy_ = std::move(copy);
+  snapshot_refused_.store(false, std::memory_order_release);
   snapshot_armed_.store(true, std::memory_order_release);
 }
 
-void KeyEntry::TakeSnapshotCopy() {
-  if (!snapshot_armed_.load(std::memory_order_acquire)) return;
+bool KeyEntry::TakeSnapshotCopy(MemoryBudget* budget, bool final_attempt) {
+  if (!snapshot_armed_.load(std::memory_order_acquire)) return true;
   std::lock_guard lock(snapshot_mutex_);
-  if (snapshot_copy_ == nullptr) return;  // another thread made it meanwhile
-  snapshot_copy_->filter = CloneFilter(value_);
+  if (snapshot_copy_ == nullptr) return true;  // another thread made it meanwhile
+  AnyFilter copy = CloneFilter(value_, budget);
+  bool made = std::visit([](const auto& filter) { return filter != nullptr; }, copy);
+  if (!made && !final_attempt) {
+    snapshot_refused_.store(true, std::memory_order_release);
+    return false;
+  }
+  snapshot_copy_->filter = std::move(copy);
   snapshot_copy_->taken = true;
   snapshot_copy_.reset();
+  entries_owing_copies.fetch_sub(1, std::memory_order_relaxed);
+  snapshot_refused_.store(false, std::memory_order_release);
   snapshot_armed_.store(false, std::memory_order_release);
+  return made;
 }
 
 EntryPtr Keyspace::Find(const KeyRef& key, int64_t now_ms) {
@@ -85,6 +104,14 @@ EntryPtr Keyspace::Find(const KeyRef& key, int64_t now_ms) {
   EraseLocked(shard, it);
   expired_keys_.fetch_add(1, std::memory_order_relaxed);
   return nullptr;
+}
+
+EntryPtr Keyspace::Peek(const KeyRef& key, int64_t now_ms) const {
+  const Shard& shard = shards_[ShardIndex(key.hash)];
+  std::shared_lock lock(shard.mutex);
+  auto it = shard.entries.find(key);
+  if (it == shard.entries.end() || it->second->ExpiredAt(now_ms)) return nullptr;
+  return it->second;
 }
 
 EntryPtr Keyspace::Insert(const KeyRef& key, EntryPtr entry, int64_t now_ms,

@@ -180,7 +180,11 @@ void Connection::ProcessInput() {
     }
     reply_.set_resp3(client_.resp3);
     uint64_t errors_before = reply_.errors_written();
-    DispatchCommand(server_, client_, args_, reply_);
+    if (DispatchCommand(server_, client_, args_, reply_) == CommandOutcome::kParked) {
+      // Nothing ran or replied; the command stays in the input buffer.
+      Park();
+      return;
+    }
     if (reply_.errors_written() != errors_before) {
       Bump(server_.stats.worker(client_.worker_index).error_replies,
            reply_.errors_written() - errors_before);
@@ -198,6 +202,25 @@ void Connection::ProcessInput() {
     return;
   }
   SendOrContinue();
+}
+
+void Connection::Park() {
+  parked_ = true;
+  auto self = shared_from_this();
+  auto executor = this->executor();
+  // The copier calls back on its own thread; the connection resumes on its
+  // loop. Replies of earlier commands in the batch wait with it: they go
+  // out in order, after the log flush of the whole batch.
+  server_.snapshot_copier.CopyInBackground(std::move(client_.parked_on),
+                                           [self, executor] {
+                                             asio::post(executor, [self] { self->ResumeAfterCopy(); });
+                                           });
+}
+
+void Connection::ResumeAfterCopy() {
+  parked_ = false;
+  if (closed_) return;
+  ProcessInput();
 }
 
 void Connection::ResumeAfterLogFlush(bool logged) {

@@ -36,12 +36,18 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Called by the manager once this connection's log records are durable
   // (`logged`) or could not be written: sends the replies, or closes.
   void ResumeAfterLogFlush(bool logged);
+  // Called on this connection's loop once the snapshot copy its parked
+  // command waited for is made: runs that command again, and the rest.
+  void ResumeAfterCopy();
   tcp::socket::executor_type executor() { return socket_.get_executor(); }
 
  private:
   void DoRead();
   void DoWrite();
   void ProcessInput();
+  // The command just parsed must wait for a snapshot copy (client_.parked_on):
+  // stop here, input unconsumed, until the copier calls back.
+  void Park();
   // After a batch: write its replies, or close, or read more.
   void SendOrContinue();
   void DrainForStop();
@@ -64,6 +70,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   ReplyBuilder reply_;
   bool write_in_flight_ = false;
   bool awaiting_log_ = false;  // replies held until the log has the batch's writes
+  bool parked_ = false;        // a command waits for a snapshot copy
   bool stopping_ = false;
   bool closed_ = false;
   int64_t last_activity_ms_ = 0;
