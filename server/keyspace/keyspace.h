@@ -136,6 +136,8 @@ class KeyEntry {
 
 using EntryPtr = std::shared_ptr<KeyEntry>;
 
+class KeyLocks;
+
 class Keyspace {
  public:
   static constexpr size_t kShardBits = 6;
@@ -206,8 +208,20 @@ class Keyspace {
   uint64_t Scan(uint64_t cursor, size_t count, int64_t now_ms,
                 const std::function<void(const std::string&, const EntryPtr&)>& visit) const;
 
-  // Removes up to `max_keys` expired keys; returns how many.
-  size_t SweepExpired(int64_t now_ms, size_t max_keys);
+  // Removes up to `max_keys` expired keys; returns how many. With
+  // `key_locks` (the running server's sweep) each key is removed holding
+  // its stripe exclusively, so its deletion record (ExpiryHook) cannot land
+  // in the log ahead of a write to it that is still running; without (start-
+  // up, tests) the shard lock alone.
+  size_t SweepExpired(int64_t now_ms, size_t max_keys, KeyLocks* key_locks = nullptr);
+
+  // Called with the shard locked exclusively whenever an expired entry is
+  // removed (on access, by the sweep, or under a key being created, renamed
+  // onto or deleted): the journal records the expiry as a deletion, as Redis
+  // propagates a DEL, so the log and a replica know the key is gone. Set
+  // once, before serving.
+  using ExpiryHook = std::function<void(const std::string& key, int64_t now_ms)>;
+  void set_expiry_hook(ExpiryHook hook) { expiry_hook_ = std::move(hook); }
 
   uint64_t expired_keys() const { return expired_keys_.load(std::memory_order_relaxed); }
   // Index entries SCAN has stepped over since start-up: the work a SCAN
@@ -256,7 +270,11 @@ class Keyspace {
   void SetDeadlineLocked(Shard& shard, const std::string& name, KeyEntry& entry,
                          int64_t at_ms);
 
+  // Counts an expired entry just removed and tells the hook.
+  void ExpiredLocked(const std::string& name, int64_t now_ms);
+
   std::array<Shard, kShards> shards_;
+  ExpiryHook expiry_hook_;
   std::atomic<uint64_t> expired_keys_{0};
   mutable std::atomic<uint64_t> scan_steps_{0};
 };
