@@ -180,6 +180,8 @@ class Durability : public JournalSubscriber {
   std::atomic<uint64_t> saves_{0};
   std::atomic<uint64_t> keys_loaded_{0};
   std::atomic<int64_t> load_duration_ms_{0};
+  std::atomic<int64_t> last_cut_wait_us_{-1};   // the last cut waiting for the global lock
+  std::atomic<int64_t> last_cut_pause_us_{-1};  // and holding it (every command paused)
 
   // appendfsync everysec: a thread that fsyncs the log once a second.
   std::thread sync_thread_;
