@@ -116,6 +116,8 @@ int main(int argc, char** argv) {
                command_line.config_path.empty() ? "(defaults)" : command_line.config_path,
                context.budget.limit());
   server.Run();
+  // Parked writers' callbacks post to the event loops: done while they exist.
+  context.snapshot_copier.Stop();
   context.durability->Shutdown(context.final_save.load());
   spdlog::info("bye");
   return 0;

@@ -131,10 +131,16 @@ void CmdInsert(CommandContext& ctx) {
 // WRONGTYPE replied) for a key of another family.
 bool FindForRead(CommandContext& ctx, EntryPtr* entry) {
   FilterStore store = StoreFor(ctx);
-  if (FindFilter<ScalableBloomFilter>(store, ctx.Key(ctx.args[1]), entry) ==
-      Lookup::kWrongType) {
-    Fail(ctx, BloomStatus::kWrongType);
-    return false;
+  switch (FindFilter<ScalableBloomFilter>(store, ctx.Key(ctx.args[1]), entry)) {
+    case Lookup::kWrongType:
+      Fail(ctx, BloomStatus::kWrongType);
+      return false;
+    case Lookup::kOutOfMemory:  // a write (CF.DEL, CBF.DEL...) whose snapshot copy does not fit
+      Fail(ctx, BloomStatus::kSnapshotCopyOom);
+      return false;
+    case Lookup::kFound:
+    case Lookup::kMissing:
+      break;
   }
   return true;
 }

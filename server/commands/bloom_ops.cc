@@ -18,6 +18,7 @@ std::string_view ToString(BloomStatus status) {
     case BloomStatus::kCreateFailed: return "create failed";
     case BloomStatus::kNonScalingFull: return "non-scaling full";
     case BloomStatus::kOutOfMemory: return "out of memory";
+    case BloomStatus::kSnapshotCopyOom: return "snapshot copy out of memory";
     case BloomStatus::kProblemInserting: return "problem inserting";
   }
   return "unknown";
@@ -35,6 +36,8 @@ std::string_view BloomStatusText(BloomStatus status) {
     case BloomStatus::kNonScalingFull: return errors::kNonScalingFull;
     case BloomStatus::kOutOfMemory: return errors::kOom;
     case BloomStatus::kProblemInserting: return errors::kProblemInserting;
+    // Redis's text: the refusal is maxmemory's, not the filter's.
+    case BloomStatus::kSnapshotCopyOom: return errors::kOom;
   }
   return errors::kProblemInserting;
 }
@@ -60,6 +63,7 @@ BloomStatus BloomLookupStatus(Lookup lookup, BloomStatus missing) {
   switch (lookup) {
     case Lookup::kFound: return BloomStatus::kOk;
     case Lookup::kWrongType: return BloomStatus::kWrongType;
+    case Lookup::kOutOfMemory: return BloomStatus::kSnapshotCopyOom;
     case Lookup::kMissing: break;
   }
   return missing;
@@ -90,6 +94,7 @@ BloomStatus ReserveBloom(FilterStore& store, const KeyRef& key, const BloomParam
   switch (ReserveConflict<ScalableBloomFilter>(store, key)) {
     case Lookup::kFound: return BloomStatus::kItemExists;
     case Lookup::kWrongType: return BloomStatus::kWrongType;
+    case Lookup::kOutOfMemory: return BloomStatus::kSnapshotCopyOom;
     case Lookup::kMissing: break;
   }
   EntryPtr entry;

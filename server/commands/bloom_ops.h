@@ -27,6 +27,7 @@ enum class BloomStatus : uint8_t {
   kNonScalingFull,      // a non-scaling filter is at capacity and the item is new
   kOutOfMemory,         // maxmemory refused a new layer
   kProblemInserting,    // any other failed scale-out (layer or filter-memory limit)
+  kSnapshotCopyOom,     // a write's snapshot copy of the filter does not fit maxmemory
 };
 
 // A short name for test messages and logs; not a client-visible text.

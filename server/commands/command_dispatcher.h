@@ -15,8 +15,12 @@ namespace bloomgate {
 
 // What became of a command, as a value: kFailed when its own reply is an
 // error (refused by the central checks, or by its handler through
-// CommandContext::Fail), kQueued inside MULTI.
-enum class CommandOutcome { kDone, kFailed, kQueued };
+// CommandContext::Fail), kQueued inside MULTI. kParked: nothing ran and
+// nothing was replied; the command writes a filter a snapshot still owes
+// itself a big copy of (client.parked_on): the connection must hold it
+// (and everything after it) until SnapshotCopier made that copy, then
+// dispatch the same command again.
+enum class CommandOutcome { kDone, kFailed, kQueued, kParked };
 
 CommandOutcome DispatchCommand(ServerContext& server, ClientState& client,
                                std::span<const std::string_view> args, ReplyBuilder& reply);

@@ -82,10 +82,16 @@ void DeleteAndReply(CommandContext& ctx, std::span<const std::string_view> items
 // the key holds another type and WRONGTYPE was replied.
 bool FindForRead(CommandContext& ctx, EntryPtr* holder, const CountingBloomFilter** filter) {
   FilterStore store = StoreFor(ctx);
-  if (FindFilter<CountingBloomFilter>(store, ctx.Key(ctx.args[1]), holder) ==
-      Lookup::kWrongType) {
-    Fail(ctx, BloomStatus::kWrongType);
-    return false;
+  switch (FindFilter<CountingBloomFilter>(store, ctx.Key(ctx.args[1]), holder)) {
+    case Lookup::kWrongType:
+      Fail(ctx, BloomStatus::kWrongType);
+      return false;
+    case Lookup::kOutOfMemory:  // a write (CF.DEL, CBF.DEL...) whose snapshot copy does not fit
+      Fail(ctx, BloomStatus::kSnapshotCopyOom);
+      return false;
+    case Lookup::kFound:
+    case Lookup::kMissing:
+      break;
   }
   *filter = *holder == nullptr ? nullptr : (*holder)->get<CountingBloomFilter>();
   return true;

@@ -12,6 +12,7 @@ BloomStatus ReserveCounting(FilterStore& store, const KeyRef& key, const BloomPa
   switch (ReserveConflict<CountingBloomFilter>(store, key)) {
     case Lookup::kFound: return BloomStatus::kItemExists;
     case Lookup::kWrongType: return BloomStatus::kWrongType;
+    case Lookup::kOutOfMemory: return BloomStatus::kSnapshotCopyOom;
     case Lookup::kMissing: break;
   }
   EntryPtr entry;

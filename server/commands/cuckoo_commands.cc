@@ -33,9 +33,16 @@ void Fail(CommandContext& ctx, CuckooStatus status) { ctx.Fail(CuckooStatusText(
 // replied.
 bool FindForRead(CommandContext& ctx, EntryPtr* holder, CuckooFilter** filter) {
   FilterStore store = StoreFor(ctx);
-  if (FindFilter<CuckooFilter>(store, ctx.Key(ctx.args[1]), holder) == Lookup::kWrongType) {
-    Fail(ctx, CuckooStatus::kWrongType);
-    return false;
+  switch (FindFilter<CuckooFilter>(store, ctx.Key(ctx.args[1]), holder)) {
+    case Lookup::kWrongType:
+      Fail(ctx, CuckooStatus::kWrongType);
+      return false;
+    case Lookup::kOutOfMemory:  // a write (CF.DEL, CBF.DEL...) whose snapshot copy does not fit
+      Fail(ctx, CuckooStatus::kSnapshotCopyOom);
+      return false;
+    case Lookup::kFound:
+    case Lookup::kMissing:
+      break;
   }
   *filter = *holder == nullptr ? nullptr : (*holder)->get<CuckooFilter>();
   return true;

@@ -20,6 +20,7 @@ std::string_view ToString(CuckooStatus status) {
     case CuckooStatus::kFull: return "full";
     case CuckooStatus::kMaxExpansions: return "max expansions";
     case CuckooStatus::kOutOfMemory: return "out of memory";
+    case CuckooStatus::kSnapshotCopyOom: return "snapshot copy out of memory";
     case CuckooStatus::kNothingToDelete: return "nothing to delete";
     case CuckooStatus::kNothingToCompact: return "nothing to compact";
   }
@@ -40,6 +41,7 @@ std::string_view CuckooStatusText(CuckooStatus status) {
     case CuckooStatus::kOutOfMemory: return errors::kCfInsufficientMemory;
     case CuckooStatus::kNothingToDelete: return errors::kCfDelNotFound;
     case CuckooStatus::kNothingToCompact: return errors::kCfCompactNotFound;
+    case CuckooStatus::kSnapshotCopyOom: return errors::kOom;
   }
   return errors::kCfInsufficientMemory;
 }
@@ -62,6 +64,7 @@ CuckooStatus CuckooLookupStatus(Lookup lookup, CuckooStatus missing) {
   switch (lookup) {
     case Lookup::kFound: return CuckooStatus::kOk;
     case Lookup::kWrongType: return CuckooStatus::kWrongType;
+    case Lookup::kOutOfMemory: return CuckooStatus::kSnapshotCopyOom;
     case Lookup::kMissing: break;
   }
   return missing;
@@ -83,6 +86,7 @@ CuckooStatus ReserveCuckoo(FilterStore& store, const KeyRef& key,
   switch (ReserveConflict<CuckooFilter>(store, key)) {
     case Lookup::kFound: return CuckooStatus::kItemExists;
     case Lookup::kWrongType: return CuckooStatus::kWrongType;
+    case Lookup::kOutOfMemory: return CuckooStatus::kSnapshotCopyOom;
     case Lookup::kMissing: break;
   }
   EntryPtr entry;

@@ -29,6 +29,7 @@ enum class CuckooStatus : uint8_t {
   kOutOfMemory,           // growth refused by the memory limits
   kNothingToDelete,       // CF.DEL on a missing key
   kNothingToCompact,      // CF.COMPACT on a missing key
+  kSnapshotCopyOom,       // a write's snapshot copy of the filter does not fit maxmemory
 };
 
 // A short name for test messages and logs; not a client-visible text.

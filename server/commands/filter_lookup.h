@@ -49,6 +49,9 @@ enum class Lookup : uint8_t {
   kFound,
   kMissing,    // no live key
   kWrongType,  // the key holds a filter of another family
+  // A write found the filter, but the copy a snapshot is owed of it before
+  // it changes does not fit maxmemory (-OOM; nothing changed).
+  kOutOfMemory,
 };
 
 // The entry under `key` into *entry if it holds a `Filter` (else *entry is
@@ -67,8 +70,14 @@ Lookup FindFilter(FilterStore& store, const KeyRef& key, EntryPtr* entry) {
   }
   // A snapshot may still owe itself a copy of this filter as it was at its
   // cut; a write makes that copy first (nothing to do for Bloom filters,
-  // which are never armed).
-  if (store.write) (*entry)->TakeSnapshotCopy();
+  // which are never armed). A big one was usually made already by the
+  // snapshot copier while the writer was parked (command_dispatcher.cc);
+  // this is the path for small ones and for a cut that came in between. A
+  // copy that does not fit maxmemory refuses the write, which changes nothing.
+  if (store.write && !(*entry)->TakeSnapshotCopy(store.budget, /*final_attempt=*/false)) {
+    entry->reset();
+    return Lookup::kOutOfMemory;
+  }
   return Lookup::kFound;
 }
 

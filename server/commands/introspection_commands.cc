@@ -298,7 +298,12 @@ std::string MemorySection(CommandContext& ctx) {
 }
 
 std::string PersistenceSection(CommandContext& ctx) {
-  return "# Persistence\r\n" + ctx.server.durability->InfoFields();
+  // Ours: writers that waited for a snapshot's copy of their filter (parked,
+  // their event loop going on), and the copies made for them off the loops.
+  const SnapshotCopier& copier = ctx.server.snapshot_copier;
+  return "# Persistence\r\n" + ctx.server.durability->InfoFields() +
+         "snapshot_copy_waits:" + std::to_string(copier.requests()) + "\r\n" +
+         "snapshot_copies_off_loop:" + std::to_string(copier.copies_made()) + "\r\n";
 }
 
 std::string StatsSection(CommandContext& ctx) {

@@ -62,6 +62,9 @@ struct ClientState {
   // EXEC is running this client's queued commands, holding their key locks:
   // a command that needs every lock (SAVE) must refuse instead of waiting.
   bool in_exec = false;
+  // The command just dispatched waits for a snapshot's copy of this entry
+  // (CommandOutcome::kParked): the connection runs it again once made.
+  EntryPtr parked_on;
 
   bool in_multi = false;
   bool multi_dirty = false;  // a command failed to queue: EXEC aborts

@@ -41,6 +41,16 @@ ServerContext::ServerContext(ServerConfig initial, size_t workers)
       run_id(RandomRunId()) {
   UseFileSystem(DefaultFileSystem());
   ApplyConfig(initial);
+  // An expired key's removal is journaled as a DEL, as Redis propagates one,
+  // so the log (and later a replica) holds it; replaying it deletes a key
+  // that is already gone by its deadline, so replay comes out the same. No
+  // reply waits for it: its log flush rides on the next write's, and losing
+  // it in a crash loses nothing (the key's deadline is in the log too).
+  keyspace.set_expiry_hook([this](const std::string& key, int64_t now_ms) {
+    JournalSession unacknowledged;
+    const std::string_view args[] = {"DEL", key};
+    journal.RecordCommand(unacknowledged, now_ms, args);
+  });
 }
 
 void ServerContext::UseFileSystem(FileSystem* fs) {

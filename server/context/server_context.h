@@ -23,6 +23,7 @@
 #include "server/keyspace/clock.h"
 #include "server/keyspace/key_locks.h"
 #include "server/keyspace/keyspace.h"
+#include "server/keyspace/snapshot_copier.h"
 
 namespace bloomgate {
 
@@ -65,6 +66,9 @@ class ServerContext {
   RuntimeConfig config;
   MemoryBudget budget;
   Keyspace keyspace;
+  // Makes the copies a snapshot owes itself off the event loops, charged to
+  // `budget` (declared after it).
+  SnapshotCopier snapshot_copier{&budget};
   KeyLocks key_locks;
   CommandTable commands;
   // ACL users (acl_store.h); built over `commands`, declared after it.

@@ -75,6 +75,9 @@ class StreamConnection final : public Connection {
   void Start() override;
   void Stop() override;
   void Kill() override;
+  // Called on this connection's loop once the snapshot copy its parked
+  // command waited for is made: runs that command again, and the rest.
+  void ResumeAfterCopy();
   int64_t last_activity_ms() const override { return last_activity_ms_; }
   void ResumeAfterLogFlush(bool logged) override;
   asio::any_io_executor executor() override { return stream_.get_executor(); }
@@ -100,6 +103,9 @@ class StreamConnection final : public Connection {
   void DoRead();
   void DoWrite();
   void ProcessInput();
+  // The command just parsed must wait for a snapshot copy (client_.parked_on):
+  // stop here, input unconsumed, until the copier calls back.
+  void Park();
   // After a batch: write its replies, or close, or read more.
   void SendOrContinue();
   void DrainForStop();
@@ -128,6 +134,7 @@ class StreamConnection final : public Connection {
   ReplyBuilder reply_;
   bool write_in_flight_ = false;
   bool awaiting_log_ = false;  // replies held until the log has the batch's writes
+  bool parked_ = false;        // a command waits for a snapshot copy
   bool stopping_ = false;
   bool closed_ = false;
   int64_t last_activity_ms_ = 0;
@@ -366,7 +373,11 @@ void StreamConnection<Stream>::ProcessInput() {
     }
     reply_.set_resp3(client_.resp3);
     uint64_t errors_before = reply_.errors_written();
-    DispatchCommand(server_, client_, args_, reply_);
+    if (DispatchCommand(server_, client_, args_, reply_) == CommandOutcome::kParked) {
+      // Nothing ran or replied; the command stays in the input buffer.
+      Park();
+      return;
+    }
     if (reply_.errors_written() != errors_before) {
       Bump(server_.stats.worker(client_.worker_index).error_replies,
            reply_.errors_written() - errors_before);
@@ -384,6 +395,26 @@ void StreamConnection<Stream>::ProcessInput() {
     return;
   }
   SendOrContinue();
+}
+
+template <typename Stream>
+void StreamConnection<Stream>::Park() {
+  parked_ = true;
+  auto self = std::static_pointer_cast<StreamConnection>(shared_from_this());
+  auto executor = this->executor();
+  // The copier calls back on its own thread; the connection resumes on its
+  // loop. Replies of earlier commands in the batch wait with it: they go
+  // out in order, after the log flush of the whole batch.
+  server_.snapshot_copier.CopyInBackground(std::move(client_.parked_on), [self, executor] {
+    asio::post(executor, [self] { self->ResumeAfterCopy(); });
+  });
+}
+
+template <typename Stream>
+void StreamConnection<Stream>::ResumeAfterCopy() {
+  parked_ = false;
+  if (closed_) return;
+  ProcessInput();
 }
 
 template <typename Stream>

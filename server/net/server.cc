@@ -177,7 +177,7 @@ void Server::ScheduleHousekeeping() {
   housekeeping_.async_wait([this](const boost::system::error_code& ec) {
     if (ec || stopping_.load(std::memory_order_acquire)) return;
     int64_t now = NowMs();
-    context_.keyspace.SweepExpired(now, kExpireKeysPerRound);
+    context_.keyspace.SweepExpired(now, kExpireKeysPerRound, &context_.key_locks);
     context_.durability->Tick(now);
     context_.chunk_staging.DropIdle(now);
     int64_t timeout_ms = static_cast<int64_t>(context_.config.Get().timeout) * 1000;
