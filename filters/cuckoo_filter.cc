@@ -234,17 +234,20 @@ uint32_t CuckooFilter::VictimSlot(uint64_t seed, uint32_t kick) const {
   return static_cast<uint32_t>(((x >> 32) * bucket_size_) >> 32);
 }
 
-bool CuckooFilter::KickInsert(SubFilter& sub, uint8_t fp, uint64_t i1) {
+bool CuckooFilter::KickInsert(SubFilter& sub, uint8_t fp, uint64_t i1, uint32_t max_kicks,
+                              uint32_t* kicks_made) {
   const uint64_t mask = sub.num_buckets - 1;
   uint64_t bucket = i1 & mask;
   uint8_t carried = fp;
-  for (uint32_t kick = 0; kick < max_iterations_; ++kick) {
+  *kicks_made = max_kicks;
+  for (uint32_t kick = 0; kick < max_kicks; ++kick) {
     // Put the carried fingerprint in the victim slot and carry the evicted
     // one to ITS other bucket.
     std::swap(sub.slots[bucket * bucket_size_ + VictimSlot(i1, kick)], carried);
     bucket = AltIndex(bucket, carried) & mask;
     if (uint8_t* slot = FindInBucket(sub.slots.get() + bucket * bucket_size_, bucket_size_, 0)) {
       *slot = carried;
+      *kicks_made = kick + 1;
       return true;
     }
   }
@@ -252,14 +255,14 @@ bool CuckooFilter::KickInsert(SubFilter& sub, uint8_t fp, uint64_t i1) {
   // one above (alt is an involution, and the victim slot of each kick is
   // recomputed), so the sub-filter ends byte for byte as it began and
   // `carried` is fp again.
-  for (uint32_t kick = max_iterations_; kick-- > 0;) {
+  for (uint32_t kick = max_kicks; kick-- > 0;) {
     bucket = AltIndex(bucket, carried) & mask;
     std::swap(sub.slots[bucket * bucket_size_ + VictimSlot(i1, kick)], carried);
   }
   return false;
 }
 
-FilterStatus CuckooFilter::Insert(uint8_t fp, uint64_t i1) {
+FilterStatus CuckooFilter::Insert(uint8_t fp, uint64_t i1, uint64_t* kicks_left) {
   for (uint32_t k = num_filters_; k-- > 0;) {
     if (uint8_t* slot = FreeSlot(filters_[k], fp, i1)) {
       *slot = fp;
@@ -267,7 +270,15 @@ FilterStatus CuckooFilter::Insert(uint8_t fp, uint64_t i1) {
       return FilterStatus::kOk;
     }
   }
-  if (KickInsert(filters_[num_filters_ - 1], fp, i1)) {
+  uint32_t max_kicks = max_iterations_;
+  if (kicks_left != nullptr && *kicks_left < max_kicks) {
+    max_kicks = static_cast<uint32_t>(*kicks_left);
+  }
+  uint32_t kicks_made = 0;
+  const bool placed = KickInsert(filters_[num_filters_ - 1], fp, i1, max_kicks, &kicks_made);
+  kicks_ += kicks_made;
+  if (kicks_left != nullptr) *kicks_left -= kicks_made;
+  if (placed) {
     ++items_;
     return FilterStatus::kOk;
   }
@@ -281,17 +292,17 @@ FilterStatus CuckooFilter::Insert(uint8_t fp, uint64_t i1) {
   return FilterStatus::kOk;
 }
 
-FilterStatus CuckooFilter::Add(const KeyHash& h) {
+FilterStatus CuckooFilter::Add(const KeyHash& h, uint64_t* kicks_left) {
   std::unique_lock lock(mutex_);
-  return Insert(FingerprintOf(h), h.hi);
+  return Insert(FingerprintOf(h), h.hi, kicks_left);
 }
 
-FilterStatus CuckooFilter::AddIfAbsent(const KeyHash& h, bool* added) {
+FilterStatus CuckooFilter::AddIfAbsent(const KeyHash& h, bool* added, uint64_t* kicks_left) {
   *added = false;
   const uint8_t fp = FingerprintOf(h);
   std::unique_lock lock(mutex_);
   if (Contains(fp, h.hi)) return FilterStatus::kOk;
-  const FilterStatus status = Insert(fp, h.hi);
+  const FilterStatus status = Insert(fp, h.hi, kicks_left);
   *added = status == FilterStatus::kOk;
   return status;
 }
@@ -398,6 +409,11 @@ uint64_t CuckooFilter::memory_bytes() const {
 }
 
 uint64_t CuckooFilter::num_buckets() const { return base_buckets_; }
+
+uint64_t CuckooFilter::kicks() const {
+  std::shared_lock lock(mutex_);
+  return kicks_;
+}
 
 uint64_t CuckooFilter::total_buckets() const {
   std::shared_lock lock(mutex_);

@@ -176,12 +176,21 @@ class CuckooFilter {
   // (non-scaling, no room); kMaxExpansions; or, when a sub-filter must be
   // appended, kFilterMemoryLimit / kOutOfMemory. On any failure the filter is
   // exactly as it was.
-  FilterStatus Add(const KeyHash& h);
+  //
+  // `kicks_left`, when given, is what the caller's command may still spend
+  // on cuckoo kicks (see kCommandKickBudget in limits.h): this insert makes
+  // at most min(max_iterations, *kicks_left) kicks and subtracts the kicks it
+  // made (a failed walk and its undo count once per kick). With nothing left
+  // the item is treated as if its kicks had failed: the filter grows if it
+  // can, else kFull / kMaxExpansions -- RedisBloom's answers for a full
+  // filter. The result depends only on the filter and *kicks_left, so a
+  // replay that passes the same budget builds the same filter.
+  FilterStatus Add(const KeyHash& h, uint64_t* kicks_left = nullptr);
 
   // CF.ADDNX: if the item is (probably) present, *added = false and kOk;
   // otherwise as Add, with *added = true on kOk. Check and insert are one
   // atomic step (under the exclusive lock).
-  FilterStatus AddIfAbsent(const KeyHash& h, bool* added);
+  FilterStatus AddIfAbsent(const KeyHash& h, bool* added, uint64_t* kicks_left = nullptr);
 
   // True if the item's fingerprint is in one of its buckets in any sub-filter.
   bool MayContain(const KeyHash& h) const;
@@ -208,6 +217,9 @@ class CuckooFilter {
   uint32_t max_iterations() const { return max_iterations_; }
   uint32_t max_expansions() const { return max_expansions_; }
   const FilterLimits& limits() const { return limits_; }
+  // Cuckoo kicks made since this object was created or restored: the work
+  // counter the kick-budget tests bound (not saved; not in CF.INFO).
+  uint64_t kicks() const;
 
   // Per sub-filter details, oldest first. Counts occupied slots: O(bytes).
   std::vector<CuckooSubFilterInfo> SubFilters() const;
@@ -256,8 +268,10 @@ class CuckooFilter {
   }
   uint8_t* FreeSlot(const SubFilter& sub, uint8_t fp, uint64_t index) const;
   bool Contains(uint8_t fp, uint64_t i1) const;
-  FilterStatus Insert(uint8_t fp, uint64_t i1);
-  bool KickInsert(SubFilter& sub, uint8_t fp, uint64_t i1);
+  FilterStatus Insert(uint8_t fp, uint64_t i1, uint64_t* kicks_left);
+  // At most `max_kicks` kicks; returns how many it made in *kicks_made.
+  bool KickInsert(SubFilter& sub, uint8_t fp, uint64_t i1, uint32_t max_kicks,
+                  uint32_t* kicks_made);
   // The slot kick number `kick` of item i1 evicts: pseudo-random, and
   // recomputable, so a failed insert can retrace its kicks backwards.
   uint32_t VictimSlot(uint64_t seed, uint32_t kick) const;
@@ -280,6 +294,7 @@ class CuckooFilter {
   uint32_t num_filters_ = 0;
   uint32_t filters_capacity_ = 0;
   uint64_t items_ = 0;    // occupied slots over all sub-filters
+  uint64_t kicks_ = 0;    // see kicks()
   uint64_t deletes_ = 0;  // successful removes since the last compaction
   uint64_t memory_bytes_;
 };

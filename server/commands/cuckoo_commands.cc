@@ -183,7 +183,9 @@ void AddOne(CommandContext& ctx, bool only_if_absent) {
   CuckooFilter& filter = *entry->get<CuckooFilter>();
   bool added = true;
   KeyHash hash = HashKey(ctx.args[2]);
-  FilterStatus status = only_if_absent ? filter.AddIfAbsent(hash, &added) : filter.Add(hash);
+  uint64_t kicks_left = CommandKickBudget(1);
+  FilterStatus status = only_if_absent ? filter.AddIfAbsent(hash, &added, &kicks_left)
+                                       : filter.Add(hash, &kicks_left);
   if (status != FilterStatus::kOk) {
     ctx.Fail(AddFailureText(status));
     return;
@@ -237,10 +239,14 @@ void InsertMany(CommandContext& ctx, bool only_if_absent) {
   std::vector<int> results;  // 1, 0 or -1
   auto items = parser.Rest();
   results.reserve(items.size());
+  // One budget for the whole command (limits.h): the journal replays CF.INSERT
+  // as this command, so replay spends the same budget and gets the same bits.
+  uint64_t kicks_left = CommandKickBudget(items.size());
   for (std::string_view item : items) {
     bool added = true;
     KeyHash hash = HashKey(item);
-    FilterStatus status = only_if_absent ? filter.AddIfAbsent(hash, &added) : filter.Add(hash);
+    FilterStatus status = only_if_absent ? filter.AddIfAbsent(hash, &added, &kicks_left)
+                                         : filter.Add(hash, &kicks_left);
     if (status == FilterStatus::kFull || status == FilterStatus::kMaxExpansions) {
       results.push_back(-1);
     } else if (status != FilterStatus::kOk) {
