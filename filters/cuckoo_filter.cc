@@ -8,6 +8,7 @@
 #include <new>
 #include <utility>
 
+#include "filters/hash_seed.h"
 #include "filters/memory_reservation.h"
 
 namespace bloomgate {
@@ -69,7 +70,8 @@ FilterStatus CuckooFilter::Create(const CuckooFilterOptions& options, const Filt
   if (budget != nullptr && !budget->TryReserve(object_bytes)) return FilterStatus::kOutOfMemory;
   PendingReservation reservation(budget, object_bytes);
   std::unique_ptr<CuckooFilter> filter(new (std::nothrow) CuckooFilter(
-      options, expansion, base_buckets, limits, budget, /*bytes=*/object_bytes));
+      options, expansion, base_buckets, SeedOrNew(options.hash_seed), limits, budget,
+      /*bytes=*/object_bytes));
   if (filter == nullptr) return FilterStatus::kOutOfMemory;
   reservation.Keep();  // the filter's destructor releases memory_bytes_ from here on
   // No other thread can see the filter yet; the lock is for form (and TSan).
@@ -128,7 +130,8 @@ FilterStatus CuckooFilter::Restore(const CuckooFilterShape& shape, const FilterL
   // memory_bytes_ = total from the start: the destructor releases exactly
   // what was reserved even if an allocation below fails.
   std::unique_ptr<CuckooFilter> filter(new (std::nothrow) CuckooFilter(
-      options, shape.expansion, shape.base_buckets, limits, budget, /*bytes=*/total));
+      options, shape.expansion, shape.base_buckets, shape.hash_seed, limits, budget,
+      /*bytes=*/total));
   if (filter == nullptr) return FilterStatus::kOutOfMemory;
   reservation.Keep();
   // No other thread can see the filter yet; the lock is for form (and TSan).
@@ -154,13 +157,14 @@ FilterStatus CuckooFilter::Restore(const CuckooFilterShape& shape, const FilterL
 }
 
 CuckooFilter::CuckooFilter(const CuckooFilterOptions& options, uint32_t expansion,
-                           uint64_t base_buckets, const FilterLimits& limits, MemoryBudget* budget,
-                           uint64_t bytes)
+                           uint64_t base_buckets, uint64_t hash_seed, const FilterLimits& limits,
+                           MemoryBudget* budget, uint64_t bytes)
     : base_buckets_(base_buckets),
       bucket_size_(options.bucket_size),
       max_iterations_(options.max_iterations),
       expansion_(expansion),
       max_expansions_(options.max_expansions),
+      hash_seed_(hash_seed),
       limits_(limits),
       budget_(budget),
       memory_bytes_(bytes) {}
@@ -462,6 +466,7 @@ CuckooFilterShape CuckooFilter::Shape() const {
   shape.num_filters = num_filters_;
   shape.items = items_;
   shape.deletes = deletes_;
+  shape.hash_seed = hash_seed_;
   return shape;
 }
 

@@ -2,7 +2,9 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <shared_mutex>
+#include <string_view>
 #include <vector>
 
 #include "filters/filter_status.h"
@@ -20,6 +22,9 @@ struct CuckooFilterOptions {
   // 0 = non-scaling.
   uint32_t expansion = 1;
   uint32_t max_expansions = kDefaultCuckooMaxExpansions;  // cf-max-expansions [1, 65536]
+  // The item hash's seed (key_hash.h); unset: Create draws a fresh one with
+  // NewHashSeed(). Set only to rebuild a known filter (tests, golden files).
+  std::optional<uint64_t> hash_seed;
 };
 
 // CF.INFO's eight fields, in RedisBloom's order, read under one lock.
@@ -54,6 +59,7 @@ struct CuckooFilterShape {
   uint32_t num_filters = 0;     // [1, max_expansions]; exactly 1 when expansion is 0
   uint64_t items = 0;           // occupied slots
   uint64_t deletes = 0;         // removes since the last compaction
+  uint64_t hash_seed = 0;       // the item hash's seed; 0 = saved before seeds existed
 };
 
 // A cuckoo filter with RedisBloom's semantics (cuckoo.c; COMPAT.md 1.7), on
@@ -217,6 +223,10 @@ class CuckooFilter {
   uint32_t max_iterations() const { return max_iterations_; }
   uint32_t max_expansions() const { return max_expansions_; }
   const FilterLimits& limits() const { return limits_; }
+  // The seed every item is hashed with (one for all sub-filters: an item's
+  // i1 must be the same in each, or compaction could not move it down).
+  uint64_t hash_seed() const { return hash_seed_; }
+  KeyHash Hash(std::string_view item) const { return HashKey(item, hash_seed_); }
   // Cuckoo kicks made since this object was created or restored: the work
   // counter the kick-budget tests bound (not saved; not in CF.INFO).
   uint64_t kicks() const;
@@ -260,7 +270,8 @@ class CuckooFilter {
   };
 
   CuckooFilter(const CuckooFilterOptions& options, uint32_t expansion, uint64_t base_buckets,
-               const FilterLimits& limits, MemoryBudget* budget, uint64_t bytes);
+               uint64_t hash_seed, const FilterLimits& limits, MemoryBudget* budget,
+               uint64_t bytes);
 
   // All below run with mutex_ held (shared for const, exclusive otherwise).
   uint8_t* Bucket(const SubFilter& sub, uint64_t index) const {
@@ -283,6 +294,7 @@ class CuckooFilter {
   const uint32_t max_iterations_;
   const uint32_t expansion_;  // a power of two, or 0 = non-scaling
   const uint32_t max_expansions_;
+  const uint64_t hash_seed_;
   const FilterLimits limits_;
   MemoryBudget* const budget_;
 

@@ -96,7 +96,7 @@ AddOutcome AddItems(CommandContext& ctx, KeyEntry& entry, std::string_view key,
   bool changed = false;
   for (std::string_view item : items) {
     bool added = false;
-    FilterStatus status = filter.Add(HashKey(item), &added);
+    FilterStatus status = filter.Add(filter.Hash(item), &added);
     if (status != FilterStatus::kOk) {
       outcome.error = BloomAddFailureText(status);
       break;
@@ -196,7 +196,7 @@ void CmdExists(CommandContext& ctx) {
     ctx.Fail(*error);
     return;
   }
-  ctx.reply.Bool(entry != nullptr && entry->bloom()->MayContain(HashKey(ctx.args[2])));
+  ctx.reply.Bool(entry != nullptr && entry->bloom()->MayContain(entry->bloom()->Hash(ctx.args[2])));
 }
 
 // BF.MEXISTS key item [item ...]
@@ -210,7 +210,7 @@ void CmdMExists(CommandContext& ctx) {
   auto items = ctx.args.subspan(2);
   ctx.reply.ArrayHeader(items.size());
   for (std::string_view item : items) {
-    ctx.reply.Bool(entry != nullptr && entry->bloom()->MayContain(HashKey(item)));
+    ctx.reply.Bool(entry != nullptr && entry->bloom()->MayContain(entry->bloom()->Hash(item)));
   }
 }
 

@@ -70,7 +70,7 @@ void AddAndReply(CommandContext& ctx, const CreateRule& rule,
   results.reserve(items.size());
   for (std::string_view item : items) {
     bool was_new = false;
-    FilterStatus status = filter.Add(HashKey(item), &was_new);
+    FilterStatus status = filter.Add(filter.Hash(item), &was_new);
     if (status != FilterStatus::kOk) {
       error = BloomAddFailureText(status);
       break;
@@ -104,7 +104,7 @@ void DeleteAndReply(CommandContext& ctx, std::span<const std::string_view> items
   removed.reserve(items.size());
   bool changed = false;
   for (std::string_view item : items) {
-    removed.push_back(filter.Remove(HashKey(item)));
+    removed.push_back(filter.Remove(filter.Hash(item)));
     changed |= removed.back();
   }
   if (changed) entry->MarkModified();
@@ -173,7 +173,7 @@ void CmdExists(CommandContext& ctx) {
   EntryPtr holder;
   const CountingBloomFilter* filter = nullptr;
   if (!FindForRead(ctx, &holder, &filter)) return;
-  ctx.reply.Bool(filter != nullptr && filter->MayContain(HashKey(ctx.args[2])));
+  ctx.reply.Bool(filter != nullptr && filter->MayContain(filter->Hash(ctx.args[2])));
 }
 
 // CBF.MEXISTS key item [item ...]
@@ -184,7 +184,7 @@ void CmdMExists(CommandContext& ctx) {
   auto items = ctx.args.subspan(2);
   ctx.reply.ArrayHeader(items.size());
   for (std::string_view item : items) {
-    ctx.reply.Bool(filter != nullptr && filter->MayContain(HashKey(item)));
+    ctx.reply.Bool(filter != nullptr && filter->MayContain(filter->Hash(item)));
   }
 }
 
@@ -195,7 +195,7 @@ void CmdCount(CommandContext& ctx) {
   const CountingBloomFilter* filter = nullptr;
   if (!FindForRead(ctx, &holder, &filter)) return;
   ctx.reply.Integer(
-      filter == nullptr ? 0 : static_cast<int64_t>(filter->Count(HashKey(ctx.args[2]))));
+      filter == nullptr ? 0 : static_cast<int64_t>(filter->Count(filter->Hash(ctx.args[2]))));
 }
 
 // CBF.CARD key

@@ -182,7 +182,7 @@ void AddOne(CommandContext& ctx, bool only_if_absent) {
   }
   CuckooFilter& filter = *entry->get<CuckooFilter>();
   bool added = true;
-  KeyHash hash = HashKey(ctx.args[2]);
+  KeyHash hash = filter.Hash(ctx.args[2]);
   uint64_t kicks_left = CommandKickBudget(1);
   FilterStatus status = only_if_absent ? filter.AddIfAbsent(hash, &added, &kicks_left)
                                        : filter.Add(hash, &kicks_left);
@@ -244,7 +244,7 @@ void InsertMany(CommandContext& ctx, bool only_if_absent) {
   uint64_t kicks_left = CommandKickBudget(items.size());
   for (std::string_view item : items) {
     bool added = true;
-    KeyHash hash = HashKey(item);
+    KeyHash hash = filter.Hash(item);
     FilterStatus status = only_if_absent ? filter.AddIfAbsent(hash, &added, &kicks_left)
                                          : filter.Add(hash, &kicks_left);
     if (status == FilterStatus::kFull || status == FilterStatus::kMaxExpansions) {
@@ -276,7 +276,7 @@ void CmdExists(CommandContext& ctx) {
   EntryPtr holder;
   CuckooFilter* filter = nullptr;
   if (!FindForRead(ctx, &holder, &filter)) return;
-  ctx.reply.Bool(filter != nullptr && filter->MayContain(HashKey(ctx.args[2])));
+  ctx.reply.Bool(filter != nullptr && filter->MayContain(filter->Hash(ctx.args[2])));
 }
 
 // CF.MEXISTS key item [item ...]
@@ -287,7 +287,7 @@ void CmdMExists(CommandContext& ctx) {
   auto items = ctx.args.subspan(2);
   ctx.reply.ArrayHeader(items.size());
   for (std::string_view item : items) {
-    ctx.reply.Bool(filter != nullptr && filter->MayContain(HashKey(item)));
+    ctx.reply.Bool(filter != nullptr && filter->MayContain(filter->Hash(item)));
   }
 }
 
@@ -297,7 +297,7 @@ void CmdCount(CommandContext& ctx) {
   CuckooFilter* filter = nullptr;
   if (!FindForRead(ctx, &holder, &filter)) return;
   ctx.reply.Integer(
-      filter == nullptr ? 0 : static_cast<int64_t>(filter->Count(HashKey(ctx.args[2]))));
+      filter == nullptr ? 0 : static_cast<int64_t>(filter->Count(filter->Hash(ctx.args[2]))));
 }
 
 // CF.DEL key item. Deleting an item that was never added can delete another
@@ -310,7 +310,7 @@ void CmdDel(CommandContext& ctx) {
     ctx.Fail(errors::kCfDelNotFound);
     return;
   }
-  bool removed = filter->Remove(HashKey(ctx.args[2]));
+  bool removed = filter->Remove(filter->Hash(ctx.args[2]));
   if (removed) holder->MarkModified();
   ctx.reply.Bool(removed);
 }
