@@ -13,10 +13,12 @@
 #include <cstdint>
 #include <memory>
 #include <new>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "filters/filter_status.h"
+#include "filters/key_hash.h"
 #include "filters/layer_chain.h"
 #include "filters/limits.h"
 
@@ -32,6 +34,11 @@ class ChainedFilter {
   uint32_t expansion() const { return chain_.expansion(); }  // 0 when NONSCALING
   bool scaling() const { return chain_.scaling(); }
   double error_rate() const { return error_rate_; }  // as requested, after the cap
+  // The seed every item of this filter is hashed with, in every layer: layers
+  // grown later keep it, so growth needs no record of its own in the log and
+  // an item is still hashed once per command, not once per layer.
+  uint64_t hash_seed() const { return hash_seed_; }
+  KeyHash Hash(std::string_view item) const { return HashKey(item, hash_seed_); }
   // Bytes of all layers plus bookkeeping (the filter object included); this is
   // exactly what is reserved in the budget and checked against the cap.
   uint64_t memory_bytes() const { return chain_.memory_bytes(); }
@@ -47,9 +54,10 @@ class ChainedFilter {
  protected:
   using Chain = LayerChain<Traits>;
 
-  ChainedFilter(double error_rate, uint32_t expansion, const FilterLimits& limits,
-                typename Chain::Pending&& first)
-      : chain_(std::move(first), expansion, limits), error_rate_(error_rate) {}
+  ChainedFilter(double error_rate, uint32_t expansion, uint64_t hash_seed,
+                const FilterLimits& limits, typename Chain::Pending&& first)
+      : chain_(std::move(first), expansion, limits), error_rate_(error_rate),
+        hash_seed_(hash_seed) {}
   ~ChainedFilter() = default;  // the chain gives memory_bytes() back to the budget
 
   ChainedFilter(const ChainedFilter&) = delete;
@@ -63,10 +71,11 @@ class ChainedFilter {
   // gives its reservation back as it goes. Other statuses pass through.
   template <typename Filter>
   static FilterStatus Adopt(FilterStatus status, double error_rate, uint32_t expansion,
-                            const FilterLimits& limits, typename Chain::Pending* pending,
-                            std::unique_ptr<Filter>* out) {
+                            uint64_t hash_seed, const FilterLimits& limits,
+                            typename Chain::Pending* pending, std::unique_ptr<Filter>* out) {
     if (status != FilterStatus::kOk) return status;
-    out->reset(new (std::nothrow) Filter(error_rate, expansion, limits, std::move(*pending)));
+    out->reset(new (std::nothrow)
+                   Filter(error_rate, expansion, hash_seed, limits, std::move(*pending)));
     return *out == nullptr ? FilterStatus::kOutOfMemory : FilterStatus::kOk;
   }
 
@@ -83,6 +92,7 @@ class ChainedFilter {
 
   Chain chain_;
   const double error_rate_;
+  const uint64_t hash_seed_;
 };
 
 }  // namespace bloomgate

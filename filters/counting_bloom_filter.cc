@@ -1,5 +1,7 @@
 #include "filters/counting_bloom_filter.h"
 
+#include "filters/hash_seed.h"
+
 #include <algorithm>
 #include <new>
 #include <utility>
@@ -30,14 +32,16 @@ FilterStatus CountingBloomFilter::Create(const CountingBloomOptions& options,
       Chain::Start(options.capacity, Chain::FirstErrorRate(error_rate, options.expansion),
                    BlockedCountingBloom::BlockCellsFor(options.counter_bits),
                    /*owner_bytes=*/sizeof(CountingBloomFilter), limits, budget, &first);
-  return Adopt(status, error_rate, options.expansion, limits, &first, out);
+  return Adopt(status, error_rate, options.expansion, SeedOrNew(options.hash_seed),
+               limits, &first, out);
 }
 
 FilterStatus CountingBloomFilter::Restore(double error_rate, uint32_t expansion,
                                           uint32_t counter_bits,
                                           std::span<const CountingBloomLayerShape> layers,
                                           const FilterLimits& limits, MemoryBudget* budget,
-                                          std::unique_ptr<CountingBloomFilter>* out) {
+                                          std::unique_ptr<CountingBloomFilter>* out,
+                                          uint64_t hash_seed) {
   out->reset();
   // The loader has already refused these with precise texts; here they only
   // must never produce a filter. The chain checks the rest the same way.
@@ -48,7 +52,7 @@ FilterStatus CountingBloomFilter::Restore(double error_rate, uint32_t expansion,
   const FilterStatus status = Chain::Restore(
       layers, expansion, BlockedCountingBloom::BlockCellsFor(counter_bits),
       /*owner_bytes=*/sizeof(CountingBloomFilter), limits, budget, &chain);
-  return Adopt(status, error_rate, expansion, limits, &chain, out);
+  return Adopt(status, error_rate, expansion, hash_seed, limits, &chain, out);
 }
 
 // The chain gives memory_bytes() back to the budget.

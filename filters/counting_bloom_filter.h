@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -21,6 +22,9 @@ struct CountingBloomOptions {
   uint64_t capacity = 100;   // as BF.*: bf-initial-size
   uint32_t expansion = 2;    // as BF.*: 0 = NONSCALING
   uint32_t counter_bits = kCountingBloomNarrowCounterBits;  // 4 or 8 (COUNTERBITS)
+  // The item hash's seed (key_hash.h); unset: Create draws a fresh one with
+  // NewHashSeed(). Set only to rebuild a known filter (tests, golden files).
+  std::optional<uint64_t> hash_seed;
 };
 
 // One layer, as CBF.INFO and a snapshot writer see it.
@@ -162,7 +166,7 @@ class CountingBloomFilter : public ChainedFilter<CountingBloomLayerTraits> {
   static FilterStatus Restore(double error_rate, uint32_t expansion, uint32_t counter_bits,
                               std::span<const CountingBloomLayerShape> layers,
                               const FilterLimits& limits, MemoryBudget* budget,
-                              std::unique_ptr<CountingBloomFilter>* out);
+                              std::unique_ptr<CountingBloomFilter>* out, uint64_t hash_seed = 0);
 
   // Releases memory_bytes() back to the budget. No call may be running.
   ~CountingBloomFilter();

@@ -8,6 +8,7 @@
 #include <new>
 #include <utility>
 
+#include "filters/hash_seed.h"
 #include "filters/memory_reservation.h"
 
 namespace bloomgate {
@@ -69,7 +70,8 @@ FilterStatus CuckooFilter::Create(const CuckooFilterOptions& options, const Filt
   if (budget != nullptr && !budget->TryReserve(object_bytes)) return FilterStatus::kOutOfMemory;
   PendingReservation reservation(budget, object_bytes);
   std::unique_ptr<CuckooFilter> filter(new (std::nothrow) CuckooFilter(
-      options, expansion, base_buckets, limits, budget, /*bytes=*/object_bytes));
+      options, expansion, base_buckets, SeedOrNew(options.hash_seed), limits, budget,
+      /*bytes=*/object_bytes));
   if (filter == nullptr) return FilterStatus::kOutOfMemory;
   reservation.Keep();  // the filter's destructor releases memory_bytes_ from here on
   // No other thread can see the filter yet; the lock is for form (and TSan).
@@ -128,7 +130,8 @@ FilterStatus CuckooFilter::Restore(const CuckooFilterShape& shape, const FilterL
   // memory_bytes_ = total from the start: the destructor releases exactly
   // what was reserved even if an allocation below fails.
   std::unique_ptr<CuckooFilter> filter(new (std::nothrow) CuckooFilter(
-      options, shape.expansion, shape.base_buckets, limits, budget, /*bytes=*/total));
+      options, shape.expansion, shape.base_buckets, shape.hash_seed, limits, budget,
+      /*bytes=*/total));
   if (filter == nullptr) return FilterStatus::kOutOfMemory;
   reservation.Keep();
   // No other thread can see the filter yet; the lock is for form (and TSan).
@@ -154,13 +157,14 @@ FilterStatus CuckooFilter::Restore(const CuckooFilterShape& shape, const FilterL
 }
 
 CuckooFilter::CuckooFilter(const CuckooFilterOptions& options, uint32_t expansion,
-                           uint64_t base_buckets, const FilterLimits& limits, MemoryBudget* budget,
-                           uint64_t bytes)
+                           uint64_t base_buckets, uint64_t hash_seed, const FilterLimits& limits,
+                           MemoryBudget* budget, uint64_t bytes)
     : base_buckets_(base_buckets),
       bucket_size_(options.bucket_size),
       max_iterations_(options.max_iterations),
       expansion_(expansion),
       max_expansions_(options.max_expansions),
+      hash_seed_(hash_seed),
       limits_(limits),
       budget_(budget),
       memory_bytes_(bytes) {}
@@ -234,17 +238,20 @@ uint32_t CuckooFilter::VictimSlot(uint64_t seed, uint32_t kick) const {
   return static_cast<uint32_t>(((x >> 32) * bucket_size_) >> 32);
 }
 
-bool CuckooFilter::KickInsert(SubFilter& sub, uint8_t fp, uint64_t i1) {
+bool CuckooFilter::KickInsert(SubFilter& sub, uint8_t fp, uint64_t i1, uint32_t max_kicks,
+                              uint32_t* kicks_made) {
   const uint64_t mask = sub.num_buckets - 1;
   uint64_t bucket = i1 & mask;
   uint8_t carried = fp;
-  for (uint32_t kick = 0; kick < max_iterations_; ++kick) {
+  *kicks_made = max_kicks;
+  for (uint32_t kick = 0; kick < max_kicks; ++kick) {
     // Put the carried fingerprint in the victim slot and carry the evicted
     // one to ITS other bucket.
     std::swap(sub.slots[bucket * bucket_size_ + VictimSlot(i1, kick)], carried);
     bucket = AltIndex(bucket, carried) & mask;
     if (uint8_t* slot = FindInBucket(sub.slots.get() + bucket * bucket_size_, bucket_size_, 0)) {
       *slot = carried;
+      *kicks_made = kick + 1;
       return true;
     }
   }
@@ -252,14 +259,14 @@ bool CuckooFilter::KickInsert(SubFilter& sub, uint8_t fp, uint64_t i1) {
   // one above (alt is an involution, and the victim slot of each kick is
   // recomputed), so the sub-filter ends byte for byte as it began and
   // `carried` is fp again.
-  for (uint32_t kick = max_iterations_; kick-- > 0;) {
+  for (uint32_t kick = max_kicks; kick-- > 0;) {
     bucket = AltIndex(bucket, carried) & mask;
     std::swap(sub.slots[bucket * bucket_size_ + VictimSlot(i1, kick)], carried);
   }
   return false;
 }
 
-FilterStatus CuckooFilter::Insert(uint8_t fp, uint64_t i1) {
+FilterStatus CuckooFilter::Insert(uint8_t fp, uint64_t i1, uint64_t* kicks_left) {
   for (uint32_t k = num_filters_; k-- > 0;) {
     if (uint8_t* slot = FreeSlot(filters_[k], fp, i1)) {
       *slot = fp;
@@ -267,7 +274,15 @@ FilterStatus CuckooFilter::Insert(uint8_t fp, uint64_t i1) {
       return FilterStatus::kOk;
     }
   }
-  if (KickInsert(filters_[num_filters_ - 1], fp, i1)) {
+  uint32_t max_kicks = max_iterations_;
+  if (kicks_left != nullptr && *kicks_left < max_kicks) {
+    max_kicks = static_cast<uint32_t>(*kicks_left);
+  }
+  uint32_t kicks_made = 0;
+  const bool placed = KickInsert(filters_[num_filters_ - 1], fp, i1, max_kicks, &kicks_made);
+  kicks_ += kicks_made;
+  if (kicks_left != nullptr) *kicks_left -= kicks_made;
+  if (placed) {
     ++items_;
     return FilterStatus::kOk;
   }
@@ -281,17 +296,17 @@ FilterStatus CuckooFilter::Insert(uint8_t fp, uint64_t i1) {
   return FilterStatus::kOk;
 }
 
-FilterStatus CuckooFilter::Add(const KeyHash& h) {
+FilterStatus CuckooFilter::Add(const KeyHash& h, uint64_t* kicks_left) {
   std::unique_lock lock(mutex_);
-  return Insert(FingerprintOf(h), h.hi);
+  return Insert(FingerprintOf(h), h.hi, kicks_left);
 }
 
-FilterStatus CuckooFilter::AddIfAbsent(const KeyHash& h, bool* added) {
+FilterStatus CuckooFilter::AddIfAbsent(const KeyHash& h, bool* added, uint64_t* kicks_left) {
   *added = false;
   const uint8_t fp = FingerprintOf(h);
   std::unique_lock lock(mutex_);
   if (Contains(fp, h.hi)) return FilterStatus::kOk;
-  const FilterStatus status = Insert(fp, h.hi);
+  const FilterStatus status = Insert(fp, h.hi, kicks_left);
   *added = status == FilterStatus::kOk;
   return status;
 }
@@ -399,6 +414,11 @@ uint64_t CuckooFilter::memory_bytes() const {
 
 uint64_t CuckooFilter::num_buckets() const { return base_buckets_; }
 
+uint64_t CuckooFilter::kicks() const {
+  std::shared_lock lock(mutex_);
+  return kicks_;
+}
+
 uint64_t CuckooFilter::total_buckets() const {
   std::shared_lock lock(mutex_);
   uint64_t total = 0;
@@ -446,6 +466,7 @@ CuckooFilterShape CuckooFilter::Shape() const {
   shape.num_filters = num_filters_;
   shape.items = items_;
   shape.deletes = deletes_;
+  shape.hash_seed = hash_seed_;
   return shape;
 }
 

@@ -2,7 +2,9 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <shared_mutex>
+#include <string_view>
 #include <vector>
 
 #include "filters/filter_status.h"
@@ -20,6 +22,9 @@ struct CuckooFilterOptions {
   // 0 = non-scaling.
   uint32_t expansion = 1;
   uint32_t max_expansions = kDefaultCuckooMaxExpansions;  // cf-max-expansions [1, 65536]
+  // The item hash's seed (key_hash.h); unset: Create draws a fresh one with
+  // NewHashSeed(). Set only to rebuild a known filter (tests, golden files).
+  std::optional<uint64_t> hash_seed;
 };
 
 // CF.INFO's eight fields, in RedisBloom's order, read under one lock.
@@ -54,6 +59,7 @@ struct CuckooFilterShape {
   uint32_t num_filters = 0;     // [1, max_expansions]; exactly 1 when expansion is 0
   uint64_t items = 0;           // occupied slots
   uint64_t deletes = 0;         // removes since the last compaction
+  uint64_t hash_seed = 0;       // the item hash's seed; 0 = saved before seeds existed
 };
 
 // A cuckoo filter with RedisBloom's semantics (cuckoo.c; COMPAT.md 1.7), on
@@ -176,12 +182,21 @@ class CuckooFilter {
   // (non-scaling, no room); kMaxExpansions; or, when a sub-filter must be
   // appended, kFilterMemoryLimit / kOutOfMemory. On any failure the filter is
   // exactly as it was.
-  FilterStatus Add(const KeyHash& h);
+  //
+  // `kicks_left`, when given, is what the caller's command may still spend
+  // on cuckoo kicks (see kCommandKickBudget in limits.h): this insert makes
+  // at most min(max_iterations, *kicks_left) kicks and subtracts the kicks it
+  // made (a failed walk and its undo count once per kick). With nothing left
+  // the item is treated as if its kicks had failed: the filter grows if it
+  // can, else kFull / kMaxExpansions -- RedisBloom's answers for a full
+  // filter. The result depends only on the filter and *kicks_left, so a
+  // replay that passes the same budget builds the same filter.
+  FilterStatus Add(const KeyHash& h, uint64_t* kicks_left = nullptr);
 
   // CF.ADDNX: if the item is (probably) present, *added = false and kOk;
   // otherwise as Add, with *added = true on kOk. Check and insert are one
   // atomic step (under the exclusive lock).
-  FilterStatus AddIfAbsent(const KeyHash& h, bool* added);
+  FilterStatus AddIfAbsent(const KeyHash& h, bool* added, uint64_t* kicks_left = nullptr);
 
   // True if the item's fingerprint is in one of its buckets in any sub-filter.
   bool MayContain(const KeyHash& h) const;
@@ -208,6 +223,13 @@ class CuckooFilter {
   uint32_t max_iterations() const { return max_iterations_; }
   uint32_t max_expansions() const { return max_expansions_; }
   const FilterLimits& limits() const { return limits_; }
+  // The seed every item is hashed with (one for all sub-filters: an item's
+  // i1 must be the same in each, or compaction could not move it down).
+  uint64_t hash_seed() const { return hash_seed_; }
+  KeyHash Hash(std::string_view item) const { return HashKey(item, hash_seed_); }
+  // Cuckoo kicks made since this object was created or restored: the work
+  // counter the kick-budget tests bound (not saved; not in CF.INFO).
+  uint64_t kicks() const;
 
   // Per sub-filter details, oldest first. Counts occupied slots: O(bytes).
   std::vector<CuckooSubFilterInfo> SubFilters() const;
@@ -248,7 +270,8 @@ class CuckooFilter {
   };
 
   CuckooFilter(const CuckooFilterOptions& options, uint32_t expansion, uint64_t base_buckets,
-               const FilterLimits& limits, MemoryBudget* budget, uint64_t bytes);
+               uint64_t hash_seed, const FilterLimits& limits, MemoryBudget* budget,
+               uint64_t bytes);
 
   // All below run with mutex_ held (shared for const, exclusive otherwise).
   uint8_t* Bucket(const SubFilter& sub, uint64_t index) const {
@@ -256,8 +279,10 @@ class CuckooFilter {
   }
   uint8_t* FreeSlot(const SubFilter& sub, uint8_t fp, uint64_t index) const;
   bool Contains(uint8_t fp, uint64_t i1) const;
-  FilterStatus Insert(uint8_t fp, uint64_t i1);
-  bool KickInsert(SubFilter& sub, uint8_t fp, uint64_t i1);
+  FilterStatus Insert(uint8_t fp, uint64_t i1, uint64_t* kicks_left);
+  // At most `max_kicks` kicks; returns how many it made in *kicks_made.
+  bool KickInsert(SubFilter& sub, uint8_t fp, uint64_t i1, uint32_t max_kicks,
+                  uint32_t* kicks_made);
   // The slot kick number `kick` of item i1 evicts: pseudo-random, and
   // recomputable, so a failed insert can retrace its kicks backwards.
   uint32_t VictimSlot(uint64_t seed, uint32_t kick) const;
@@ -269,6 +294,7 @@ class CuckooFilter {
   const uint32_t max_iterations_;
   const uint32_t expansion_;  // a power of two, or 0 = non-scaling
   const uint32_t max_expansions_;
+  const uint64_t hash_seed_;
   const FilterLimits limits_;
   MemoryBudget* const budget_;
 
@@ -280,6 +306,7 @@ class CuckooFilter {
   uint32_t num_filters_ = 0;
   uint32_t filters_capacity_ = 0;
   uint64_t items_ = 0;    // occupied slots over all sub-filters
+  uint64_t kicks_ = 0;    // see kicks()
   uint64_t deletes_ = 0;  // successful removes since the last compaction
   uint64_t memory_bytes_;
 };

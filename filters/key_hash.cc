@@ -8,8 +8,10 @@
 
 namespace bloomgate {
 
-KeyHash HashKey(std::string_view item) {
-  const XXH128_hash_t h = XXH3_128bits(item.data(), item.size());
+KeyHash HashKey(std::string_view item, uint64_t seed) {
+  // With seed 0 this is XXH3_128bits exactly (xxhash.h: "seed == 0 produces
+  // the same results as XXH3_128bits()"), which keeps legacy filters valid.
+  const XXH128_hash_t h = XXH3_128bits_withSeed(item.data(), item.size(), seed);
   return KeyHash{/*lo=*/h.low64, /*hi=*/h.high64};
 }
 

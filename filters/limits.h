@@ -67,6 +67,29 @@ constexpr uint32_t kMaxCuckooExpansion = 32768;
 constexpr uint32_t kMaxCuckooMaxExpansions = 65536;
 constexpr uint32_t kDefaultCuckooMaxExpansions = 32;
 
+// The cuckoo kicks one command may make over all its items: a fixed
+// allowance plus kKicksPerItem per item. Why: MAXITERATIONS goes up to 65,535
+// and a failed insert walks that many kicks and undoes them, so a 20,000-item
+// CF.INSERT into a full filter made 1.3 billion kicks and held its I/O
+// thread (and every client on it) for 23 s (54 s on our shared VM, in
+// bench/long_command_bench.py; 0.22 s with this bound, parsing and the
+// 20,000 replies included). A kick and its undo are two slot swaps, so one
+// CF.ADD at MAXITERATIONS 65,535 still makes all its kicks, while a long
+// CF.INSERT stops kicking once the allowance is spent: later items answer as
+// for a full filter (README "Limits"). 20 per item is RedisBloom's default
+// MAXITERATIONS, so a command at the defaults is never cut short: its work
+// already scales with its length, as parsing it does. A constant, not a
+// setting: replaying CF.INSERT from the log must spend the same budget.
+// The allowance is given up front and kKicksPerItem accrues as each item is
+// tried, so an item's outcome depends only on the items before it: a
+// CF.INSERT journaled cut short (stopped by maxmemory) replays its prefix
+// exactly. CommandKickBudget(n) is what n items may spend in all.
+constexpr uint64_t kCommandKickAllowance = uint64_t{1} << 20;
+constexpr uint64_t kKicksPerItem = 20;
+constexpr uint64_t CommandKickBudget(uint64_t items) {
+  return kCommandKickAllowance + kKicksPerItem * items;  // items < 2^59: no overflow
+}
+
 // The most buckets one cuckoo sub-filter may have: 2^56, RedisBloom's guard
 // on its 56-bit bucket count. With 255-slot buckets that is < 2^64 bytes, so
 // no byte count overflows; any such filter is refused by the memory caps or

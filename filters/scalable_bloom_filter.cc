@@ -1,5 +1,7 @@
 #include "filters/scalable_bloom_filter.h"
 
+#include "filters/hash_seed.h"
+
 #include <algorithm>
 #include <new>
 #include <utility>
@@ -23,13 +25,15 @@ FilterStatus ScalableBloomFilter::Create(const ScalableBloomOptions& options,
       Chain::Start(options.capacity, Chain::FirstErrorRate(error_rate, options.expansion),
                    /*block_cells=*/kBloomBlockBits, /*owner_bytes=*/sizeof(ScalableBloomFilter),
                    limits, budget, &first);
-  return Adopt(status, error_rate, options.expansion, limits, &first, out);
+  return Adopt(status, error_rate, options.expansion, SeedOrNew(options.hash_seed),
+               limits, &first, out);
 }
 
 FilterStatus ScalableBloomFilter::Restore(double error_rate, uint32_t expansion,
                                           std::span<const BloomLayerShape> layers,
                                           const FilterLimits& limits, MemoryBudget* budget,
-                                          std::unique_ptr<ScalableBloomFilter>* out) {
+                                          std::unique_ptr<ScalableBloomFilter>* out,
+                                          uint64_t hash_seed) {
   out->reset();
   // The loader has already refused this with a precise text; here it only
   // must never produce a filter. The chain checks the rest the same way.
@@ -38,7 +42,7 @@ FilterStatus ScalableBloomFilter::Restore(double error_rate, uint32_t expansion,
   const FilterStatus status =
       Chain::Restore(layers, expansion, /*block_cells=*/kBloomBlockBits,
                      /*owner_bytes=*/sizeof(ScalableBloomFilter), limits, budget, &chain);
-  return Adopt(status, error_rate, expansion, limits, &chain, out);
+  return Adopt(status, error_rate, expansion, hash_seed, limits, &chain, out);
 }
 
 // The chain gives memory_bytes() back to the budget.

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -20,6 +21,9 @@ struct ScalableBloomOptions {
   double error_rate = 0.01;  // RedisBloom's default bf-error-rate
   uint64_t capacity = 100;   // bf-initial-size
   uint32_t expansion = 2;    // bf-expansion-factor; 0 = NONSCALING
+  // The item hash's seed (key_hash.h); unset: Create draws a fresh one with
+  // NewHashSeed(). Set only to rebuild a known filter (tests, golden files).
+  std::optional<uint64_t> hash_seed;
 };
 
 // One layer, as BF.DEBUG / BF.INFO and the snapshot writer see it.
@@ -112,9 +116,11 @@ class ScalableBloomFilter : public ChainedFilter<BloomLayerTraits> {
   // limits.max_filter_bytes (-> kFilterMemoryLimit) and reserved in *budget
   // (-> kOutOfMemory) before anything is allocated; failures leave nothing
   // reserved and *out reset. Never throws. Later growth follows `limits`.
+  // hash_seed is the saved one (0 for filters saved before seeds existed).
   static FilterStatus Restore(double error_rate, uint32_t expansion,
                               std::span<const BloomLayerShape> layers, const FilterLimits& limits,
-                              MemoryBudget* budget, std::unique_ptr<ScalableBloomFilter>* out);
+                              MemoryBudget* budget, std::unique_ptr<ScalableBloomFilter>* out,
+                              uint64_t hash_seed = 0);
 
   // Releases memory_bytes() back to the budget. No call may be running.
   ~ScalableBloomFilter();

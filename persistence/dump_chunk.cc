@@ -16,7 +16,10 @@ namespace {
 
 // The bytes drawn in dump_chunk.h.
 constexpr std::string_view kMagic = "BGDC";
-constexpr uint8_t kChunkFormatVersion = 1;
+// 2: the header chunk's filter header carries the filter's hash seed (layout
+// version 2); chunks of version 1 (seed 0) still load.
+constexpr uint8_t kChunkFormatVersion = 2;
+constexpr uint8_t kOldestChunkFormatVersion = 1;
 constexpr uint8_t kHeaderChunk = 1;
 constexpr uint8_t kPayloadChunk = 2;
 constexpr size_t kPrefixBytes = 4 + 1 + 1 + 1 + 8;         // magic .. header id: 15
@@ -73,9 +76,10 @@ Status OpenChunk(std::string_view chunk, ChunkPrefix* prefix, std::string_view* 
   uint8_t version = 0;
   r.GetBytes(kMagic.size(), &magic);
   r.GetU8(&version);
-  if (version != kChunkFormatVersion) {
+  if (version < kOldestChunkFormatVersion || version > kChunkFormatVersion) {
     return Status::Error("dump chunk format version " + std::to_string(version) +
-                         " not supported (expected " + std::to_string(kChunkFormatVersion) + ")");
+                         " not supported (expected " + std::to_string(kOldestChunkFormatVersion) +
+                         " to " + std::to_string(kChunkFormatVersion) + ")");
   }
   const std::string_view covered = chunk.substr(0, chunk.size() - kChecksumBytes);
   uint64_t stored = 0;

@@ -14,7 +14,7 @@
 // Chunk bytes (little-endian, as persistence/byte_io.h):
 //
 //   +0  4  magic "BGDC"
-//   +4  u8 chunk format version   1
+//   +4  u8 chunk format version   2 (1 still read: its filters have seed 0)
 //   +5  u8 chunk type             1 = header, 2 = payload
 //   +6  u8 filter kind            FilterKind
 //   +7  u64 header id             XXH3-64 of the FilterHeader bytes, seeded

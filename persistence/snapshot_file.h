@@ -29,7 +29,11 @@
 
 namespace bloomgate {
 
-inline constexpr uint32_t kSnapshotFormatVersion = 1;
+// Version 2: filter headers carry each filter's own hash seed (layout
+// version 2, codec/header_fields.h). The file's own bytes are laid out as in
+// version 1, which is still read (its filters hash with seed 0).
+inline constexpr uint32_t kSnapshotFormatVersion = 2;
+inline constexpr uint32_t kOldestSnapshotFormatVersion = 1;
 
 // The longest key name a snapshot holds: Redis's proto-max-bulk-len default
 // (512 MiB), the longest argument a client can send. Checked before the

@@ -181,7 +181,7 @@ int Build(int argc, char** argv) {
   auto add = [&](std::string_view item) {
     if (failure != FilterStatus::kOk) return;
     bool was_new = false;
-    failure = filter->Add(HashKey(item), &was_new);
+    failure = filter->Add(filter->Hash(item), &was_new);
     ++added;
   };
   if (!buffered.empty() || (input == "-" && !capacity_given)) {

@@ -1,7 +1,7 @@
 // The scalable Bloom filter's codec (FilterKind::kScalableBloom = 1).
 //
-// HEADER BYTES, layout version 1: the common prefix (header_fields.h, 12
-// bytes, block_layout 1), then
+// HEADER BYTES, layout version 2 (version 1 differs only in its seed):
+// the common prefix (header_fields.h, 12 bytes, block_layout 1), then
 //
 // Scalable Bloom (kind 1), 28 + 40 x layers bytes:
 //
@@ -44,12 +44,13 @@ constexpr size_t kLayerCountAt = kCommonBytes + 8 + 4;  // 24
 struct BloomHeader {
   double error_rate = 0;
   uint32_t expansion = 0;
+  uint64_t hash_seed = 0;
   std::vector<BloomLayerShape> layers;
 };
 
 Status DecodeBloomHeader(std::string_view bytes, uint64_t payload_bytes, BloomHeader* out) {
   FieldReader r(bytes);
-  if (Status s = GetCommon(&r, kBlockedBloomLayout); !s.ok()) return s;
+  if (Status s = GetCommon(&r, kBlockedBloomLayout, &out->hash_seed); !s.ok()) return s;
   uint32_t num_layers = 0;
   r.F64("error_rate", &out->error_rate);
   r.U32("expansion", &out->expansion);
@@ -126,7 +127,7 @@ class Codec final : public TypedCodec<ScalableBloomFilter> {
         OverCap(payload_bytes, limits)
             ? FilterStatus::kFilterMemoryLimit
             : ScalableBloomFilter::Restore(header.error_rate, header.expansion, header.layers,
-                                           limits, budget, &filter);
+                                           limits, budget, &filter, header.hash_seed);
     if (status != FilterStatus::kOk) return RestoreFailed(status, payload_bytes, limits, budget);
     out->reset(new (std::nothrow) Loader(payload_bytes, std::move(filter)));
     return LoaderMade(*out);
@@ -138,7 +139,7 @@ class Codec final : public TypedCodec<ScalableBloomFilter> {
     ByteWriter w(&header.bytes);
     const std::vector<BloomLayerInfo> layers = bloom.Layers();
     header.kind = FilterKind::kScalableBloom;
-    PutCommon(&w, kBlockedBloomLayout);
+    PutCommon(&w, kBlockedBloomLayout, bloom.hash_seed());
     w.PutF64(bloom.error_rate());
     w.PutU32(bloom.expansion());
     w.PutU32(static_cast<uint32_t>(layers.size()));

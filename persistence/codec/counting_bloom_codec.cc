@@ -1,7 +1,7 @@
 // The counting Bloom filter's codec (FilterKind::kCountingBloom = 2).
 //
-// HEADER BYTES, layout version 1: the common prefix (header_fields.h, 12
-// bytes, block_layout 1), then
+// HEADER BYTES, layout version 2 (version 1 differs only in its seed):
+// the common prefix (header_fields.h, 12 bytes, block_layout 1), then
 //
 //   +12 f64 error_rate       as Bloom
 //   +20 u32 expansion        as Bloom
@@ -45,12 +45,13 @@ struct CountingHeader {
   double error_rate = 0;
   uint32_t expansion = 0;
   uint32_t counter_bits = 0;
+  uint64_t hash_seed = 0;
   std::vector<CountingBloomLayerShape> layers;
 };
 
 Status DecodeCountingHeader(std::string_view bytes, uint64_t payload_bytes, CountingHeader* out) {
   FieldReader r(bytes);
-  if (Status s = GetCommon(&r, kBlockedBloomLayout); !s.ok()) return s;
+  if (Status s = GetCommon(&r, kBlockedBloomLayout, &out->hash_seed); !s.ok()) return s;
   uint8_t counter_bits = 0;
   uint32_t num_layers = 0;
   r.F64("error_rate", &out->error_rate);
@@ -142,7 +143,7 @@ class Codec final : public TypedCodec<CountingBloomFilter> {
             ? FilterStatus::kFilterMemoryLimit
             : CountingBloomFilter::Restore(header.error_rate, header.expansion,
                                            header.counter_bits, header.layers, limits, budget,
-                                           &filter);
+                                           &filter, header.hash_seed);
     if (status != FilterStatus::kOk) return RestoreFailed(status, payload_bytes, limits, budget);
     out->reset(new (std::nothrow) Loader(payload_bytes, std::move(filter)));
     return LoaderMade(*out);
@@ -155,7 +156,7 @@ class Codec final : public TypedCodec<CountingBloomFilter> {
     const std::vector<CountingBloomLayerInfo> layers = counting.Layers();
     const uint32_t counter_bits = counting.counter_bits();
     header.kind = FilterKind::kCountingBloom;
-    PutCommon(&w, kBlockedBloomLayout);
+    PutCommon(&w, kBlockedBloomLayout, counting.hash_seed());
     w.PutF64(counting.error_rate());
     w.PutU32(counting.expansion());
     w.PutU8(static_cast<uint8_t>(counter_bits));

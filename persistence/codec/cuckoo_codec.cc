@@ -1,7 +1,7 @@
 // The cuckoo filter's codec (FilterKind::kCuckoo = 3).
 //
-// HEADER BYTES, layout version 1: the common prefix (header_fields.h, 12
-// bytes, block_layout 2), then
+// HEADER BYTES, layout version 2 (version 1 differs only in its seed):
+// the common prefix (header_fields.h, 12 bytes, block_layout 2), then
 //
 //   +12 u32 bucket_size      [1, 255]
 //   +16 u32 max_iterations   [1, 65535]
@@ -41,8 +41,8 @@ constexpr size_t kFilterCountAt = kCommonBytes + 4 * 4 + 8;  // 36
 Status DecodeCuckooHeader(std::string_view bytes, uint64_t payload_bytes,
                           CuckooFilterShape* out) {
   FieldReader r(bytes);
-  if (Status s = GetCommon(&r, kCuckooLayout); !s.ok()) return s;
   CuckooFilterShape& shape = *out;
+  if (Status s = GetCommon(&r, kCuckooLayout, &shape.hash_seed); !s.ok()) return s;
   r.U32("bucket_size", &shape.bucket_size);
   r.U32("max_iterations", &shape.max_iterations);
   r.U32("expansion", &shape.expansion);
@@ -174,7 +174,7 @@ class Codec final : public TypedCodec<CuckooFilter> {
     ByteWriter w(&header.bytes);
     const CuckooFilterShape shape = cuckoo.Shape();  // the one shared lock
     header.kind = FilterKind::kCuckoo;
-    PutCommon(&w, kCuckooLayout);
+    PutCommon(&w, kCuckooLayout, shape.hash_seed);
     w.PutU32(shape.bucket_size);
     w.PutU32(shape.max_iterations);
     w.PutU32(shape.expansion);

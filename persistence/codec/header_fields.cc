@@ -61,14 +61,14 @@ void FieldReader::Note(const char* field, bool ok) {
 
 // ---- The common prefix ------------------------------------------------------
 
-void PutCommon(ByteWriter* w, uint8_t layout) {
+void PutCommon(ByteWriter* w, uint8_t layout, uint64_t hash_seed) {
   w->PutU16(kLayoutVersion);
   w->PutU8(kHashXxh3_128);
-  w->PutU64(kHashSeed);
+  w->PutU64(hash_seed);
   w->PutU8(layout);
 }
 
-Status GetCommon(FieldReader* r, uint8_t expected_layout) {
+Status GetCommon(FieldReader* r, uint8_t expected_layout, uint64_t* hash_seed) {
   uint16_t version = 0;
   uint8_t hash = 0;
   uint64_t seed = 0;
@@ -77,8 +77,9 @@ Status GetCommon(FieldReader* r, uint8_t expected_layout) {
   // differently, so nothing else is looked at before it is known.
   r->U16("layout_version", &version);
   if (r->failed()) return r->Truncated();
-  if (version != kLayoutVersion) {
+  if (version != kLayoutVersion && version != kLegacyLayoutVersion) {
     return Status::Error("layout_version " + Num(uint64_t{version}) + " not supported (expected " +
+                         Num(uint64_t{kLegacyLayoutVersion}) + " or " +
                          Num(uint64_t{kLayoutVersion}) + ")");
   }
   r->U8("hash_algorithm", &hash);
@@ -89,14 +90,16 @@ Status GetCommon(FieldReader* r, uint8_t expected_layout) {
     return Status::Error("hash_algorithm " + Num(uint64_t{hash}) +
                          " not supported (expected 1 = XXH3-128)");
   }
-  if (seed != kHashSeed) {
-    return Status::Error("hash_seed " + Num(seed) + " not supported (expected 0)");
+  if (version == kLegacyLayoutVersion && seed != kLegacyHashSeed) {
+    return Status::Error("hash_seed " + Num(seed) +
+                         " in a layout_version 1 header (version 1 filters have seed 0)");
   }
   if (layout != expected_layout) {
     return Status::Error("block_layout " + Num(uint64_t{layout}) +
                          " not supported for this family (expected " +
                          Num(uint64_t{expected_layout}) + ")");
   }
+  *hash_seed = seed;
   return Status::Ok();
 }
 

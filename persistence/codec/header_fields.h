@@ -3,13 +3,18 @@
 // the two blocked families, and the texts of range errors. Each family's
 // own fields are drawn in its codec file (bloom_codec.cc, ...).
 //
-// COMMON PREFIX, layout version 1, all families (12 bytes). Every integer
+// COMMON PREFIX, layout version 2, all families (12 bytes). Every integer
 // little-endian, written field by field with ByteWriter (never a packed
 // struct); f64 = the IEEE-754 bit pattern as a u64. Sizes in bytes.
 //
-//   +0  u16 layout_version   1
+//   +0  u16 layout_version   2 (written); 1 is still read
 //   +2  u8  hash_algorithm   1 = XXH3-128 of the item bytes (filters/key_hash.h)
-//   +3  u64 hash_seed        0
+//   +3  u64 hash_seed        the filter's own seed: items are hashed with
+//                            XXH3_128bits_withSeed(item, hash_seed). Any
+//                            value in version 2 (a new filter draws a random
+//                            non-zero one; 0 is a filter first saved in
+//                            version 1). Version 1 had no per-filter seeds:
+//                            its headers must say 0, plain XXH3_128bits.
 //   +11 u8  block_layout     1 = 512-bit blocked: block = fastrange64(hash.hi,
 //                                blocks), probe i = top bits of hash.lo * M^i,
 //                                M = 0x9e3779b97f4a7c15 (blocked_bloom.h,
@@ -21,6 +26,8 @@
 // Nothing follows a family's last field: a header with trailing bytes is
 // refused. Versioning: any change to these bytes, or to what a field means,
 // takes a new layout_version; decoders refuse versions they do not know.
+// Version 1 -> 2 (per-filter seeds): only what hash_seed may hold changed,
+// so a version 1 header decodes as version 2 with seed 0.
 #pragma once
 
 #include <cstddef>
@@ -36,9 +43,10 @@
 
 namespace bloomgate::codec {
 
-inline constexpr uint16_t kLayoutVersion = 1;
+inline constexpr uint16_t kLayoutVersion = 2;
+inline constexpr uint16_t kLegacyLayoutVersion = 1;  // seed always 0
 inline constexpr uint8_t kHashXxh3_128 = 1;
-inline constexpr uint64_t kHashSeed = 0;
+inline constexpr uint64_t kLegacyHashSeed = 0;
 inline constexpr uint8_t kBlockedBloomLayout = 1;
 inline constexpr uint8_t kCuckooLayout = 2;
 inline constexpr size_t kCommonBytes = 12;
@@ -97,10 +105,10 @@ class FieldReader {
 
 // ---- The common prefix ------------------------------------------------------
 
-void PutCommon(ByteWriter* w, uint8_t layout);
+void PutCommon(ByteWriter* w, uint8_t layout, uint64_t hash_seed);
 // Reads and checks the prefix; the version first, since a later version may
-// lay out everything after it differently.
-Status GetCommon(FieldReader* r, uint8_t expected_layout);
+// lay out everything after it differently. *hash_seed is the filter's seed.
+Status GetCommon(FieldReader* r, uint8_t expected_layout, uint64_t* hash_seed);
 
 // ---- Checks shared by the blocked families (Bloom, counting Bloom) ---------
 

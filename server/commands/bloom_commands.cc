@@ -149,7 +149,7 @@ bool FindForRead(CommandContext& ctx, EntryPtr* entry) {
 void CmdExists(CommandContext& ctx) {
   EntryPtr entry;
   if (!FindForRead(ctx, &entry)) return;
-  ctx.reply.Bool(entry != nullptr && entry->bloom()->MayContain(HashKey(ctx.args[2])));
+  ctx.reply.Bool(entry != nullptr && entry->bloom()->MayContain(entry->bloom()->Hash(ctx.args[2])));
 }
 
 // BF.MEXISTS key item [item ...]
@@ -159,7 +159,7 @@ void CmdMExists(CommandContext& ctx) {
   auto items = ctx.args.subspan(2);
   ctx.reply.ArrayHeader(items.size());
   for (std::string_view item : items) {
-    ctx.reply.Bool(entry != nullptr && entry->bloom()->MayContain(HashKey(item)));
+    ctx.reply.Bool(entry != nullptr && entry->bloom()->MayContain(entry->bloom()->Hash(item)));
   }
 }
 

@@ -117,7 +117,7 @@ BloomAddResult AddBloomItems(KeyEntry& entry, std::span<const std::string_view> 
   bool changed = false;
   for (std::string_view item : items) {
     bool added = false;
-    const FilterStatus status = filter.Add(HashKey(item), &added);
+    const FilterStatus status = filter.Add(filter.Hash(item), &added);
     if (status != FilterStatus::kOk) {
       result.status = BloomAddStatus(status);
       break;

@@ -140,7 +140,7 @@ void CmdExists(CommandContext& ctx) {
   EntryPtr holder;
   const CountingBloomFilter* filter = nullptr;
   if (!FindForRead(ctx, &holder, &filter)) return;
-  ctx.reply.Bool(filter != nullptr && filter->MayContain(HashKey(ctx.args[2])));
+  ctx.reply.Bool(filter != nullptr && filter->MayContain(filter->Hash(ctx.args[2])));
 }
 
 // CBF.MEXISTS key item [item ...]
@@ -151,7 +151,7 @@ void CmdMExists(CommandContext& ctx) {
   auto items = ctx.args.subspan(2);
   ctx.reply.ArrayHeader(items.size());
   for (std::string_view item : items) {
-    ctx.reply.Bool(filter != nullptr && filter->MayContain(HashKey(item)));
+    ctx.reply.Bool(filter != nullptr && filter->MayContain(filter->Hash(item)));
   }
 }
 
@@ -162,7 +162,7 @@ void CmdCount(CommandContext& ctx) {
   const CountingBloomFilter* filter = nullptr;
   if (!FindForRead(ctx, &holder, &filter)) return;
   ctx.reply.Integer(
-      filter == nullptr ? 0 : static_cast<int64_t>(filter->Count(HashKey(ctx.args[2]))));
+      filter == nullptr ? 0 : static_cast<int64_t>(filter->Count(filter->Hash(ctx.args[2]))));
 }
 
 // CBF.CARD key

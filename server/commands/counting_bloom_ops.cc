@@ -57,7 +57,7 @@ BloomAddResult AddCountingItems(KeyEntry& entry, std::span<const std::string_vie
   CountingBloomFilter& filter = *entry.get<CountingBloomFilter>();
   for (std::string_view item : items) {
     bool was_new = false;
-    const FilterStatus status = filter.Add(HashKey(item), &was_new);
+    const FilterStatus status = filter.Add(filter.Hash(item), &was_new);
     if (status != FilterStatus::kOk) {
       result.status = BloomAddStatus(status);
       break;
@@ -74,7 +74,7 @@ std::vector<bool> DeleteCountingItems(KeyEntry& entry, std::span<const std::stri
   removed.reserve(items.size());
   bool changed = false;
   for (std::string_view item : items) {
-    removed.push_back(filter.Remove(HashKey(item)));
+    removed.push_back(filter.Remove(filter.Hash(item)));
     changed |= removed.back();
   }
   if (changed) entry.MarkModified();

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "filters/key_hash.h"
+#include "filters/limits.h"
 #include "server/commands/errors.h"
 
 namespace bloomgate {
@@ -130,8 +131,10 @@ CuckooStatus AddCuckooItem(KeyEntry& entry, std::string_view item, bool only_if_
                            bool* added) {
   CuckooFilter& filter = *entry.get<CuckooFilter>();
   *added = true;
-  const KeyHash hash = HashKey(item);
-  const FilterStatus status = only_if_absent ? filter.AddIfAbsent(hash, added) : filter.Add(hash);
+  const KeyHash hash = filter.Hash(item);
+  uint64_t kicks_left = CommandKickBudget(1);  // filters/limits.h
+  const FilterStatus status = only_if_absent ? filter.AddIfAbsent(hash, added, &kicks_left)
+                                             : filter.Add(hash, &kicks_left);
   if (status != FilterStatus::kOk) {
     *added = false;
     return CuckooAddStatus(status);
@@ -145,11 +148,16 @@ CuckooInsertResult InsertCuckooItems(KeyEntry& entry, std::span<const std::strin
   CuckooFilter& filter = *entry.get<CuckooFilter>();
   CuckooInsertResult result;
   result.results.reserve(items.size());
+  // One budget for the whole command (filters/limits.h), accrued per item
+  // tried so that a prefix of the command spends exactly what it spent here.
+  uint64_t kicks_left = kCommandKickAllowance;
   for (std::string_view item : items) {
     bool added = true;
-    const KeyHash hash = HashKey(item);
-    const CuckooStatus status = CuckooAddStatus(
-        only_if_absent ? filter.AddIfAbsent(hash, &added) : filter.Add(hash));
+    kicks_left += kKicksPerItem;
+    const KeyHash hash = filter.Hash(item);
+    const CuckooStatus status =
+        CuckooAddStatus(only_if_absent ? filter.AddIfAbsent(hash, &added, &kicks_left)
+                                       : filter.Add(hash, &kicks_left));
     if (status == CuckooStatus::kFull || status == CuckooStatus::kMaxExpansions) {
       result.results.push_back(CuckooInsert::kNoRoom);
     } else if (status != CuckooStatus::kOk) {
@@ -164,7 +172,7 @@ CuckooInsertResult InsertCuckooItems(KeyEntry& entry, std::span<const std::strin
 }
 
 bool DeleteCuckooItem(KeyEntry& entry, std::string_view item) {
-  const bool removed = entry.get<CuckooFilter>()->Remove(HashKey(item));
+  const bool removed = entry.get<CuckooFilter>()->Remove(entry.get<CuckooFilter>()->Hash(item));
   if (removed) entry.MarkModified();
   return removed;
 }

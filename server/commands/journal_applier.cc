@@ -90,7 +90,7 @@ Status JournalApplier::ApplyBloomAdded(const LogRecord& record) {
     return Status::Error(std::string(kBloomAddedEffect) + " record with counts other than 0/1");
   }
   for (size_t i = 3; i < args.size(); ++i) {
-    filter->ReplayAdd(HashKey(args[i]), counted[i - 3] == '1');
+    filter->ReplayAdd(filter->Hash(args[i]), counted[i - 3] == '1');
   }
   entry->MarkModified();
   return Status::Ok();

@@ -478,5 +478,49 @@ TEST(CuckooFilterLimits, AHugeExpansionIsRefusedBeforeItIsAllocated) {
   EXPECT_LT(filter->memory_bytes(), (1u << 16) + 4096);
 }
 
+TEST(CuckooFilter, AKickBudgetBoundsTheKicksOfManyInsertsAndThenActsAsFull) {
+  // 64 one-slot buckets, MAXITERATIONS 65535, non-scaling: once full, every
+  // failed insert would walk and undo 65,535 kicks.
+  const auto filter = MakeFilter(Options(64, /*bucket_size=*/1, /*max_iterations=*/65535,
+                                         /*expansion=*/0));
+  ASSERT_NE(filter, nullptr);
+  uint64_t added = 0;
+  ASSERT_EQ(FillUntilFailure(filter.get(), "fill", 1000, &added), FilterStatus::kFull);
+  const uint64_t kicks_before = filter->kicks();
+  constexpr uint64_t kBudget = 200'000;  // ~3 failed inserts' worth
+  uint64_t kicks_left = kBudget;
+  uint64_t full = 0;
+  for (uint64_t i = 0; i < 100; ++i) {
+    const std::vector<uint8_t> before = Snapshot(*filter);
+    const FilterStatus status = filter->Add(ItemHash("more", i), &kicks_left);
+    if (status == FilterStatus::kOk) continue;
+    ASSERT_EQ(status, FilterStatus::kFull);
+    ASSERT_EQ(Snapshot(*filter), before) << "item " << i;
+    ++full;
+  }
+  // Without the budget: ~100 x 65,535 = 6.5M kicks.
+  EXPECT_EQ(filter->kicks() - kicks_before, kBudget - kicks_left);
+  EXPECT_LE(filter->kicks() - kicks_before, kBudget);
+  EXPECT_EQ(kicks_left, 0u);
+  EXPECT_GT(full, 80u);  // 87 with these items
+  // With nothing left, an insert that needs kicks makes none.
+  const uint64_t kicks_spent = filter->kicks();
+  EXPECT_EQ(filter->Add(ItemHash("last", 0), &kicks_left), FilterStatus::kFull);
+  EXPECT_EQ(filter->kicks(), kicks_spent);
+}
+
+TEST(CuckooFilter, AScalingFilterOutOfKickBudgetGrowsAsWhenItsKicksFail) {
+  const auto filter = MakeFilter(Options(64, /*bucket_size=*/2, /*max_iterations=*/500,
+                                         /*expansion=*/1));
+  ASSERT_NE(filter, nullptr);
+  uint64_t kicks_left = 0;
+  uint64_t i = 0;
+  while (filter->num_filters() == 1) {
+    ASSERT_EQ(filter->Add(ItemHash("item", i++), &kicks_left), FilterStatus::kOk);
+  }
+  EXPECT_EQ(filter->kicks(), 0u);  // it grew at the first item with no free slot
+  for (uint64_t j = 0; j < i; ++j) ASSERT_TRUE(filter->MayContain(ItemHash("item", j))) << j;
+}
+
 }  // namespace
 }  // namespace bloomgate

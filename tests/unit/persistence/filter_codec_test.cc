@@ -357,7 +357,7 @@ TEST(FilterCodec, HeaderBytesOfAKnownFilterArePinned) {
             FilterStatus::kOk);
   const FilterHeader header = DescribeFilter(AnyFilter(std::move(bloom)));
   const std::string expected =
-      std::string("\x01\x00" "\x01" "\x00\x00\x00\x00\x00\x00\x00\x00" "\x01", 12) +
+      std::string("\x02\x00" "\x01" "\x00\x00\x00\x00\x00\x00\x00\x00" "\x01", 12) +
       std::string("\x7b\x14\xae\x47\xe1\x7a\x84\x3f" "\x02\x00\x00\x00" "\x01\x00\x00\x00", 16) +
       std::string("\x64\x00\x00\x00\x00\x00\x00\x00" "\x07\x00\x00\x00\x00\x00\x00\x00"
                   "\x7b\x14\xae\x47\xe1\x7a\x74\x3f" "\x00\x04\x00\x00\x00\x00\x00\x00"
@@ -365,6 +365,33 @@ TEST(FilterCodec, HeaderBytesOfAKnownFilterArePinned) {
   EXPECT_EQ(header.kind, FilterKind::kScalableBloom);
   EXPECT_EQ(header.bytes, expected);
   EXPECT_EQ(header.payload_bytes, 128u);
+
+  // The filter's seed is the u64 at +3, little-endian; it loads back.
+  std::unique_ptr<ScalableBloomFilter> seeded;
+  ASSERT_EQ(ScalableBloomFilter::Restore(0.01, 2,
+                                         std::vector<BloomLayerShape>{{100, 7, 0.005, 1024, 7}},
+                                         FilterLimits{}, nullptr, &seeded, 0x0123456789abcdefull),
+            FilterStatus::kOk);
+  const FilterHeader seeded_header = DescribeFilter(AnyFilter(std::move(seeded)));
+  EXPECT_EQ(seeded_header.bytes.substr(0, 12),
+            std::string("\x02\x00" "\x01" "\xef\xcd\xab\x89\x67\x45\x23\x01" "\x01", 12));
+  EXPECT_EQ(seeded_header.bytes.substr(12), expected.substr(12));
+  std::unique_ptr<FilterLoader> loader;
+  ASSERT_TRUE(FilterLoader::Begin(FilterKind::kScalableBloom, seeded_header.bytes, 128,
+                                  FilterLimits{}, nullptr, &loader)
+                  .ok());
+  ASSERT_TRUE(loader->Write(0, reinterpret_cast<const uint8_t*>(std::string(128, '\0').data()), 128)
+                  .ok());
+  AnyFilter loaded;
+  ASSERT_TRUE(loader->Finish(&loaded).ok());
+  EXPECT_EQ(As<ScalableBloomFilter>(loaded).hash_seed(), 0x0123456789abcdefull);
+
+  // A version 1 header (seed 0, written before per-filter seeds) still loads.
+  std::string v1 = expected;
+  v1[0] = '\x01';
+  ASSERT_TRUE(FilterLoader::Begin(FilterKind::kScalableBloom, v1, 128, FilterLimits{}, nullptr,
+                                  &loader)
+                  .ok());
 }
 
 // ---- Header validation ------------------------------------------------------
@@ -414,12 +441,13 @@ TEST(FilterCodec, BeginRejectsEveryBadHeaderFieldWithAPreciseMessage) {
   // Offsets from the diagram in filter_codec.cc. Bloom layers start at 28,
   // counting layers at 29, cuckoo sub-filters at 56; layers are 40 bytes.
   const BadHeader cases[] = {
-      {"layout version", K::kScalableBloom, [](auto h) { return Patched<uint16_t>(h, 0, 2); }, 0,
-       "layout_version 2 not supported (expected 1)"},
+      {"layout version", K::kScalableBloom, [](auto h) { return Patched<uint16_t>(h, 0, 3); }, 0,
+       "layout_version 3 not supported (expected 1 or 2)"},
       {"hash algorithm", K::kScalableBloom, [](auto h) { return Patched<uint8_t>(h, 2, 2); }, 0,
        "hash_algorithm 2 not supported"},
-      {"hash seed", K::kCountingBloom, [](auto h) { return Patched<uint64_t>(h, 3, 42); }, 0,
-       "hash_seed 42 not supported (expected 0)"},
+      {"seed in a version 1 header", K::kCountingBloom,
+       [](auto h) { return Patched<uint64_t>(Patched<uint16_t>(h, 0, 1), 3, 42); }, 0,
+       "hash_seed 42 in a layout_version 1 header (version 1 filters have seed 0)"},
       {"block layout", K::kScalableBloom, [](auto h) { return Patched<uint8_t>(h, 11, 2); }, 0,
        "block_layout 2 not supported for this family (expected 1)"},
       {"cuckoo layout", K::kCuckoo, [](auto h) { return Patched<uint8_t>(h, 11, 1); }, 0,

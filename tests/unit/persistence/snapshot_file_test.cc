@@ -1,8 +1,9 @@
 // Snapshot files: round trips of every filter family, the golden file that
 // pins the format's bytes, and the atomic write under injected failures.
 //
-// The golden file: tests/data/snapshot-v1.golden holds the snapshot of
-// GoldenFilters() below. A deliberate format change (which also bumps
+// The golden files: tests/data/snapshot-v2.golden holds the snapshot of
+// GoldenFilters(true) below (v1 holds GoldenFilters(false), written before
+// per-filter seeds, and must still load). A deliberate format change (which also bumps
 // kSnapshotFormatVersion, see persistence/FORMAT.md) regenerates it with
 //   BLOOMGATE_REGENERATE_GOLDEN=1 ./persistence_test --gtest_filter='SnapshotGolden.*'
 // from the build directory, which writes the file and then fails (so that
@@ -17,7 +18,9 @@
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <regex>
+#include <variant>
 #include <string>
 #include <vector>
 
@@ -55,26 +58,31 @@ CountingBloomFilter& Counting(const AnyFilter& f) {
 }
 CuckooFilter& Cuckoo(const AnyFilter& f) { return *std::get<std::unique_ptr<CuckooFilter>>(f); }
 
-AnyFilter NewBloom(uint64_t capacity, uint32_t expansion = 2) {
+// `seed` unset: a fresh random seed, as the server's filters get.
+AnyFilter NewBloom(uint64_t capacity, uint32_t expansion = 2,
+                   std::optional<uint64_t> seed = std::nullopt) {
   std::unique_ptr<ScalableBloomFilter> filter;
-  EXPECT_EQ(ScalableBloomFilter::Create(
-                {.error_rate = 0.01, .capacity = capacity, .expansion = expansion}, FilterLimits{},
-                nullptr, &filter),
+  EXPECT_EQ(ScalableBloomFilter::Create({.error_rate = 0.01,
+                                         .capacity = capacity,
+                                         .expansion = expansion,
+                                         .hash_seed = seed},
+                                        FilterLimits{}, nullptr, &filter),
             FilterStatus::kOk);
   return AnyFilter(std::move(filter));
 }
 
-AnyFilter NewCounting(uint64_t capacity) {
+AnyFilter NewCounting(uint64_t capacity, std::optional<uint64_t> seed = std::nullopt) {
   std::unique_ptr<CountingBloomFilter> filter;
-  EXPECT_EQ(CountingBloomFilter::Create({.capacity = capacity}, FilterLimits{}, nullptr, &filter),
+  EXPECT_EQ(CountingBloomFilter::Create({.capacity = capacity, .hash_seed = seed}, FilterLimits{},
+                                        nullptr, &filter),
             FilterStatus::kOk);
   return AnyFilter(std::move(filter));
 }
 
-AnyFilter NewCuckoo(uint64_t capacity) {
+AnyFilter NewCuckoo(uint64_t capacity, std::optional<uint64_t> seed = std::nullopt) {
   std::unique_ptr<CuckooFilter> filter;
-  EXPECT_EQ(CuckooFilter::Create({.capacity = capacity, .bucket_size = 2}, FilterLimits{}, nullptr,
-                                 &filter),
+  EXPECT_EQ(CuckooFilter::Create({.capacity = capacity, .bucket_size = 2, .hash_seed = seed},
+                                 FilterLimits{}, nullptr, &filter),
             FilterStatus::kOk);
   return AnyFilter(std::move(filter));
 }
@@ -82,7 +90,7 @@ AnyFilter NewCuckoo(uint64_t capacity) {
 void AddBloom(const AnyFilter& f, std::string_view prefix, int n) {
   bool added = false;
   for (int i = 0; i < n; ++i) {
-    ASSERT_EQ(Bloom(f).Add(HashKey(Item(prefix, i)), &added), FilterStatus::kOk);
+    ASSERT_EQ(Bloom(f).Add(Bloom(f).Hash(Item(prefix, i)), &added), FilterStatus::kOk);
   }
 }
 
@@ -90,14 +98,14 @@ void AddCounting(const AnyFilter& f, std::string_view prefix, int n, int times) 
   bool was_new = false;
   for (int i = 0; i < n; ++i) {
     for (int t = 0; t < times; ++t) {
-      ASSERT_EQ(Counting(f).Add(HashKey(Item(prefix, i)), &was_new), FilterStatus::kOk);
+      ASSERT_EQ(Counting(f).Add(Counting(f).Hash(Item(prefix, i)), &was_new), FilterStatus::kOk);
     }
   }
 }
 
 void AddCuckoo(const AnyFilter& f, std::string_view prefix, int n) {
   for (int i = 0; i < n; ++i) {
-    ASSERT_EQ(Cuckoo(f).Add(HashKey(Item(prefix, i))), FilterStatus::kOk);
+    ASSERT_EQ(Cuckoo(f).Add(Cuckoo(f).Hash(Item(prefix, i))), FilterStatus::kOk);
   }
 }
 
@@ -127,19 +135,24 @@ FilterSet RoundTripFilters() {
   AddCounting(set.counting, "counting:", set.counting_items, set.counting_repeats);
   AddCuckoo(set.cuckoo, "cuckoo:", set.cuckoo_items);
   for (int i = 0; i < set.cuckoo_items; i += 2) {
-    EXPECT_TRUE(Cuckoo(set.cuckoo).Remove(HashKey(Item("cuckoo:", i))));
+    EXPECT_TRUE(Cuckoo(set.cuckoo).Remove(Cuckoo(set.cuckoo).Hash(Item("cuckoo:", i))));
   }
   AddBloom(set.expiring, "expiring:", set.expiring_items);
   return set;
 }
 
-// Small and fixed for the golden file: every byte follows from these items.
-FilterSet GoldenFilters() {
-  FilterSet set{NewBloom(8), NewCounting(8), NewCuckoo(8), NewBloom(4), 20, 10, 3, 6, 2};
+// Small and fixed for the golden files: every byte follows from these items
+// and seeds. Version 1 files hold seed-0 filters (legacy hashing); version 2
+// gives each filter a seed of its own, as the server does.
+FilterSet GoldenFilters(bool seeded) {
+  auto seed = [seeded](uint64_t s) { return seeded ? std::optional<uint64_t>(s) : 0; };
+  FilterSet set{NewBloom(8, 2, seed(0x1111111111111111)), NewCounting(8, seed(0x2222222222222222)),
+                NewCuckoo(8, seed(0x3333333333333333)), NewBloom(4, 2, seed(0x4444444444444444)),
+                20, 10, 3, 6, 2};
   AddBloom(set.bloom, "golden-bloom:", set.bloom_items);
   AddCounting(set.counting, "golden-counting:", set.counting_items, set.counting_repeats);
   AddCuckoo(set.cuckoo, "golden-cuckoo:", set.cuckoo_items);
-  EXPECT_TRUE(Cuckoo(set.cuckoo).Remove(HashKey("golden-cuckoo:1")));
+  EXPECT_TRUE(Cuckoo(set.cuckoo).Remove(Cuckoo(set.cuckoo).Hash("golden-cuckoo:1")));
   AddBloom(set.expiring, "golden-expiring:", set.expiring_items);
   return set;
 }
@@ -152,26 +165,29 @@ void ExpectSameAnswers(const FilterSet& original, const std::vector<LoadedRecord
   ASSERT_EQ(loaded.size(), 4u);
   const std::string p(prefix);
   const ScalableBloomFilter& bloom = Bloom(loaded[0].filter);
+  EXPECT_EQ(bloom.hash_seed(), Bloom(original.bloom).hash_seed());
   EXPECT_EQ(bloom.num_layers(), Bloom(original.bloom).num_layers());
   EXPECT_EQ(bloom.items(), Bloom(original.bloom).items());
   EXPECT_EQ(bloom.capacity(), Bloom(original.bloom).capacity());
   for (int i = 0; i < original.bloom_items; ++i) {
-    EXPECT_TRUE(bloom.MayContain(HashKey(Item(p + "bloom:", i)))) << i;
+    EXPECT_TRUE(bloom.MayContain(bloom.Hash(Item(p + "bloom:", i)))) << i;
   }
   const CountingBloomFilter& counting = Counting(loaded[1].filter);
+  EXPECT_EQ(counting.hash_seed(), Counting(original.counting).hash_seed());
   EXPECT_EQ(counting.num_layers(), Counting(original.counting).num_layers());
   EXPECT_EQ(counting.items(), Counting(original.counting).items());
   for (int i = 0; i < original.counting_items; ++i) {
-    const KeyHash h = HashKey(Item(p + "counting:", i));
+    const KeyHash h = counting.Hash(Item(p + "counting:", i));
     EXPECT_GE(counting.Count(h), static_cast<uint64_t>(original.counting_repeats)) << i;
     EXPECT_EQ(counting.Count(h), Counting(original.counting).Count(h)) << i;
   }
   const CuckooFilter& cuckoo = Cuckoo(loaded[2].filter);
+  EXPECT_EQ(cuckoo.hash_seed(), Cuckoo(original.cuckoo).hash_seed());
   EXPECT_EQ(cuckoo.num_filters(), Cuckoo(original.cuckoo).num_filters());
   EXPECT_EQ(cuckoo.items(), Cuckoo(original.cuckoo).items());
   EXPECT_EQ(cuckoo.total_buckets(), Cuckoo(original.cuckoo).total_buckets());
   for (int i = 0; i < original.cuckoo_items; ++i) {
-    const KeyHash h = HashKey(Item(p + "cuckoo:", i));
+    const KeyHash h = cuckoo.Hash(Item(p + "cuckoo:", i));
     EXPECT_EQ(cuckoo.Count(h), Cuckoo(original.cuckoo).Count(h)) << i;
   }
   // Absent items too: a false positive of the original is one of the copy.
@@ -182,7 +198,7 @@ void ExpectSameAnswers(const FilterSet& original, const std::vector<LoadedRecord
     EXPECT_EQ(cuckoo.MayContain(h), Cuckoo(original.cuckoo).MayContain(h)) << i;
   }
   for (int i = 0; i < original.expiring_items; ++i) {
-    EXPECT_TRUE(Bloom(loaded[3].filter).MayContain(HashKey(Item(p + "expiring:", i)))) << i;
+    EXPECT_TRUE(Bloom(loaded[3].filter).MayContain(Bloom(loaded[3].filter).Hash(Item(p + "expiring:", i)))) << i;
   }
 }
 
@@ -218,7 +234,7 @@ TEST(SnapshotFile, EveryFamilyRoundTripsWithItsItemsAndExpiry) {
   }
   ExpectSameAnswers(set, loaded, "");
   for (int i = 1; i < set.cuckoo_items; i += 2) {
-    EXPECT_TRUE(Cuckoo(loaded[2].filter).MayContain(HashKey(Item("cuckoo:", i)))) << i;
+    EXPECT_TRUE(Cuckoo(loaded[2].filter).MayContain(Cuckoo(loaded[2].filter).Hash(Item("cuckoo:", i)))) << i;
   }
 
   // Every loaded filter's memory is reserved in the budget, and given back.
@@ -270,7 +286,7 @@ TEST(SnapshotFile, FilterLargerThanTheIoBufferIsStreamedInPieces) {
   EXPECT_GE(fs.calls(FaultOp::kRead), 2u);
   ASSERT_EQ(loaded.size(), 1u);
   for (int i = 0; i < 1000; ++i) {
-    EXPECT_TRUE(Bloom(loaded[0].filter).MayContain(HashKey(Item("big:", i)))) << i;
+    EXPECT_TRUE(Bloom(loaded[0].filter).MayContain(Bloom(loaded[0].filter).Hash(Item("big:", i)))) << i;
   }
 }
 
@@ -329,13 +345,15 @@ TEST(SnapshotFile, TemporaryIsNamedAfterTheFilePidAndACounter) {
 // ---------------------------------------------------------------------------
 // The golden file
 
-std::string GoldenPath() { return std::string(BLOOMGATE_TEST_DATA_DIR) + "/snapshot-v1.golden"; }
+std::string GoldenPath(uint32_t version = kSnapshotFormatVersion) {
+  return std::string(BLOOMGATE_TEST_DATA_DIR) + "/snapshot-v" + std::to_string(version) + ".golden";
+}
 
 constexpr SnapshotMeta kGoldenMeta{.created_ms = 1'700'000'000'000, .log_generation = 7};
 
 TEST(SnapshotGolden, FixedFiltersEncodeToTheGoldenBytes) {
   TempDir dir;
-  const FilterSet set = GoldenFilters();
+  const FilterSet set = GoldenFilters(/*seeded=*/true);
   const std::vector<SnapshotRecordSource> sources = set.Sources();
   ASSERT_TRUE(WriteSnapshot(*DefaultFileSystem(), dir.path().string(), kFilename, kGoldenMeta,
                             sources, nullptr)
@@ -364,14 +382,15 @@ TEST(SnapshotGolden, FixedFiltersEncodeToTheGoldenBytes) {
       << ". If deliberate, bump kSnapshotFormatVersion and regenerate (see the top of this file).";
 }
 
-TEST(SnapshotGolden, GoldenFileLoadsWithTheExpectedAnswers) {
-  const FilterSet expected = GoldenFilters();
+// Loads the golden file of `version` and checks it answers as GoldenFilters.
+void ExpectGoldenLoads(uint32_t version) {
+  const FilterSet expected = GoldenFilters(/*seeded=*/version >= 2);
   SnapshotInfo info;
   std::vector<LoadedRecord> loaded;
-  Status read =
-      ReadSnapshot(*DefaultFileSystem(), GoldenPath(), FilterLimits{}, nullptr, &info, &loaded);
+  Status read = ReadSnapshot(*DefaultFileSystem(), GoldenPath(version), FilterLimits{}, nullptr,
+                             &info, &loaded);
   ASSERT_TRUE(read.ok()) << read.message();
-  EXPECT_EQ(info.format_version, 1u);
+  EXPECT_EQ(info.format_version, version);
   EXPECT_EQ(info.meta.created_ms, kGoldenMeta.created_ms);
   EXPECT_EQ(info.meta.log_generation, kGoldenMeta.log_generation);
   EXPECT_EQ(info.records, 4u);
@@ -382,9 +401,37 @@ TEST(SnapshotGolden, GoldenFileLoadsWithTheExpectedAnswers) {
     EXPECT_EQ(loaded[i].expire_at_ms, sources[i].expire_at_ms);
   }
   ExpectSameAnswers(expected, loaded, "golden-");
-  EXPECT_EQ(Counting(loaded[1].filter).Count(HashKey("golden-counting:0")),
-            Counting(expected.counting).Count(HashKey("golden-counting:0")));
+  const CountingBloomFilter& counting = Counting(loaded[1].filter);
+  EXPECT_EQ(counting.Count(counting.Hash("golden-counting:0")),
+            Counting(expected.counting).Count(Counting(expected.counting).Hash("golden-counting:0")));
   EXPECT_EQ(Cuckoo(loaded[2].filter).items(), 5u);  // 6 added, 1 removed
+}
+
+TEST(SnapshotGolden, GoldenFileLoadsWithTheExpectedAnswers) {
+  ExpectGoldenLoads(kSnapshotFormatVersion);
+  SnapshotInfo info;
+  std::vector<LoadedRecord> loaded;
+  ASSERT_TRUE(ReadSnapshot(*DefaultFileSystem(), GoldenPath(), FilterLimits{}, nullptr, &info,
+                           &loaded)
+                  .ok());
+  EXPECT_EQ(Bloom(loaded[0].filter).hash_seed(), 0x1111111111111111u);
+  EXPECT_EQ(Counting(loaded[1].filter).hash_seed(), 0x2222222222222222u);
+  EXPECT_EQ(Cuckoo(loaded[2].filter).hash_seed(), 0x3333333333333333u);
+}
+
+// Written before per-filter seeds (format 1, header layout 1): still loads,
+// every filter with seed 0, answering as plain XXH3 says.
+TEST(SnapshotGolden, VersionOneGoldenFileStillLoadsWithLegacyHashing) {
+  ExpectGoldenLoads(1);
+  SnapshotInfo info;
+  std::vector<LoadedRecord> loaded;
+  ASSERT_TRUE(
+      ReadSnapshot(*DefaultFileSystem(), GoldenPath(1), FilterLimits{}, nullptr, &info, &loaded)
+          .ok());
+  for (const LoadedRecord& record : loaded) {
+    std::visit([](const auto& f) { EXPECT_EQ(f->hash_seed(), 0u); }, record.filter);
+  }
+  EXPECT_TRUE(Bloom(loaded[0].filter).MayContain(HashKey("golden-bloom:0")));
 }
 
 // ---------------------------------------------------------------------------

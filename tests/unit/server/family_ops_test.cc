@@ -170,10 +170,10 @@ TEST_F(FamilyOps, CountingAddsAndDeletesCountOccurrences) {
   EXPECT_EQ(added.added, (std::vector<bool>{true, false, true}));
   EXPECT_EQ(DeleteCountingItems(*entry, Items{"a", "never-added"}),
             (std::vector<bool>{true, false}));
-  EXPECT_EQ(entry->get<CountingBloomFilter>()->Count(HashKey("a")), 1u)
+  EXPECT_EQ(entry->get<CountingBloomFilter>()->Count(entry->get<CountingBloomFilter>()->Hash("a")), 1u)
       << "one of a's two occurrences is left";
   EXPECT_EQ(DeleteCountingItems(*entry, Items{"a"}), std::vector<bool>{true});
-  EXPECT_FALSE(entry->get<CountingBloomFilter>()->MayContain(HashKey("a")));
+  EXPECT_FALSE(entry->get<CountingBloomFilter>()->MayContain(entry->get<CountingBloomFilter>()->Hash("a")));
 }
 
 TEST_F(FamilyOps, CountingOpsRefuseAnotherFamilyAndNocreate) {
@@ -228,7 +228,7 @@ TEST_F(FamilyOps, CuckooAddNxDeleteAndCompact) {
   EXPECT_FALSE(added) << "NX: a is there";
   EXPECT_EQ(AddCuckooItem(*entry, "a", /*only_if_absent=*/false, &added), CuckooStatus::kOk);
   EXPECT_TRUE(added) << "CF.ADD always adds a fingerprint";
-  EXPECT_EQ(entry->get<CuckooFilter>()->Count(HashKey("a")), 2u);
+  EXPECT_EQ(entry->get<CuckooFilter>()->Count(entry->get<CuckooFilter>()->Hash("a")), 2u);
   EXPECT_TRUE(DeleteCuckooItem(*entry, "a"));
   EXPECT_TRUE(DeleteCuckooItem(*entry, "a"));
   EXPECT_FALSE(DeleteCuckooItem(*entry, "a"));

@@ -10,6 +10,8 @@
 #include <thread>
 
 #include "../config/temp_dir.h"
+#include "filters/counting_bloom_filter.h"
+#include "filters/cuckoo_filter.h"
 #include "../persistence/fault_file_system.h"
 #include "server/commands/journal_applier.h"
 #include "server/durability/durability.h"
@@ -198,6 +200,65 @@ TEST(JournalReplay, BloomCardinalityIsExactAfterSavesRacedByAdds) {
 // Issue 15, bug 2. A key with a deadline is in the snapshot, a later write to
 // it is logged, the key expires, the process dies: the replayed write used to
 // recreate the key with default parameters and no deadline.
+// Each creation's journal record carries the filter's random seed, so the
+// log's replay (and a replica fed the same records) rebuilds the identical
+// filter: same seed, same answers for added and absent items, CBF and CF
+// writes replayed as commands included.
+TEST(JournalReplay, ReplayRebuildsEachFilterWithItsOwnSeed) {
+  TempDir dir;
+  ServerConfig config = ConfigIn(dir);
+  const Args keys = {"bf", "cbf", "cf"};
+  uint64_t seeds[3] = {};
+  std::vector<std::string> answers;
+  auto ask = [](Session& s) {
+    std::vector<std::string> out;
+    for (int i = 0; i < 300; ++i) {
+      const std::string item = "probe:" + std::to_string(i);
+      out.push_back(s.Run({"BF.EXISTS", "bf", item}) + s.Run({"CBF.COUNT", "cbf", item}) +
+                    s.Run({"CF.COUNT", "cf", item}));
+    }
+    return out;
+  };
+  auto seeds_of = [](ServerContext& server, uint64_t* out) {
+    out[0] = server.keyspace.Find("bf", NowMs())->bloom()->hash_seed();
+    out[1] = server.keyspace.Find("cbf", NowMs())->get<CountingBloomFilter>()->hash_seed();
+    out[2] = server.keyspace.Find("cf", NowMs())->get<CuckooFilter>()->hash_seed();
+  };
+  {
+    auto server = StartOn(config, DefaultFileSystem());
+    Session s(server.get());
+    RunDurably(*server, s, {"BF.RESERVE", "bf", "0.2", "50"});
+    RunDurably(*server, s, {"CBF.RESERVE", "cbf", "0.2", "50"});
+    RunDurably(*server, s, {"CF.RESERVE", "cf", "64"});
+    for (int i = 0; i < 150; ++i) {  // past each first layer: growth keeps the seed
+      const std::string item = "probe:" + std::to_string(2 * i);
+      RunDurably(*server, s, {"BF.ADD", "bf", item});
+      RunDurably(*server, s, {"CBF.ADD", "cbf", item});
+      RunDurably(*server, s, {"CF.ADD", "cf", item});
+    }
+    seeds_of(*server, seeds);
+    answers = ask(s);
+    EXPECT_GT(server->keyspace.Find("bf", NowMs())->bloom()->num_layers(), 1u);
+  }
+  for (uint64_t seed : seeds) EXPECT_NE(seed, 0u);
+  EXPECT_NE(seeds[0], seeds[1]);
+  EXPECT_NE(seeds[1], seeds[2]);
+  auto server = StartOn(config, DefaultFileSystem());
+  Session s(server.get());
+  uint64_t replayed[3] = {};
+  seeds_of(*server, replayed);
+  for (int k = 0; k < 3; ++k) EXPECT_EQ(replayed[k], seeds[k]) << keys[k];
+  EXPECT_EQ(ask(s), answers);
+  // And through a snapshot: SAVE, restart, same seeds.
+  ASSERT_EQ(s.Run({"SAVE"}), kOk);
+  server.reset();
+  server = StartOn(config, DefaultFileSystem());
+  Session after(server.get());
+  seeds_of(*server, replayed);
+  for (int k = 0; k < 3; ++k) EXPECT_EQ(replayed[k], seeds[k]) << keys[k];
+  EXPECT_EQ(ask(after), answers);
+}
+
 TEST(JournalReplay, AKeyThatExpiredAfterTheSnapshotStaysGone) {
   TempDir dir;
   ServerConfig config = ConfigIn(dir);
