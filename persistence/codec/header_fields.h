@@ -17,6 +17,10 @@
 //                            2 = cuckoo: fp = hash.lo % 255 + 1, i1 = hash.hi,
 //                                i2 = CuckooFilter::AltIndex(i1, fp),
 //                                bucket = i & (buckets - 1); cuckoo only
+//                            3 = count-min: row r's cell = fastrange64(hash.lo
+//                                + r * hash.hi, width) (count_min_sketch.h)
+//                            4 = HeavyKeeper: buckets as count-min, fp = the
+//                                low 32 bits of hash.hi (top_k.h)
 //
 // Nothing follows a family's last field: a header with trailing bytes is
 // refused. Versioning: any change to these bytes, or to what a field means,
@@ -41,6 +45,8 @@ inline constexpr uint8_t kHashXxh3_128 = 1;
 inline constexpr uint64_t kHashSeed = 0;
 inline constexpr uint8_t kBlockedBloomLayout = 1;
 inline constexpr uint8_t kCuckooLayout = 2;
+inline constexpr uint8_t kCountMinLayout = 3;
+inline constexpr uint8_t kHeavyKeeperLayout = 4;
 inline constexpr size_t kCommonBytes = 12;
 
 // ---- Message pieces ---------------------------------------------------------

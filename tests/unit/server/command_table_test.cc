@@ -247,6 +247,23 @@ TEST(CommandTable, KeyIndicesOfBloomCommandsAreTheFirstArgumentOnly) {
   EXPECT_EQ(Keys(Row("bf.info"), 3), (std::vector<size_t>{1}));
 }
 
+// CMS.MERGE dest numKeys src... [WEIGHTS w...]: the count names the sources,
+// so the dispatcher locks them too; a count that does not fit names none.
+TEST(CommandTable, KeyIndicesOfCmsMergeAreTheDestinationAndTheCountedSources) {
+  auto keys = [](std::vector<std::string_view> args) {
+    std::vector<size_t> out = {999};
+    CommandTable::KeyIndices(Row("cms.merge"), args, &out);
+    return out;
+  };
+  EXPECT_EQ(keys({"cms.merge", "d", "2", "a", "b", "WEIGHTS", "1", "2"}),
+            (std::vector<size_t>{1, 3, 4}));
+  EXPECT_EQ(keys({"cms.merge", "d", "1", "a"}), (std::vector<size_t>{1, 3}));
+  EXPECT_EQ(keys({"cms.merge", "d", "3", "a", "b"}), (std::vector<size_t>{1}));
+  EXPECT_EQ(keys({"cms.merge", "d", "0", "a"}), (std::vector<size_t>{1}));
+  EXPECT_EQ(keys({"cms.merge", "d", "x", "a"}), (std::vector<size_t>{1}));
+  EXPECT_EQ(keys({"cms.merge", "d", "-1", "a"}), (std::vector<size_t>{1}));
+}
+
 TEST(CommandTable, KeyIndicesOfKeylessCommandsAreEmpty) {
   EXPECT_TRUE(Keys(Row("ping"), 1).empty());
   EXPECT_TRUE(Keys(Row("dbsize"), 1).empty());
