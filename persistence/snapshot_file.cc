@@ -423,10 +423,11 @@ class SnapshotReader {
     ByteReader(version_bytes).GetU32(&version);
     // Checked before the header checksum: another version may lay out (and
     // checksum) the rest of its header differently.
-    if (version != kSnapshotFormatVersion) {
+    if (version < kOldestSnapshotFormatVersion || version > kSnapshotFormatVersion) {
       return Status::Error("unknown format version " + std::to_string(version) +
-                           " (this build reads version " + std::to_string(kSnapshotFormatVersion) +
-                           ")");
+                           " (this build reads versions " +
+                           std::to_string(kOldestSnapshotFormatVersion) + " to " +
+                           std::to_string(kSnapshotFormatVersion) + ")");
     }
     std::string rest;
     read = in_.ReadExact(kFileHeaderRestBytes, "the file header", &rest);

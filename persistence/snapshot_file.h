@@ -29,7 +29,10 @@
 
 namespace bloomgate {
 
-inline constexpr uint32_t kSnapshotFormatVersion = 1;
+// 2: FilterKind 4 (count-min sketch) and 5 (top-k) may appear. Version 1
+// files are version 2 files without them, so this build reads both.
+inline constexpr uint32_t kSnapshotFormatVersion = 2;
+inline constexpr uint32_t kOldestSnapshotFormatVersion = 1;
 
 // The longest key name a snapshot holds: Redis's proto-max-bulk-len default
 // (512 MiB), the longest argument a client can send. Checked before the

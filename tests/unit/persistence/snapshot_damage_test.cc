@@ -314,11 +314,16 @@ TEST_F(SnapshotDamage, ErrorsNameTheRecordAndBothChecksums) {
 
 TEST_F(SnapshotDamage, UnknownVersionIsRefused) {
   std::string bytes = good_;
-  SetU32At(&bytes, 8, 2);
+  SetU32At(&bytes, 8, 3);
   ASSERT_TRUE(Reseal(&bytes));
   Status status = Load(bytes);
   ASSERT_FALSE(status.ok());
-  EXPECT_NE(status.message().find("unknown format version 2"), std::string::npos)
+  EXPECT_NE(status.message().find("unknown format version 3"), std::string::npos)
+      << status.message();
+  SetU32At(&bytes, 8, 0);
+  ASSERT_TRUE(Reseal(&bytes));
+  status = Load(bytes);
+  EXPECT_NE(status.message().find("unknown format version 0"), std::string::npos)
       << status.message();
 }
 

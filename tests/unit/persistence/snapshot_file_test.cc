@@ -1,7 +1,7 @@
 // Snapshot files: round trips of every filter family, the golden file that
 // pins the format's bytes, and the atomic write under injected failures.
 //
-// The golden file: tests/data/snapshot-v1.golden holds the snapshot of
+// The golden file: tests/data/snapshot-v2.golden holds the snapshot of
 // GoldenFilters() below. A deliberate format change (which also bumps
 // kSnapshotFormatVersion, see persistence/FORMAT.md) regenerates it with
 //   BLOOMGATE_REGENERATE_GOLDEN=1 ./persistence_test --gtest_filter='SnapshotGolden.*'
@@ -329,7 +329,10 @@ TEST(SnapshotFile, TemporaryIsNamedAfterTheFilePidAndACounter) {
 // ---------------------------------------------------------------------------
 // The golden file
 
-std::string GoldenPath() { return std::string(BLOOMGATE_TEST_DATA_DIR) + "/snapshot-v1.golden"; }
+std::string GoldenPath(uint32_t version = kSnapshotFormatVersion) {
+  return std::string(BLOOMGATE_TEST_DATA_DIR) + "/snapshot-v" + std::to_string(version) +
+         ".golden";
+}
 
 constexpr SnapshotMeta kGoldenMeta{.created_ms = 1'700'000'000'000, .log_generation = 7};
 
@@ -371,7 +374,7 @@ TEST(SnapshotGolden, GoldenFileLoadsWithTheExpectedAnswers) {
   Status read =
       ReadSnapshot(*DefaultFileSystem(), GoldenPath(), FilterLimits{}, nullptr, &info, &loaded);
   ASSERT_TRUE(read.ok()) << read.message();
-  EXPECT_EQ(info.format_version, 1u);
+  EXPECT_EQ(info.format_version, kSnapshotFormatVersion);
   EXPECT_EQ(info.meta.created_ms, kGoldenMeta.created_ms);
   EXPECT_EQ(info.meta.log_generation, kGoldenMeta.log_generation);
   EXPECT_EQ(info.records, 4u);
@@ -385,6 +388,19 @@ TEST(SnapshotGolden, GoldenFileLoadsWithTheExpectedAnswers) {
   EXPECT_EQ(Counting(loaded[1].filter).Count(HashKey("golden-counting:0")),
             Counting(expected.counting).Count(HashKey("golden-counting:0")));
   EXPECT_EQ(Cuckoo(loaded[2].filter).items(), 5u);  // 6 added, 1 removed
+}
+
+// Version 2 only added FilterKind values: the version 1 golden file, the same
+// four filters, still loads with the same answers.
+TEST(SnapshotGolden, VersionOneFileStillLoads) {
+  const FilterSet expected = GoldenFilters();
+  SnapshotInfo info;
+  std::vector<LoadedRecord> loaded;
+  Status read =
+      ReadSnapshot(*DefaultFileSystem(), GoldenPath(1), FilterLimits{}, nullptr, &info, &loaded);
+  ASSERT_TRUE(read.ok()) << read.message();
+  EXPECT_EQ(info.format_version, 1u);
+  ExpectSameAnswers(expected, loaded, "golden-");
 }
 
 // ---------------------------------------------------------------------------
