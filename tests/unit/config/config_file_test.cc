@@ -12,11 +12,10 @@
 namespace bloomgate {
 namespace {
 
-// Found from this source file, because tests/CMakeLists.txt (not ours)
-// passes no compile definitions; the GLOB there gives absolute paths.
+// The repository root comes from tests/CMakeLists.txt: __FILE__ is relative
+// to the build directory when ccache's base_dir rewrites paths.
 std::string ExampleConfigPath() {
-  return (std::filesystem::path(__FILE__).parent_path() /
-          "../../../config/bloomgate.example.yaml")
+  return (std::filesystem::path(BLOOMGATE_SOURCE_DIR) / "config/bloomgate.example.yaml")
       .lexically_normal()
       .string();
 }
