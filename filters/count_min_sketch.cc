@@ -29,8 +29,12 @@ bool CountMinSketch::DimensionsFor(double error, double probability, uint64_t* w
   const double w = std::ceil(2 / error);
   if (!(w >= 1) || w >= 18446744073709551616.0) return false;
   const double d = std::ceil(log10f(static_cast<float>(probability)) / log10f(0.5f));
+  // A probability that rounds to 1 in single precision gives depth 0, which
+  // RedisBloom refuses ("CMS: invalid init arguments"; its test uses
+  // 0.9999999999999999), and so do we.
+  if (!(d >= 1)) return false;
   *width = static_cast<uint64_t>(w);
-  *depth = d < 1 ? 1 : static_cast<uint64_t>(d);
+  *depth = static_cast<uint64_t>(d);
   return true;
 }
 

@@ -58,7 +58,8 @@ class CountMinSketch {
   // ceil(log10(probability) / log10(0.5)), computed in single precision as
   // RedisBloom does (log10f), so CMS.INITBYPROB gives the same dimensions
   // (0.001, 0.01 -> 2000 x 7). error and probability in (0, 1). Returns false
-  // when the width would not fit 64 bits (error below ~1e-19).
+  // when the width would not fit 64 bits (error below ~1e-19) or the depth
+  // comes out 0 (a probability that is 1 in single precision).
   static bool DimensionsFor(double error, double probability, uint64_t* width, uint64_t* depth);
 
   // width, depth >= 1 and width x depth <= kMaxCells, else kInvalidOptions;

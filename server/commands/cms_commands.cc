@@ -192,7 +192,12 @@ void CmdMerge(CommandContext& ctx) {
     ctx.Fail(errors::kCmsWrongNumberOfKeysWeights);
     return;
   }
-  // Here the sources are exactly the keys the row's numkeys_index locked.
+  // Here the sources are exactly the keys the row's numkeys_index locked;
+  // checked, since reading an unlocked key would race its writers.
+  if (CommandTable::NumKeys(ctx.spec, ctx.args) != n) {
+    ctx.Fail(errors::kCmsWrongNumberOfKeys);
+    return;
+  }
   std::vector<EntryPtr> holders;
   std::vector<const CountMinSketch*> sources;
   std::vector<int64_t> weights;

@@ -85,6 +85,8 @@ class CountMinSketchTest(CmsTopkTestCase):
         self.assertError("CMS: invalid depth", "CMS.INITBYDIM", "n", 5, "x")
         self.assertError("CMS: invalid overestimation value", "CMS.INITBYPROB", "n", 1, 0.5)
         self.assertError("CMS: invalid prob value", "CMS.INITBYPROB", "n", 0.1, 0)
+        self.assertError("CMS: invalid init arguments",
+                         "CMS.INITBYPROB", "n", 0.9, "0.9999999999999999")
         self.assertError("CMS: Insufficient memory to create the key",
                          "CMS.INITBYDIM", "n", 2 ** 40, 2 ** 10)
         self.assertError("CMS: key does not exist", "CMS.QUERY", "n", "x")

@@ -54,7 +54,9 @@ TEST(CountMinSketch, InitByProbDimensionsAreRedisBloomsCeilTwoOverErrorAndLogHal
   ASSERT_TRUE(CountMinSketch::DimensionsFor(0.1, 0.1, &width, &depth));
   EXPECT_EQ(width, 20u);
   EXPECT_EQ(depth, 4u);  // log(0.1) / log(0.5) = 3.32
-  EXPECT_FALSE(CountMinSketch::DimensionsFor(1e-300, 0.5, &width, &depth));
+  // RedisBloom's test_validation refuses both of these.
+  EXPECT_FALSE(CountMinSketch::DimensionsFor(1e-19, 0.9, &width, &depth));
+  EXPECT_FALSE(CountMinSketch::DimensionsFor(0.9, 0.9999999999999999, &width, &depth));
 }
 
 // With width w and depth d, Cormode-Muthukrishnan: an estimate exceeds the
