@@ -278,6 +278,21 @@ def main_scenarios(cf_commands):
             S("cf.exists", "bloomgate", "CF.EXISTS cf r", ["CF.EXISTS", "cf", "__rand_int__"],
               optional=True),
         ]
+    # Count-min sketch and top-k, per item beside BF.ADD / BF.MADD (issue 12):
+    # one item per request, then 100 per request so the request's own cost
+    # is spread thin. Keys pre-created by setup_round.
+    if {"cms.initbyprob", "cms.incrby", "topk.reserve", "topk.add"} <= cf_commands:
+        rows += [
+            S("cms.incrby", "bloomgate", "CMS.INCRBY cms (2000x7) r 1",
+              ["CMS.INCRBY", "cms", "__rand_int__", "1"], optional=True),
+            S("topk.add", "bloomgate", "TOPK.ADD topk (k 10, 2000x7) r",
+              ["TOPK.ADD", "topk", "__rand_int__"], optional=True),
+            S("cms.incrby100", "bloomgate", "CMS.INCRBY cms 100 items",
+              ["CMS.INCRBY", "cms"] + ["__rand_int__", "1"] * 100, items=100, n_floor=4_000,
+              optional=True),
+            S("topk.add100", "bloomgate", "TOPK.ADD topk 100 items",
+              ["TOPK.ADD", "topk"] + rand_items(100), items=100, n_floor=4_000, optional=True),
+        ]
     return rows
 
 
@@ -368,7 +383,11 @@ def setup_round(conns, known):
     # A refusal here only loses those (optional) rows, which then fail.
     extra = 2
     for needed, command in (("cbf.reserve", ("CBF.RESERVE", "cbf", "0.01", "10000000")),
-                            ("cf.reserve", ("CF.RESERVE", "cf", "2000000"))):
+                            ("cf.reserve", ("CF.RESERVE", "cf", "2000000")),
+                            # CMS.INITBYPROB 0.001 0.01 is 2000 x 7 (RedisBloom's
+                            # dimensions); the top-k as RedisBloom's docs size one.
+                            ("cms.initbyprob", ("CMS.INITBYPROB", "cms", "0.001", "0.01")),
+                            ("topk.reserve", ("TOPK.RESERVE", "topk", "10", "2000", "7", "0.9"))):
         if needed in known:
             try:
                 bg.call(*command)
@@ -679,6 +698,18 @@ def build_report(args, facts, scenarios, results, keyspace_results, commands, ar
             if v:
                 rows.append([f"2. (reference) {key.upper()} / redis {ref.upper()} items per CPU-s, -P {p}",
                              "", ratio_text(v), ""])
+    # Issue 12: CMS and top-k per-item cost beside BF.ADD's, same run.
+    for key, ref in (("cms.incrby", "bf.add"), ("topk.add", "bf.add"),
+                     ("cms.incrby100", "bf.madd100"), ("topk.add100", "bf.madd100")):
+        for p in args.pipelines:
+            v = per_round("bloomgate:" + key, p, "cpu_per_m")
+            if not v:
+                continue
+            per_item = [x / (100 if key.endswith("100") else 1) for x in v]
+            ratio = ratios("bloomgate:" + key, "bloomgate:" + ref, p, "cpu_per_m")
+            rows.append([f"12. server CPU per item, {key.upper()} / {ref.upper()}, -P {p}", "",
+                         f"{med(per_item):.3f} s per 1M items; {ratio_text(ratio)} of {ref.upper()}'s",
+                         ""])
     counts = args.keyspace_counts
     for p in args.pipelines:
         base = [r["rps"] for r in keyspace_results.get((counts[0], p), [])]

@@ -7,13 +7,16 @@
 #include <memory>
 #include <variant>
 
+#include "filters/count_min_sketch.h"
 #include "filters/counting_bloom_filter.h"
 #include "filters/cuckoo_filter.h"
 #include "filters/scalable_bloom_filter.h"
+#include "filters/top_k.h"
 
 namespace bloomgate {
 
 using AnyFilter = std::variant<std::unique_ptr<ScalableBloomFilter>,
-                               std::unique_ptr<CountingBloomFilter>, std::unique_ptr<CuckooFilter>>;
+                               std::unique_ptr<CountingBloomFilter>, std::unique_ptr<CuckooFilter>,
+                               std::unique_ptr<CountMinSketch>, std::unique_ptr<TopK>>;
 
 }  // namespace bloomgate

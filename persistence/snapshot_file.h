@@ -30,8 +30,9 @@
 namespace bloomgate {
 
 // Version 2: filter headers carry each filter's own hash seed (layout
-// version 2, codec/header_fields.h). The file's own bytes are laid out as in
-// version 1, which is still read (its filters hash with seed 0).
+// version 2, codec/header_fields.h), and FilterKind 4 (count-min sketch) and
+// 5 (top-k) may appear. The file's own bytes are laid out as in version 1,
+// which is still read (its filters hash with seed 0, and it has no kind 4/5).
 inline constexpr uint32_t kSnapshotFormatVersion = 2;
 inline constexpr uint32_t kOldestSnapshotFormatVersion = 1;
 

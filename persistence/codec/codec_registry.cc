@@ -14,6 +14,8 @@ namespace bloomgate {
 const FamilyCodec& ScalableBloomCodec();
 const FamilyCodec& CountingBloomCodec();
 const FamilyCodec& CuckooCodec();
+const FamilyCodec& CountMinSketchCodec();
+const FamilyCodec& TopKCodec();
 
 namespace {
 
@@ -23,6 +25,8 @@ struct Registry {
       &ScalableBloomCodec(),
       &CountingBloomCodec(),
       &CuckooCodec(),
+      &CountMinSketchCodec(),
+      &TopKCodec(),
   };
   // By kind byte and by AnyFilter alternative, so a lookup is one load.
   std::array<const FamilyCodec*, 256> by_kind{};

@@ -17,6 +17,8 @@ enum class FilterKind : uint8_t {
   kScalableBloom = 1,  // persistence/codec/bloom_codec.cc
   kCountingBloom = 2,  // persistence/codec/counting_bloom_codec.cc
   kCuckoo = 3,         // persistence/codec/cuckoo_codec.cc
+  kCountMinSketch = 4, // persistence/codec/count_min_codec.cc
+  kTopK = 5,           // persistence/codec/top_k_codec.cc
 };
 
 // The registered codec's name ("scalable bloom"), or "unknown filter kind".

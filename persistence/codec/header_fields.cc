@@ -103,6 +103,15 @@ Status GetCommon(FieldReader* r, uint8_t expected_layout, uint64_t* hash_seed) {
   return Status::Ok();
 }
 
+Status GetCommonUnseeded(FieldReader* r, uint8_t expected_layout) {
+  uint64_t seed = 0;
+  if (Status s = GetCommon(r, expected_layout, &seed); !s.ok()) return s;
+  if (seed != 0) {
+    return Status::Error("hash_seed " + Num(seed) + " for a family that hashes unseeded");
+  }
+  return Status::Ok();
+}
+
 Status CheckExpansionAndLayers(uint32_t expansion, uint32_t num_layers) {
   if (expansion > kMaxBloomExpansion) {
     return NotIn("expansion", Num(uint64_t{expansion}), Range(0, kMaxBloomExpansion));

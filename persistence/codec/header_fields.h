@@ -22,6 +22,10 @@
 //                            2 = cuckoo: fp = hash.lo % 255 + 1, i1 = hash.hi,
 //                                i2 = CuckooFilter::AltIndex(i1, fp),
 //                                bucket = i & (buckets - 1); cuckoo only
+//                            3 = count-min: row r's cell = fastrange64(hash.lo
+//                                + r * hash.hi, width) (count_min_sketch.h)
+//                            4 = HeavyKeeper: buckets as count-min, fp = the
+//                                low 32 bits of hash.hi (top_k.h)
 //
 // Nothing follows a family's last field: a header with trailing bytes is
 // refused. Versioning: any change to these bytes, or to what a field means,
@@ -49,6 +53,8 @@ inline constexpr uint8_t kHashXxh3_128 = 1;
 inline constexpr uint64_t kLegacyHashSeed = 0;
 inline constexpr uint8_t kBlockedBloomLayout = 1;
 inline constexpr uint8_t kCuckooLayout = 2;
+inline constexpr uint8_t kCountMinLayout = 3;
+inline constexpr uint8_t kHeavyKeeperLayout = 4;
 inline constexpr size_t kCommonBytes = 12;
 
 // ---- Message pieces ---------------------------------------------------------
@@ -109,6 +115,9 @@ void PutCommon(ByteWriter* w, uint8_t layout, uint64_t hash_seed);
 // Reads and checks the prefix; the version first, since a later version may
 // lay out everything after it differently. *hash_seed is the filter's seed.
 Status GetCommon(FieldReader* r, uint8_t expected_layout, uint64_t* hash_seed);
+// The same for a family that hashes unseeded (count-min sketch, top-k:
+// CMS.MERGE needs every sketch to hash alike): a non-zero seed is refused.
+Status GetCommonUnseeded(FieldReader* r, uint8_t expected_layout);
 
 // ---- Checks shared by the blocked families (Bloom, counting Bloom) ---------
 

@@ -58,7 +58,7 @@ void CommandKeys(const CommandSpec& spec, std::span<const std::string_view> args
   keys->clear();
   if (*all) return;
   std::vector<size_t> indices;
-  CommandTable::KeyIndices(spec, args.size(), &indices);
+  CommandTable::KeyIndices(spec, args, &indices);
   for (size_t index : indices) keys->push_back(MakeKeyRef(args[index]));
 }
 

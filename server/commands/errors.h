@@ -142,6 +142,46 @@ inline constexpr std::string_view kCfDelNotFound = "Not found";
 inline constexpr std::string_view kCfCompactNotFound = "Cuckoo filter was not found";
 inline constexpr std::string_view kCouldNotCreateFilter = "ERR Could not create filter";
 
+// --- Count-min sketches (RedisBloom rm_cms.c texts, no "ERR" code) ---
+inline constexpr std::string_view kCmsKeyExists = "CMS: key already exists";
+inline constexpr std::string_view kCmsKeyMissing = "CMS: key does not exist";
+inline constexpr std::string_view kCmsInvalidWidth = "CMS: invalid width";
+inline constexpr std::string_view kCmsInvalidDepth = "CMS: invalid depth";
+inline constexpr std::string_view kCmsInvalidOverestimation = "CMS: invalid overestimation value";
+inline constexpr std::string_view kCmsInvalidProb = "CMS: invalid prob value";
+inline constexpr std::string_view kCmsInvalidInitArguments = "CMS: invalid init arguments";
+inline constexpr std::string_view kCmsInsufficientMemory =
+    "CMS: Insufficient memory to create the key";
+inline constexpr std::string_view kCmsCannotParseNumber = "CMS: Cannot parse number";
+inline constexpr std::string_view kCmsNegativeNumber = "CMS: Number cannot be negative";
+// An array element, in place of an item's count that saturated at 2^32 - 1.
+inline constexpr std::string_view kCmsIncrByOverflow = "CMS: INCRBY overflow";
+inline constexpr std::string_view kCmsInvalidNumKeys = "CMS: invalid numkeys";
+inline constexpr std::string_view kCmsNumKeysPositive = "CMS: Number of keys must be positive";
+inline constexpr std::string_view kCmsWrongNumberOfKeys = "CMS: wrong number of keys";
+inline constexpr std::string_view kCmsWrongNumberOfKeysWeights =
+    "CMS: wrong number of keys/weights";
+inline constexpr std::string_view kCmsInvalidWeight = "CMS: invalid weight value";
+inline constexpr std::string_view kCmsShapeMismatch = "CMS: width/depth is not equal";
+inline constexpr std::string_view kCmsMergeOverflow = "CMS: MERGE overflow";
+
+// --- Top-k (RedisBloom rm_topk.c texts) ---
+inline constexpr std::string_view kTopKKeyExists = "TopK: key already exists";
+inline constexpr std::string_view kTopKKeyMissing = "TopK: key does not exist";
+inline constexpr std::string_view kTopKInvalidK = "TopK: invalid k";
+inline constexpr std::string_view kTopKInvalidWidth = "TopK: invalid width";
+inline constexpr std::string_view kTopKInvalidDepth = "TopK: invalid depth";
+inline constexpr std::string_view kTopKInvalidDecay =
+    "TopK: invalid decay value. must be '<= 1' & '> 0'";
+inline constexpr std::string_view kTopKInsufficientMemory =
+    "ERR Insufficient memory to create topk data structure";
+// Verbatim, 28 spaces included: rm_topk.c continues the C string literal
+// with a backslash-newline, and the next line's indentation became part of it.
+inline constexpr std::string_view kTopKBadIncrement =
+    "TopK: increment must be an integer greater or equal to 0                            "
+    "and smaller or equal to 100,000";
+inline constexpr std::string_view kTopKWithCountExpected = "WITHCOUNT keyword expected";
+
 // --- Texts that name what the client sent (Redis's, built in one place) ---
 
 // `command` as Redis names it in this error: lower case, a subcommand as

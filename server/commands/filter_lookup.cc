@@ -1,6 +1,7 @@
 #include "server/commands/filter_lookup.h"
 
 #include "server/commands/command_context.h"
+#include "server/commands/errors.h"
 #include "server/context/server_context.h"
 
 namespace bloomgate {
@@ -22,6 +23,16 @@ FilterStore StoreOf(ServerContext& server, JournalSession& session, int64_t now_
                      .now_ms = now_ms,
                      .write = write,
                      .counters = nullptr};
+}
+
+bool FoundOrFail(CommandContext& ctx, Lookup lookup, std::string_view missing_text) {
+  switch (lookup) {
+    case Lookup::kFound: return true;
+    case Lookup::kMissing: ctx.Fail(missing_text); break;
+    case Lookup::kWrongType: ctx.Fail(errors::kWrongType); break;
+    case Lookup::kOutOfMemory: ctx.Fail(errors::kOom); break;
+  }
+  return false;
 }
 
 }  // namespace bloomgate

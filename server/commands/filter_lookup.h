@@ -81,6 +81,11 @@ Lookup FindFilter(FilterStore& store, const KeyRef& key, EntryPtr* entry) {
   return Lookup::kFound;
 }
 
+// For families whose handlers reply directly (CMS.*, TOPK.*): true when
+// `lookup` found the filter; otherwise fails the command with `missing_text`
+// (the family's own text for a missing key), WRONGTYPE or Redis's OOM.
+bool FoundOrFail(CommandContext& ctx, Lookup lookup, std::string_view missing_text);
+
 // Why a RESERVE of a `Filter` cannot use `key`, checked before anything is
 // allocated: kMissing when the key is free, kFound when it holds a `Filter`
 // ("item exists"), kWrongType otherwise. Counts no hit or miss.

@@ -217,7 +217,7 @@ void CmdCommandGetKeys(CommandContext& ctx) {
     return;
   }
   std::vector<size_t> indices;
-  CommandTable::KeyIndices(*spec, target.size(), &indices);
+  CommandTable::KeyIndices(*spec, target, &indices);
   if (indices.empty()) {
     ctx.Fail(errors::kGetKeysNoKeys);
     return;

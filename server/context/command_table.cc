@@ -1,6 +1,7 @@
 #include "server/context/command_table.h"
 
 #include <algorithm>
+#include <charconv>
 
 #include "server/context/acl_categories.h"
 #include "server/context/family_registry.h"
@@ -77,6 +78,27 @@ void CommandTable::KeyIndices(const CommandSpec& spec, size_t argc,
   last = std::min(last, argc - 1);
   for (size_t i = first; i <= last; i += static_cast<size_t>(spec.key_step)) {
     out->push_back(i);
+  }
+}
+
+size_t CommandTable::NumKeys(const CommandSpec& spec, std::span<const std::string_view> args) {
+  if (spec.numkeys_index <= 0 || args.size() <= static_cast<size_t>(spec.numkeys_index)) return 0;
+  const std::string_view text = args[static_cast<size_t>(spec.numkeys_index)];
+  uint64_t count = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), count);
+  const size_t after = args.size() - static_cast<size_t>(spec.numkeys_index) - 1;
+  if (ec != std::errc() || end != text.data() + text.size() || count < 1 || count > after) {
+    return 0;
+  }
+  return static_cast<size_t>(count);
+}
+
+void CommandTable::KeyIndices(const CommandSpec& spec, std::span<const std::string_view> args,
+                              std::vector<size_t>* out) {
+  KeyIndices(spec, args.size(), out);
+  const size_t count = NumKeys(spec, args);
+  for (size_t i = 0; i < count; ++i) {
+    out->push_back(static_cast<size_t>(spec.numkeys_index) + 1 + i);
   }
 }
 

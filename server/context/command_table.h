@@ -57,6 +57,11 @@ struct CommandSpec {
   int first_key = 0;
   int last_key = 0;
   int key_step = 0;
+  // Keys named by a count (CMS.MERGE dest numkeys src...): when > 0,
+  // args[numkeys_index] is a count N and the N arguments after it are keys
+  // too. A count that is not an integer in [1, what follows] names none
+  // (the handler refuses such a command before touching any key).
+  int numkeys_index = 0;
   CommandHandler handler = nullptr;   // null only for containers
   std::string_view summary;
   std::string_view group;             // COMMAND DOCS group: "bf", "generic", ...
@@ -100,6 +105,12 @@ class CommandTable {
   // Indices into `args` (args[0] = command name) that name keys.
   static void KeyIndices(const CommandSpec& spec, size_t argc,
                          std::vector<size_t>* out);
+  // The same, plus the keys a numkeys_index count names in `args`.
+  static void KeyIndices(const CommandSpec& spec, std::span<const std::string_view> args,
+                         std::vector<size_t>* out);
+  // The key count at spec.numkeys_index if it is valid for `args` (see
+  // numkeys_index), else 0.
+  static size_t NumKeys(const CommandSpec& spec, std::span<const std::string_view> args);
   // Whether `argc` fits the row's arity and maximum.
   static bool ArityMatches(const CommandSpec& spec, size_t argc);
 

@@ -11,6 +11,8 @@ namespace bloomgate {
 const FilterFamily& BloomFamily();
 const FilterFamily& CountingBloomFamily();
 const FilterFamily& CuckooFamily();
+const FilterFamily& CountMinSketchFamily();
+const FilterFamily& TopKFamily();
 
 namespace {
 
@@ -20,6 +22,8 @@ const std::vector<const FilterFamily*>& Families() {
       &BloomFamily(),
       &CountingBloomFamily(),
       &CuckooFamily(),
+      &CountMinSketchFamily(),
+      &TopKFamily(),
   };
   return families;
 }

@@ -56,6 +56,28 @@ const std::map<FilterKind, std::function<AnyFilter()>>& Samples() {
          for (uint64_t i = 0; i < 40; ++i) (void)f->Add(ItemHash("item", i));
          return AnyFilter(std::move(f));
        }},
+      {FilterKind::kCountMinSketch,
+       [] {
+         // 7 x 5 = 35 cells: an odd count, so the padding lane is covered.
+         std::unique_ptr<CountMinSketch> f;
+         EXPECT_EQ(CountMinSketch::Create(7, 5, FilterLimits{}, nullptr, &f), FilterStatus::kOk);
+         for (uint64_t i = 0; i < 40; ++i) (void)f->IncrBy(ItemHash("item", i), i + 1);
+         return AnyFilter(std::move(f));
+       }},
+      {FilterKind::kTopK,
+       [] {
+         std::unique_ptr<TopK> f;
+         EXPECT_EQ(TopK::Create(TopKOptions{.k = 5, .width = 8, .depth = 3, .decay = 0.9,
+                                            .prng_state = 42},
+                                FilterLimits{}, nullptr, &f),
+                   FilterStatus::kOk);
+         std::string expelled;
+         for (uint64_t i = 0; i < 200; ++i) {
+           const std::string item = "item" + std::to_string(i % 13);
+           (void)f->Add(HashKey(item), item, 1 + i % 3, &expelled);
+         }
+         return AnyFilter(std::move(f));
+       }},
   };
   return samples;
 }

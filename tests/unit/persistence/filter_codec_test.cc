@@ -109,7 +109,16 @@ bool Holds(const AnyFilter& filter) {
 }
 
 bool MayContain(const AnyFilter& filter, const KeyHash& h) {
-  return std::visit([&](const auto& f) { return f->MayContain(h); }, filter);
+  // Sketches (count-min, top-k) answer no membership question: false.
+  return std::visit(
+      [&](const auto& f) {
+        if constexpr (requires { f->MayContain(h); }) {
+          return f->MayContain(h);
+        } else {
+          return false;
+        }
+      },
+      filter);
 }
 
 uint64_t CountOf(const AnyFilter& filter, const KeyHash& h) {
@@ -593,7 +602,7 @@ TEST(FilterCodec, BeginRejectsAnUnknownKindOrAHeaderOfAnotherFamily) {
   Status s = FilterLoader::Begin(static_cast<FilterKind>(9), bloom.bytes, bloom.payload_bytes,
                                  FilterLimits{}, nullptr, &loader);
   EXPECT_EQ(s.message(), "unknown filter kind 9 (expected 1 = scalable bloom, 2 = counting bloom, "
-                         "3 = cuckoo)");
+                         "3 = cuckoo, 4 = count-min sketch, 5 = top-k)");
   s = FilterLoader::Begin(FilterKind::kCuckoo, bloom.bytes, bloom.payload_bytes, FilterLimits{},
                           nullptr, &loader);
   EXPECT_FALSE(s.ok());

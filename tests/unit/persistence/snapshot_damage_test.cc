@@ -320,6 +320,11 @@ TEST_F(SnapshotDamage, UnknownVersionIsRefused) {
   ASSERT_FALSE(status.ok());
   EXPECT_NE(status.message().find("unknown format version 3"), std::string::npos)
       << status.message();
+  SetU32At(&bytes, 8, 0);
+  ASSERT_TRUE(Reseal(&bytes));
+  status = Load(bytes);
+  EXPECT_NE(status.message().find("unknown format version 0"), std::string::npos)
+      << status.message();
 }
 
 TEST_F(SnapshotDamage, DuplicateKeyNamesAreRefused) {

@@ -53,6 +53,10 @@ TEST(Durability, EveryFamilyComesBackFromTheLogAfterACrash) {
     EXPECT_EQ(RunDurably(*server, s, {"BF.ADD", "bf", "a"}), Int(1));
     EXPECT_EQ(RunDurably(*server, s, {"CF.ADD", "cf", "a"}), Int(1));
     EXPECT_EQ(RunDurably(*server, s, {"CBF.ADD", "cbf", "a"}), Int(1));
+    EXPECT_EQ(RunDurably(*server, s, {"CMS.INITBYDIM", "cms", "100", "4"}), kOk);
+    EXPECT_EQ(RunDurably(*server, s, {"CMS.INCRBY", "cms", "a", "7"}), Arr(1) + Int(7));
+    EXPECT_EQ(RunDurably(*server, s, {"TOPK.RESERVE", "topk", "2"}), kOk);
+    RunDurably(*server, s, {"TOPK.INCRBY", "topk", "a", "5", "b", "3"});
     EXPECT_EQ(RunDurably(*server, s, {"BF.RESERVE", "big", "0.001", "5000"}), kOk);
     EXPECT_EQ(RunDurably(*server, s, {"PEXPIRE", "bf", "100000"}), Int(1));
     // Dropped without Shutdown: no final snapshot, only the log.
@@ -62,6 +66,8 @@ TEST(Durability, EveryFamilyComesBackFromTheLogAfterACrash) {
   EXPECT_EQ(s.Run({"BF.EXISTS", "bf", "a"}), Int(1));
   EXPECT_EQ(s.Run({"CF.EXISTS", "cf", "a"}), Int(1));
   EXPECT_EQ(s.Run({"CBF.COUNT", "cbf", "a"}), Int(1));
+  EXPECT_EQ(s.Run({"CMS.QUERY", "cms", "a"}), Arr(1) + Int(7));
+  EXPECT_EQ(s.Run({"TOPK.COUNT", "topk", "a", "b"}), Arr(2) + Int(5) + Int(3));
   EXPECT_EQ(s.Run({"BF.INFO", "big", "CAPACITY"}), Arr(1) + Int(5000));
   std::string ttl = s.Run({"PTTL", "bf"});
   EXPECT_TRUE(ttl.starts_with(":9") || ttl == Int(100000)) << ttl;
@@ -99,6 +105,13 @@ TEST(Durability, ABackgroundSaveUnderConcurrentWritersLosesAndDoublesNothing) {
   const auto kDeadline = std::chrono::seconds(30);
   {
     auto server = StartOn(config, DefaultFileSystem());
+    {
+      // Count-min increments run under shared key locks (order-free): the
+      // cut's copy-on-first-write must still take each exactly once. One
+      // cell, so it holds exactly the number of increments.
+      Session setup(server.get());
+      ASSERT_EQ(RunDurably(*server, setup, {"CMS.INITBYDIM", "cms", "1", "1"}), kOk);
+    }
     std::barrier start(kWriters + 1);
     // progress[w]: items writer w has finished (release/acquire, though the
     // main thread only compares the counts).
@@ -122,6 +135,7 @@ TEST(Durability, ABackgroundSaveUnderConcurrentWritersLosesAndDoublesNothing) {
           std::string item = std::to_string(w) + ":" + std::to_string(i);
           RunDurably(*server, s, {"CBF.ADD", "cbf", item});
           RunDurably(*server, s, {"BF.ADD", "bf", item});
+          RunDurably(*server, s, {"CMS.INCRBY", "cms", item, "1"});
           progress[w].store(i + 1, std::memory_order_release);
         }
       });
@@ -184,6 +198,10 @@ TEST(Durability, ABackgroundSaveUnderConcurrentWritersLosesAndDoublesNothing) {
   // Every add counted once: the snapshot holds those before the cut, the
   // log those after, and no add is in both.
   EXPECT_EQ(s.Run({"CBF.CARD", "cbf"}), Int(kWriters * kItemsPerWriter));
+  EXPECT_EQ(s.Run({"CMS.QUERY", "cms", "any"}), Arr(1) + Int(kWriters * kItemsPerWriter));
+  EXPECT_EQ(s.Run({"CMS.INFO", "cms"}), Arr(6) + "+width\r\n" + Int(1) + "+depth\r\n" +
+                                            Int(1) + "+count\r\n" +
+                                            Int(kWriters * kItemsPerWriter));
   for (int w = 0; w < kWriters; ++w) {
     for (int i = 0; i < kItemsPerWriter; i += 7) {
       std::string item = std::to_string(w) + ":" + std::to_string(i);
