@@ -1,9 +1,12 @@
-// bloomgate: argv, logging, configuration, then serve until stopped.
+// bloomgate: argv, configuration, the data directory's lock, the port,
+// logging, then load the data while answering -LOADING, and serve until
+// stopped.
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <thread>
 
@@ -11,28 +14,48 @@
 #include "config/config_params.h"
 #include "config/server_config.h"
 #include "server/commands/journal_applier.h"
+#include "server/data_dir.h"
 #include "server/context/server_context.h"
 #include "server/net/server.h"
 #include "server/offline_tools.h"
 
 namespace {
 
-bool SetUpLogging(const bloomgate::ServerConfig& config, std::string* error) {
+// Start-up logs to stderr until the port is bound: a server that cannot
+// start (dir in use, port taken) creates no file, and says why on the
+// terminal or to the service manager.
+void SetUpStartupLogging(const bloomgate::ServerConfig& config) {
+  auto logger = spdlog::stderr_color_mt("bloomgate");
+  spdlog::set_default_logger(logger);
+  spdlog::set_level(spdlog::level::from_str(config.loglevel));
+  spdlog::flush_on(spdlog::level::info);
+}
+
+// Then the configured logfile, if any.
+bool SetUpFileLogging(const bloomgate::ServerConfig& config, std::string* error) {
+  if (config.logfile.empty()) return true;
   try {
-    std::shared_ptr<spdlog::logger> logger;
-    if (config.logfile.empty()) {
-      logger = spdlog::stderr_color_mt("bloomgate");
-    } else {
-      logger = spdlog::basic_logger_mt("bloomgate", config.logfile);
-    }
+    auto logger = std::make_shared<spdlog::logger>(
+        "bloomgate", std::make_shared<spdlog::sinks::basic_file_sink_mt>(config.logfile));
+    logger->set_level(spdlog::level::from_str(config.loglevel));
+    logger->flush_on(spdlog::level::info);
+    spdlog::drop("bloomgate");
     spdlog::set_default_logger(logger);
-    spdlog::set_level(spdlog::level::from_str(config.loglevel));
-    spdlog::flush_on(spdlog::level::info);
   } catch (const spdlog::spdlog_ex& e) {
     *error = std::string("cannot open log: ") + e.what();
     return false;
   }
   return true;
+}
+
+// BLOOMGATE_TEST_LOAD_BYTES_PER_SEC: the test hook that slows start-up
+// loading (Durability::set_load_rate_limit); unset in production.
+uint64_t TestLoadRateLimit() {
+  const char* text = std::getenv("BLOOMGATE_TEST_LOAD_BYTES_PER_SEC");
+  if (text == nullptr) return 0;
+  char* end = nullptr;
+  unsigned long long value = std::strtoull(text, &end, 10);
+  return end != text && *end == '\0' ? value : 0;
 }
 
 }  // namespace
@@ -66,10 +89,20 @@ int main(int argc, char** argv) {
   std::error_code dir_error;
   std::filesystem::path data_dir = std::filesystem::absolute(config.dir, dir_error);
   if (!dir_error) config.dir = data_dir.lexically_normal().string();
-  if (!SetUpLogging(config, &error)) {
+  // The directory first, once, in plain words: everything below would only
+  // fail on it later with a less telling message.
+  std::string dir_problem = CheckDataDir(config.dir);
+  if (!dir_problem.empty()) {
+    std::fprintf(stderr, "bloomgate: %s\n", dir_problem.c_str());
+    return 1;
+  }
+  // Then the lock, before anything is opened there (data_dir.h).
+  DataDirLock dir_lock;
+  if (!dir_lock.Acquire(config.dir, &error)) {
     std::fprintf(stderr, "bloomgate: %s\n", error.c_str());
     return 1;
   }
+  SetUpStartupLogging(config);
   size_t threads = config.threads != 0 ? config.threads
                                        : std::max(1u, std::thread::hardware_concurrency());
 
@@ -77,26 +110,44 @@ int main(int argc, char** argv) {
   context.config_file = command_line.config_path;
   context.executable = argv[0];
   context.worker_threads = threads;
-  // The data first, the port second: no client ever sees a half-loaded
-  // keyspace, and a damaged file stops the server before it serves.
-  Status loaded = LoadDurableState(context);
-  if (!loaded.ok()) {
-    spdlog::critical("cannot load the data in '{}': {}", config.dir, loaded.message());
-    spdlog::critical("the files were left untouched; fix or move them and start again "
-                     "(`bloomgate check-snapshot FILE` verifies a snapshot)");
-    return 1;
-  }
+  context.durability->set_load_rate_limit(TestLoadRateLimit());
+  // The port first, the data second: clients get -LOADING (and INFO the
+  // progress) instead of "connection refused" during a long load, and a
+  // server that cannot bind has written nothing. No command but the
+  // loading-flagged ones sees the keyspace before it is complete.
   Server server(context, threads);
   if (!server.Listen(config.bind, config.port, &error)) {
     spdlog::critical("{}", error);
     return 1;
   }
   context.port = server.bound_port();
+  if (!SetUpFileLogging(config, &error)) {
+    spdlog::critical("{}", error);
+    return 1;
+  }
   spdlog::info("bloomgate {} started: port {}, {} worker threads, config {}, maxmemory {} bytes",
                kBloomgateVersion, context.port, threads,
                command_line.config_path.empty() ? "(defaults)" : command_line.config_path,
                context.budget.limit());
-  server.Run();
+  context.durability->BeginLoading();
+  server.Start();
+  Status loaded = LoadDurableState(context);
+  if (!loaded.ok()) {
+    if (context.durability->load_cancelled()) {
+      spdlog::info("stopped while loading ({}); nothing was saved and the files are as they were",
+                   loaded.message());
+      server.Wait();
+      return 0;
+    }
+    spdlog::critical("cannot load the data in '{}': {}", config.dir, loaded.message());
+    spdlog::critical("the files were left untouched; fix or move them and start again "
+                     "(`bloomgate check-snapshot FILE` verifies a snapshot)");
+    server.Stop();
+    server.Wait();
+    return 1;
+  }
+  spdlog::info("ready to accept commands");
+  server.Wait();
   context.durability->Shutdown(context.final_save.load());
   spdlog::info("bye");
   return 0;

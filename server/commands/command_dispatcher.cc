@@ -148,6 +148,15 @@ CommandOutcome DispatchCommand(ServerContext& server, ClientState& client,
     Bump(counters.commands[spec->id].rejected_calls);
     return CommandOutcome::kFailed;
   }
+  // While the data loads (the port is already open), only the rows flagged
+  // as Redis flags them answer; the loader's own replay is exempt. Checked
+  // before MULTI queues, as Redis does.
+  if ((spec->flags & kCmdLoading) == 0 && !client.journal.replaying &&
+      server.durability->loading()) {
+    reject(errors::kLoading);
+    Bump(counters.commands[spec->id].rejected_calls);
+    return CommandOutcome::kFailed;
+  }
   if (client.in_multi && (spec->flags & kCmdNoMulti) == 0) {
     QueuedCommand queued;
     queued.spec = spec;

@@ -136,8 +136,13 @@ void Server::ScheduleHousekeeping() {
   housekeeping_.async_wait([this](const boost::system::error_code& ec) {
     if (ec || stopping_.load(std::memory_order_acquire)) return;
     int64_t now = NowMs();
-    context_.keyspace.SweepExpired(now, kExpireKeysPerRound);
-    context_.durability->Tick(now);
+    // While the data loads, expiry is the loader's (it judges keys at the
+    // snapshot's cut, then sweeps), and a save would write a half-loaded
+    // keyspace over the snapshot being read.
+    if (!context_.durability->loading()) {
+      context_.keyspace.SweepExpired(now, kExpireKeysPerRound);
+      context_.durability->Tick(now);
+    }
     context_.chunk_staging.DropIdle(now);
     int64_t timeout_ms = static_cast<int64_t>(context_.config.Get().timeout) * 1000;
     if (timeout_ms > 0) {
@@ -150,7 +155,7 @@ void Server::ScheduleHousekeeping() {
   });
 }
 
-void Server::Run() {
+void Server::Start() {
   signals_.async_wait([this](const boost::system::error_code& ec, int signal) {
     if (ec) return;
     spdlog::info("received {}, shutting down", signal == SIGINT ? "SIGINT" : "SIGTERM");
@@ -159,7 +164,9 @@ void Server::Run() {
   for (auto& acceptor : acceptors_) DoAccept(*acceptor);
   ScheduleHousekeeping();
   pool_.Start();
+}
 
+void Server::Wait() {
   std::unique_lock lock(stop_mutex_);
   stop_requested_cv_.wait(lock, [this] { return stop_requested_; });
   lock.unlock();
@@ -183,6 +190,7 @@ void Server::Run() {
 }
 
 void Server::Stop() {
+  context_.durability->CancelLoad();
   std::lock_guard lock(stop_mutex_);
   stop_requested_ = true;
   stop_requested_cv_.notify_all();

@@ -33,9 +33,18 @@ class Server {
   bool Listen(const std::vector<std::string>& addresses, uint16_t port, std::string* error);
   // The port actually bound (differs from the configured one for port 0).
   uint16_t bound_port() const { return bound_port_; }
-  // Serves until Stop(); returns when every worker has finished.
-  void Run();
-  // Thread-safe and idempotent.
+  // Starts serving on the worker threads and returns at once (start-up
+  // loads the data after this, answering -LOADING meanwhile).
+  void Start();
+  // Blocks until Stop(), then stops gracefully; returns when every worker
+  // has finished.
+  void Wait();
+  // Start() then Wait().
+  void Run() {
+    Start();
+    Wait();
+  }
+  // Thread-safe and idempotent; also interrupts a start-up load.
   void Stop();
 
  private:
