@@ -15,6 +15,7 @@
 #include "config/server_config.h"
 #include "server/commands/journal_applier.h"
 #include "server/data_dir.h"
+#include "server/context/memory_limit.h"
 #include "server/context/server_context.h"
 #include "server/net/server.h"
 #include "server/offline_tools.h"
@@ -129,6 +130,12 @@ int main(int argc, char** argv) {
                kBloomgateVersion, context.port, threads,
                command_line.config_path.empty() ? "(defaults)" : command_line.config_path,
                context.budget.limit());
+  if (config.maxmemory == 0) {
+    MemoryLimit limit;
+    uint64_t derived = DefaultMaxMemory(&limit);
+    spdlog::info("maxmemory not set: using 3/4 of {} ({} bytes) = {} bytes", limit.source,
+                 limit.bytes, derived);
+  }
   context.durability->BeginLoading();
   server.Start();
   Status loaded = LoadDurableState(context);
