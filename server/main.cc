@@ -68,11 +68,11 @@ int main(int argc, char** argv) {
   std::vector<std::pair<std::string, std::string>> overrides;
   std::string error;
   if (!ParseCommandLine(argc, argv, &command_line, &overrides, &error)) {
-    std::fprintf(stderr, "bloomgate: %s\n(try --help)\n", error.c_str());
+    std::fprintf(stderr, "bloomgate: %s\n", error.c_str());
     return 2;
   }
   if (command_line.show_help) {
-    std::printf("%s", CommandLineHelp().c_str());
+    std::printf("%s", CommandLineHelp(OfflineModesUsage()).c_str());
     return 0;
   }
   if (command_line.show_version) {

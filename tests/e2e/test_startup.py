@@ -17,7 +17,7 @@ import time
 import unittest
 
 from harness import (PersistentServer, RawConnection, RespError, free_port, parse_info,
-                     server_binary, wait_until)
+                     run_bloomgate, server_binary, wait_until)
 
 LOADING = "LOADING Bloomgate is loading the dataset in memory"
 START_DEADLINE_S = 10.0
@@ -231,6 +231,34 @@ class LoadingTest(StartupTestCase):
         server = self.start("--save", "", "--appendonly", "yes")
         with server.raw() as c:
             self.assertEqual(c.call("BF.MEXISTS", "big", "present", "in-the-log"), [1, 1])
+
+
+class CommandLineTest(unittest.TestCase):
+    def test_help_lists_the_sub_commands_and_each_has_its_own_help(self):
+        top = run_bloomgate(["--help"])
+        self.assertEqual(top.returncode, 0, top.stderr)
+        head = "\n".join(top.stdout.splitlines()[:4])
+        self.assertIn("bloomgate check-snapshot FILE", head)
+        self.assertIn("bloomgate build --output FILE", head)
+        for mode, words in (("check-snapshot", "Verifies every checksum"),
+                            ("build", "Reads items, one per line")):
+            for flag in ("--help", "-h"):
+                proc = run_bloomgate([mode, flag])
+                self.assertEqual(proc.returncode, 0, proc.stderr)
+                self.assertIn(f"usage: bloomgate {mode}", proc.stdout)
+                self.assertIn(words, proc.stdout)
+
+    def test_an_unknown_option_is_one_line_with_a_did_you_mean(self):
+        for args, line in (
+                (["--prot", "7000"],
+                 "bloomgate: unknown option '--prot'; did you mean --port? (see --help)"),
+                (["build", "--outptu", "x.bgs"],
+                 "bloomgate build: unknown option --outptu; did you mean --output? "
+                 "(see bloomgate build --help)")):
+            proc = run_bloomgate(args)
+            self.assertEqual(proc.returncode, 2, proc.stderr)
+            self.assertEqual(proc.stderr, line + "\n")
+            self.assertEqual(proc.stdout, "")
 
 
 if __name__ == "__main__":
