@@ -14,6 +14,7 @@
 #include "server/commands/chunk_transfer.h"
 #include "server/commands/command_context.h"
 #include "server/commands/errors.h"
+#include "server/commands/filter_health_report.h"
 #include "server/commands/filter_lookup.h"
 #include "server/commands/info_reply.h"
 #include "server/context/command_table.h"
@@ -94,6 +95,7 @@ AddOutcome AddItems(CommandContext& ctx, KeyEntry& entry, std::string_view key,
   ScalableBloomFilter& filter = *entry.bloom();
   std::string& counted = ctx.effect_bytes;
   bool changed = false;
+  const uint64_t items_before = filter.scaling() ? 0 : filter.items();
   for (std::string_view item : items) {
     bool added = false;
     FilterStatus status = filter.Add(HashKey(item), &added);
@@ -108,6 +110,9 @@ AddOutcome AddItems(CommandContext& ctx, KeyEntry& entry, std::string_view key,
   // WATCH sees a change only when the filter changed; an add of an item the
   // filter already holds changes nothing.
   if (changed) entry.MarkModified();
+  if (!filter.scaling() && changed) {
+    NoteNonScalingFill(ctx.spec.full_name, key, items_before, filter.items(), filter.capacity());
+  }
   const size_t applied = outcome.added.size();
   if (applied == 0) {
     ctx.skip_journal = true;  // nothing took effect (a creation journals itself)
@@ -307,6 +312,11 @@ std::vector<CommandSpec> BloomCommands() {
 }
 
 // check-snapshot's summary line.
+FilterHealth Health(const AnyFilter& filter, uint64_t max_scan_bytes) {
+  const ScalableBloomFilter& f = *std::get<std::unique_ptr<ScalableBloomFilter>>(filter);
+  return BloomHealth(f, max_scan_bytes);
+}
+
 std::string Describe(const AnyFilter& filter) {
   const ScalableBloomFilter& f = *std::get<std::unique_ptr<ScalableBloomFilter>>(filter);
   char line[256];
@@ -330,6 +340,7 @@ const FilterFamily& BloomFamily() {
       .writes = FamilyWrites::kCommute,
       .commands = BloomCommands,
       .describe = Describe,
+      .health = Health,
   };
   return family;
 }

@@ -18,6 +18,7 @@
 #include "server/commands/chunk_transfer.h"
 #include "server/commands/command_context.h"
 #include "server/commands/errors.h"
+#include "server/commands/filter_health_report.h"
 #include "server/commands/filter_lookup.h"
 #include "server/commands/info_reply.h"
 #include "server/context/command_table.h"
@@ -68,6 +69,7 @@ void AddAndReply(CommandContext& ctx, const CreateRule& rule,
   CountingBloomFilter& filter = *entry->get<CountingBloomFilter>();
   std::vector<bool> results;
   results.reserve(items.size());
+  const uint64_t items_before = filter.items();
   for (std::string_view item : items) {
     bool was_new = false;
     FilterStatus status = filter.Add(HashKey(item), &was_new);
@@ -79,6 +81,10 @@ void AddAndReply(CommandContext& ctx, const CreateRule& rule,
   }
   // Every successful add increments counters: the filter changed.
   if (!results.empty()) entry->MarkModified();
+  if (!filter.scaling() && !results.empty()) {
+    NoteNonScalingFill(ctx.spec.full_name, ctx.args[1], items_before, filter.items(),
+                       filter.capacity());
+  }
   if (single) {
     if (error) {
       ctx.Fail(*error);
@@ -289,6 +295,11 @@ std::vector<CommandSpec> CountingBloomCommands() {
 }
 
 // check-snapshot's summary line.
+FilterHealth Health(const AnyFilter& filter, uint64_t max_scan_bytes) {
+  const CountingBloomFilter& f = *std::get<std::unique_ptr<CountingBloomFilter>>(filter);
+  return CountingBloomHealth(f, max_scan_bytes);
+}
+
 std::string Describe(const AnyFilter& filter) {
   const CountingBloomFilter& f = *std::get<std::unique_ptr<CountingBloomFilter>>(filter);
   char line[256];
@@ -313,6 +324,7 @@ const FilterFamily& CountingBloomFamily() {
       .writes = FamilyWrites::kExclusive,
       .commands = CountingBloomCommands,
       .describe = Describe,
+      .health = Health,
   };
   return family;
 }

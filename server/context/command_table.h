@@ -73,6 +73,7 @@ std::vector<CommandSpec> IntrospectionCommands();
 std::vector<CommandSpec> ServerCommands();
 std::vector<CommandSpec> KeyspaceCommands();
 std::vector<CommandSpec> TransactionCommands();
+std::vector<CommandSpec> HealthCommands();  // BLOOMGATE.HEALTH
 
 class CommandTable {
  public:
