@@ -162,7 +162,13 @@ FilterHealth CuckooHealth(const CuckooFilter& filter, bool per_sub_filter) {
   health.scaling = filter.scaling();
   health.items = filter.items();
   if (!per_sub_filter) {
+    // Without the per-sub-filter occupancy, the overall load stands for
+    // each sub-filter's: exact with one sub-filter, an estimate otherwise.
     health.capacity = filter.total_buckets() * b;
+    const double load = health.capacity == 0 ? 0.0
+                                              : static_cast<double>(health.items) /
+                                                    static_cast<double>(health.capacity);
+    health.fp_rate_now = std::min(1.0, full_fp * load * filter.num_filters());
     return health;
   }
   for (const CuckooSubFilterInfo& sub : filter.SubFilters()) {

@@ -155,6 +155,7 @@ TEST(FilterHealth, CuckooLoadIsOccupiedSlotsOverSlots) {
   EXPECT_TRUE(totals.layers.empty());
   EXPECT_EQ(totals.capacity, 1024u);
   EXPECT_EQ(totals.items, 256u);
+  EXPECT_NEAR(totals.fp_rate_now, health.fp_rate_now, 1e-12);  // one sub-filter: exact
 }
 
 }  // namespace
