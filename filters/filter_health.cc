@@ -36,20 +36,36 @@ ScanResult ScanBlocks(const std::atomic<uint64_t>* words, uint64_t num_blocks,
   ScanResult result;
   if (num_blocks == 0) return result;
   max_blocks = std::max<uint64_t>(1, max_blocks);
-  const uint64_t stride = (num_blocks + max_blocks - 1) / max_blocks;
-  result.sampled = stride > 1;
+  // Over the budget, read evenly spaced runs of kRunBlocks consecutive
+  // blocks (one 4 KiB page each) rather than single blocks: sequential reads
+  // within a page, one TLB miss per run. Single blocks 7 apart cost 39 ms of
+  // CPU for 16 MiB of a 120 MB filter; runs cost 10.6 ms (filter_health.h).
+  constexpr uint64_t kRunBlocks = 64;
+  uint64_t runs = 1;
+  uint64_t run_blocks = num_blocks;
+  uint64_t step = num_blocks;
+  if (max_blocks < num_blocks) {
+    result.sampled = true;
+    run_blocks = std::min(kRunBlocks, max_blocks);
+    runs = std::max<uint64_t>(1, max_blocks / run_blocks);
+    step = num_blocks / runs;  // >= run_blocks, as runs * run_blocks <= max_blocks < num_blocks
+  }
   uint64_t scanned = 0;
   uint64_t set = 0;
   double fp_sum = 0;
-  for (uint64_t block = 0; block < num_blocks; block += stride) {
-    uint32_t block_set = 0;
-    for (uint64_t w = 0; w < kBlockWords; ++w) {
-      block_set +=
-          NonZeroLanes(words[block * kBlockWords + w].load(std::memory_order_relaxed), lane_bits);
+  for (uint64_t run = 0; run < runs; ++run) {
+    const uint64_t first = run * step;
+    const uint64_t end = std::min(num_blocks, first + run_blocks);
+    for (uint64_t block = first; block < end; ++block) {
+      uint32_t block_set = 0;
+      for (uint64_t w = 0; w < kBlockWords; ++w) {
+        block_set += NonZeroLanes(words[block * kBlockWords + w].load(std::memory_order_relaxed),
+                                  lane_bits);
+      }
+      set += block_set;
+      fp_sum += std::pow(static_cast<double>(block_set) / block_cells, probes);
+      ++scanned;
     }
-    set += block_set;
-    fp_sum += std::pow(static_cast<double>(block_set) / block_cells, probes);
-    ++scanned;
   }
   result.bytes = scanned * kBlockWords * 8;
   result.cells_set = result.sampled ? static_cast<uint64_t>(static_cast<double>(set) *
