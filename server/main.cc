@@ -112,22 +112,42 @@ int main(int argc, char** argv) {
   context.executable = argv[0];
   context.worker_threads = threads;
   context.durability->set_load_rate_limit(TestLoadRateLimit());
+  if (auto user_error = context.LoadConfiguredUsers(config.users)) {
+    spdlog::error("config: {}", *user_error);
+    std::fprintf(stderr, "bloomgate: config: %s\n", user_error->c_str());
+    return 1;
+  }
+  // As Redis: port 0 turns the plain listener off, but one must remain.
+  if (config.port == 0 && config.tls_port == 0) {
+    spdlog::critical("port and tls-port are both 0: configured to listen nowhere");
+    return 1;
+  }
   // The port first, the data second: clients get -LOADING (and INFO the
   // progress) instead of "connection refused" during a long load, and a
   // server that cannot bind has written nothing. No command but the
-  // loading-flagged ones sees the keyspace before it is complete.
+  // loading-flagged ones sees the keyspace before it is complete. Both
+  // transports (TCP and TLS) are bound before the load starts.
   Server server(context, threads);
-  if (!server.Listen(config.bind, config.port, &error)) {
+  if (config.tls_port != 0 && !server.EnableTls(config, &error)) {
+    spdlog::critical("cannot set up TLS: {}", error);
+    return 1;
+  }
+  if ((config.port != 0 &&
+       !server.Listen(config.bind, config.port, Server::Transport::kTcp, &error)) ||
+      (config.tls_port != 0 &&
+       !server.Listen(config.bind, config.tls_port, Server::Transport::kTls, &error))) {
     spdlog::critical("{}", error);
     return 1;
   }
-  context.port = server.bound_port();
+  context.port = server.bound_port(Server::Transport::kTcp);
+  context.tls_port = server.bound_port(Server::Transport::kTls);
   if (!SetUpFileLogging(config, &error)) {
     spdlog::critical("{}", error);
     return 1;
   }
-  spdlog::info("bloomgate {} started: port {}, {} worker threads, config {}, maxmemory {} bytes",
-               kBloomgateVersion, context.port, threads,
+  spdlog::info("bloomgate {} started: port {}, tls-port {}, {} worker threads, config {}, "
+               "maxmemory {} bytes",
+               kBloomgateVersion, context.port, context.tls_port, threads,
                command_line.config_path.empty() ? "(defaults)" : command_line.config_path,
                context.budget.limit());
   if (config.maxmemory == 0) {
@@ -144,6 +164,7 @@ int main(int argc, char** argv) {
       spdlog::info("stopped while loading ({}); nothing was saved and the files are as they were",
                    loaded.message());
       server.Wait();
+      context.snapshot_copier.Stop();
       return 0;
     }
     spdlog::critical("cannot load the data in '{}': {}", config.dir, loaded.message());
@@ -151,10 +172,13 @@ int main(int argc, char** argv) {
                      "(`bloomgate check-snapshot FILE` verifies a snapshot)");
     server.Stop();
     server.Wait();
+    context.snapshot_copier.Stop();
     return 1;
   }
   spdlog::info("ready to accept commands");
   server.Wait();
+  // Parked writers' callbacks post to the event loops: done while they exist.
+  context.snapshot_copier.Stop();
   context.durability->Shutdown(context.final_save.load());
   spdlog::info("bye");
   return 0;

@@ -14,22 +14,12 @@
 namespace bloomgate {
 namespace {
 
-// Compares without an early exit, so the time taken does not tell an
-// attacker how long a prefix of the password was right.
-bool PasswordMatches(std::string_view given, std::string_view expected) {
-  if (given.size() != expected.size()) return false;
-  unsigned char diff = 0;
-  for (size_t i = 0; i < given.size(); ++i) {
-    diff |= static_cast<unsigned char>(given[i] ^ expected[i]);
-  }
-  return diff == 0;
-}
-
 LogLimiter failed_auth_log(/*interval_ms=*/1000);
 
-// Checks a username/password pair against requirepass; the only user is
-// "default", as in Redis without ACL files. Wrong passwords are throttled
-// per connection and per source address (server/context/auth_throttle.h).
+// Checks a username/password pair against the ACL users (requirepass is the
+// default user's password). An unknown user, a disabled one and a wrong
+// password get the same reply, as in Redis, and all are throttled per
+// connection and per source address (server/context/auth_throttle.h).
 std::optional<std::string_view> Authenticate(CommandContext& ctx, std::string_view user,
                                              std::string_view password) {
   AuthThrottle& throttle = ctx.server.auth_throttle;
@@ -39,10 +29,10 @@ std::optional<std::string_view> Authenticate(CommandContext& ctx, std::string_vi
   if (!address.empty() && !throttle.Allowed(address, ctx.now_ms, &retry_after_ms)) {
     return errors::kAuthThrottled;
   }
-  std::string required = ctx.server.config.Get().requirepass;
-  bool ok = EqualsIgnoreCase(user, "default") &&
-            (required.empty() || PasswordMatches(password, required));
-  if (!ok) {
+  // Read before the user, so a change in between is seen at the next command.
+  const uint64_t acl_version = ctx.server.acl.version();
+  std::shared_ptr<const AclUser> found = ctx.server.acl.Find(user);
+  if (found == nullptr || !AclPasswordMatches(*found, password)) {
     const uint32_t from_address = throttle.RecordFailure(address, ctx.now_ms);
     if (++ctx.client.auth_failures >= AuthThrottle::kFailuresPerConnection) {
       ctx.client.close_after_reply = true;
@@ -58,6 +48,10 @@ std::optional<std::string_view> Authenticate(CommandContext& ctx, std::string_vi
   ctx.client.auth_failures = 0;
   if (!address.empty()) throttle.RecordSuccess(address);
   ctx.client.authenticated = true;
+  ctx.client.user = std::move(found);
+  ctx.client.acl_version = acl_version;
+  ctx.client.user_deleted = false;
+  if (ctx.client.info) ctx.client.info->set_user(ctx.client.user->name);
   return std::nullopt;
 }
 
@@ -100,7 +94,7 @@ void CmdAuth(CommandContext& ctx) {
     ctx.Fail(errors::kSyntax);  // Redis's reply, not an arity error
     return;
   }
-  if (ctx.args.size() == 2 && ctx.server.config.Get().requirepass.empty()) {
+  if (ctx.args.size() == 2 && ctx.server.acl.DefaultUserNoPass()) {
     ctx.Fail(errors::kAuthNotConfigured);
     return;
   }

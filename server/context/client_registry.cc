@@ -31,6 +31,31 @@ void ClientInfo::set_lib_ver(std::string lib_ver) {
   lib_ver_ = std::move(lib_ver);
 }
 
+std::string ClientInfo::user() const {
+  std::lock_guard lock(mutex_);
+  return user_;
+}
+
+void ClientInfo::set_user(std::string user) {
+  std::lock_guard lock(mutex_);
+  user_ = std::move(user);
+}
+
+void ClientInfo::set_close_hook(std::function<void()> hook) {
+  std::lock_guard lock(mutex_);
+  close_hook_ = std::move(hook);
+}
+
+void ClientInfo::RequestClose() const {
+  std::function<void()> hook;
+  {
+    std::lock_guard lock(mutex_);
+    hook = close_hook_;
+  }
+  // Called outside the lock: the hook only posts to the connection's loop.
+  if (hook) hook();
+}
+
 std::string ClientInfo::Describe(int64_t now_ms) const {
   const CommandSpec* cmd = last_command.load(std::memory_order_relaxed);
   int64_t last = last_interaction_ms.load(std::memory_order_relaxed);
@@ -40,10 +65,10 @@ std::string ClientInfo::Describe(int64_t now_ms) const {
   return fmt::format(
       "id={} addr={} laddr={} fd=-1 name={} age={} idle={} flags={} db=0 sub=0 psub=0 "
       "ssub=0 multi={} qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 "
-      "omem={} tot-mem={} events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
+      "omem={} tot-mem={} events=r cmd={} user={} redir=-1 resp={} lib-name={} lib-ver={}",
       id, addr, laddr, name_, (now_ms - created_ms) / 1000, (now_ms - last) / 1000,
       multi ? "x" : "N", multi ? 0 : -1, omem, omem, cmd == nullptr ? "NULL" : cmd->full_name,
-      resp.load(std::memory_order_relaxed), lib_name_, lib_ver_);
+      user_, resp.load(std::memory_order_relaxed), lib_name_, lib_ver_);
 }
 
 std::shared_ptr<ClientInfo> ClientRegistry::Register(std::string addr, std::string laddr,

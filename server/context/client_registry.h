@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -33,9 +34,18 @@ struct ClientInfo {
   std::string name() const;
   std::string lib_name() const;
   std::string lib_ver() const;
+  // The ACL user the connection is authenticated as (CLIENT LIST user=).
+  std::string user() const;
   void set_name(std::string name);
   void set_lib_name(std::string lib_name);
   void set_lib_ver(std::string lib_ver);
+  void set_user(std::string user);
+
+  // How another thread closes this connection (ACL DELUSER of its user):
+  // the connection installs a function that posts the close to its own
+  // event loop. RequestClose does nothing before that or after it closed.
+  void set_close_hook(std::function<void()> hook);
+  void RequestClose() const;
 
   // Redis's CLIENT LIST line for this client (without the newline).
   std::string Describe(int64_t now_ms) const;
@@ -43,6 +53,8 @@ struct ClientInfo {
  private:
   mutable std::mutex mutex_;
   std::string name_, lib_name_, lib_ver_;
+  std::string user_ = "default";
+  std::function<void()> close_hook_;
 };
 
 class ClientRegistry {
