@@ -43,7 +43,11 @@ bool ParseCommandLine(int argc, char** argv, CommandLine* cmd,
     const bool is_config = name == "config";
     const ConfigParam* param = is_config ? nullptr : FindConfigParam(name);
     if (!is_config && param == nullptr) {
-      *error = "unknown option '--" + std::string(name) + "' (see --help)";
+      std::vector<std::string_view> known = {"config", "help", "version"};
+      for (const ConfigParam& p : AllConfigParams()) known.push_back(p.name);
+      const std::string hint = SuggestClosest(name, known);
+      *error = "unknown option '--" + std::string(name) + "'" +
+               (hint.empty() ? "" : "; did you mean --" + hint + "?") + " (see --help)";
       return false;
     }
     if (!inline_value) {
@@ -106,7 +110,42 @@ std::string MemoryForHumans(const std::string& bytes_text) {
 
 }  // namespace
 
-std::string CommandLineHelp() {
+std::string SuggestClosest(std::string_view word, const std::vector<std::string_view>& candidates) {
+  std::string normal(word);
+  for (char& c : normal) {
+    if (c == '_') c = '-';
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  // Levenshtein distance, one row at a time.
+  auto distance = [&normal](std::string_view other) {
+    std::vector<size_t> row(other.size() + 1);
+    for (size_t j = 0; j <= other.size(); ++j) row[j] = j;
+    for (size_t i = 1; i <= normal.size(); ++i) {
+      size_t diagonal = row[0];
+      row[0] = i;
+      for (size_t j = 1; j <= other.size(); ++j) {
+        size_t above = row[j];
+        row[j] = std::min({row[j] + 1, row[j - 1] + 1,
+                           diagonal + (normal[i - 1] == other[j - 1] ? 0 : 1)});
+        diagonal = above;
+      }
+    }
+    return row[other.size()];
+  };
+  const size_t allowed = std::max<size_t>(2, normal.size() / 3);
+  std::string best;
+  size_t best_distance = allowed + 1;
+  for (std::string_view candidate : candidates) {
+    size_t d = distance(candidate);
+    if (d < best_distance) {
+      best_distance = d;
+      best = std::string(candidate);
+    }
+  }
+  return best;
+}
+
+std::string CommandLineHelp(std::string_view modes_usage) {
   const ServerConfig defaults;
   std::vector<std::pair<std::string, std::string>> rows = {
       {"--config <file>",
@@ -132,7 +171,9 @@ std::string CommandLineHelp() {
 
   std::string help =
       "Usage: bloomgate [--config <file>] [--<setting> <value> | "
-      "--<setting>=<value>]...\n\n";
+      "--<setting>=<value>]...\n";
+  if (!modes_usage.empty()) help += std::string(modes_usage);
+  help += "\n";
   for (size_t i = 0; i < rows.size(); ++i) {
     if (i == fixed_rows) {
       help +=

@@ -10,6 +10,7 @@
 #define BLOOMGATE_CONFIG_COMMAND_LINE_H_
 
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -45,7 +46,15 @@ bool ResolveConfig(const CommandLine& cmd, const ConfigOverrides& overrides,
 // The --help text: usage, the fixed flags, then one line per table row with
 // its value shape, description, default (from a default ServerConfig) and
 // whether CONFIG SET can change it.
-std::string CommandLineHelp();
+// `modes_usage`, if given, is shown after the usage line (the binary's
+// offline sub-commands, which config/ does not know).
+std::string CommandLineHelp(std::string_view modes_usage = {});
+
+// The candidate closest to `word` in edit distance (after '_' -> '-', so
+// --max_filter_memory finds max-filter-memory), or "" when none is close:
+// within a third of the word's length, and at least 2 edits allowed. For
+// "did you mean" hints on a mistyped option.
+std::string SuggestClosest(std::string_view word, const std::vector<std::string_view>& candidates);
 
 }  // namespace bloomgate
 

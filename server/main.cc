@@ -1,9 +1,12 @@
-// bloomgate: argv, logging, configuration, then serve until stopped.
+// bloomgate: argv, configuration, the data directory's lock, the port,
+// logging, then load the data while answering -LOADING, and serve until
+// stopped.
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <thread>
 
@@ -11,28 +14,49 @@
 #include "config/config_params.h"
 #include "config/server_config.h"
 #include "server/commands/journal_applier.h"
+#include "server/data_dir.h"
+#include "server/context/memory_limit.h"
 #include "server/context/server_context.h"
 #include "server/net/server.h"
 #include "server/offline_tools.h"
 
 namespace {
 
-bool SetUpLogging(const bloomgate::ServerConfig& config, std::string* error) {
+// Start-up logs to stderr until the port is bound: a server that cannot
+// start (dir in use, port taken) creates no file, and says why on the
+// terminal or to the service manager.
+void SetUpStartupLogging(const bloomgate::ServerConfig& config) {
+  auto logger = spdlog::stderr_color_mt("bloomgate");
+  spdlog::set_default_logger(logger);
+  spdlog::set_level(spdlog::level::from_str(config.loglevel));
+  spdlog::flush_on(spdlog::level::info);
+}
+
+// Then the configured logfile, if any.
+bool SetUpFileLogging(const bloomgate::ServerConfig& config, std::string* error) {
+  if (config.logfile.empty()) return true;
   try {
-    std::shared_ptr<spdlog::logger> logger;
-    if (config.logfile.empty()) {
-      logger = spdlog::stderr_color_mt("bloomgate");
-    } else {
-      logger = spdlog::basic_logger_mt("bloomgate", config.logfile);
-    }
+    auto logger = std::make_shared<spdlog::logger>(
+        "bloomgate", std::make_shared<spdlog::sinks::basic_file_sink_mt>(config.logfile));
+    logger->set_level(spdlog::level::from_str(config.loglevel));
+    logger->flush_on(spdlog::level::info);
+    spdlog::drop("bloomgate");
     spdlog::set_default_logger(logger);
-    spdlog::set_level(spdlog::level::from_str(config.loglevel));
-    spdlog::flush_on(spdlog::level::info);
   } catch (const spdlog::spdlog_ex& e) {
     *error = std::string("cannot open log: ") + e.what();
     return false;
   }
   return true;
+}
+
+// BLOOMGATE_TEST_LOAD_BYTES_PER_SEC: the test hook that slows start-up
+// loading (Durability::set_load_rate_limit); unset in production.
+uint64_t TestLoadRateLimit() {
+  const char* text = std::getenv("BLOOMGATE_TEST_LOAD_BYTES_PER_SEC");
+  if (text == nullptr) return 0;
+  char* end = nullptr;
+  unsigned long long value = std::strtoull(text, &end, 10);
+  return end != text && *end == '\0' ? value : 0;
 }
 
 }  // namespace
@@ -44,11 +68,11 @@ int main(int argc, char** argv) {
   std::vector<std::pair<std::string, std::string>> overrides;
   std::string error;
   if (!ParseCommandLine(argc, argv, &command_line, &overrides, &error)) {
-    std::fprintf(stderr, "bloomgate: %s\n(try --help)\n", error.c_str());
+    std::fprintf(stderr, "bloomgate: %s\n", error.c_str());
     return 2;
   }
   if (command_line.show_help) {
-    std::printf("%s", CommandLineHelp().c_str());
+    std::printf("%s", CommandLineHelp(OfflineModesUsage()).c_str());
     return 0;
   }
   if (command_line.show_version) {
@@ -66,10 +90,20 @@ int main(int argc, char** argv) {
   std::error_code dir_error;
   std::filesystem::path data_dir = std::filesystem::absolute(config.dir, dir_error);
   if (!dir_error) config.dir = data_dir.lexically_normal().string();
-  if (!SetUpLogging(config, &error)) {
+  // The directory first, once, in plain words: everything below would only
+  // fail on it later with a less telling message.
+  std::string dir_problem = CheckDataDir(config.dir);
+  if (!dir_problem.empty()) {
+    std::fprintf(stderr, "bloomgate: %s\n", dir_problem.c_str());
+    return 1;
+  }
+  // Then the lock, before anything is opened there (data_dir.h).
+  DataDirLock dir_lock;
+  if (!dir_lock.Acquire(config.dir, &error)) {
     std::fprintf(stderr, "bloomgate: %s\n", error.c_str());
     return 1;
   }
+  SetUpStartupLogging(config);
   size_t threads = config.threads != 0 ? config.threads
                                        : std::max(1u, std::thread::hardware_concurrency());
 
@@ -77,18 +111,10 @@ int main(int argc, char** argv) {
   context.config_file = command_line.config_path;
   context.executable = argv[0];
   context.worker_threads = threads;
+  context.durability->set_load_rate_limit(TestLoadRateLimit());
   if (auto user_error = context.LoadConfiguredUsers(config.users)) {
     spdlog::error("config: {}", *user_error);
     std::fprintf(stderr, "bloomgate: config: %s\n", user_error->c_str());
-    return 1;
-  }
-  // The data first, the port second: no client ever sees a half-loaded
-  // keyspace, and a damaged file stops the server before it serves.
-  Status loaded = LoadDurableState(context);
-  if (!loaded.ok()) {
-    spdlog::critical("cannot load the data in '{}': {}", config.dir, loaded.message());
-    spdlog::critical("the files were left untouched; fix or move them and start again "
-                     "(`bloomgate check-snapshot FILE` verifies a snapshot)");
     return 1;
   }
   // As Redis: port 0 turns the plain listener off, but one must remain.
@@ -96,6 +122,11 @@ int main(int argc, char** argv) {
     spdlog::critical("port and tls-port are both 0: configured to listen nowhere");
     return 1;
   }
+  // The port first, the data second: clients get -LOADING (and INFO the
+  // progress) instead of "connection refused" during a long load, and a
+  // server that cannot bind has written nothing. No command but the
+  // loading-flagged ones sees the keyspace before it is complete. Both
+  // transports (TCP and TLS) are bound before the load starts.
   Server server(context, threads);
   if (config.tls_port != 0 && !server.EnableTls(config, &error)) {
     spdlog::critical("cannot set up TLS: {}", error);
@@ -110,12 +141,42 @@ int main(int argc, char** argv) {
   }
   context.port = server.bound_port(Server::Transport::kTcp);
   context.tls_port = server.bound_port(Server::Transport::kTls);
+  if (!SetUpFileLogging(config, &error)) {
+    spdlog::critical("{}", error);
+    return 1;
+  }
   spdlog::info("bloomgate {} started: port {}, tls-port {}, {} worker threads, config {}, "
                "maxmemory {} bytes",
                kBloomgateVersion, context.port, context.tls_port, threads,
                command_line.config_path.empty() ? "(defaults)" : command_line.config_path,
                context.budget.limit());
-  server.Run();
+  if (config.maxmemory == 0) {
+    MemoryLimit limit;
+    uint64_t derived = DefaultMaxMemory(&limit);
+    spdlog::info("maxmemory not set: using 3/4 of {} ({} bytes) = {} bytes", limit.source,
+                 limit.bytes, derived);
+  }
+  context.durability->BeginLoading();
+  server.Start();
+  Status loaded = LoadDurableState(context);
+  if (!loaded.ok()) {
+    if (context.durability->load_cancelled()) {
+      spdlog::info("stopped while loading ({}); nothing was saved and the files are as they were",
+                   loaded.message());
+      server.Wait();
+      context.snapshot_copier.Stop();
+      return 0;
+    }
+    spdlog::critical("cannot load the data in '{}': {}", config.dir, loaded.message());
+    spdlog::critical("the files were left untouched; fix or move them and start again "
+                     "(`bloomgate check-snapshot FILE` verifies a snapshot)");
+    server.Stop();
+    server.Wait();
+    context.snapshot_copier.Stop();
+    return 1;
+  }
+  spdlog::info("ready to accept commands");
+  server.Wait();
   // Parked writers' callbacks post to the event loops: done while they exist.
   context.snapshot_copier.Stop();
   context.durability->Shutdown(context.final_save.load());

@@ -7,11 +7,17 @@
 //       reads items, one per line, and writes a snapshot holding one Bloom
 //       filter under NAME, for a batch job or a storage engine that builds
 //       filters without a server. Start a server on it by putting it in the
-//       server's dir as its dbfilename.
+//       server's dir as its dbfilename. Reports progress on stderr every
+//       few seconds while it reads.
+// Each takes --help.
 #pragma once
+
+#include <string_view>
 
 namespace bloomgate {
 
+// The sub-commands' usage lines, for the server's --help.
+std::string_view OfflineModesUsage();
 // Whether argv names an offline mode (argv[1] is "check-snapshot" or "build").
 bool IsOfflineMode(int argc, char** argv);
 // Runs it; returns the process exit status.

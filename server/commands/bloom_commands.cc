@@ -5,6 +5,7 @@
 // texts follow RedisBloom (Redis 8), see shared COMPAT.md §1.4-1.5; where
 // RedisBloom silently misreads input (options matched by first letter or
 // searched across the whole argument list) we refuse it instead.
+#include <algorithm>
 #include <cstdio>
 #include <optional>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "server/commands/chunk_transfer.h"
 #include "server/commands/command_context.h"
 #include "server/commands/errors.h"
+#include "server/commands/filter_health_report.h"
 #include "server/commands/filter_lookup.h"
 #include "server/commands/info_reply.h"
 #include "server/context/command_table.h"
@@ -62,7 +64,16 @@ BloomAddResult FindAndAdd(CommandContext& ctx, const CreateRule& rule,
   result.status = FindOrCreateBloom(store, ctx.Key(ctx.args[1]), rule, &entry);
   *found = result.status == BloomStatus::kOk;
   if (!*found) return result;
+  // Non-scaling fill warning (filter_health_report.h), here rather than in
+  // the ops so they stay free of the command's name and the log.
+  const ScalableBloomFilter& filter = *entry->bloom();
+  const uint64_t items_before = filter.scaling() ? 0 : filter.items();
   result = AddBloomItems(*entry, items);
+  if (!filter.scaling() &&
+      std::find(result.added.begin(), result.added.end(), true) != result.added.end()) {
+    NoteNonScalingFill(ctx.spec.full_name, ctx.args[1], items_before, filter.items(),
+                       filter.capacity());
+  }
   JournalAdds(ctx, ctx.args[1], items, result);
   return result;
 }
@@ -254,6 +265,11 @@ std::vector<CommandSpec> BloomCommands() {
 }
 
 // check-snapshot's summary line.
+FilterHealth Health(const AnyFilter& filter, uint64_t max_scan_bytes) {
+  const ScalableBloomFilter& f = *std::get<std::unique_ptr<ScalableBloomFilter>>(filter);
+  return BloomHealth(f, max_scan_bytes);
+}
+
 std::string Describe(const AnyFilter& filter) {
   const ScalableBloomFilter& f = *std::get<std::unique_ptr<ScalableBloomFilter>>(filter);
   char line[256];
@@ -277,6 +293,7 @@ const FilterFamily& BloomFamily() {
       .writes = FamilyWrites::kCommute,
       .commands = BloomCommands,
       .describe = Describe,
+      .health = Health,
   };
   return family;
 }

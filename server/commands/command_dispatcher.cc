@@ -201,6 +201,16 @@ CommandOutcome DispatchCommand(ServerContext& server, ClientState& client,
     Bump(counters.commands[spec->id].rejected_calls);
     return CommandOutcome::kFailed;
   }
+  // While the data loads (the port is already open), only the rows flagged
+  // as Redis flags them answer; the loader's own replay is exempt. Checked
+  // before MULTI queues and before the ACL check, as Redis does (processCommand
+  // answers -LOADING before it looks at the user's permissions).
+  if ((spec->flags & kCmdLoading) == 0 && !client.journal.replaying &&
+      server.durability->loading()) {
+    reject(errors::kLoading);
+    Bump(counters.commands[spec->id].rejected_calls);
+    return CommandOutcome::kFailed;
+  }
   // Checked when queued and again at EXEC (transaction_commands.cc), as Redis.
   if (AclDenial denial = CheckClientAcl(server, client, *spec, args);
       denial != AclDenial::kNone) {

@@ -18,6 +18,7 @@
 #include "server/commands/chunk_transfer.h"
 #include "server/commands/command_context.h"
 #include "server/commands/errors.h"
+#include "server/commands/filter_health_report.h"
 #include "server/commands/filter_lookup.h"
 #include "server/commands/info_reply.h"
 #include "server/context/command_table.h"
@@ -44,7 +45,15 @@ void AddAndReply(CommandContext& ctx, const CreateRule& rule,
     Fail(ctx, status);
     return;
   }
+  // Non-scaling fill warning (filter_health_report.h), here rather than in
+  // the ops so they stay free of the command's name and the log.
+  const CountingBloomFilter& filter = *entry->get<CountingBloomFilter>();
+  const uint64_t items_before = filter.items();
   BloomAddResult result = AddCountingItems(*entry, items);
+  if (!filter.scaling() && !result.added.empty()) {
+    NoteNonScalingFill(ctx.spec.full_name, ctx.args[1], items_before, filter.items(),
+                       filter.capacity());
+  }
   if (single) {
     if (result.status != BloomStatus::kOk) {
       Fail(ctx, result.status);
@@ -256,6 +265,11 @@ std::vector<CommandSpec> CountingBloomCommands() {
 }
 
 // check-snapshot's summary line.
+FilterHealth Health(const AnyFilter& filter, uint64_t max_scan_bytes) {
+  const CountingBloomFilter& f = *std::get<std::unique_ptr<CountingBloomFilter>>(filter);
+  return CountingBloomHealth(f, max_scan_bytes);
+}
+
 std::string Describe(const AnyFilter& filter) {
   const CountingBloomFilter& f = *std::get<std::unique_ptr<CountingBloomFilter>>(filter);
   char line[256];
@@ -280,6 +294,7 @@ const FilterFamily& CountingBloomFamily() {
       .writes = FamilyWrites::kExclusive,
       .commands = CountingBloomCommands,
       .describe = Describe,
+      .health = Health,
   };
   return family;
 }

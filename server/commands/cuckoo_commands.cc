@@ -343,6 +343,11 @@ std::vector<CommandSpec> CuckooCommands() {
 }
 
 // check-snapshot's summary line.
+FilterHealth Health(const AnyFilter& filter, uint64_t max_scan_bytes) {
+  const CuckooFilter& f = *std::get<std::unique_ptr<CuckooFilter>>(filter);
+  return CuckooHealth(f, /*per_sub_filter=*/max_scan_bytes >= f.memory_bytes());
+}
+
 std::string Describe(const AnyFilter& filter) {
   const CuckooFilter& f = *std::get<std::unique_ptr<CuckooFilter>>(filter);
   CuckooFilterInfo info = f.Info();
@@ -371,6 +376,7 @@ const FilterFamily& CuckooFamily() {
       .writes = FamilyWrites::kExclusive,
       .commands = CuckooCommands,
       .describe = Describe,
+      .health = Health,
   };
   return family;
 }

@@ -29,6 +29,8 @@ inline constexpr std::string_view kNotFloat = "ERR value is not a valid float";
 inline constexpr std::string_view kWrongType =
     "WRONGTYPE Operation against a key holding the wrong kind of value";
 inline constexpr std::string_view kNoAuth = "NOAUTH Authentication required.";
+// Redis's text with our name (clients match the LOADING code and retry).
+inline constexpr std::string_view kLoading = "LOADING Bloomgate is loading the dataset in memory";
 // Ours (Redis has no AUTH throttling): see server/context/auth_throttle.h.
 inline constexpr std::string_view kAuthThrottled =
     "ERR too many failed AUTH attempts from this address; try again later";

@@ -13,6 +13,7 @@
 #include "server/commands/arg_parser.h"
 #include "server/commands/command_context.h"
 #include "server/commands/errors.h"
+#include "server/commands/filter_health_report.h"
 #include "server/commands/module_info.h"
 #include "server/context/acl_categories.h"
 #include "server/context/command_table.h"
@@ -390,6 +391,7 @@ constexpr InfoSection kInfoSections[] = {
     {"cpu", CpuSection, true},                {"modules", ModulesSection, true},
     {"cluster", ClusterSection, true},
     {"commandstats", CommandStatsSection, false}, {"keyspace", KeyspaceSection, true},
+    {"filterhealth", [](CommandContext& ctx) { return FilterHealthSection(ctx.server); }, false},
 };
 
 // INFO [section [section ...]]: "default", "all", "everything" or names.

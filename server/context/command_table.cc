@@ -29,7 +29,8 @@ bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
 
 CommandTable::CommandTable() {
   for (auto group : {ConnectionCommands, IntrospectionCommands, ServerCommands,
-                     KeyspaceCommands, TransactionCommands, AclCommands}) {
+                     KeyspaceCommands, TransactionCommands, AclCommands,
+                     HealthCommands}) {
     for (CommandSpec& spec : group()) commands_.push_back(std::move(spec));
   }
   for (const FilterFamily* family : RegisteredFamilies()) {

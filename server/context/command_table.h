@@ -84,6 +84,7 @@ std::vector<CommandSpec> IntrospectionCommands();
 std::vector<CommandSpec> ServerCommands();
 std::vector<CommandSpec> KeyspaceCommands();
 std::vector<CommandSpec> TransactionCommands();
+std::vector<CommandSpec> HealthCommands();  // BLOOMGATE.HEALTH
 std::vector<CommandSpec> AclCommands();
 
 class CommandTable {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "filters/any_filter.h"
+#include "filters/filter_health.h"
 #include "persistence/codec/filter_kind.h"
 #include "server/context/command_table.h"
 
@@ -30,6 +31,9 @@ struct FilterFamily {
   std::vector<CommandSpec> (*commands)() = nullptr;  // its command rows
   // check-snapshot's one-line summary of a filter of this family.
   std::string (*describe)(const AnyFilter& filter) = nullptr;
+  // BLOOMGATE.HEALTH and INFO filterhealth (filters/filter_health.h): reads
+  // at most max_scan_bytes of cells; 0 = the totals alone, in O(layers).
+  FilterHealth (*health)(const AnyFilter& filter, uint64_t max_scan_bytes) = nullptr;
 };
 
 }  // namespace bloomgate

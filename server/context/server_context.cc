@@ -1,6 +1,6 @@
 #include "server/context/server_context.h"
 
-#include <unistd.h>
+#include "server/context/memory_limit.h"
 
 #include <chrono>
 #include <algorithm>
@@ -20,15 +20,12 @@ std::string RandomRunId() {
   return id;
 }
 
-// maxmemory 0 means "3/4 of physical memory": a default that stops a client
-// from making the process swap or be OOM-killed, while leaving room for the
-// kernel and the page cache.
+// maxmemory 0 means "3/4 of the memory this process may use" (RAM, or the
+// cgroup's limit in a container; memory_limit.h): a default that stops a
+// client from making the process swap or be OOM-killed, while leaving room
+// for the kernel and the page cache.
 uint64_t EffectiveMaxMemory(uint64_t configured) {
-  if (configured != 0) return configured;
-  long pages = sysconf(_SC_PHYS_PAGES);
-  long page_size = sysconf(_SC_PAGE_SIZE);
-  if (pages <= 0 || page_size <= 0) return 0;
-  return static_cast<uint64_t>(pages) * static_cast<uint64_t>(page_size) / 4 * 3;
+  return configured != 0 ? configured : DefaultMaxMemory();
 }
 
 }  // namespace

@@ -6,11 +6,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <vector>
 
 #include "config/config_params.h"
 #include "persistence/codec/codec_registry.h"
 #include "persistence/snapshot_file.h"
+#include "server/durability/progress_file_system.h"
 #include "server/keyspace/clock.h"
 
 namespace bloomgate {
@@ -74,14 +76,42 @@ FilterLimits Durability::filter_limits() const {
   return limits;
 }
 
+uint64_t Durability::BytesToLoad() const {
+  ServerConfig config = parts_.config->Get();
+  uint64_t total = 0;
+  uint64_t size = 0;
+  std::string snapshot = JoinPath(config.dir, config.dbfilename);
+  if (fs_->Exists(snapshot) && fs_->FileSize(snapshot, &size).ok()) total += size;
+  std::vector<uint64_t> generations;
+  if (ListLogGenerations(*fs_, config.dir, config.appendfilename, &generations).ok()) {
+    for (uint64_t generation : generations) {
+      std::string path = JoinPath(config.dir, LogFileName(config.appendfilename, generation));
+      if (fs_->FileSize(path, &size).ok()) total += size;
+    }
+  }
+  return total;
+}
+
 Status Durability::Load(const LogRecordApplier& apply) {
   loading_.store(true, std::memory_order_release);
   auto start = std::chrono::steady_clock::now();
   ServerConfig config = parts_.config->Get();
+  load_progress_.Begin(BytesToLoad(), NowMs());
+  ProgressFileSystem::Options options;
+  options.progress = &load_progress_;
+  options.cancel = &cancel_load_;
+  options.max_read_bytes_per_second = load_rate_limit_;
+  options.on_progress = [this] {
+    int64_t now = NowMs();
+    if (load_progress_.LogDue(now)) {
+      spdlog::info("loading: {}", ByteProgress::Describe(load_progress_.Read(now)));
+    }
+  };
+  ProgressFileSystem reader(fs_, std::move(options));
   uint64_t generation = 0;
-  Status status = LoadSnapshot(&generation);
+  Status status = LoadSnapshot(reader, &generation);
   uint64_t last_generation = 0;
-  if (status.ok()) status = ReplayLogs(generation, apply, &last_generation);
+  if (status.ok()) status = ReplayLogs(reader, generation, apply, &last_generation);
   if (status.ok()) {
     // Keys that expired after the snapshot's cut or during the logs: gone
     // before the first client can see them.
@@ -100,11 +130,12 @@ Status Durability::Load(const LogRecordApplier& apply) {
                               std::chrono::steady_clock::now() - start)
                               .count(),
                           std::memory_order_relaxed);
-  loading_.store(false, std::memory_order_release);
+  // Only a complete load ends the loading state (see durability.h).
+  if (status.ok()) loading_.store(false, std::memory_order_release);
   return status;
 }
 
-Status Durability::LoadSnapshot(uint64_t* generation) {
+Status Durability::LoadSnapshot(FileSystem& reader, uint64_t* generation) {
   ServerConfig config = parts_.config->Get();
   std::string path = JoinPath(config.dir, config.dbfilename);
   *generation = 0;
@@ -126,7 +157,7 @@ Status Durability::LoadSnapshot(uint64_t* generation) {
   SnapshotInfo info;
   std::vector<LoadedRecord> records;
   Status status =
-      ReadSnapshot(*fs_, path, filter_limits(), parts_.budget, &info, &records);
+      ReadSnapshot(reader, path, filter_limits(), parts_.budget, &info, &records);
   if (!status.ok()) return status;
   // Expiry is judged at the cut, not now: the log that continues this
   // snapshot replays at its records' times, so a key that was alive at the
@@ -155,8 +186,8 @@ Status Durability::LoadSnapshot(uint64_t* generation) {
   return Status::Ok();
 }
 
-Status Durability::ReplayLogs(uint64_t first_generation, const LogRecordApplier& apply,
-                              uint64_t* last_generation) {
+Status Durability::ReplayLogs(FileSystem& reader, uint64_t first_generation,
+                              const LogRecordApplier& apply, uint64_t* last_generation) {
   ServerConfig config = parts_.config->Get();
   std::vector<uint64_t> generations;
   Status status = ListLogGenerations(*fs_, config.dir, config.appendfilename, &generations);
@@ -169,6 +200,8 @@ Status Durability::ReplayLogs(uint64_t first_generation, const LogRecordApplier&
       // Superseded by the snapshot (a crash came between its rename and the
       // deletion of the logs it replaces).
       spdlog::info("removing {}: older than the snapshot", path);
+      uint64_t size = 0;
+      if (fs_->FileSize(path, &size).ok()) load_progress_.AddTotal(-static_cast<int64_t>(size));
       (void)fs_->Remove(path);
       continue;
     }
@@ -182,7 +215,7 @@ Status Durability::ReplayLogs(uint64_t first_generation, const LogRecordApplier&
     bool newest = i + 1 == live.size();
     LogReadResult result;
     status = ReadAppendLog(
-        *fs_, path, /*allow_torn_tail=*/newest,
+        reader, path, /*allow_torn_tail=*/newest,
         apply, &result);
     if (!status.ok()) return status;
     if (result.torn_tail) {
@@ -425,7 +458,23 @@ Status Durability::WriteJob(SaveJob& job) {
   }
   uint64_t bytes = 0;
   if (status.ok()) {
-    status = WriteSnapshot(*fs_, job.dir, job.filename, job.meta, job.records, &bytes);
+    // The filters' bytes stand for the file's size (headers and names add
+    // a little): a percentage for INFO and the log, not a promise.
+    save_progress_.Begin(parts_.budget->used(), NowMs());
+    save_in_progress_.store(true, std::memory_order_release);
+    ProgressFileSystem::Options options;
+    options.progress = &save_progress_;
+    options.on_progress = [this, &job] {
+      int64_t now = NowMs();
+      if (save_progress_.LogDue(now)) {
+        spdlog::info("{} of {}: {} (size estimated)", job.background ? "background save" : "save",
+                     JoinPath(job.dir, job.filename),
+                     ByteProgress::Describe(save_progress_.Read(now)));
+      }
+    };
+    ProgressFileSystem writer(fs_, std::move(options));
+    status = WriteSnapshot(writer, job.dir, job.filename, job.meta, job.records, &bytes);
+    save_in_progress_.store(false, std::memory_order_release);
   }
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   last_save_attempt_ms_.store(NowMs(), std::memory_order_relaxed);
@@ -585,6 +634,19 @@ std::string Durability::InfoFields() const {
   }
   field("loading", loading() ? "1" : "0");
   field("async_loading", "0");
+  if (loading()) {
+    // Redis's loading_* fields (shown only while loading, as there), and
+    // the rate, which Redis leaves to the reader.
+    ByteProgress::Figures load = load_progress_.Read(now);
+    char percent[32];
+    std::snprintf(percent, sizeof(percent), "%.2f", load.percent);
+    field("loading_start_time", std::to_string(load.start_ms / 1000));
+    field("loading_total_bytes", std::to_string(load.total_bytes));
+    field("loading_loaded_bytes", std::to_string(load.done_bytes));
+    field("loading_loaded_perc", percent);
+    field("loading_eta_seconds", std::to_string(std::max<int64_t>(load.eta_seconds, 0)));
+    field("loading_bytes_per_sec", std::to_string(static_cast<uint64_t>(load.bytes_per_second)));
+  }
   field("rdb_changes_since_last_save", std::to_string(changes_.load(std::memory_order_relaxed)));
   field("rdb_bgsave_in_progress", bgsave ? "1" : "0");
   field("rdb_last_save_time", std::to_string(last_save_time_s()));
@@ -598,6 +660,11 @@ std::string Durability::InfoFields() const {
         bgsave ? std::to_string((now - bgsave_started_ms_.load(std::memory_order_relaxed)) / 1000)
                : "-1");
   field("rdb_saves", std::to_string(saves_.load(std::memory_order_relaxed)));
+  if (save_in_progress_.load(std::memory_order_acquire)) {
+    ByteProgress::Figures save = save_progress_.Read(now);
+    field("current_save_written_bytes", std::to_string(save.done_bytes));
+    field("current_save_estimated_bytes", std::to_string(save.total_bytes));
+  }
   field("rdb_last_load_keys_loaded", std::to_string(keys_loaded_.load(std::memory_order_relaxed)));
   field("aof_enabled", logging() ? "1" : "0");
   field("aof_rewrite_in_progress", "0");

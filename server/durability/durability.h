@@ -62,6 +62,7 @@
 #include "persistence/file_system.h"
 #include "persistence/status.h"
 #include "server/durability/journal.h"
+#include "server/durability/progress.h"
 #include "server/keyspace/key_locks.h"
 #include "server/keyspace/keyspace.h"
 
@@ -92,7 +93,22 @@ class Durability : public JournalSubscriber {
   // logs into the (empty) keyspace, then opens a new log generation. An
   // error names the file, the record and the step; the server must not start.
   // Log records go to `apply`.
+  //
+  // The port is open by then (clients get -LOADING meanwhile): the bytes
+  // read so far, of the snapshot's and the logs' sizes, are in INFO and in a
+  // log line every ByteProgress::kLogIntervalMs. On failure loading() stays
+  // true, so no client sees the half-loaded keyspace while the server exits.
   Status Load(const LogRecordApplier& apply);
+  // Marks the server as loading before the port opens, so the first client
+  // already gets -LOADING.
+  void BeginLoading() { loading_.store(true, std::memory_order_release); }
+  // Stops a Load in progress at its next read, with an error (graceful stop
+  // while loading: nothing is saved, the files stay as they are).
+  void CancelLoad() { cancel_load_.store(true, std::memory_order_release); }
+  bool load_cancelled() const { return cancel_load_.load(std::memory_order_acquire); }
+  // Test hook (BLOOMGATE_TEST_LOAD_BYTES_PER_SEC): caps Load's read rate so
+  // a test can watch a load in progress. 0 = no cap.
+  void set_load_rate_limit(uint64_t bytes_per_second) { load_rate_limit_ = bytes_per_second; }
 
   // --- the write path (worker threads) -----------------------------------
   // Whether writes are being logged (appendonly yes and the log is open).
@@ -139,9 +155,11 @@ class Durability : public JournalSubscriber {
  private:
   struct SaveJob;
 
-  Status LoadSnapshot(uint64_t* generation);
-  Status ReplayLogs(uint64_t first_generation, const LogRecordApplier& apply,
+  Status LoadSnapshot(FileSystem& reader, uint64_t* generation);
+  Status ReplayLogs(FileSystem& reader, uint64_t first_generation, const LogRecordApplier& apply,
                     uint64_t* last_generation);
+  // The bytes Load will read: the snapshot's size plus every log's.
+  uint64_t BytesToLoad() const;
   FilterLimits filter_limits() const;
   Status OpenLog(uint64_t generation);
   // Takes the cut: rotates the log and captures the keyspace into a job.
@@ -156,6 +174,13 @@ class Durability : public JournalSubscriber {
   std::atomic<bool> logging_{false};
   std::atomic<bool> write_error_{false};
   std::atomic<bool> loading_{false};
+  std::atomic<bool> cancel_load_{false};
+  uint64_t load_rate_limit_ = 0;  // set before Load
+  ByteProgress load_progress_;
+  // The save being written (one at a time: save_mutex_ and
+  // bgsave_in_progress_); its total is an estimate, the filters' bytes.
+  ByteProgress save_progress_;
+  std::atomic<bool> save_in_progress_{false};
   std::atomic<uint64_t> changes_{0};  // writes since the last successful save's cut
 
   // The open log, replaced only under the cut (every key lock held), so a

@@ -177,8 +177,13 @@ void Server::ScheduleHousekeeping() {
   housekeeping_.async_wait([this](const boost::system::error_code& ec) {
     if (ec || stopping_.load(std::memory_order_acquire)) return;
     int64_t now = NowMs();
-    context_.keyspace.SweepExpired(now, kExpireKeysPerRound, &context_.key_locks);
-    context_.durability->Tick(now);
+    // While the data loads, expiry is the loader's (it judges keys at the
+    // snapshot's cut, then sweeps), and a save would write a half-loaded
+    // keyspace over the snapshot being read.
+    if (!context_.durability->loading()) {
+      context_.keyspace.SweepExpired(now, kExpireKeysPerRound, &context_.key_locks);
+      context_.durability->Tick(now);
+    }
     context_.chunk_staging.DropIdle(now);
     int64_t timeout_ms = static_cast<int64_t>(context_.config.Get().timeout) * 1000;
     if (timeout_ms > 0) {
@@ -191,7 +196,7 @@ void Server::ScheduleHousekeeping() {
   });
 }
 
-void Server::Run() {
+void Server::Start() {
   signals_.async_wait([this](const boost::system::error_code& ec, int signal) {
     if (ec) return;
     spdlog::info("received {}, shutting down", signal == SIGINT ? "SIGINT" : "SIGTERM");
@@ -200,7 +205,9 @@ void Server::Run() {
   for (Listener& listener : listeners_) DoAccept(listener);
   ScheduleHousekeeping();
   pool_.Start();
+}
 
+void Server::Wait() {
   std::unique_lock lock(stop_mutex_);
   stop_requested_cv_.wait(lock, [this] { return stop_requested_; });
   lock.unlock();
@@ -224,6 +231,7 @@ void Server::Run() {
 }
 
 void Server::Stop() {
+  context_.durability->CancelLoad();
   std::lock_guard lock(stop_mutex_);
   stop_requested_ = true;
   stop_requested_cv_.notify_all();

@@ -44,9 +44,19 @@ class Server {
   uint16_t bound_port(Transport transport) const {
     return transport == Transport::kTcp ? tcp_port_ : tls_port_;
   }
-  // Serves until Stop(); returns when every worker has finished.
-  void Run();
-  // Thread-safe and idempotent.
+  // Starts serving on the worker threads, on every transport's listeners,
+  // and returns at once (start-up loads the data after this, answering
+  // -LOADING meanwhile).
+  void Start();
+  // Blocks until Stop(), then stops gracefully; returns when every worker
+  // has finished.
+  void Wait();
+  // Start() then Wait(): serves until Stop().
+  void Run() {
+    Start();
+    Wait();
+  }
+  // Thread-safe and idempotent; also interrupts a start-up load.
   void Stop();
 
  private:

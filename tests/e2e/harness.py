@@ -353,6 +353,12 @@ class BloomgateServer:
             try:
                 with RawConnection(self.port, timeout=1.0) as c:
                     reply = c.call("PING")
+                    if (isinstance(reply, RespError) and reply.code == "NOAUTH"
+                            and self.password is not None):
+                        # The port opens before the data is loaded (-LOADING
+                        # until then): ready means PING answers PONG.
+                        c.call("AUTH", self.password)
+                        reply = c.call("PING")
                 if reply == "PONG" or (isinstance(reply, RespError) and reply.code == "NOAUTH"):
                     return
             except OSError:

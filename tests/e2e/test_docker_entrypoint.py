@@ -52,15 +52,20 @@ class EntrypointTest(unittest.TestCase):
         with open(os.path.join(self.tmp.name, "server.log"), "rb") as f:
             return f.read().decode("utf-8", "replace")
 
-    def wait_serving(self, proc):
+    def wait_serving(self, proc, password=None):
         def answers():
             if proc.poll() is not None:
                 self.fail(f"the server exited with {proc.returncode}\n{self.log()}")
             try:
                 with RawConnection(self.port, timeout=1.0) as c:
-                    return c.call("PING")
+                    reply = c.call("PING")
+                    if password is not None and isinstance(reply, RespError):
+                        c.call("AUTH", password)
+                        reply = c.call("PING")
             except OSError:
                 return None
+            # The port opens before the data is loaded: not serving yet.
+            return None if isinstance(reply, RespError) and reply.code == "LOADING" else reply
         return wait_until(answers, 10.0, what="the server to answer")
 
     def test_without_a_password_it_refuses_to_start(self):
@@ -73,6 +78,7 @@ class EntrypointTest(unittest.TestCase):
         reply = self.wait_serving(proc)
         self.assertIsInstance(reply, RespError)
         self.assertEqual(reply.code, "NOAUTH")
+        self.assertEqual(self.wait_serving(proc, password="s3cret-env"), "PONG")
         self.assertTrue(redis.Redis(port=self.port, password="s3cret-env").ping())
         with open(f"/proc/{proc.pid}/cmdline", "rb") as f:
             self.assertNotIn(b"s3cret-env", f.read())
@@ -83,7 +89,7 @@ class EntrypointTest(unittest.TestCase):
         with open(secret, "w") as f:
             f.write("s3cret-file\n")
         proc = self.start(BLOOMGATE_PASSWORD_FILE=secret)
-        self.wait_serving(proc)
+        self.assertEqual(self.wait_serving(proc, password="s3cret-file"), "PONG")
         self.assertTrue(redis.Redis(port=self.port, password="s3cret-file").ping())
         with self.assertRaisesRegex(redis.ResponseError, "WRONGPASS"):
             redis.Redis(port=self.port, password="wrong").ping()

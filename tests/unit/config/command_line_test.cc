@@ -124,7 +124,27 @@ TEST(ParseCommandLine, UnknownFlagIsAnErrorNamingIt) {
   EXPECT_EQ(parsed.error, "unknown option '--frobnicate' (see --help)");
   parsed = Parse({"--max_filter_memory=1gb"});
   EXPECT_FALSE(parsed.ok);
-  EXPECT_EQ(parsed.error, "unknown option '--max_filter_memory' (see --help)");
+  EXPECT_EQ(parsed.error,
+            "unknown option '--max_filter_memory'; did you mean --max-filter-memory? (see --help)");
+}
+
+TEST(ParseCommandLine, AMistypedFlagGetsOneDidYouMean) {
+  Parsed parsed = Parse({"--prot", "7000"});
+  EXPECT_FALSE(parsed.ok);
+  EXPECT_EQ(parsed.error, "unknown option '--prot'; did you mean --port? (see --help)");
+  parsed = Parse({"--confg", "x.yaml"});
+  EXPECT_EQ(parsed.error, "unknown option '--confg'; did you mean --config? (see --help)");
+}
+
+TEST(SuggestClosest, OnlyACloseEnoughNameIsSuggested) {
+  EXPECT_EQ(SuggestClosest("appendonyl", {"appendonly", "appendfsync"}), "appendonly");
+  EXPECT_EQ(SuggestClosest("zzz", {"port", "bind"}), "");
+  EXPECT_EQ(SuggestClosest("BIND", {"port", "bind"}), "bind");
+}
+
+TEST(CommandLineHelp, ShowsTheModesUsageAfterTheUsageLine) {
+  std::string help = CommandLineHelp("  bloomgate build ...\n");
+  EXPECT_EQ(help.find("  bloomgate build ...\n"), help.find('\n') + 1) << help;
 }
 
 TEST(ParseCommandLine, PositionalAndSingleDashArgumentsAreErrors) {

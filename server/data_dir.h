@@ -1,0 +1,42 @@
+// The data directory at start-up: is it usable, and is it ours.
+//
+// Two servers on one directory corrupt each other: the second one's log
+// generation N+1 makes every later save of the first fail with "File
+// exists". So the server takes an exclusive flock(2) on <dir>/bloomgate.lock
+// before it opens anything else there, holds it for its whole life, and a
+// second server refuses to start, naming the pid that holds it.
+#pragma once
+
+#include <string>
+
+namespace bloomgate {
+
+// The lock file's name inside the data directory.
+inline constexpr const char* kDataDirLockName = "bloomgate.lock";
+
+// Empty if `dir` exists, is a directory and this process may create files
+// in it; otherwise one sentence saying which of these is wrong and what to
+// do about it.
+std::string CheckDataDir(const std::string& dir);
+
+class DataDirLock {
+ public:
+  DataDirLock() = default;
+  ~DataDirLock();
+  DataDirLock(const DataDirLock&) = delete;
+  DataDirLock& operator=(const DataDirLock&) = delete;
+
+  // Takes the lock without waiting. False with *error ("... is in use by
+  // bloomgate pid 1234 ...") when another process holds it or the file
+  // cannot be made.
+  bool Acquire(const std::string& dir, std::string* error);
+  // Removes the lock file (so a clean stop leaves the directory as it found
+  // it) and releases the lock. Idempotent; the destructor calls it.
+  void Release();
+
+ private:
+  int fd_ = -1;
+  std::string path_;
+};
+
+}  // namespace bloomgate
