@@ -380,9 +380,9 @@ std::string SubcommandEntries(const std::string& list, const std::string& parent
 }
 
 TEST(CommandTable, TheReadmeNamesEveryCommandAndSubcommand) {
-  // This file is tests/unit/server/; the README is at the repository root.
-  std::filesystem::path readme =
-      std::filesystem::path(__FILE__).parent_path() / ".." / ".." / ".." / "README.md";
+  // The README is at the repository root (BLOOMGATE_SOURCE_DIR, see
+  // tests/CMakeLists.txt: __FILE__ is relative under ccache).
+  std::filesystem::path readme = std::filesystem::path(BLOOMGATE_SOURCE_DIR) / "README.md";
   std::ifstream in(readme);
   ASSERT_TRUE(in) << "cannot open " << readme;
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
