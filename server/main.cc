@@ -26,7 +26,7 @@ bool SetUpLogging(const bloomgate::ServerConfig& config, std::string* error) {
       logger = spdlog::basic_logger_mt("bloomgate", config.logfile);
     }
     spdlog::set_default_logger(logger);
-    spdlog::set_level(spdlog::level::from_str(config.loglevel));
+    spdlog::set_level(spdlog::level::from_str(std::string(bloomgate::LogLevelForSpdlog(config.loglevel))));
     spdlog::flush_on(spdlog::level::info);
   } catch (const spdlog::spdlog_ex& e) {
     *error = std::string("cannot open log: ") + e.what();

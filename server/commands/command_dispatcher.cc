@@ -18,6 +18,26 @@ std::string Upper(std::string_view text) {
   return upper;
 }
 
+// SLOWLOG and LATENCY: both thresholds are read from atomics, so a fast
+// command costs two relaxed loads here and takes no lock.
+void NoteSlowCommand(ServerContext& server, ClientState& client, const CommandSpec& spec,
+                     std::span<const std::string_view> args, int64_t now_ms, int64_t usec) {
+  const int64_t slowlog_us = server.slowlog_threshold_us();
+  if (slowlog_us >= 0 && usec >= slowlog_us) {
+    const size_t redact_from =
+        (spec.flags & kCmdRedactArgs) ? (spec.parent != nullptr ? 2 : 1) : args.size();
+    server.slow_log.Add(args, redact_from, now_ms / 1000, usec,
+                        client.info ? client.info->addr : std::string(),
+                        client.info ? client.info->name() : std::string(),
+                        server.slowlog_max_len());
+  }
+  const uint64_t latency_ms = server.latency_threshold_ms();
+  if (latency_ms > 0 && static_cast<uint64_t>(usec / 1000) >= latency_ms) {
+    server.latency.Add((spec.flags & kCmdFast) ? "fast-command" : "command", now_ms / 1000,
+                       static_cast<uint64_t>(usec / 1000));
+  }
+}
+
 }  // namespace
 
 void CommandKeys(const CommandSpec& spec, std::span<const std::string_view> args,
@@ -106,13 +126,16 @@ CommandOutcome RunCommand(ServerContext& server, ClientState& client, const Comm
   CommandCounters& stats = counters.commands[spec.id];
   Bump(stats.calls);
   Bump(stats.usec, static_cast<uint64_t>(usec));
+  Bump(stats.usec_buckets[CommandCounters::BucketOf(static_cast<uint64_t>(usec))]);
   if (failed) Bump(stats.failed_calls);
+  if (!client.journal.replaying) NoteSlowCommand(server, client, spec, args, now_ms, usec);
   return failed ? CommandOutcome::kFailed : CommandOutcome::kDone;
 }
 
 CommandOutcome DispatchCommand(ServerContext& server, ClientState& client,
                                std::span<const std::string_view> args, ReplyBuilder& reply) {
   WorkerCounters& counters = server.stats.worker(client.worker_index);
+  reply.set_error_observer(&server.error_stats);
   const CommandSpec* spec = server.commands.Find(args[0]);
   auto reject = [&](std::string_view text) {
     if (client.in_multi) client.multi_dirty = true;

@@ -25,6 +25,8 @@ inline constexpr std::string_view kLogWriteFailed =
     "with a working data directory";
 inline constexpr std::string_view kNotInteger =
     "ERR value is not an integer or out of range";
+inline constexpr std::string_view kSlowlogCount =
+    "ERR count should be greater than or equal to -1";
 inline constexpr std::string_view kNotFloat = "ERR value is not a valid float";
 inline constexpr std::string_view kWrongType =
     "WRONGTYPE Operation against a key holding the wrong kind of value";

@@ -38,6 +38,9 @@ enum CommandFlag : uint32_t {
   // at once. Every other write holds its keys' locks exclusively, so writes
   // to one key reach the append-only log in the order they took effect.
   kCmdOrderFree = 1u << 11,
+  // Ours: the arguments carry a secret (AUTH's and HELLO's password), so
+  // SLOWLOG and MONITOR show them as "(redacted)", as Redis does.
+  kCmdRedactArgs = 1u << 12,
 };
 
 struct CommandSpec {
@@ -71,6 +74,7 @@ struct CommandSpec {
 std::vector<CommandSpec> ConnectionCommands();
 std::vector<CommandSpec> IntrospectionCommands();
 std::vector<CommandSpec> ServerCommands();
+std::vector<CommandSpec> OperatorCommands();
 std::vector<CommandSpec> KeyspaceCommands();
 std::vector<CommandSpec> TransactionCommands();
 

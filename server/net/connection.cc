@@ -46,6 +46,8 @@ Connection::Connection(tcp::socket socket, ServerContext& server, ConnectionMana
                        size_t worker_index)
     : socket_(std::move(socket)), server_(server), manager_(manager), reply_(&out_) {
   client_.worker_index = worker_index;
+  // Protocol errors are counted in INFO errorstats too.
+  reply_.set_error_observer(&server_.error_stats);
 }
 
 void Connection::Start() {
