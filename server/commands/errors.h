@@ -166,6 +166,9 @@ inline constexpr std::string_view kHelloNoAuth =
     "HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and "
     "select the RESP protocol version at the same time";
 inline constexpr std::string_view kInvalidClientId = "ERR Invalid client ID";
+inline constexpr std::string_view kNoSuchClient = "ERR No such client";
+inline constexpr std::string_view kClientIdNotPositive = "ERR client-id should be greater than 0";
+inline constexpr std::string_view kNoShutdownInProgress = "ERR No shutdown in progress.";
 inline constexpr std::string_view kInvalidCommandSpecified = "ERR Invalid command specified";
 inline constexpr std::string_view kGetKeysBadArity =
     "ERR Invalid number of arguments specified for command";
@@ -181,6 +184,9 @@ inline std::string UnrecognizedOption(std::string_view option) {
 inline std::string ClientLibInfoInvalid(bool lib_name) {
   return std::string("ERR ") + (lib_name ? "lib-name" : "lib-ver") +
          " cannot contain spaces, newlines or special characters.";
+}
+inline std::string NoSuchUser(std::string_view user) {
+  return "ERR No such user '" + std::string(user) + "'";
 }
 inline std::string UnknownClientType(std::string_view type) {
   return "ERR Unknown client type '" + std::string(type) + "'";

@@ -73,9 +73,15 @@ void CmdConfigResetStat(CommandContext& ctx) {
   ctx.reply.Ok();
 }
 
-// SHUTDOWN [NOSAVE | SAVE] [NOW] [FORCE]: stops the server gracefully. As in
+// SHUTDOWN [NOSAVE | SAVE] [NOW] [FORCE] [ABORT]: stops the server gracefully. As in
 // Redis, a successful SHUTDOWN sends no reply: the connection just closes.
 void CmdShutdown(CommandContext& ctx) {
+  if (ctx.args.size() >= 2 && EqualsIgnoreCase(ctx.args.back(), "ABORT")) {
+    // Redis aborts a shutdown that waits for replicas (shutdown-timeout);
+    // ours never waits, so there is never one to abort. ABORT stands alone.
+    ctx.Fail(ctx.args.size() == 2 ? errors::kNoShutdownInProgress : errors::kSyntax);
+    return;
+  }
   for (std::string_view option : ctx.args.subspan(1)) {
     if (!EqualsIgnoreCase(option, "NOSAVE") && !EqualsIgnoreCase(option, "SAVE") &&
         !EqualsIgnoreCase(option, "NOW") && !EqualsIgnoreCase(option, "FORCE")) {

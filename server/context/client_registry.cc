@@ -31,18 +31,37 @@ void ClientInfo::set_lib_ver(std::string lib_ver) {
   lib_ver_ = std::move(lib_ver);
 }
 
+void ClientInfo::set_killer(std::function<void()> killer) {
+  std::lock_guard lock(mutex_);
+  killer_ = std::move(killer);
+}
+
+bool ClientInfo::Kill() {
+  std::function<void()> killer;
+  {
+    std::lock_guard lock(mutex_);
+    killer.swap(killer_);
+  }
+  if (!killer) return false;
+  killer();
+  return true;
+}
+
 std::string ClientInfo::Describe(int64_t now_ms) const {
   const CommandSpec* cmd = last_command.load(std::memory_order_relaxed);
   int64_t last = last_interaction_ms.load(std::memory_order_relaxed);
   bool multi = in_multi.load(std::memory_order_relaxed);
   uint64_t omem = output_bytes.load(std::memory_order_relaxed);
+  std::string flags = multi ? "x" : "";
+  if (no_evict.load(std::memory_order_relaxed)) flags += 'e';
+  if (flags.empty()) flags = "N";
   std::lock_guard lock(mutex_);
   return fmt::format(
       "id={} addr={} laddr={} fd=-1 name={} age={} idle={} flags={} db=0 sub=0 psub=0 "
       "ssub=0 multi={} qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 "
       "omem={} tot-mem={} events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
       id, addr, laddr, name_, (now_ms - created_ms) / 1000, (now_ms - last) / 1000,
-      multi ? "x" : "N", multi ? 0 : -1, omem, omem, cmd == nullptr ? "NULL" : cmd->full_name,
+      flags, multi ? 0 : -1, omem, omem, cmd == nullptr ? "NULL" : cmd->full_name,
       resp.load(std::memory_order_relaxed), lib_name_, lib_ver_);
 }
 

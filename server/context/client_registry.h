@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -29,6 +30,16 @@ struct ClientInfo {
   // Reply bytes built or on the wire and not yet taken by the socket (CLIENT
   // LIST omem): at most client-output-buffer-limit plus one reply.
   std::atomic<uint64_t> output_bytes{0};
+  // CLIENT NO-EVICT: shown as flag 'e' in CLIENT LIST. Bloomgate never
+  // evicts clients (maxmemory-clients does not exist here), so it only
+  // records the client's wish.
+  std::atomic<bool> no_evict{false};
+
+  // CLIENT KILL: the connection installs how to close it from any thread
+  // (posting the close onto its own loop); Kill returns false once the
+  // client is gone or was already killed.
+  void set_killer(std::function<void()> killer);
+  bool Kill();
 
   std::string name() const;
   std::string lib_name() const;
@@ -43,6 +54,7 @@ struct ClientInfo {
  private:
   mutable std::mutex mutex_;
   std::string name_, lib_name_, lib_ver_;
+  std::function<void()> killer_;  // guarded by mutex_
 };
 
 class ClientRegistry {

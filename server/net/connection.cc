@@ -58,6 +58,14 @@ void Connection::Start() {
   last_activity_ms_ = NowMs();
   client_.info = server_.clients.Register(EndpointText(remote), EndpointText(local),
                                           last_activity_ms_);
+  // CLIENT KILL from any thread: the close runs on this connection's loop.
+  // A kill of the client running CLIENT KILL closes it after its reply.
+  std::weak_ptr<Connection> weak = shared_from_this();
+  client_.info->set_killer([weak, executor = socket_.get_executor()] {
+    asio::post(executor, [weak] {
+      if (auto self = weak.lock()) self->Kill();
+    });
+  });
   ServerConfig config = server_.config.Get();
   client_.authenticated = config.requirepass.empty();
   proto_max_bulk_len_ = config.proto_max_bulk_len;
@@ -249,6 +257,16 @@ void Connection::DoWrite() {
         // high-water mark); ProcessInput reads again when there are none.
         ProcessInput();
       });
+}
+
+void Connection::Kill() {
+  if (closed_) return;
+  if (write_in_flight_ || awaiting_log_) {
+    // Replies of the batch already run are sent first; then it closes.
+    client_.close_after_reply = true;
+    return;
+  }
+  Close();
 }
 
 void Connection::Close() {

@@ -46,6 +46,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void SendOrContinue();
   void DrainForStop();
   void Close();
+  // CLIENT KILL, run on this connection's loop.
+  void Kill();
   void UpdateParserLimits();
 
   tcp::socket socket_;

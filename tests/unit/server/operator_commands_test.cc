@@ -232,3 +232,84 @@ TEST(Loglevel, RedisNamesAreAccepted) {
 
 }  // namespace
 }  // namespace bloomgate
+
+namespace bloomgate {
+namespace {
+
+using namespace bloomgate::testing;
+
+TEST(ClientKill, FiltersAreCheckedWithRedisTexts) {
+  auto server = MakeServer();
+  Session s(server.get());
+  EXPECT_EQ(s.Run({"CLIENT", "KILL", "1.2.3.4:5"}), Err("ERR No such client"));
+  EXPECT_EQ(s.Run({"CLIENT", "KILL", "ID", "0"}), Err("ERR client-id should be greater than 0"));
+  EXPECT_EQ(s.Run({"CLIENT", "KILL", "ID", "x"}), Err("ERR client-id should be greater than 0"));
+  EXPECT_EQ(s.Run({"CLIENT", "KILL", "TYPE", "odd"}), Err("ERR Unknown client type 'odd'"));
+  EXPECT_EQ(s.Run({"CLIENT", "KILL", "USER", "bob"}), Err("ERR No such user 'bob'"));
+  EXPECT_EQ(s.Run({"CLIENT", "KILL", "SKIPME", "maybe"}), Err("ERR syntax error"));
+  EXPECT_EQ(s.Run({"CLIENT", "KILL", "MAXAGE", "x"}),
+            Err("ERR value is not an integer or out of range"));
+  // Three words are the old ip:port form, as in Redis.
+  EXPECT_EQ(s.Run({"CLIENT", "KILL", "ID"}), Err("ERR No such client"));
+  EXPECT_EQ(s.Run({"CLIENT", "KILL", "ID", "1", "ADDR"}), Err("ERR syntax error"));
+  EXPECT_EQ(s.Run({"CLIENT", "KILL", "NOPE", "1"}), Err("ERR syntax error"));
+  EXPECT_EQ(s.Run({"CLIENT", "KILL"}), WrongArity("client|kill"));
+}
+
+TEST(ClientKill, KillsTheMatchingRegisteredClientsOnly) {
+  auto server = MakeServer();
+  Session s(server.get());
+  auto a = server->clients.Register("10.0.0.1:1000", "127.0.0.1:6379", NowMs());
+  auto b = server->clients.Register("10.0.0.2:2000", "127.0.0.1:6380", NowMs());
+  int a_killed = 0, b_killed = 0;
+  a->set_killer([&] { ++a_killed; });
+  b->set_killer([&] { ++b_killed; });
+  EXPECT_EQ(s.Run({"CLIENT", "KILL", "TYPE", "pubsub"}), Int(0));
+  EXPECT_EQ(s.Run({"CLIENT", "KILL", "LADDR", "127.0.0.1:6380", "USER", "default"}), Int(1));
+  EXPECT_EQ(b_killed, 1);
+  EXPECT_EQ(a_killed, 0);
+  EXPECT_EQ(s.Run({"CLIENT", "KILL", "ADDR", "10.0.0.2:2000"}), Int(0));  // already killed
+  EXPECT_EQ(s.Run({"CLIENT", "KILL", "MAXAGE", "1000"}), Int(0));         // too young
+  EXPECT_EQ(s.Run({"CLIENT", "KILL", "10.0.0.1:1000"}), kOk);
+  EXPECT_EQ(a_killed, 1);
+}
+
+TEST(ClientNoEvict, IsShownInClientListFlags) {
+  auto server = MakeServer();
+  Session s(server.get());
+  s.client().info = server->clients.Register("10.0.0.1:1000", "127.0.0.1:6379", NowMs());
+  EXPECT_EQ(s.Run({"CLIENT", "NO-EVICT", "on"}), kOk);
+  EXPECT_NE(s.Run({"CLIENT", "INFO"}).find(" flags=e "), std::string::npos);
+  EXPECT_EQ(s.Run({"CLIENT", "NO-EVICT", "off"}), kOk);
+  EXPECT_NE(s.Run({"CLIENT", "INFO"}).find(" flags=N "), std::string::npos);
+  EXPECT_EQ(s.Run({"CLIENT", "NO-EVICT", "maybe"}), Err("ERR syntax error"));
+}
+
+TEST(Reset, DropsTheTransactionProtocolNameAndAuthentication) {
+  ServerConfig config;
+  config.requirepass = "pw";
+  auto server = MakeServer(config);
+  Session s(server.get());
+  s.client().info = server->clients.Register("10.0.0.1:1000", "127.0.0.1:6379", NowMs());
+  s.Run({"CLIENT", "SETNAME", "me"});
+  s.set_resp3(true);
+  EXPECT_EQ(s.Run({"MULTI"}), kOk);
+  EXPECT_EQ(s.Run({"RESET"}), Simple("RESET"));
+  EXPECT_FALSE(s.client().in_multi);
+  EXPECT_FALSE(s.client().resp3);
+  EXPECT_EQ(s.client().info->name(), "");
+  EXPECT_EQ(s.Run({"PING"}), Err("NOAUTH Authentication required."));
+}
+
+TEST(ShutdownAbort, ThereIsNeverAShutdownToAbort) {
+  auto server = MakeServer();
+  bool stopped = false;
+  server->request_shutdown = [&] { stopped = true; };
+  Session s(server.get());
+  EXPECT_EQ(s.Run({"SHUTDOWN", "ABORT"}), Err("ERR No shutdown in progress."));
+  EXPECT_EQ(s.Run({"SHUTDOWN", "NOSAVE", "ABORT"}), Err("ERR syntax error"));
+  EXPECT_FALSE(stopped);
+}
+
+}  // namespace
+}  // namespace bloomgate
