@@ -167,6 +167,10 @@ inline constexpr std::string_view kHelloNoAuth =
     "select the RESP protocol version at the same time";
 inline constexpr std::string_view kInvalidClientId = "ERR Invalid client ID";
 inline constexpr std::string_view kNoSuchClient = "ERR No such client";
+inline constexpr std::string_view kObjectFreqNotTracked =
+    "ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note "
+    "that when switching between policies at runtime LRU and LFU data will take some time to "
+    "adjust.";
 inline constexpr std::string_view kClientIdNotPositive = "ERR client-id should be greater than 0";
 inline constexpr std::string_view kNoShutdownInProgress = "ERR No shutdown in progress.";
 inline constexpr std::string_view kInvalidCommandSpecified = "ERR Invalid command specified";

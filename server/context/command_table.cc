@@ -27,7 +27,7 @@ bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
 
 CommandTable::CommandTable() {
   for (auto group : {ConnectionCommands, IntrospectionCommands, ServerCommands, OperatorCommands,
-                     KeyspaceCommands, TransactionCommands}) {
+                     KeyspaceCommands, KeyInspectionCommands, TransactionCommands}) {
     for (CommandSpec& spec : group()) commands_.push_back(std::move(spec));
   }
   for (const FilterFamily* family : RegisteredFamilies()) {

@@ -76,6 +76,7 @@ std::vector<CommandSpec> IntrospectionCommands();
 std::vector<CommandSpec> ServerCommands();
 std::vector<CommandSpec> OperatorCommands();
 std::vector<CommandSpec> KeyspaceCommands();
+std::vector<CommandSpec> KeyInspectionCommands();
 std::vector<CommandSpec> TransactionCommands();
 
 class CommandTable {

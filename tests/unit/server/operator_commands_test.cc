@@ -2,6 +2,7 @@
 // dispatcher: Redis's reply shapes and texts.
 #include <gtest/gtest.h>
 
+#include <set>
 #include <string>
 
 #include "server/context/slow_log.h"
@@ -87,6 +88,17 @@ TEST(Slowlog, AuthArgumentsAreRedacted) {
   std::string reply = s.Run({"SLOWLOG", "GET", "1"});
   EXPECT_EQ(reply.find("s3cret"), std::string::npos) << reply;
   EXPECT_NE(reply.find(Arr(2) + Bulk("AUTH") + Bulk("(redacted)")), std::string::npos) << reply;
+}
+
+TEST(Slowlog, ARuntimePasswordIsRedacted) {
+  auto server = MakeServer(LogEverything());
+  Session s(server.get());
+  EXPECT_EQ(s.Run({"CONFIG", "SET", "maxclients", "50", "requirepass", "hunter2"}), kOk);
+  std::string reply = s.Run({"SLOWLOG", "GET", "1"});
+  EXPECT_EQ(reply.find("hunter2"), std::string::npos) << reply;
+  EXPECT_NE(reply.find(Arr(6) + Bulk("CONFIG") + Bulk("SET") + Bulk("(redacted)")),
+            std::string::npos)
+      << reply;
 }
 
 TEST(SlowLogEntries, ArgumentsAreCutAsRedisCutsThem) {
@@ -309,6 +321,49 @@ TEST(ShutdownAbort, ThereIsNeverAShutdownToAbort) {
   EXPECT_EQ(s.Run({"SHUTDOWN", "ABORT"}), Err("ERR No shutdown in progress."));
   EXPECT_EQ(s.Run({"SHUTDOWN", "NOSAVE", "ABORT"}), Err("ERR syntax error"));
   EXPECT_FALSE(stopped);
+}
+
+}  // namespace
+}  // namespace bloomgate
+
+namespace bloomgate {
+namespace {
+
+using namespace bloomgate::testing;
+
+TEST(RandomKey, ReturnsAnExistingKeyOrNil) {
+  auto server = MakeServer();
+  Session s(server.get());
+  EXPECT_EQ(s.Run({"RANDOMKEY"}), kNil);
+  s.Run({"BF.ADD", "a", "x"});
+  s.Run({"BF.ADD", "b", "x"});
+  std::set<std::string> seen;
+  for (int i = 0; i < 200; ++i) seen.insert(s.Run({"RANDOMKEY"}));
+  // 200 draws from two keys miss one of them with probability 2^-199.
+  EXPECT_EQ(seen, (std::set<std::string>{Bulk("a"), Bulk("b")}));
+}
+
+TEST(Touch, CountsTheKeysThatExist) {
+  auto server = MakeServer();
+  Session s(server.get());
+  s.Run({"BF.ADD", "a", "x"});
+  EXPECT_EQ(s.Run({"TOUCH", "a", "nosuch", "a"}), Int(2));
+}
+
+TEST(Object, AnswersAsRedisForAModuleValue) {
+  auto server = MakeServer();
+  Session s(server.get());
+  EXPECT_EQ(s.Run({"OBJECT", "ENCODING", "nosuch"}), kNil);
+  s.Run({"BF.ADD", "a", "x"});
+  EXPECT_EQ(s.Run({"OBJECT", "ENCODING", "a"}), Bulk("raw"));
+  EXPECT_EQ(s.Run({"OBJECT", "REFCOUNT", "a"}), Int(1));
+  EXPECT_EQ(s.Run({"OBJECT", "FREQ", "a"}).rfind("-ERR An LFU maxmemory policy is not selected",
+                                                 0),
+            0u);
+  EXPECT_EQ(s.Run({"OBJECT", "FREQ", "nosuch"}), kNil);
+  EXPECT_EQ(s.Run({"OBJECT", "HELP"}).rfind(Arr(12) + "+OBJECT <subcommand>", 0), 0u);
+  EXPECT_EQ(s.Run({"OBJECT", "IDLETIME", "a"}),
+            Err("ERR unknown subcommand 'IDLETIME'. Try OBJECT HELP."));
 }
 
 }  // namespace
