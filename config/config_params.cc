@@ -52,6 +52,11 @@ constexpr uint64_t kMaxTimeout = std::numeric_limits<int32_t>::max();
 constexpr uint64_t kMaxBfInitialSize = 1ull << 30;
 constexpr uint64_t kMaxBfExpansionFactor = 32768;
 constexpr double kBfErrorRateCap = 0.25;
+// A TLS handshake is two round trips and one signature (~1 ms for RSA-2048);
+// 100 ms still allows a 40 ms RTT, and ten minutes is beyond any real link,
+// so a larger value is a slip of the unit (seconds meant as milliseconds).
+constexpr uint64_t kMinTlsHandshakeTimeoutMs = 100;
+constexpr uint64_t kMaxTlsHandshakeTimeoutMs = 600'000;
 // Redis: CONFIG_BINDADDR_MAX.
 constexpr size_t kMaxBindAddresses = 16;
 
@@ -291,7 +296,70 @@ bool SetAppendFsync(ServerConfig* config, std::string_view value, std::string* e
   return true;
 }
 
+bool SetTlsAuthClients(ServerConfig* config, std::string_view value, std::string* error) {
+  using A = ServerConfig::TlsAuthClients;
+  if (EqualsIgnoreCase(value, "yes")) {
+    config->tls_auth_clients = A::kYes;
+  } else if (EqualsIgnoreCase(value, "no")) {
+    config->tls_auth_clients = A::kNo;
+  } else if (EqualsIgnoreCase(value, "optional")) {
+    config->tls_auth_clients = A::kOptional;
+  } else {
+    *error = "argument(s) must be one of the following: no, yes, optional";
+    return false;
+  }
+  return true;
+}
+
+std::string FormatTlsAuthClients(ServerConfig::TlsAuthClients mode) {
+  switch (mode) {
+    case ServerConfig::TlsAuthClients::kNo:
+      return "no";
+    case ServerConfig::TlsAuthClients::kYes:
+      return "yes";
+    case ServerConfig::TlsAuthClients::kOptional:
+      return "optional";
+  }
+  return "yes";
+}
+
+// Checked here, not only when the TLS context is built, so that a typo in
+// the file or on the command line fails at start-up even with TLS off.
+bool SetTlsProtocols(ServerConfig* config, std::string_view value, std::string* error) {
+  if (!ParseTlsProtocols(value)) {
+    *error = "argument must list protocols among TLSv1, TLSv1.1, TLSv1.2 and TLSv1.3";
+    return false;
+  }
+  config->tls_protocols = std::string(value);
+  return true;
+}
+
 }  // namespace
+
+std::optional<unsigned> ParseTlsProtocols(std::string_view text) {
+  unsigned protocols = 0;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    const size_t start = text.find_first_not_of(' ', pos);
+    if (start == std::string_view::npos) break;
+    size_t stop = text.find(' ', start);
+    if (stop == std::string_view::npos) stop = text.size();
+    const std::string_view word = text.substr(start, stop - start);
+    if (EqualsIgnoreCase(word, "TLSv1")) {
+      protocols |= kTlsV1;
+    } else if (EqualsIgnoreCase(word, "TLSv1.1")) {
+      protocols |= kTlsV1_1;
+    } else if (EqualsIgnoreCase(word, "TLSv1.2")) {
+      protocols |= kTlsV1_2;
+    } else if (EqualsIgnoreCase(word, "TLSv1.3")) {
+      protocols |= kTlsV1_3;
+    } else {
+      return std::nullopt;
+    }
+    pos = stop;
+  }
+  return protocols == 0 ? (kTlsV1_2 | kTlsV1_3) : protocols;
+}
 
 std::string FormatAppendFsync(ServerConfig::AppendFsync mode) {
   switch (mode) {
@@ -377,9 +445,9 @@ const std::vector<ConfigParam>& BuildTable() {
        /*runtime_settable=*/false, ConfigType::kAddressList, "<addr[,addr...]>",
        [](C* c, V v, S* e) { return SetBind(c, v, e); },
        [](const C& c) { return JoinBind(c.bind); }},
-      {"port", "TCP port to listen on",
-       /*runtime_settable=*/false, ConfigType::kInteger, "<1-65535>",
-       [](C* c, V v, S* e) { return SetInteger(v, 1, 65535, &c->port, e); },
+      {"port", "TCP port to listen on; 0 = no plain TCP (serve TLS only)",
+       /*runtime_settable=*/false, ConfigType::kInteger, "<0-65535>",
+       [](C* c, V v, S* e) { return SetInteger(v, 0, 65535, &c->port, e); },
        [](const C& c) { return std::to_string(c.port); }},
       {"threads", "I/O threads, one event loop each; 0 = one per core",
        /*runtime_settable=*/false, ConfigType::kInteger, "<0-1024>",
@@ -557,6 +625,66 @@ const std::vector<ConfigParam>& BuildTable() {
        /*runtime_settable=*/false, ConfigType::kString, "<name>",
        [](C* c, V v, S* e) { return SetFileName(v, &c->appendfilename, e); },
        [](const C& c) { return c.appendfilename; }},
+      {"tls-port", "TLS port to listen on; 0 = no TLS",
+       /*runtime_settable=*/false, ConfigType::kInteger, "<0-65535>",
+       [](C* c, V v, S* e) { return SetInteger(v, 0, 65535, &c->tls_port, e); },
+       [](const C& c) { return std::to_string(c.tls_port); }},
+      {"tls-cert-file", "PEM certificate chain the server presents",
+       /*runtime_settable=*/true, ConfigType::kString, "<path>",
+       [](C* c, V v, S* e) { return SetPath(v, &c->tls_cert_file, e); },
+       [](const C& c) { return c.tls_cert_file; }},
+      {"tls-key-file", "PEM private key of tls-cert-file",
+       /*runtime_settable=*/true, ConfigType::kString, "<path>",
+       [](C* c, V v, S* e) { return SetPath(v, &c->tls_key_file, e); },
+       [](const C& c) { return c.tls_key_file; }},
+      {"tls-key-file-pass", "passphrase of tls-key-file, if it is encrypted",
+       /*runtime_settable=*/true, ConfigType::kString, "<passphrase>",
+       [](C* c, V v, S*) {
+         c->tls_key_file_pass = std::string(v);
+         return true;
+       },
+       [](const C& c) { return c.tls_key_file_pass; }},
+      {"tls-ca-cert-file", "PEM file of the CAs client certificates must chain to",
+       /*runtime_settable=*/true, ConfigType::kString, "<path>",
+       [](C* c, V v, S* e) { return SetPath(v, &c->tls_ca_cert_file, e); },
+       [](const C& c) { return c.tls_ca_cert_file; }},
+      {"tls-ca-cert-dir", "directory of CA certificates (c_rehash layout)",
+       /*runtime_settable=*/true, ConfigType::kString, "<path>",
+       [](C* c, V v, S* e) { return SetPath(v, &c->tls_ca_cert_dir, e); },
+       [](const C& c) { return c.tls_ca_cert_dir; }},
+      {"tls-auth-clients", "client certificates: yes = required, optional, no = not asked",
+       /*runtime_settable=*/true, ConfigType::kEnum, "<yes|no|optional>",
+       [](C* c, V v, S* e) { return SetTlsAuthClients(c, v, e); },
+       [](const C& c) { return FormatTlsAuthClients(c.tls_auth_clients); }},
+      {"tls-protocols", "TLS versions accepted; \"\" = \"TLSv1.2 TLSv1.3\"",
+       /*runtime_settable=*/true, ConfigType::kString, "\"<TLSv1.2 TLSv1.3 ...>\"",
+       [](C* c, V v, S* e) { return SetTlsProtocols(c, v, e); },
+       [](const C& c) { return c.tls_protocols; }},
+      {"tls-ciphers", "OpenSSL cipher list for TLSv1.2 and below; \"\" = OpenSSL's",
+       /*runtime_settable=*/true, ConfigType::kString, "<ciphers>",
+       [](C* c, V v, S*) {
+         c->tls_ciphers = std::string(v);
+         return true;
+       },
+       [](const C& c) { return c.tls_ciphers; }},
+      {"tls-ciphersuites", "OpenSSL ciphersuites for TLSv1.3; \"\" = OpenSSL's",
+       /*runtime_settable=*/true, ConfigType::kString, "<ciphersuites>",
+       [](C* c, V v, S*) {
+         c->tls_ciphersuites = std::string(v);
+         return true;
+       },
+       [](const C& c) { return c.tls_ciphersuites; }},
+      {"tls-prefer-server-ciphers", "pick the cipher by the server's preference",
+       /*runtime_settable=*/true, ConfigType::kEnum, "<yes|no>",
+       [](C* c, V v, S* e) { return SetYesNo(v, &c->tls_prefer_server_ciphers, e); },
+       [](const C& c) { return std::string(c.tls_prefer_server_ciphers ? "yes" : "no"); }},
+      {"tls-handshake-timeout", "milliseconds a TLS client has to finish its handshake",
+       /*runtime_settable=*/true, ConfigType::kInteger, "<100-600000>",
+       [](C* c, V v, S* e) {
+         return SetInteger(v, kMinTlsHandshakeTimeoutMs, kMaxTlsHandshakeTimeoutMs,
+                           &c->tls_handshake_timeout_ms, e);
+       },
+       [](const C& c) { return std::to_string(c.tls_handshake_timeout_ms); }},
   };
   return kTable;
 }

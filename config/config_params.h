@@ -93,6 +93,17 @@ std::optional<uint64_t> ParseMemoryValue(std::string_view text);
 // through; Redis's verbose -> debug, notice -> info, warning -> warn,
 // nothing -> off.
 std::string_view LogLevelForSpdlog(std::string_view loglevel);
+// tls-protocols: a bit per protocol version a TLS listener accepts.
+enum TlsProtocol : unsigned {
+  kTlsV1 = 1u << 0,
+  kTlsV1_1 = 1u << 1,
+  kTlsV1_2 = 1u << 2,
+  kTlsV1_3 = 1u << 3,
+};
+// Parses tls-protocols: protocol names separated by spaces, ASCII case
+// ignored; empty = TLSv1.2 and TLSv1.3 (Redis's default). nullopt for an
+// unknown name.
+std::optional<unsigned> ParseTlsProtocols(std::string_view text);
 
 // appendfsync as CONFIG GET and INFO show it: "always", "everysec", "no".
 std::string FormatAppendFsync(ServerConfig::AppendFsync mode);

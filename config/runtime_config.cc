@@ -5,7 +5,8 @@
 namespace bloomgate {
 
 bool RuntimeConfig::Set(const std::vector<std::pair<std::string, std::string>>& pairs,
-                        std::string* error, ServerConfig* changed) {
+                        std::string* error, ServerConfig* changed,
+                        const Applier& apply) {
   std::unique_lock lock(mutex_);
   ServerConfig next = config_;
   for (const auto& [name, value] : pairs) {
@@ -22,6 +23,15 @@ bool RuntimeConfig::Set(const std::vector<std::pair<std::string, std::string>>& 
     std::string why;
     if (!SetConfigValue(&next, name, value, &why)) {
       *error = "CONFIG SET failed (possibly related to argument '" + name + "') - " + why;
+      return false;
+    }
+  }
+  if (apply) {
+    std::vector<std::string> names;
+    for (const auto& pair : pairs) names.push_back(pair.first);
+    std::string param, why;
+    if (!apply(next, names, &param, &why)) {
+      *error = "CONFIG SET failed (possibly related to argument '" + param + "') - " + why;
       return false;
     }
   }

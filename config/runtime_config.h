@@ -6,6 +6,7 @@
 // moment.
 #pragma once
 
+#include <functional>
 #include <mutex>
 #include <shared_mutex>
 #include <string>
@@ -24,11 +25,21 @@ class RuntimeConfig {
     return config_;
   }
 
+  // What a new value needs beyond being stored, e.g. TLS reloading its
+  // certificates. Called once per Set, under the lock, after every pair has
+  // parsed and before anything is committed, with the configuration about
+  // to be committed and the names set (in order). On failure it sets *param
+  // (the name to blame) and *why, and nothing changes. It must not call
+  // Get() or Set(): the lock is held.
+  using Applier = std::function<bool(const ServerConfig& next,
+                                     const std::vector<std::string>& names,
+                                     std::string* param, std::string* why)>;
+
   // Applies name/value pairs all-or-nothing; on failure *error names the
   // offending parameter and nothing changes. `changed` (optional) receives
   // the resulting configuration.
   bool Set(const std::vector<std::pair<std::string, std::string>>& pairs,
-           std::string* error, ServerConfig* changed);
+           std::string* error, ServerConfig* changed, const Applier& apply = nullptr);
 
  private:
   mutable std::shared_mutex mutex_;

@@ -51,6 +51,34 @@ bool ValueText(const ConfigParam& param, const YAML::Node& value,
   return false;
 }
 
+bool EqualsIgnoreCaseAscii(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    auto lower = [](char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c; };
+    if (lower(a[i]) != lower(b[i])) return false;
+  }
+  return true;
+}
+
+// `users:` is a list of strings, each an ACL user line; the rules are the
+// server's to check (config/ knows no commands), so only the shape is here.
+bool UserLines(const YAML::Node& value, std::vector<std::string>* users, std::string* error) {
+  users->clear();
+  if (value.IsNull()) return true;
+  if (!value.IsSequence()) {
+    *error = "value must be a list of \"<name> <rule> ...\" strings";
+    return false;
+  }
+  for (const YAML::Node& item : value) {
+    if (!item.IsScalar() || item.Scalar().find_first_not_of(" \t") == std::string::npos) {
+      *error = "each entry must be a non-empty \"<name> <rule> ...\" string";
+      return false;
+    }
+    users->push_back(item.Scalar());
+  }
+  return true;
+}
+
 }  // namespace
 
 bool LoadConfigFile(const std::string& path, ServerConfig* config,
@@ -96,6 +124,8 @@ bool LoadConfigFile(const std::string& path, ServerConfig* config,
   // silently taking either one hides a mistake. Keyed by the canonical
   // name, so "Port" and "port" count as the same key.
   std::map<std::string_view, int> seen_at_line;
+  bool users_seen = false;
+  std::string message;
   for (const auto& entry : root) {
     const YAML::Node& key = entry.first;
     const YAML::Node& value = entry.second;
@@ -105,6 +135,18 @@ bool LoadConfigFile(const std::string& path, ServerConfig* config,
       return false;
     }
     const std::string& name = key.Scalar();
+    if (EqualsIgnoreCaseAscii(name, "users")) {
+      if (users_seen) {
+        *error = where + "key 'users' appears twice";
+        return false;
+      }
+      users_seen = true;
+      if (!UserLines(value, &staged.users, &message)) {
+        *error = where + "key 'users': " + message;
+        return false;
+      }
+      continue;
+    }
     const ConfigParam* param = FindConfigParam(name);
     if (param == nullptr) {
       *error = where + "unknown key '" + name + "'";
@@ -119,7 +161,6 @@ bool LoadConfigFile(const std::string& path, ServerConfig* config,
       return false;
     }
     std::string text;
-    std::string message;
     if (!ValueText(*param, value, &text, &message) ||
         !param->set(&staged, text, &message)) {
       *error = where + "key '" + name + "': " + message;

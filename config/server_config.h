@@ -17,6 +17,8 @@ struct ServerConfig {
   // Addresses to listen on: IPv4 or IPv6 literals. In YAML either one string
   // of space- (or comma-) separated addresses, as in redis.conf, or a list.
   std::vector<std::string> bind = {"127.0.0.1"};
+  // Plain TCP port; 0 = no plain listener (TLS only, as in Redis: tls-port
+  // must then be set).
   uint16_t port = 6379;
   // I/O threads, one io_context each; 0 = one per core.
   uint32_t threads = 0;
@@ -97,6 +99,41 @@ struct ServerConfig {
   // Base name of the log files in `dir`: <appendfilename>.<generation>.
   std::string appendfilename = "appendonly.bglog";
 
+  // --- TLS, named and defaulted as in Redis ---------------------------------
+  // Port of the TLS listener on the `bind` addresses; 0 = no TLS.
+  uint16_t tls_port = 0;
+  // PEM files: the server's certificate chain and its private key (with the
+  // key's passphrase, if it has one), and the CAs that client certificates
+  // must chain to (a file, a c_rehash'ed directory, or both).
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  std::string tls_key_file_pass;
+  std::string tls_ca_cert_file;
+  std::string tls_ca_cert_dir;
+  // Whether clients must present a certificate signed by a configured CA:
+  // yes (required), optional (checked if presented), no (not asked for).
+  enum class TlsAuthClients { kNo, kYes, kOptional };
+  TlsAuthClients tls_auth_clients = TlsAuthClients::kYes;
+  // Space-separated subset of "TLSv1 TLSv1.1 TLSv1.2 TLSv1.3"; empty = Redis's
+  // default, TLSv1.2 and TLSv1.3.
+  std::string tls_protocols;
+  // OpenSSL cipher list for TLSv1.2 and below, and ciphersuites for TLSv1.3;
+  // empty = OpenSSL's defaults.
+  std::string tls_ciphers;
+  std::string tls_ciphersuites;
+  // Choose the cipher by the server's order of preference, not the client's.
+  bool tls_prefer_server_ciphers = false;
+  // A connection that has not finished its TLS handshake after this many
+  // milliseconds is closed (Bloomgate's own setting; Redis has none).
+  uint32_t tls_handshake_timeout_ms = 10'000;
+
+  // ACL users, one "<name> <rule> <rule> ..." per entry in Redis's `user`
+  // line syntax without the word `user` ("edge on #<sha256> ~edge:*
+  // +bf.add"). Only the YAML file sets them (key `users`, a list); the server
+  // checks the rules at start-up (ServerContext::LoadConfiguredUsers). Not a
+  // CONFIG GET/SET parameter, as in Redis, so no password is ever shown.
+  std::vector<std::string> users;
+
   // For tests and for "did anything change" checks after CONFIG SET.
   bool operator==(const ServerConfig&) const = default;
 };
@@ -107,7 +144,8 @@ struct ServerConfig {
 // a message starting "config file <path>: " (with line and column for YAML
 // syntax errors, with the key for bad values) and leaves *config unchanged:
 // nothing is applied unless the whole file is valid. An empty file is valid
-// and changes nothing.
+// and changes nothing. One key is not a parameter: `users`, a list of ACL
+// user lines (ServerConfig::users).
 bool LoadConfigFile(const std::string& path, ServerConfig* config,
                     std::string* error);
 

@@ -25,8 +25,8 @@ constexpr size_t kHeaderChunkFixedBytes = kPrefixBytes + 8 + 4 + kChecksumBytes;
 constexpr size_t kPayloadChunkFixedBytes = kPrefixBytes + 8 + 8 + kChecksumBytes;   // 39
 static_assert(kPayloadChunkFixedBytes == kPayloadChunkFramingBytes);
 
-uint64_t HeaderId(std::string_view header_bytes) {
-  return XXH3_64bits(header_bytes.data(), header_bytes.size());
+uint64_t HeaderId(std::string_view header_bytes, uint64_t state_tag) {
+  return XXH3_64bits_withSeed(header_bytes.data(), header_bytes.size(), state_tag);
 }
 
 uint64_t Checksum(std::string_view bytes) { return XXH3_64bits(bytes.data(), bytes.size()); }
@@ -103,13 +103,13 @@ Status CheckKind(uint8_t kind, FilterKind expected) {
 }  // namespace
 
 void NextDumpChunk(const AnyFilter& filter, uint64_t iterator, uint64_t* next_iterator,
-                   std::string* chunk, uint64_t max_payload_bytes) {
+                   std::string* chunk, uint64_t max_payload_bytes, uint64_t state_tag) {
   chunk->clear();
   *next_iterator = 0;
   // Each call describes the filter anew: the header is small (<= 512 KiB),
   // and its id is what ties this chunk to the header chunk.
   const FilterHeader header = DescribeFilter(filter);
-  const uint64_t header_id = HeaderId(header.bytes);
+  const uint64_t header_id = HeaderId(header.bytes, state_tag);
   ByteWriter w(chunk);
   if (iterator == 0) {
     PutPrefix(&w, kHeaderChunk, header.kind, header_id);
@@ -164,10 +164,9 @@ Status ChunkedFilterLoad::Start(std::string_view header_chunk, FilterKind expect
     return Status::Error("header chunk body is " + std::to_string(body.size()) +
                          " bytes, which does not match its header length");
   }
-  if (HeaderId(header_bytes) != prefix.header_id) {
-    return Status::Error("header chunk id " + Hex(prefix.header_id) +
-                         " does not match its header (" + Hex(HeaderId(header_bytes)) + ")");
-  }
+  // The header id is not recomputed here: it mixes in the source's state
+  // tag, which only the dumping server knew. The checksum covers it, and
+  // payload chunks must carry the same one.
   std::unique_ptr<FilterLoader> loader;
   if (Status s = FilterLoader::Begin(expected_kind, header_bytes, payload_bytes, limits, budget,
                                      &loader);
@@ -180,7 +179,8 @@ Status ChunkedFilterLoad::Start(std::string_view header_chunk, FilterKind expect
   return Status::Ok();
 }
 
-Status ChunkedFilterLoad::Add(std::string_view payload_chunk) {
+Status ChunkedFilterLoad::Add(std::string_view payload_chunk, bool* other_dump) {
+  if (other_dump != nullptr) *other_dump = false;
   if (loader_ == nullptr) return Status::Error("dump load already finished");
   ChunkPrefix prefix;
   std::string_view body;
@@ -190,7 +190,9 @@ Status ChunkedFilterLoad::Add(std::string_view payload_chunk) {
   }
   if (Status s = CheckKind(prefix.kind, kind_); !s.ok()) return s;
   if (prefix.header_id != header_id_) {
-    return Status::Error("payload chunk belongs to another dump (header id " +
+    if (other_dump != nullptr) *other_dump = true;
+    return Status::Error("payload chunk belongs to another dump, or the filter changed after "
+                         "its header was dumped (header id " +
                          Hex(prefix.header_id) + ", expected " + Hex(header_id_) + ")");
   }
   ByteReader r(body);

@@ -17,8 +17,10 @@
 //   +4  u8 chunk format version   1
 //   +5  u8 chunk type             1 = header, 2 = payload
 //   +6  u8 filter kind            FilterKind
-//   +7  u64 header id             XXH3-64 (seed 0) of the FilterHeader bytes:
-//                                 binds payload chunks to their header chunk
+//   +7  u64 header id             XXH3-64 of the FilterHeader bytes, seeded
+//                                 with the dump's state tag: binds payload
+//                                 chunks to their header chunk and to the
+//                                 state of the filter the header described
 //   header chunk:
 //   +15 u64 payload_bytes
 //   +23 u32 header length H
@@ -33,11 +35,15 @@
 // magic) is refused with an error and creates nothing; chunks must arrive in
 // order, each exactly once, and from the same dump as their header.
 //
-// Consistency: as in RedisBloom, a dump is only meaningful if the filter does
-// not change between the SCANDUMP calls. Here most changes do change the
-// header (an item count, a new layer or sub-filter, a cuckoo delete count),
-// hence the header id, so chunks from before and after them cannot be mixed
-// at LOADCHUNK; a change that leaves the header as it was goes unnoticed.
+// Consistency: RedisBloom's dump is only meaningful if the filter does not
+// change between the SCANDUMP calls, and it does not notice when it did.
+// Here every chunk carries its dump's header id, which mixes in a state tag
+// the caller derives from the filter's identity and write version (the
+// server: its key entry's id and version, which every change bumps), so a
+// payload chunk taken after any change — even one that leaves the header as
+// it was, or a RENAME of a like-shaped filter onto the key — is refused at
+// LOADCHUNK as belonging to another dump, and the client restarts the dump.
+// Chunks of a dump from before tags existed (tag 0) still load together.
 #pragma once
 
 #include <cstdint>
@@ -67,10 +73,13 @@ static_assert(kDumpChunkPayloadBytes + kPayloadChunkFramingBytes <= kMaxDumpChun
 // The chunk SCANDUMP returns for `iterator` (see above): *next_iterator and
 // *chunk are the two reply elements; at the end *next_iterator = 0 and
 // *chunk is empty. max_payload_bytes (>= 1) is for tests; the server keeps
-// the default. A header chunk is at most 35 + 56 + 8 x 65536 bytes (~512 KiB,
-// a cuckoo filter with 65536 sub-filters), far below the cap.
+// the default. `state_tag` must change whenever the filter may have changed
+// (see Consistency above); the caller must keep writers out while this runs.
+// A header chunk is at most 35 + 56 + 8 x 65536 bytes (~512 KiB, a cuckoo
+// filter with 65536 sub-filters), far below the cap.
 void NextDumpChunk(const AnyFilter& filter, uint64_t iterator, uint64_t* next_iterator,
-                   std::string* chunk, uint64_t max_payload_bytes = kDumpChunkPayloadBytes);
+                   std::string* chunk, uint64_t max_payload_bytes = kDumpChunkPayloadBytes,
+                   uint64_t state_tag = 0);
 
 // Whether `chunk` claims to be a header chunk (magic and type byte only; no
 // validation): how LOADCHUNK tells "start a new load" from "continue one".
@@ -92,8 +101,10 @@ class ChunkedFilterLoad {
   // Stores one payload chunk. It must be of this load's kind and header, and
   // start exactly where the previous one ended (the first at offset 0):
   // anything out of order, repeated, overlapping, past the end or damaged is
-  // refused.
-  Status Add(std::string_view payload_chunk);
+  // refused. *other_dump (optional) is set when the refusal is an intact
+  // chunk of this kind whose header id is not this load's: the filter
+  // changed during the dump, or the chunk is from another one.
+  Status Add(std::string_view payload_chunk, bool* other_dump = nullptr);
 
   // True once every payload byte has arrived (at once for a 0-byte payload).
   bool complete() const { return loaded_bytes_ == payload_bytes_; }

@@ -69,15 +69,15 @@ Status FilterLoader::Begin(FilterKind kind, std::string_view header_bytes, uint6
       .WithContext(std::string(codec->name()) + " header: ");
 }
 
-AnyFilter CloneFilter(const AnyFilter& filter) {
-  // On failure (only an allocation can fail: no cap, no budget) the result
+AnyFilter CloneFilter(const AnyFilter& filter, MemoryBudget* budget) {
+  // On failure (an allocation, or the budget's refusal: there is no cap) the result
   // holds a null filter of the same family.
   AnyFilter empty = std::visit(
       [](const auto& f) { return AnyFilter(std::remove_cvref_t<decltype(f)>()); }, filter);
   const FilterHeader header = DescribeFilter(filter);
   std::unique_ptr<FilterLoader> loader;
   if (!FilterLoader::Begin(header.kind, header.bytes, header.payload_bytes,
-                           FilterLimits{/*max_filter_bytes=*/0}, /*budget=*/nullptr, &loader)
+                           FilterLimits{/*max_filter_bytes=*/0}, budget, &loader)
            .ok()) {
     return empty;
   }

@@ -80,9 +80,11 @@ class FilterLoader {
   virtual Status Finish(AnyFilter* out) = 0;
 };
 
-// An exact, private copy of `filter` (outside any budget), for a snapshot
-// cut: counting and cuckoo filters are cloned while no writer runs and then
-// written at leisure. Copies cuckoo slots under the filter's shared lock.
-AnyFilter CloneFilter(const AnyFilter& filter);
+// An exact, private copy of `filter`, for a snapshot cut: counting and
+// cuckoo filters are cloned while no writer runs and then written at
+// leisure. Copies cuckoo slots under the filter's shared lock. With a
+// `budget` the copy is charged to it like any filter (and released when the
+// copy is freed); when it does not fit the result holds a null filter.
+AnyFilter CloneFilter(const AnyFilter& filter, MemoryBudget* budget = nullptr);
 
 }  // namespace bloomgate

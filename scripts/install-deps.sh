@@ -11,10 +11,11 @@ set -euo pipefail
 
 packages=(cmake ninja-build g++ pkg-config
           libboost-dev libboost-system-dev libxxhash-dev
-          libspdlog-dev libfmt-dev libyaml-cpp-dev
+          libspdlog-dev libfmt-dev libyaml-cpp-dev libssl-dev
           redis-tools)
 if [[ "${1:-}" == "--test" ]]; then
-  packages+=(googletest libgtest-dev python3 python3-redis
+  # openssl: the TLS tests make their certificates with its CLI.
+  packages+=(googletest libgtest-dev python3 python3-redis openssl
              libbenchmark-dev redis-server
              # libFuzzer (libclang_rt.fuzzer) is in libclang-rt-14-dev, which
              # clang-14 only recommends: --no-install-recommends skips it.

@@ -77,6 +77,11 @@ int main(int argc, char** argv) {
   context.config_file = command_line.config_path;
   context.executable = argv[0];
   context.worker_threads = threads;
+  if (auto user_error = context.LoadConfiguredUsers(config.users)) {
+    spdlog::error("config: {}", *user_error);
+    std::fprintf(stderr, "bloomgate: config: %s\n", user_error->c_str());
+    return 1;
+  }
   // The data first, the port second: no client ever sees a half-loaded
   // keyspace, and a damaged file stops the server before it serves.
   Status loaded = LoadDurableState(context);
@@ -86,17 +91,33 @@ int main(int argc, char** argv) {
                      "(`bloomgate check-snapshot FILE` verifies a snapshot)");
     return 1;
   }
+  // As Redis: port 0 turns the plain listener off, but one must remain.
+  if (config.port == 0 && config.tls_port == 0) {
+    spdlog::critical("port and tls-port are both 0: configured to listen nowhere");
+    return 1;
+  }
   Server server(context, threads);
-  if (!server.Listen(config.bind, config.port, &error)) {
+  if (config.tls_port != 0 && !server.EnableTls(config, &error)) {
+    spdlog::critical("cannot set up TLS: {}", error);
+    return 1;
+  }
+  if ((config.port != 0 &&
+       !server.Listen(config.bind, config.port, Server::Transport::kTcp, &error)) ||
+      (config.tls_port != 0 &&
+       !server.Listen(config.bind, config.tls_port, Server::Transport::kTls, &error))) {
     spdlog::critical("{}", error);
     return 1;
   }
-  context.port = server.bound_port();
-  spdlog::info("bloomgate {} started: port {}, {} worker threads, config {}, maxmemory {} bytes",
-               kBloomgateVersion, context.port, threads,
+  context.port = server.bound_port(Server::Transport::kTcp);
+  context.tls_port = server.bound_port(Server::Transport::kTls);
+  spdlog::info("bloomgate {} started: port {}, tls-port {}, {} worker threads, config {}, "
+               "maxmemory {} bytes",
+               kBloomgateVersion, context.port, context.tls_port, threads,
                command_line.config_path.empty() ? "(defaults)" : command_line.config_path,
                context.budget.limit());
   server.Run();
+  // Parked writers' callbacks post to the event loops: done while they exist.
+  context.snapshot_copier.Stop();
   context.durability->Shutdown(context.final_save.load());
   spdlog::info("bye");
   return 0;

@@ -1,7 +1,7 @@
 // BF.*: RedisBloom-compatible scalable Bloom filter commands.
 //
-// Ops (create, add) work on filters and return statuses; the cmd functions
-// parse arguments, call the ops and write the reply. Reply shapes and error
+// The ops (create, find, add) are in bloom_ops.h and return values; the
+// handlers here parse arguments, call them and write the reply. Reply shapes and error
 // texts follow RedisBloom (Redis 8), see shared COMPAT.md §1.4-1.5; where
 // RedisBloom silently misreads input (options matched by first letter or
 // searched across the whole argument list) we refuse it instead.
@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "filters/key_hash.h"
-#include "server/commands/bloom_options.h"
+#include "server/commands/bloom_ops.h"
 #include "server/commands/chunk_transfer.h"
 #include "server/commands/command_context.h"
 #include "server/commands/errors.h"
@@ -18,25 +18,8 @@
 #include "server/commands/info_reply.h"
 #include "server/context/command_table.h"
 #include "server/context/filter_family.h"
-#include "server/durability/journal.h"
 
 namespace bloomgate {
-
-std::string_view BloomAddFailureText(FilterStatus status) {
-  switch (status) {
-    case FilterStatus::kFull:
-      return errors::kNonScalingFull;
-    case FilterStatus::kOutOfMemory:
-      return errors::kOom;
-    case FilterStatus::kOk:
-    case FilterStatus::kFilterMemoryLimit:
-    case FilterStatus::kTooManyLayers:
-    case FilterStatus::kInvalidOptions:
-    case FilterStatus::kMaxExpansions:
-      break;
-  }
-  return errors::kProblemInserting;
-}
 
 void ReplyBoolsThenError(ReplyBuilder& reply, const std::vector<bool>& results,
                          std::optional<std::string_view> error) {
@@ -47,93 +30,56 @@ void ReplyBoolsThenError(ReplyBuilder& reply, const std::vector<bool>& results,
 
 namespace {
 
-// ---------------------------------------------------------------- ops ----
-
-EntryPtr CreateBloom(CommandContext& ctx, std::string_view key, const BloomParams& params,
-                     bool fail_if_exists, std::optional<std::string_view>* error) {
-  ScalableBloomOptions options;
-  options.error_rate = params.error_rate;
-  options.capacity = params.capacity;
-  options.expansion = params.expansion;
-  std::unique_ptr<ScalableBloomFilter> filter;
-  if (ScalableBloomFilter::Create(options, ctx.server.filter_limits(), &ctx.server.budget,
-                                  &filter) != FilterStatus::kOk) {
-    // RedisBloom's one text for every creation failure; all are memory
-    // limits, the parameters having been validated before.
-    *error = errors::kInsufficientMemory;
-    return nullptr;
-  }
-  return StoreNewFilter(ctx, key, std::move(filter), fail_if_exists, error);
-}
-
-EntryPtr FindOrCreateBloom(CommandContext& ctx, std::string_view key, const CreateRule& rule,
-                           std::optional<std::string_view>* error) {
-  EntryPtr entry = FindFilter<ScalableBloomFilter>(ctx, key, error);
-  if (entry != nullptr || error->has_value()) return entry;
-  if (!rule.create) {
-    *error = errors::kNotFound;
-    return nullptr;
-  }
-  return CreateBloom(ctx, key, rule.Resolve(ctx.server), /*fail_if_exists=*/false, error);
-}
-
-struct AddOutcome {
-  std::vector<bool> added;
-  std::optional<std::string_view> error;
-};
-
-// Adds items in order, stopping at the first failure, and has the journal
-// record the adds that took effect rather than the command (server/durability/journal.h):
-// replaying BF.MADD would judge capacity and limits again, in whatever
-// order concurrent adds reach the log, and could refuse what was
-// acknowledged here.
-AddOutcome AddItems(CommandContext& ctx, KeyEntry& entry, std::string_view key,
-                    std::span<const std::string_view> items) {
-  AddOutcome outcome;
-  outcome.added.reserve(items.size());
-  ScalableBloomFilter& filter = *entry.bloom();
-  std::string& counted = ctx.effect_bytes;
-  bool changed = false;
-  for (std::string_view item : items) {
-    bool added = false;
-    FilterStatus status = filter.Add(HashKey(item), &added);
-    if (status != FilterStatus::kOk) {
-      outcome.error = BloomAddFailureText(status);
-      break;
-    }
-    outcome.added.push_back(added);
-    counted.push_back(added ? '1' : '0');
-    changed |= added;
-  }
-  // WATCH sees a change only when the filter changed; an add of an item the
-  // filter already holds changes nothing.
-  if (changed) entry.MarkModified();
-  const size_t applied = outcome.added.size();
-  if (applied == 0) {
-    ctx.skip_journal = true;  // nothing took effect (a creation journals itself)
-    return outcome;
-  }
-  ctx.effect.reserve(3 + applied);
-  ctx.effect.assign({kBloomAddedEffect, key, counted});
-  ctx.effect.insert(ctx.effect.end(), items.begin(), items.begin() + applied);
-  return outcome;
-}
-
 // ---------------------------------------------------------------- cmds ---
+// Each parses, calls the ops of bloom_ops.h, maps a status to its text with
+// BloomStatusText and replies.
+
+// A failed status as the command's reply.
+void Fail(CommandContext& ctx, BloomStatus status) { ctx.Fail(BloomStatusText(status)); }
+
+// The error that stopped a multi-item add, inside its array reply.
+std::optional<std::string_view> StoppedBy(const BloomAddResult& result) {
+  if (result.status == BloomStatus::kOk) return std::nullopt;
+  return BloomStatusText(result.status);
+}
+
+// Has the journal record the adds that took effect rather than the command:
+// replaying BF.MADD would judge capacity and limits again, in whatever order
+// concurrent adds reach the log, and could refuse what was acknowledged here.
+void JournalAdds(CommandContext& ctx, std::string_view key,
+                 std::span<const std::string_view> items, const BloomAddResult& result) {
+  BloomAddedEffect(key, items, result.added, &ctx.effect_bytes, &ctx.effect);
+  // Nothing took effect: nothing to record (a creation journals itself).
+  if (ctx.effect.empty()) ctx.skip_journal = true;
+}
+
+// The adding commands' common tail: find or create, add, journal.
+BloomAddResult FindAndAdd(CommandContext& ctx, const CreateRule& rule,
+                          std::span<const std::string_view> items, bool* found) {
+  FilterStore store = StoreFor(ctx);
+  EntryPtr entry;
+  BloomAddResult result;
+  result.status = FindOrCreateBloom(store, ctx.Key(ctx.args[1]), rule, &entry);
+  *found = result.status == BloomStatus::kOk;
+  if (!*found) return result;
+  result = AddBloomItems(*entry, items);
+  JournalAdds(ctx, ctx.args[1], items, result);
+  return result;
+}
 
 // BF.RESERVE key error_rate capacity [EXPANSION expansion] [NONSCALING]
 void CmdReserve(CommandContext& ctx) {
   ArgParser parser(ctx.args, 2);
-  BloomParams params = DefaultBloomParams(ctx.server);
+  BloomParams params = DefaultBloomParams(ctx.server.config);
   ParseReserveArgs(parser, /*counting=*/false, &params);
   if (parser.failed()) {
     ctx.Fail(parser.error());
     return;
   }
-  std::optional<std::string_view> error = ReserveConflict<ScalableBloomFilter>(ctx, ctx.args[1]);
-  if (!error) CreateBloom(ctx, ctx.args[1], params, /*fail_if_exists=*/true, &error);
-  if (error) {
-    ctx.Fail(*error);
+  FilterStore store = StoreFor(ctx);
+  if (BloomStatus status = ReserveBloom(store, ctx.Key(ctx.args[1]), params);
+      status != BloomStatus::kOk) {
+    Fail(ctx, status);
     return;
   }
   ctx.skip_journal = true;  // the creation record in the log says it all
@@ -142,30 +88,24 @@ void CmdReserve(CommandContext& ctx) {
 
 // BF.ADD key item
 void CmdAdd(CommandContext& ctx) {
-  std::optional<std::string_view> error;
-  EntryPtr entry = FindOrCreateBloom(ctx, ctx.args[1], CreateRule{}, &error);
-  if (entry == nullptr) {
-    ctx.Fail(*error);
+  bool found = false;
+  BloomAddResult result = FindAndAdd(ctx, CreateRule{}, ctx.args.subspan(2, 1), &found);
+  if (result.status != BloomStatus::kOk) {
+    Fail(ctx, result.status);
     return;
   }
-  AddOutcome outcome = AddItems(ctx, *entry, ctx.args[1], ctx.args.subspan(2, 1));
-  if (outcome.error) {
-    ctx.Fail(*outcome.error);
-    return;
-  }
-  ctx.reply.Bool(outcome.added[0]);
+  ctx.reply.Bool(result.added[0]);
 }
 
 // BF.MADD key item [item ...]
 void CmdMAdd(CommandContext& ctx) {
-  std::optional<std::string_view> error;
-  EntryPtr entry = FindOrCreateBloom(ctx, ctx.args[1], CreateRule{}, &error);
-  if (entry == nullptr) {
-    ctx.Fail(*error);
+  bool found = false;
+  BloomAddResult result = FindAndAdd(ctx, CreateRule{}, ctx.args.subspan(2), &found);
+  if (!found) {
+    Fail(ctx, result.status);
     return;
   }
-  AddOutcome outcome = AddItems(ctx, *entry, ctx.args[1], ctx.args.subspan(2));
-  ReplyBoolsThenError(ctx.reply, outcome.added, outcome.error);
+  ReplyBoolsThenError(ctx.reply, result.added, StoppedBy(result));
 }
 
 // BF.INSERT key [CAPACITY capacity] [ERROR error] [EXPANSION expansion]
@@ -178,35 +118,44 @@ void CmdInsert(CommandContext& ctx) {
     ctx.Fail(parser.error());
     return;
   }
-  std::optional<std::string_view> error;
-  EntryPtr entry = FindOrCreateBloom(ctx, ctx.args[1], rule, &error);
-  if (entry == nullptr) {
-    ctx.Fail(*error);
+  bool found = false;
+  BloomAddResult result = FindAndAdd(ctx, rule, parser.Rest(), &found);
+  if (!found) {
+    Fail(ctx, result.status);
     return;
   }
-  AddOutcome outcome = AddItems(ctx, *entry, ctx.args[1], parser.Rest());
-  ReplyBoolsThenError(ctx.reply, outcome.added, outcome.error);
+  ReplyBoolsThenError(ctx.reply, result.added, StoppedBy(result));
+}
+
+// The filter a read command works on: null for a missing key; false (and
+// WRONGTYPE replied) for a key of another family.
+bool FindForRead(CommandContext& ctx, EntryPtr* entry) {
+  FilterStore store = StoreFor(ctx);
+  switch (FindFilter<ScalableBloomFilter>(store, ctx.Key(ctx.args[1]), entry)) {
+    case Lookup::kWrongType:
+      Fail(ctx, BloomStatus::kWrongType);
+      return false;
+    case Lookup::kOutOfMemory:  // a write (CF.DEL, CBF.DEL...) whose snapshot copy does not fit
+      Fail(ctx, BloomStatus::kSnapshotCopyOom);
+      return false;
+    case Lookup::kFound:
+    case Lookup::kMissing:
+      break;
+  }
+  return true;
 }
 
 // BF.EXISTS key item
 void CmdExists(CommandContext& ctx) {
-  std::optional<std::string_view> error;
-  EntryPtr entry = FindFilter<ScalableBloomFilter>(ctx, ctx.args[1], &error);
-  if (error) {
-    ctx.Fail(*error);
-    return;
-  }
+  EntryPtr entry;
+  if (!FindForRead(ctx, &entry)) return;
   ctx.reply.Bool(entry != nullptr && entry->bloom()->MayContain(HashKey(ctx.args[2])));
 }
 
 // BF.MEXISTS key item [item ...]
 void CmdMExists(CommandContext& ctx) {
-  std::optional<std::string_view> error;
-  EntryPtr entry = FindFilter<ScalableBloomFilter>(ctx, ctx.args[1], &error);
-  if (error) {
-    ctx.Fail(*error);
-    return;
-  }
+  EntryPtr entry;
+  if (!FindForRead(ctx, &entry)) return;
   auto items = ctx.args.subspan(2);
   ctx.reply.ArrayHeader(items.size());
   for (std::string_view item : items) {
@@ -216,21 +165,17 @@ void CmdMExists(CommandContext& ctx) {
 
 // BF.CARD key
 void CmdCard(CommandContext& ctx) {
-  std::optional<std::string_view> error;
-  EntryPtr entry = FindFilter<ScalableBloomFilter>(ctx, ctx.args[1], &error);
-  if (error) {
-    ctx.Fail(*error);
-    return;
-  }
+  EntryPtr entry;
+  if (!FindForRead(ctx, &entry)) return;
   ctx.reply.Integer(entry == nullptr ? 0 : static_cast<int64_t>(entry->bloom()->items()));
 }
 
 // BF.INFO key [CAPACITY | SIZE | FILTERS | ITEMS | EXPANSION]
 void CmdInfo(CommandContext& ctx) {
-  std::optional<std::string_view> error;
-  EntryPtr entry = FindFilter<ScalableBloomFilter>(ctx, ctx.args[1], &error);
+  EntryPtr entry;
+  if (!FindForRead(ctx, &entry)) return;
   if (entry == nullptr) {
-    ctx.Fail(error ? *error : errors::kNotFound);
+    Fail(ctx, BloomStatus::kNotFound);
     return;
   }
   const ScalableBloomFilter& filter = *entry->bloom();
@@ -299,7 +244,9 @@ std::vector<CommandSpec> BloomCommands() {
           "2.4.4"),
       row("bf.info", -2, 3, kReadFast, CmdInfo, "Returns information about a Bloom filter",
           "1.0.0"),
-      row("bf.scandump", 3, 0, kReadFast, CmdScanDump,
+      // Exclusive on its key: order-free adds must not change the filter
+      // while a chunk is copied (chunk_transfer.cc).
+      row("bf.scandump", 3, 0, kReadFast | kCmdExclusiveKeys, CmdScanDump,
           "Begins an incremental save of the bloom filter", "1.0.0"),
       row("bf.loadchunk", 4, 0, kWriteOom, CmdLoadChunk,
           "Restores a filter previously saved using SCANDUMP", "1.0.0"),

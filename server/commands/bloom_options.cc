@@ -37,14 +37,14 @@ uint32_t ResolveExpansion(ArgParser& parser, bool nonscaling,
 
 }  // namespace
 
-BloomParams DefaultBloomParams(const ServerContext& server) {
-  ServerConfig config = server.config.Get();
+BloomParams DefaultBloomParams(const RuntimeConfig& runtime) {
+  ServerConfig config = runtime.Get();
   return BloomParams{config.bf_error_rate, config.bf_initial_size,
                      config.bf_expansion_factor, config.cbf_counter_bits};
 }
 
-BloomParams CreateRule::Resolve(const ServerContext& server) const {
-  BloomParams params = DefaultBloomParams(server);
+BloomParams CreateRule::Resolve(const RuntimeConfig& config) const {
+  BloomParams params = DefaultBloomParams(config);
   params.error_rate = error_rate.value_or(params.error_rate);
   params.capacity = capacity.value_or(params.capacity);
   params.expansion = expansion.value_or(params.expansion);

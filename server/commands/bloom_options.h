@@ -10,9 +10,8 @@
 
 #include <vector>
 
-#include "filters/filter_status.h"
 #include "server/commands/arg_parser.h"
-#include "server/context/server_context.h"
+#include "config/runtime_config.h"
 #include "server/resp/reply_builder.h"
 
 namespace bloomgate {
@@ -25,7 +24,7 @@ struct BloomParams {
 };
 
 // bf-error-rate, bf-initial-size, bf-expansion-factor, cbf-counter-bits.
-BloomParams DefaultBloomParams(const ServerContext& server);
+BloomParams DefaultBloomParams(const RuntimeConfig& config);
 
 // How an adding command treats a missing key.
 struct CreateRule {
@@ -37,7 +36,7 @@ struct CreateRule {
   std::optional<uint32_t> expansion;
   std::optional<uint32_t> counter_bits;
 
-  BloomParams Resolve(const ServerContext& server) const;
+  BloomParams Resolve(const RuntimeConfig& config) const;
 };
 
 // `RESERVE key error_rate capacity [EXPANSION n] [NONSCALING]
@@ -50,9 +49,6 @@ void ParseReserveArgs(ArgParser& parser, bool counting, BloomParams* params);
 // parser stands at the first item (at least one is required).
 void ParseInsertArgs(ArgParser& parser, std::string_view command_name, bool counting,
                      CreateRule* rule);
-
-// The wire text of a failed add to a Bloom or counting Bloom filter.
-std::string_view BloomAddFailureText(FilterStatus status);
 
 // The reply of a multi-item add: one boolean per item added, then the error
 // that stopped it, if any (how RedisBloom truncates BF.MADD on a full

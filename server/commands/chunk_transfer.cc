@@ -11,6 +11,19 @@ namespace bloomgate {
 
 namespace {
 
+// The state tag of a dump (persistence/dump_chunk.h): it changes with every
+// write to the entry (its version) and differs between entries (its id), so
+// chunks taken before and after any change, or from a filter renamed onto
+// the key, never load together. splitmix64's finalizer spreads the id over
+// all 64 bits before the version goes in: two (id, version) pairs collide
+// only if the mixed ids differ in just the low bits the versions differ in.
+uint64_t DumpStateTag(const KeyEntry& entry) {
+  uint64_t z = entry.id() + 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return (z ^ (z >> 31)) ^ entry.version();
+}
+
 // Why `key` cannot take a new filter of `kind`, or nullopt if it is free.
 std::optional<std::string_view> KeyTaken(CommandContext& ctx, std::string_view key,
                                          FilterKind kind) {
@@ -81,7 +94,12 @@ void ScanDump(CommandContext& ctx, const ChunkCommandTexts& texts) {
   }
   uint64_t next = 0;
   std::string chunk;
-  NextDumpChunk(entry->filter(), static_cast<uint64_t>(iterator), &next, &chunk);
+  // No writer runs meanwhile: CF and CBF writes hold the key exclusively,
+  // and BF.SCANDUMP's row takes it exclusively from the order-free Bloom
+  // adds (kCmdExclusiveKeys), so the header, the bits and the tag are of
+  // one moment.
+  NextDumpChunk(entry->filter(), static_cast<uint64_t>(iterator), &next, &chunk,
+                kDumpChunkPayloadBytes, DumpStateTag(*entry));
   ctx.reply.ArrayHeader(2);
   ctx.reply.Integer(static_cast<int64_t>(next));
   ctx.reply.Bulk(chunk);
@@ -121,11 +139,13 @@ void LoadChunk(CommandContext& ctx, const ChunkCommandTexts& texts) {
     ctx.Fail(KeyTaken(ctx, key, texts.kind) ? texts.bad_data : errors::kNotFound);
     return;
   }
-  Status status = load->Add(data);
+  bool other_dump = false;
+  Status status = load->Add(data, &other_dump);
   if (!status.ok()) {
-    // A refused chunk changes nothing: the load stays, the right chunk may follow.
+    // A refused chunk changes nothing: the load stays, the right chunk may
+    // follow (or a restarted dump's header replaces it).
     staging.Put(std::string(key), std::move(load), ctx.now_ms);
-    ctx.Fail(texts.bad_data);
+    ctx.Fail(other_dump ? errors::kDumpChanged : texts.bad_data);
     return;
   }
   PublishOrStage(ctx, key, std::move(load), texts);

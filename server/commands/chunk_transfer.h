@@ -7,6 +7,11 @@
 // one record, so the log never holds half a filter). A staged load that
 // receives no chunk for kStagedLoadIdleMs is dropped, so an abandoned
 // restore cannot pin its memory forever.
+//
+// A dump is of one moment or refused: SCANDUMP runs while no writer changes
+// its key (BF.SCANDUMP takes the key from the order-free adds too), and binds
+// each chunk to the entry and its write version, so LOADCHUNK refuses a chunk
+// taken after any change with errors::kDumpChanged (restart the dump).
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,5 @@
 // From parsed arguments to a reply: resolves the command row, applies the
-// central checks (existence, subcommand, arity, authentication), queues
+// central checks (existence, subcommand, arity, authentication, ACL), queues
 // inside MULTI, takes the keys' locks and runs the handler, counting it for
 // INFO commandstats.
 #pragma once
@@ -15,11 +15,25 @@ namespace bloomgate {
 
 // What became of a command, as a value: kFailed when its own reply is an
 // error (refused by the central checks, or by its handler through
-// CommandContext::Fail), kQueued inside MULTI.
-enum class CommandOutcome { kDone, kFailed, kQueued };
+// CommandContext::Fail), kQueued inside MULTI. kParked: nothing ran and
+// nothing was replied; the command writes a filter a snapshot still owes
+// itself a big copy of (client.parked_on): the connection must hold it
+// (and everything after it) until SnapshotCopier made that copy, then
+// dispatch the same command again.
+enum class CommandOutcome { kDone, kFailed, kQueued, kParked };
 
 CommandOutcome DispatchCommand(ServerContext& server, ClientState& client,
                                std::span<const std::string_view> args, ReplyBuilder& reply);
+
+// The ACL user `client` runs as, re-read from the store when ACL rules
+// changed since the client last looked; null when that user was deleted
+// (ACL DELUSER closes its connections; until then it may run nothing).
+const AclUser* CurrentAclUser(ServerContext& server, ClientState& client);
+
+// The ACL decision for one resolved row and its arguments, as the client's
+// current user (a deleted user is refused every command), counted for INFO.
+AclDenial CheckClientAcl(ServerContext& server, ClientState& client, const CommandSpec& spec,
+                         std::span<const std::string_view> args);
 
 // Runs one resolved command. `locks_held`: the caller (EXEC) already holds
 // every key lock the command needs, and passes the command's `keys` as

@@ -5,6 +5,7 @@
 
 #include "server/commands/arg_parser.h"
 #include "server/commands/command_context.h"
+#include "server/commands/command_dispatcher.h"
 #include "server/commands/errors.h"
 #include "server/commands/module_info.h"
 #include "server/context/auth_throttle.h"
@@ -14,22 +15,12 @@
 namespace bloomgate {
 namespace {
 
-// Compares without an early exit, so the time taken does not tell an
-// attacker how long a prefix of the password was right.
-bool PasswordMatches(std::string_view given, std::string_view expected) {
-  if (given.size() != expected.size()) return false;
-  unsigned char diff = 0;
-  for (size_t i = 0; i < given.size(); ++i) {
-    diff |= static_cast<unsigned char>(given[i] ^ expected[i]);
-  }
-  return diff == 0;
-}
-
 LogLimiter failed_auth_log(/*interval_ms=*/1000);
 
-// Checks a username/password pair against requirepass; the only user is
-// "default", as in Redis without ACL files. Wrong passwords are throttled
-// per connection and per source address (server/context/auth_throttle.h).
+// Checks a username/password pair against the ACL users (requirepass is the
+// default user's password). An unknown user, a disabled one and a wrong
+// password get the same reply, as in Redis, and all are throttled per
+// connection and per source address (server/context/auth_throttle.h).
 std::optional<std::string_view> Authenticate(CommandContext& ctx, std::string_view user,
                                              std::string_view password) {
   AuthThrottle& throttle = ctx.server.auth_throttle;
@@ -39,10 +30,10 @@ std::optional<std::string_view> Authenticate(CommandContext& ctx, std::string_vi
   if (!address.empty() && !throttle.Allowed(address, ctx.now_ms, &retry_after_ms)) {
     return errors::kAuthThrottled;
   }
-  std::string required = ctx.server.config.Get().requirepass;
-  bool ok = EqualsIgnoreCase(user, "default") &&
-            (required.empty() || PasswordMatches(password, required));
-  if (!ok) {
+  // Read before the user, so a change in between is seen at the next command.
+  const uint64_t acl_version = ctx.server.acl.version();
+  std::shared_ptr<const AclUser> found = ctx.server.acl.Find(user);
+  if (found == nullptr || !AclPasswordMatches(*found, password)) {
     const uint32_t from_address = throttle.RecordFailure(address, ctx.now_ms);
     if (++ctx.client.auth_failures >= AuthThrottle::kFailuresPerConnection) {
       ctx.client.close_after_reply = true;
@@ -58,6 +49,10 @@ std::optional<std::string_view> Authenticate(CommandContext& ctx, std::string_vi
   ctx.client.auth_failures = 0;
   if (!address.empty()) throttle.RecordSuccess(address);
   ctx.client.authenticated = true;
+  ctx.client.user = std::move(found);
+  ctx.client.acl_version = acl_version;
+  ctx.client.user_deleted = false;
+  if (ctx.client.info) ctx.client.info->set_user(ctx.client.user->name);
   return std::nullopt;
 }
 
@@ -100,7 +95,7 @@ void CmdAuth(CommandContext& ctx) {
     ctx.Fail(errors::kSyntax);  // Redis's reply, not an arity error
     return;
   }
-  if (ctx.args.size() == 2 && ctx.server.config.Get().requirepass.empty()) {
+  if (ctx.args.size() == 2 && ctx.server.acl.DefaultUserNoPass()) {
     ctx.Fail(errors::kAuthNotConfigured);
     return;
   }
@@ -252,12 +247,14 @@ void CmdClientList(CommandContext& ctx) {
 // CLIENT KILL <filter value> ... with Redis's filters, ANDed: ID, TYPE
 // normal|master|replica|slave|pubsub, USER, ADDR, LADDR, SKIPME yes|no,
 // MAXAGE seconds; replies how many clients were killed. Every client here is
-// "normal" and user "default" (no replication, pub/sub or ACL users yet).
+// "normal" (no replication or pub/sub); USER is an ACL user's name, and an
+// unknown one is an error, as in Redis. The close goes through the same
+// per-client hook as ACL DELUSER's (ClientInfo::RequestClose).
 void CmdClientKill(CommandContext& ctx) {
   const uint64_t self_id = ctx.client.info ? ctx.client.info->id : 0;
   if (ctx.args.size() == 3) {
     for (const auto& info : ctx.server.clients.Snapshot()) {
-      if (info->addr == ctx.args[2] && info->Kill()) {
+      if (info->addr == ctx.args[2] && info->RequestClose()) {
         ctx.reply.Ok();
         return;
       }
@@ -268,7 +265,8 @@ void CmdClientKill(CommandContext& ctx) {
   std::optional<uint64_t> id;
   std::optional<std::string_view> addr, laddr;
   std::optional<int64_t> max_age_s;
-  bool skip_me = true, normal = true, user_ok = true;
+  std::optional<std::string> user_filter;
+  bool skip_me = true, normal = true;
   ArgParser parser(ctx.args, 2);
   while (parser.HasNext() && !parser.failed()) {
     if (parser.Accept("ID")) {
@@ -287,8 +285,11 @@ void CmdClientKill(CommandContext& ctx) {
       }
     } else if (parser.Accept("USER")) {
       std::string_view user = parser.Next(errors::kSyntax);
-      if (!parser.failed() && !EqualsIgnoreCase(user, "default")) {
+      if (parser.failed()) break;
+      if (ctx.server.acl.Find(user) == nullptr) {
         parser.Fail(errors::NoSuchUser(user));
+      } else {
+        user_filter = std::string(user);
       }
     } else if (parser.Accept("ADDR")) {
       addr = parser.Next(errors::kSyntax);
@@ -315,14 +316,15 @@ void CmdClientKill(CommandContext& ctx) {
   }
   int64_t killed = 0;
   for (const auto& info : ctx.server.clients.Snapshot()) {
-    if (!normal || !user_ok) break;
+    if (!normal) break;
     if (id && info->id != *id) continue;
     if (addr && info->addr != *addr) continue;
     if (laddr && info->laddr != *laddr) continue;
+    if (user_filter && info->user() != *user_filter) continue;
     if (skip_me && info->id == self_id) continue;
     // MAXAGE n: clients older than n seconds, as Redis (>= since 7.4).
     if (max_age_s && (ctx.now_ms - info->created_ms) / 1000 < *max_age_s) continue;
-    if (info->Kill()) ++killed;
+    if (info->RequestClose()) ++killed;
   }
   ctx.reply.Integer(killed);
 }
@@ -339,13 +341,26 @@ void CmdClientNoEvict(CommandContext& ctx) {
 }
 
 // RESET: the connection as if new: no transaction or watches, RESP2, no
-// name, no-evict off, and unauthenticated again if a password is set.
+// name, no-evict off, and back to the default ACL user, authenticated only
+// if that user is on and has nopass (Redis's clientSetDefaultAuth).
 void CmdReset(CommandContext& ctx) {
+  // RESET needs no AUTH, so the ACL check did not run: a connection whose
+  // user was deleted must not come back as "default" before ACL DELUSER's
+  // close reaches it. It gets its reply and closes.
+  if (CurrentAclUser(ctx.server, ctx.client) == nullptr && ctx.client.user_deleted) {
+    ctx.client.close_after_reply = true;
+  }
   ctx.client.ResetTransaction();
   ctx.client.resp3 = false;
   ctx.reply.set_resp3(false);
-  ctx.client.authenticated = ctx.server.config.Get().requirepass.empty();
+  // Read before the user, so a change in between is seen at the next command.
+  ctx.client.acl_version = ctx.server.acl.version();
+  ctx.client.user = ctx.server.acl.Find("default");
+  ctx.client.user_deleted = false;
+  ctx.client.authenticated =
+      ctx.client.user != nullptr && ctx.client.user->enabled && ctx.client.user->nopass;
   if (ctx.client.info) {
+    ctx.client.info->set_user("default");
     ctx.client.info->set_name("");
     ctx.client.info->resp.store(2, std::memory_order_relaxed);
     ctx.client.info->no_evict.store(false, std::memory_order_relaxed);

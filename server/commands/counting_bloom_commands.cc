@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "filters/key_hash.h"
-#include "server/commands/bloom_options.h"
+#include "server/commands/counting_bloom_ops.h"
 #include "server/commands/chunk_transfer.h"
 #include "server/commands/command_context.h"
 #include "server/commands/errors.h"
@@ -26,88 +26,51 @@
 namespace bloomgate {
 namespace {
 
-// ---------------------------------------------------------------- ops ----
+// ---------------------------------------------------------------- cmds ---
+// Each parses, calls the ops of counting_bloom_ops.h, maps a status to its
+// text with BloomStatusText (the family follows BF.*) and replies.
 
-EntryPtr CreateCounting(CommandContext& ctx, std::string_view key, const BloomParams& params,
-                        bool fail_if_exists, std::optional<std::string_view>* error) {
-  CountingBloomOptions options;
-  options.error_rate = params.error_rate;
-  options.capacity = params.capacity;
-  options.expansion = params.expansion;
-  options.counter_bits = params.counter_bits;
-  std::unique_ptr<CountingBloomFilter> filter;
-  if (CountingBloomFilter::Create(options, ctx.server.filter_limits(), &ctx.server.budget,
-                                  &filter) != FilterStatus::kOk) {
-    *error = errors::kInsufficientMemory;
-    return nullptr;
-  }
-  return StoreNewFilter(ctx, key, std::move(filter), fail_if_exists, error);
-}
+void Fail(CommandContext& ctx, BloomStatus status) { ctx.Fail(BloomStatusText(status)); }
 
-EntryPtr FindOrCreateCounting(CommandContext& ctx, std::string_view key,
-                              const CreateRule& rule, std::optional<std::string_view>* error) {
-  EntryPtr entry = FindFilter<CountingBloomFilter>(ctx, key, error);
-  if (entry != nullptr || error->has_value()) return entry;
-  if (!rule.create) {
-    *error = errors::kNotFound;
-    return nullptr;
-  }
-  return CreateCounting(ctx, key, rule.Resolve(ctx.server), /*fail_if_exists=*/false, error);
-}
-
-// Adds items in order, stopping at the first failure; results say whether
-// each item was new to the filter.
+// Finds or creates the filter, adds the items and replies: a boolean for
+// `single`, else one per item that went in, then the error that stopped
+// the adds, if any.
 void AddAndReply(CommandContext& ctx, const CreateRule& rule,
                  std::span<const std::string_view> items, bool single) {
-  std::optional<std::string_view> error;
-  EntryPtr entry = FindOrCreateCounting(ctx, ctx.args[1], rule, &error);
-  if (entry == nullptr) {
-    ctx.Fail(*error);
+  FilterStore store = StoreFor(ctx);
+  EntryPtr entry;
+  if (BloomStatus status = FindOrCreateCounting(store, ctx.Key(ctx.args[1]), rule, &entry);
+      status != BloomStatus::kOk) {
+    Fail(ctx, status);
     return;
   }
-  CountingBloomFilter& filter = *entry->get<CountingBloomFilter>();
-  std::vector<bool> results;
-  results.reserve(items.size());
-  for (std::string_view item : items) {
-    bool was_new = false;
-    FilterStatus status = filter.Add(HashKey(item), &was_new);
-    if (status != FilterStatus::kOk) {
-      error = BloomAddFailureText(status);
-      break;
-    }
-    results.push_back(was_new);
-  }
-  // Every successful add increments counters: the filter changed.
-  if (!results.empty()) entry->MarkModified();
+  BloomAddResult result = AddCountingItems(*entry, items);
   if (single) {
-    if (error) {
-      ctx.Fail(*error);
+    if (result.status != BloomStatus::kOk) {
+      Fail(ctx, result.status);
     } else {
-      ctx.reply.Bool(results[0]);
+      ctx.reply.Bool(result.added[0]);
     }
     return;
   }
-  ReplyBoolsThenError(ctx.reply, results, error);
+  std::optional<std::string_view> error;
+  if (result.status != BloomStatus::kOk) error = BloomStatusText(result.status);
+  ReplyBoolsThenError(ctx.reply, result.added, error);
 }
 
 // Deletes items; a missing key is "ERR not found" (there is nothing to
 // delete from, and a typo should not pass silently).
 void DeleteAndReply(CommandContext& ctx, std::span<const std::string_view> items, bool single) {
-  std::optional<std::string_view> error;
-  EntryPtr entry = FindFilter<CountingBloomFilter>(ctx, ctx.args[1], &error);
-  if (entry == nullptr) {
-    ctx.Fail(error ? *error : errors::kNotFound);
+  FilterStore store = StoreFor(ctx);
+  EntryPtr entry;
+  if (BloomStatus status = BloomLookupStatus(
+          FindFilter<CountingBloomFilter>(store, ctx.Key(ctx.args[1]), &entry),
+          /*missing=*/BloomStatus::kNotFound);
+      status != BloomStatus::kOk) {
+    Fail(ctx, status);
     return;
   }
-  CountingBloomFilter& filter = *entry->get<CountingBloomFilter>();
-  std::vector<bool> removed;
-  removed.reserve(items.size());
-  bool changed = false;
-  for (std::string_view item : items) {
-    removed.push_back(filter.Remove(HashKey(item)));
-    changed |= removed.back();
-  }
-  if (changed) entry->MarkModified();
+  std::vector<bool> removed = DeleteCountingItems(*entry, items);
   if (single) {
     ctx.reply.Bool(removed[0]);
   } else {
@@ -118,31 +81,35 @@ void DeleteAndReply(CommandContext& ctx, std::span<const std::string_view> items
 // A read command's filter into *filter (null for a missing key); false when
 // the key holds another type and WRONGTYPE was replied.
 bool FindForRead(CommandContext& ctx, EntryPtr* holder, const CountingBloomFilter** filter) {
-  std::optional<std::string_view> error;
-  *holder = FindFilter<CountingBloomFilter>(ctx, ctx.args[1], &error);
-  if (error) {
-    ctx.Fail(*error);
-    return false;
+  FilterStore store = StoreFor(ctx);
+  switch (FindFilter<CountingBloomFilter>(store, ctx.Key(ctx.args[1]), holder)) {
+    case Lookup::kWrongType:
+      Fail(ctx, BloomStatus::kWrongType);
+      return false;
+    case Lookup::kOutOfMemory:  // a write (CF.DEL, CBF.DEL...) whose snapshot copy does not fit
+      Fail(ctx, BloomStatus::kSnapshotCopyOom);
+      return false;
+    case Lookup::kFound:
+    case Lookup::kMissing:
+      break;
   }
   *filter = *holder == nullptr ? nullptr : (*holder)->get<CountingBloomFilter>();
   return true;
 }
 
-// ---------------------------------------------------------------- cmds ---
-
 // CBF.RESERVE key error_rate capacity [EXPANSION n] [NONSCALING] [COUNTERBITS 4|8]
 void CmdReserve(CommandContext& ctx) {
   ArgParser parser(ctx.args, 2);
-  BloomParams params = DefaultBloomParams(ctx.server);
+  BloomParams params = DefaultBloomParams(ctx.server.config);
   ParseReserveArgs(parser, /*counting=*/true, &params);
   if (parser.failed()) {
     ctx.Fail(parser.error());
     return;
   }
-  std::optional<std::string_view> error = ReserveConflict<CountingBloomFilter>(ctx, ctx.args[1]);
-  if (!error) CreateCounting(ctx, ctx.args[1], params, /*fail_if_exists=*/true, &error);
-  if (error) {
-    ctx.Fail(*error);
+  FilterStore store = StoreFor(ctx);
+  if (BloomStatus status = ReserveCounting(store, ctx.Key(ctx.args[1]), params);
+      status != BloomStatus::kOk) {
+    Fail(ctx, status);
     return;
   }
   ctx.skip_journal = true;  // the creation record in the log says it all
@@ -212,7 +179,7 @@ void CmdInfo(CommandContext& ctx) {
   const CountingBloomFilter* filter = nullptr;
   if (!FindForRead(ctx, &holder, &filter)) return;
   if (filter == nullptr) {
-    ctx.Fail(errors::kNotFound);
+    Fail(ctx, BloomStatus::kNotFound);
     return;
   }
   auto integer = [](uint64_t value) {

@@ -14,7 +14,7 @@
 #include "server/commands/chunk_transfer.h"
 #include "server/commands/command_context.h"
 #include "server/commands/errors.h"
-#include "server/commands/filter_lookup.h"
+#include "server/commands/cuckoo_ops.h"
 #include "server/commands/info_reply.h"
 #include "server/context/command_table.h"
 #include "server/context/filter_family.h"
@@ -22,78 +22,27 @@
 namespace bloomgate {
 namespace {
 
-// ---------------------------------------------------------------- ops ----
+// ---------------------------------------------------------------- cmds ---
+// Each parses, calls the ops of cuckoo_ops.h, maps a status to its text with
+// CuckooStatusText and replies.
 
-CuckooFilterOptions DefaultCuckooOptions(const ServerContext& server) {
-  ServerConfig config = server.config.Get();
-  CuckooFilterOptions options;
-  options.capacity = config.cf_initial_size;
-  options.bucket_size = config.cf_bucket_size;
-  options.max_iterations = config.cf_max_iterations;
-  options.expansion = config.cf_expansion_factor;
-  options.max_expansions = config.cf_max_expansions;
-  return options;
-}
+void Fail(CommandContext& ctx, CuckooStatus status) { ctx.Fail(CuckooStatusText(status)); }
 
-std::string_view AddFailureText(FilterStatus status) {
-  switch (status) {
-    case FilterStatus::kFull:
-      return errors::kCfFull;
-    case FilterStatus::kMaxExpansions:
-      return errors::kCfMaxExpansions;
-    case FilterStatus::kOk:
-    case FilterStatus::kFilterMemoryLimit:
-    case FilterStatus::kOutOfMemory:
-    case FilterStatus::kTooManyLayers:
-    case FilterStatus::kInvalidOptions:
-      break;
-  }
-  return errors::kCfInsufficientMemory;
-}
-
-EntryPtr CreateCuckoo(CommandContext& ctx, std::string_view key,
-                      const CuckooFilterOptions& options, bool fail_if_exists,
-                      std::optional<std::string_view>* error) {
-  std::unique_ptr<CuckooFilter> filter;
-  FilterStatus status = CuckooFilter::Create(options, ctx.server.filter_limits(),
-                                             &ctx.server.budget, &filter);
-  if (status != FilterStatus::kOk) {
-    // Options were validated with RedisBloom's texts before: what is left
-    // is memory (or a bug, which must still not crash the server).
-    *error = status == FilterStatus::kInvalidOptions ? errors::kCouldNotCreateFilter
-                                                     : errors::kInsufficientMemory;
-    return nullptr;
-  }
-  return StoreNewFilter(ctx, key, std::move(filter), fail_if_exists, error);
-}
-
-// The filter under args[1], created with the defaults (and `capacity` when
-// given) unless `create` is false.
-EntryPtr FindOrCreateCuckoo(CommandContext& ctx, bool create, std::optional<uint64_t> capacity,
-                            std::optional<std::string_view>* error) {
-  EntryPtr entry = FindFilter<CuckooFilter>(ctx, ctx.args[1], error);
-  if (entry != nullptr || error->has_value()) return entry;
-  if (!create) {
-    *error = errors::kNotFound;
-    return nullptr;
-  }
-  CuckooFilterOptions options = DefaultCuckooOptions(ctx.server);
-  if (capacity) options.capacity = *capacity;
-  if (options.capacity < 2ull * options.bucket_size) {
-    *error = errors::kCfInsertCapacityRange;
-    return nullptr;
-  }
-  return CreateCuckoo(ctx, ctx.args[1], options, /*fail_if_exists=*/false, error);
-}
-
-// A read command's filter into *filter (null for a missing key); false when
-// WRONGTYPE was replied.
+// The filter of a command that does not create one into *filter (null for
+// a missing key); false when the key holds another type and WRONGTYPE was
+// replied.
 bool FindForRead(CommandContext& ctx, EntryPtr* holder, CuckooFilter** filter) {
-  std::optional<std::string_view> error;
-  *holder = FindFilter<CuckooFilter>(ctx, ctx.args[1], &error);
-  if (error) {
-    ctx.Fail(*error);
-    return false;
+  FilterStore store = StoreFor(ctx);
+  switch (FindFilter<CuckooFilter>(store, ctx.Key(ctx.args[1]), holder)) {
+    case Lookup::kWrongType:
+      Fail(ctx, CuckooStatus::kWrongType);
+      return false;
+    case Lookup::kOutOfMemory:  // a write (CF.DEL, CBF.DEL...) whose snapshot copy does not fit
+      Fail(ctx, CuckooStatus::kSnapshotCopyOom);
+      return false;
+    case Lookup::kFound:
+    case Lookup::kMissing:
+      break;
   }
   *filter = *holder == nullptr ? nullptr : (*holder)->get<CuckooFilter>();
   return true;
@@ -134,7 +83,7 @@ void CmdReserve(CommandContext& ctx) {
     return;
   }
   ArgParser parser(ctx.args, 2);
-  CuckooFilterOptions options = DefaultCuckooOptions(ctx.server);
+  CuckooFilterOptions options = DefaultCuckooOptions(ctx.server.config);
   options.capacity =
       NextSigned(parser, errors::kCfBadCapacity, errors::kCfCapacityRange, 0, UINT64_MAX);
   std::optional<uint64_t> bucket_size, max_iterations, expansion;
@@ -162,10 +111,10 @@ void CmdReserve(CommandContext& ctx) {
     ctx.Fail(parser.error());
     return;
   }
-  std::optional<std::string_view> error = ReserveConflict<CuckooFilter>(ctx, ctx.args[1]);
-  if (!error) CreateCuckoo(ctx, ctx.args[1], options, /*fail_if_exists=*/true, &error);
-  if (error) {
-    ctx.Fail(*error);
+  FilterStore store = StoreFor(ctx);
+  if (CuckooStatus status = ReserveCuckoo(store, ctx.Key(ctx.args[1]), options);
+      status != CuckooStatus::kOk) {
+    Fail(ctx, status);
     return;
   }
   ctx.skip_journal = true;  // the creation record in the log says it all
@@ -174,21 +123,16 @@ void CmdReserve(CommandContext& ctx) {
 
 // CF.ADD key item / CF.ADDNX key item
 void AddOne(CommandContext& ctx, bool only_if_absent) {
-  std::optional<std::string_view> error;
-  EntryPtr entry = FindOrCreateCuckoo(ctx, /*create=*/true, std::nullopt, &error);
-  if (entry == nullptr) {
-    ctx.Fail(*error);
+  FilterStore store = StoreFor(ctx);
+  EntryPtr entry;
+  bool added = false;
+  CuckooStatus status = FindOrCreateCuckoo(store, ctx.Key(ctx.args[1]), /*create=*/true,
+                                           /*capacity=*/std::nullopt, &entry);
+  if (status == CuckooStatus::kOk) status = AddCuckooItem(*entry, ctx.args[2], only_if_absent, &added);
+  if (status != CuckooStatus::kOk) {
+    Fail(ctx, status);
     return;
   }
-  CuckooFilter& filter = *entry->get<CuckooFilter>();
-  bool added = true;
-  KeyHash hash = HashKey(ctx.args[2]);
-  FilterStatus status = only_if_absent ? filter.AddIfAbsent(hash, &added) : filter.Add(hash);
-  if (status != FilterStatus::kOk) {
-    ctx.Fail(AddFailureText(status));
-    return;
-  }
-  if (added) entry->MarkModified();
   ctx.reply.Bool(added);
 }
 
@@ -227,39 +171,39 @@ void InsertMany(CommandContext& ctx, bool only_if_absent) {
     ctx.Fail(parser.error());
     return;
   }
-  std::optional<std::string_view> error;
-  EntryPtr entry = FindOrCreateCuckoo(ctx, create, capacity, &error);
-  if (entry == nullptr) {
-    ctx.Fail(*error);
+  FilterStore store = StoreFor(ctx);
+  EntryPtr entry;
+  if (CuckooStatus status = FindOrCreateCuckoo(store, ctx.Key(ctx.args[1]), create, capacity,
+                                               &entry);
+      status != CuckooStatus::kOk) {
+    Fail(ctx, status);
     return;
   }
-  CuckooFilter& filter = *entry->get<CuckooFilter>();
-  std::vector<int> results;  // 1, 0 or -1
-  auto items = parser.Rest();
-  results.reserve(items.size());
-  for (std::string_view item : items) {
-    bool added = true;
-    KeyHash hash = HashKey(item);
-    FilterStatus status = only_if_absent ? filter.AddIfAbsent(hash, &added) : filter.Add(hash);
-    if (status == FilterStatus::kFull || status == FilterStatus::kMaxExpansions) {
-      results.push_back(-1);
-    } else if (status != FilterStatus::kOk) {
-      error = errors::kCfInsufficientMemory;  // out of memory: stop here
-      break;
-    } else {
-      results.push_back(added ? 1 : 0);
-    }
-  }
-  entry->MarkModified();
-  ctx.reply.ArrayHeader(results.size() + (error ? 1 : 0));
-  for (int result : results) {
+  const std::span<const std::string_view> items = parser.Rest();
+  CuckooInsertResult result = InsertCuckooItems(*entry, items, only_if_absent);
+  const bool stopped = result.status != CuckooStatus::kOk;
+  ctx.reply.ArrayHeader(result.results.size() + (stopped ? 1 : 0));
+  for (CuckooInsert one : result.results) {
     if (!only_if_absent && ctx.reply.resp3()) {
-      ctx.reply.Bool(result == 1);
+      ctx.reply.Bool(one == CuckooInsert::kAdded);
     } else {
-      ctx.reply.Integer(result);
+      ctx.reply.Integer(static_cast<int>(one));
     }
   }
-  if (error) ctx.Fail(*error);
+  if (!stopped) return;
+  // Running out of memory stops the inserts part way: the items before it
+  // went in and were acknowledged, so the command succeeded in part. The
+  // error sits inside the array (as BF.MADD's), and the journal records the
+  // command cut after the items tried, so replay neither drops the ones that
+  // went in nor adds the ones refused (cuckoo kicks are deterministic: the
+  // same state gives the same outcome per item).
+  ctx.reply.Error(CuckooStatusText(result.status));
+  if (result.results.empty()) {
+    ctx.skip_journal = true;  // nothing took effect; a creation journals itself
+    return;
+  }
+  const size_t cut = ctx.args.size() - items.size() + result.results.size();
+  ctx.effect.assign(ctx.args.begin(), ctx.args.begin() + cut);
 }
 
 void CmdInsert(CommandContext& ctx) { InsertMany(ctx, /*only_if_absent=*/false); }
@@ -301,12 +245,10 @@ void CmdDel(CommandContext& ctx) {
   CuckooFilter* filter = nullptr;
   if (!FindForRead(ctx, &holder, &filter)) return;
   if (filter == nullptr) {
-    ctx.Fail(errors::kCfDelNotFound);
+    Fail(ctx, CuckooStatus::kNothingToDelete);
     return;
   }
-  bool removed = filter->Remove(HashKey(ctx.args[2]));
-  if (removed) holder->MarkModified();
-  ctx.reply.Bool(removed);
+  ctx.reply.Bool(DeleteCuckooItem(*holder, ctx.args[2]));
 }
 
 // CF.COMPACT key: moves fingerprints into newer sub-filters and frees the
@@ -317,11 +259,10 @@ void CmdCompact(CommandContext& ctx) {
   CuckooFilter* filter = nullptr;
   if (!FindForRead(ctx, &holder, &filter)) return;
   if (filter == nullptr) {
-    ctx.Fail(errors::kCfCompactNotFound);
+    Fail(ctx, CuckooStatus::kNothingToCompact);
     return;
   }
-  filter->Compact();
-  holder->MarkModified();
+  CompactCuckoo(*holder);
   ctx.reply.Ok();
 }
 
@@ -331,7 +272,7 @@ void CmdInfo(CommandContext& ctx) {
   CuckooFilter* filter = nullptr;
   if (!FindForRead(ctx, &holder, &filter)) return;
   if (filter == nullptr) {
-    ctx.Fail(errors::kNotFound);
+    Fail(ctx, CuckooStatus::kNotFound);
     return;
   }
   CuckooFilterInfo info = filter->Info();

@@ -82,6 +82,12 @@ inline constexpr std::string_view kLoadChunkBadIterator = "ERR Second argument m
 inline constexpr std::string_view kReceivedBadData = "ERR received bad data";
 inline constexpr std::string_view kCfInvalidPosition = "Invalid position";
 inline constexpr std::string_view kCfCouldNotLoadChunk = "Couldn't load chunk!";
+// Ours, for every family: a payload chunk whose dump is not the staged
+// header's — the filter changed between the SCANDUMP calls (or the chunk is
+// from another dump). RedisBloom does not notice and loads the mix.
+inline constexpr std::string_view kDumpChanged =
+    "ERR the filter changed during SCANDUMP or the chunk is from another dump: restart "
+    "SCANDUMP from iterator 0";
 inline constexpr std::string_view kBadErrorRate = "ERR bad error rate";
 inline constexpr std::string_view kErrorRateRange =
     "ERR error rate must be in the range (0.000000, 1.000000)";
@@ -214,6 +220,30 @@ inline std::string ConfigSetFailed(std::string_view message) {
 inline std::string UnknownSubcommand(std::string_view sub, std::string_view container_upper) {
   return "ERR unknown subcommand '" + std::string(sub.substr(0, 128)) + "'. Try " +
          std::string(container_upper) + " HELP.";
+}
+
+// --- ACL (Redis 7's acl.c / server.c / multi.c texts) ---
+inline constexpr std::string_view kNoPermissionKey = "NOPERM No permissions to access a key";
+inline constexpr std::string_view kAclDefaultUserUndeletable =
+    "ERR The 'default' user cannot be removed";
+inline constexpr std::string_view kAclBadUsername =
+    "ERR Usernames can't contain spaces or null characters";
+// EXEC's per-command refusal when ACLs changed after the command was queued,
+// with one of the two reasons below.
+inline constexpr std::string_view kAclChangedBeforeExec =
+    "NOPERM ACLs rules changed between the moment the transaction was accumulated and the "
+    "EXEC call. This command is no longer allowed for the following reason: ";
+inline constexpr std::string_view kAclReasonCommand =
+    "no permission to execute the command or subcommand";
+inline constexpr std::string_view kAclReasonKey = "no permission to touch the specified keys";
+
+// `command` is the row's full name ("bf.reserve", "client|list").
+inline std::string NoPermissionCommand(std::string_view user, std::string_view command) {
+  return "NOPERM User " + std::string(user) + " has no permissions to run the '" +
+         std::string(command) + "' command";
+}
+inline std::string UnknownAclCategory(std::string_view category) {
+  return "ERR Unknown category '" + std::string(category.substr(0, 128)) + "'";
 }
 
 }  // namespace bloomgate::errors

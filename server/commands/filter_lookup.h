@@ -1,76 +1,129 @@
 // Finding and storing filters of one type under a key: the first and last
-// step of every filter command, with the keyspace statistics and the
-// WRONGTYPE / "item exists" rules in one place.
+// step of every family op, with the keyspace statistics, the snapshot's
+// copy-on-write and the journaling of creations in one place. Outcomes are
+// values (Lookup, StoreOutcome); each family turns them into its statuses
+// and its statuses into RedisBloom's texts once (<family>_ops.h).
 #pragma once
 
+#include <cstdint>
 #include <memory>
-#include <optional>
-#include <string_view>
 
-#include "server/commands/command_context.h"
-#include "server/commands/errors.h"
+#include "config/runtime_config.h"
+#include "filters/limits.h"
+#include "filters/memory_budget.h"
+#include "server/context/server_stats.h"
+#include "server/durability/journal.h"
+#include "server/keyspace/key_ref.h"
+#include "server/keyspace/keyspace.h"
 
 namespace bloomgate {
 
-// The entry under `key` if it holds a `Filter`. A missing key gives null
-// with *error unset; a key of another type gives null and WRONGTYPE.
+struct CommandContext;
+class ServerContext;
+
+// What a family op may reach: the keyspace, what a creation needs (limits,
+// budget, the defaults in the config, the journal and the caller's journal
+// session) — and nothing of a client's reply. Handlers build one with
+// StoreFor; unit tests build one from a ServerContext with StoreOf.
+struct FilterStore {
+  Keyspace& keyspace;
+  const RuntimeConfig& config;  // defaults, read only when a filter is created
+  FilterLimits limits;
+  MemoryBudget* budget;
+  Journal& journal;
+  JournalSession& session;
+  int64_t now_ms = 0;
+  // A write takes the snapshot's copy of a filter before changing it
+  // (KeyEntry::TakeSnapshotCopy).
+  bool write = false;
+  WorkerCounters* counters = nullptr;  // keyspace hits / misses; may be null
+};
+
+// The store of a running command: its server, client session, time, and
+// whether its row is a write.
+FilterStore StoreFor(CommandContext& ctx);
+// A store outside any command (tests): `write` as a write command would.
+FilterStore StoreOf(ServerContext& server, JournalSession& session, int64_t now_ms, bool write);
+
+enum class Lookup : uint8_t {
+  kFound,
+  kMissing,    // no live key
+  kWrongType,  // the key holds a filter of another family
+  // A write found the filter, but the copy a snapshot is owed of it before
+  // it changes does not fit maxmemory (-OOM; nothing changed).
+  kOutOfMemory,
+};
+
+// The entry under `key` into *entry if it holds a `Filter` (else *entry is
+// null).
 template <typename Filter>
-EntryPtr FindFilter(CommandContext& ctx, std::string_view key,
-                    std::optional<std::string_view>* error) {
-  EntryPtr entry = ctx.server.keyspace.Find(ctx.Key(key), ctx.now_ms);
-  if (entry == nullptr) {
-    Bump(ctx.counters().keyspace_misses);
-    return nullptr;
+Lookup FindFilter(FilterStore& store, const KeyRef& key, EntryPtr* entry) {
+  *entry = store.keyspace.Find(key, store.now_ms);
+  if (*entry == nullptr) {
+    if (store.counters != nullptr) Bump(store.counters->keyspace_misses);
+    return Lookup::kMissing;
   }
-  Bump(ctx.counters().keyspace_hits);
-  if (entry->get<Filter>() == nullptr) {
-    *error = errors::kWrongType;
-    return nullptr;
+  if (store.counters != nullptr) Bump(store.counters->keyspace_hits);
+  if ((*entry)->template get<Filter>() == nullptr) {
+    entry->reset();
+    return Lookup::kWrongType;
   }
   // A snapshot may still owe itself a copy of this filter as it was at its
   // cut; a write makes that copy first (nothing to do for Bloom filters,
-  // which are never armed).
-  if ((ctx.spec.flags & kCmdWrite) != 0) entry->TakeSnapshotCopy();
-  return entry;
+  // which are never armed). A big one was usually made already by the
+  // snapshot copier while the writer was parked (command_dispatcher.cc);
+  // this is the path for small ones and for a cut that came in between. A
+  // copy that does not fit maxmemory refuses the write, which changes nothing.
+  if (store.write && !(*entry)->TakeSnapshotCopy(store.budget, /*final_attempt=*/false)) {
+    entry->reset();
+    return Lookup::kOutOfMemory;
+  }
+  return Lookup::kFound;
 }
+
+// Why a RESERVE of a `Filter` cannot use `key`, checked before anything is
+// allocated: kMissing when the key is free, kFound when it holds a `Filter`
+// ("item exists"), kWrongType otherwise. Counts no hit or miss.
+template <typename Filter>
+Lookup ReserveConflict(FilterStore& store, const KeyRef& key) {
+  EntryPtr entry = store.keyspace.Find(key, store.now_ms);
+  if (entry == nullptr) return Lookup::kMissing;
+  return entry->template get<Filter>() == nullptr ? Lookup::kWrongType : Lookup::kFound;
+}
+
+enum class StoreOutcome : uint8_t {
+  kStored,      // the new filter is under the key
+  kExisting,    // a live `Filter` appeared meanwhile and is under the key
+  kItemExists,  // ... and `fail_if_exists` refused it
+  kWrongType,   // a key of another family appeared meanwhile
+};
 
 // Stores a newly created filter under `key` unless a live key appeared
-// meanwhile. Returns the entry now under the key: the new one, or (unless
-// `fail_if_exists`) an existing one of the same type; otherwise null with
-// WRONGTYPE or "item exists". A filter that is not stored is freed here.
+// meanwhile; *entry is the entry now under the key for kStored and
+// kExisting, else null. A filter that is not stored is freed here. The
+// creation is journaled with the filter's exact parameters, so a replay
+// never depends on the defaults in force when it runs.
 template <typename Filter>
-EntryPtr StoreNewFilter(CommandContext& ctx, std::string_view key,
-                        std::unique_ptr<Filter> filter, bool fail_if_exists,
-                        std::optional<std::string_view>* error) {
+StoreOutcome StoreNewFilter(FilterStore& store, const KeyRef& key,
+                            std::unique_ptr<Filter> filter, bool fail_if_exists,
+                            EntryPtr* entry) {
   bool inserted = false;
-  EntryPtr entry = ctx.server.keyspace.Insert(
-      ctx.Key(key), std::make_shared<KeyEntry>(std::move(filter)), ctx.now_ms, &inserted,
-      [&ctx](const std::string& name, const KeyEntry& created) {
-        // The creation is journaled with the filter's exact parameters, so a
-        // replay never depends on the defaults in force when it runs.
-        ctx.server.journal.RecordFilter(ctx.client.journal, ctx.now_ms, name, created.filter(),
-                                        /*with_payload=*/false);
+  *entry = store.keyspace.Insert(
+      key, std::make_shared<KeyEntry>(std::move(filter)), store.now_ms, &inserted,
+      [&store](const std::string& name, const KeyEntry& created) {
+        store.journal.RecordFilter(store.session, store.now_ms, name, created.filter(),
+                                   /*with_payload=*/false);
       });
-  if (inserted) return entry;
-  if (entry->get<Filter>() == nullptr) {
-    *error = errors::kWrongType;
-    return nullptr;
+  if (inserted) return StoreOutcome::kStored;
+  if ((*entry)->template get<Filter>() == nullptr) {
+    entry->reset();
+    return StoreOutcome::kWrongType;
   }
   if (fail_if_exists) {
-    *error = errors::kItemExists;
-    return nullptr;
+    entry->reset();
+    return StoreOutcome::kItemExists;
   }
-  return entry;
-}
-
-// Why a RESERVE of a `Filter` cannot use `key` ("ERR item exists", or
-// WRONGTYPE for a key of another type), checked before anything is
-// allocated; nullopt when the key is free.
-template <typename Filter>
-std::optional<std::string_view> ReserveConflict(CommandContext& ctx, std::string_view key) {
-  EntryPtr entry = ctx.server.keyspace.Find(ctx.Key(key), ctx.now_ms);
-  if (entry == nullptr) return std::nullopt;
-  return entry->get<Filter>() == nullptr ? errors::kWrongType : errors::kItemExists;
+  return StoreOutcome::kExisting;
 }
 
 }  // namespace bloomgate

@@ -14,6 +14,7 @@
 #include "server/commands/command_context.h"
 #include "server/commands/errors.h"
 #include "server/commands/module_info.h"
+#include "server/context/acl_categories.h"
 #include "server/context/command_table.h"
 #include "server/context/family_registry.h"
 #include "server/keyspace/glob.h"
@@ -40,22 +41,9 @@ std::vector<std::string_view> FlagNames(const CommandSpec& spec) {
 // The filter families, which Redis lists as the "bf" module's commands.
 bool IsFilterCommand(const CommandSpec& spec) { return FamilyOfGroup(spec.group) != nullptr; }
 
+// Derived from the row once, by the command table (context/acl_categories.h).
 std::vector<std::string_view> AclCategories(const CommandSpec& spec) {
-  std::vector<std::string_view> categories;
-  if (spec.flags & kCmdWrite) categories.push_back("@write");
-  if (spec.flags & kCmdReadOnly) categories.push_back("@read");
-  categories.push_back(spec.flags & kCmdFast ? "@fast" : "@slow");
-  if (spec.flags & kCmdAdmin) {
-    categories.push_back("@admin");
-    categories.push_back("@dangerous");
-  }
-  if (const FilterFamily* family = FamilyOfGroup(spec.group)) {
-    categories.push_back(family->acl_category);
-  }
-  if (spec.group == "generic" || (spec.flags & kCmdAllKeys)) categories.push_back("@keyspace");
-  if (spec.group == "connection") categories.push_back("@connection");
-  if (spec.group == "transactions") categories.push_back("@transaction");
-  return categories;
+  return AclCategoryList(spec.acl_categories);
 }
 
 // One COMMAND INFO entry, Redis 7's ten fields.
@@ -258,6 +246,21 @@ uint64_t ResidentBytes() {
   return resident * static_cast<uint64_t>(sysconf(_SC_PAGE_SIZE));
 }
 
+// Redis 7.2+'s listener lines: one per open transport, with every bound
+// address, e.g. "listener1:name=tls,bind=127.0.0.1,port=6380".
+std::string ListenerLines(const ServerContext& server, const ServerConfig& config) {
+  std::string lines;
+  int index = 0;
+  for (auto [name, port] : {std::pair<std::string_view, uint16_t>{"tcp", server.port},
+                            std::pair<std::string_view, uint16_t>{"tls", server.tls_port}}) {
+    if (port == 0) continue;
+    lines += fmt::format("listener{}:name={}", index++, name);
+    for (const std::string& address : config.bind) lines += ",bind=" + address;
+    lines += fmt::format(",port={}\r\n", port);
+  }
+  return lines;
+}
+
 std::string ServerSection(CommandContext& ctx) {
   utsname name{};
   uname(&name);
@@ -272,7 +275,7 @@ std::string ServerSection(CommandContext& ctx) {
       kRedisVersion, kBloomgateVersion, name.sysname, name.release, name.machine,
       sizeof(void*) * 8, getpid(), ctx.server.run_id, ctx.server.port, ctx.now_ms * 1000,
       uptime, uptime / 86400, ctx.server.executable, ctx.server.config_file,
-      ctx.server.worker_threads);
+      ctx.server.worker_threads) + ListenerLines(ctx.server, config);
 }
 
 std::string ClientsSection(CommandContext& ctx) {
@@ -300,7 +303,12 @@ std::string MemorySection(CommandContext& ctx) {
 }
 
 std::string PersistenceSection(CommandContext& ctx) {
-  return "# Persistence\r\n" + ctx.server.durability->InfoFields();
+  // Ours: writers that waited for a snapshot's copy of their filter (parked,
+  // their event loop going on), and the copies made for them off the loops.
+  const SnapshotCopier& copier = ctx.server.snapshot_copier;
+  return "# Persistence\r\n" + ctx.server.durability->InfoFields() +
+         "snapshot_copy_waits:" + std::to_string(copier.requests()) + "\r\n" +
+         "snapshot_copies_off_loop:" + std::to_string(copier.copies_made()) + "\r\n";
 }
 
 std::string StatsSection(CommandContext& ctx) {
@@ -309,7 +317,8 @@ std::string StatsSection(CommandContext& ctx) {
       "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\n"
       "total_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\n"
       "expired_keys:{}\r\nevicted_keys:0\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\n"
-      "total_error_replies:{}\r\nacl_access_denied_auth:{}\r\nauth_throttled_attempts:{}\r\n"
+      "total_error_replies:{}\r\nacl_access_denied_auth:{}\r\nacl_access_denied_cmd:{}\r\n"
+      "acl_access_denied_key:{}\r\nauth_throttled_attempts:{}\r\n"
       "instantaneous_ops_per_sec:{:.0f}\r\ninstantaneous_input_kbps:{:.2f}\r\n"
       "instantaneous_output_kbps:{:.2f}\r\n",
       stats.Sum(&WorkerCounters::connections_received),
@@ -318,7 +327,8 @@ std::string StatsSection(CommandContext& ctx) {
       stats.rejected_connections.load(std::memory_order_relaxed),
       ctx.server.keyspace.expired_keys(), stats.Sum(&WorkerCounters::keyspace_hits),
       stats.Sum(&WorkerCounters::keyspace_misses), stats.Sum(&WorkerCounters::error_replies),
-      ctx.server.auth_throttle.failures(), ctx.server.auth_throttle.refused(),
+      ctx.server.auth_throttle.failures(), stats.Sum(&WorkerCounters::acl_denied_commands),
+      stats.Sum(&WorkerCounters::acl_denied_keys), ctx.server.auth_throttle.refused(),
       ctx.server.instantaneous.PerSecond(InstantaneousMetrics::kOps),
       ctx.server.instantaneous.PerSecond(InstantaneousMetrics::kNetInput) / 1024,
       ctx.server.instantaneous.PerSecond(InstantaneousMetrics::kNetOutput) / 1024);

@@ -57,7 +57,7 @@ void CmdConfigSet(CommandContext& ctx) {
   }
   std::string error;
   ServerConfig updated;
-  if (!ctx.server.config.Set(pairs, &error, &updated)) {
+  if (!ctx.server.config.Set(pairs, &error, &updated, ctx.server.config_applier)) {
     ctx.Fail(errors::ConfigSetFailed(error));
     return;
   }

@@ -5,7 +5,8 @@
 // keyspace) before it checks WATCH and runs them, so no other client's
 // command on those keys runs in between; clients working on other keys are
 // not held up. Atomicity is Redis's: a command that fails at run time does
-// not undo the others; a command that failed to queue aborts EXEC.
+// not undo the others; a command that failed to queue aborts EXEC; one that
+// ACL rules no longer allow at EXEC is refused alone.
 #include <algorithm>
 #include <vector>
 
@@ -84,6 +85,15 @@ void CmdExec(CommandContext& ctx) {
   ctx.reply.ArrayHeader(queued.size());
   client.in_exec = true;
   for (size_t i = 0; i < queued.size(); ++i) {
+    // ACL rules may have changed since the command was queued: Redis checks
+    // again here and refuses that command alone; the others still run.
+    AclDenial denial = CheckClientAcl(ctx.server, client, *queued[i].spec, argvs[i]);
+    if (denial != AclDenial::kNone) {
+      std::string text(errors::kAclChangedBeforeExec);
+      text += denial == AclDenial::kKey ? errors::kAclReasonKey : errors::kAclReasonCommand;
+      ctx.reply.Error(text);
+      continue;
+    }
     RunCommand(ctx.server, client, *queued[i].spec, argvs[i], ctx.reply, /*locks_held=*/true,
                keys[i]);
   }

@@ -31,19 +31,30 @@ void ClientInfo::set_lib_ver(std::string lib_ver) {
   lib_ver_ = std::move(lib_ver);
 }
 
-void ClientInfo::set_killer(std::function<void()> killer) {
+std::string ClientInfo::user() const {
   std::lock_guard lock(mutex_);
-  killer_ = std::move(killer);
+  return user_;
 }
 
-bool ClientInfo::Kill() {
-  std::function<void()> killer;
+void ClientInfo::set_user(std::string user) {
+  std::lock_guard lock(mutex_);
+  user_ = std::move(user);
+}
+
+void ClientInfo::set_close_hook(std::function<void()> hook) {
+  std::lock_guard lock(mutex_);
+  close_hook_ = std::move(hook);
+}
+
+bool ClientInfo::RequestClose() {
+  std::function<void()> hook;
   {
     std::lock_guard lock(mutex_);
-    killer.swap(killer_);
+    hook.swap(close_hook_);
   }
-  if (!killer) return false;
-  killer();
+  if (!hook) return false;
+  // Called outside the lock: the hook only posts to the connection's loop.
+  hook();
   return true;
 }
 
@@ -52,16 +63,17 @@ std::string ClientInfo::Describe(int64_t now_ms) const {
   int64_t last = last_interaction_ms.load(std::memory_order_relaxed);
   bool multi = in_multi.load(std::memory_order_relaxed);
   uint64_t omem = output_bytes.load(std::memory_order_relaxed);
-  std::string flags = multi ? "x" : "";
+  std::string flags;
+  if (multi) flags += 'x';
   if (no_evict.load(std::memory_order_relaxed)) flags += 'e';
-  if (flags.empty()) flags = "N";
+  if (flags.empty()) flags += 'N';
   std::lock_guard lock(mutex_);
   return fmt::format(
       "id={} addr={} laddr={} fd=-1 name={} age={} idle={} flags={} db=0 sub=0 psub=0 "
       "ssub=0 multi={} qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 "
-      "omem={} tot-mem={} events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
+      "omem={} tot-mem={} events=r cmd={} user={} redir=-1 resp={} lib-name={} lib-ver={}",
       id, addr, laddr, name_, (now_ms - created_ms) / 1000, (now_ms - last) / 1000,
-      flags, multi ? 0 : -1, omem, omem, cmd == nullptr ? "NULL" : cmd->full_name,
+      flags, multi ? 0 : -1, omem, omem, cmd == nullptr ? "NULL" : cmd->full_name, user_,
       resp.load(std::memory_order_relaxed), lib_name_, lib_ver_);
 }
 

@@ -35,18 +35,23 @@ struct ClientInfo {
   // records the client's wish.
   std::atomic<bool> no_evict{false};
 
-  // CLIENT KILL: the connection installs how to close it from any thread
-  // (posting the close onto its own loop); Kill returns false once the
-  // client is gone or was already killed.
-  void set_killer(std::function<void()> killer);
-  bool Kill();
-
   std::string name() const;
   std::string lib_name() const;
   std::string lib_ver() const;
+  // The ACL user the connection is authenticated as (CLIENT LIST user=).
+  std::string user() const;
   void set_name(std::string name);
   void set_lib_name(std::string lib_name);
   void set_lib_ver(std::string lib_ver);
+  void set_user(std::string user);
+
+  // How another thread closes this connection (ACL DELUSER of its user,
+  // CLIENT KILL): the connection installs a function that posts the close
+  // to its own event loop. The hook runs at most once: RequestClose returns
+  // false before it is installed, once the client was already asked to
+  // close, or after it closed (the connection clears it).
+  void set_close_hook(std::function<void()> hook);
+  bool RequestClose();
 
   // Redis's CLIENT LIST line for this client (without the newline).
   std::string Describe(int64_t now_ms) const;
@@ -54,7 +59,8 @@ struct ClientInfo {
  private:
   mutable std::mutex mutex_;
   std::string name_, lib_name_, lib_ver_;
-  std::function<void()> killer_;  // guarded by mutex_
+  std::string user_ = "default";
+  std::function<void()> close_hook_;  // guarded by mutex_
 };
 
 class ClientRegistry {

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "server/context/acl_user.h"
 #include "server/context/client_registry.h"
 #include "server/durability/journal.h"
 #include "server/keyspace/keyspace.h"
@@ -38,6 +39,16 @@ struct ClientState {
   size_t worker_index = 0;
   bool resp3 = false;
   bool authenticated = false;
+  // The ACL user the connection runs as ("default" until AUTH), the copy
+  // published at acl_version (context/acl_store.h); the dispatcher takes the
+  // new copy when the store's version moves. Null only in tests that build a
+  // ClientState by hand: the dispatcher then uses the default user.
+  std::shared_ptr<const AclUser> user;
+  uint64_t acl_version = 0;
+  // The user was deleted (ACL DELUSER): nothing runs until a new AUTH, and
+  // the connection is closing. Kept apart from `user` so that a deleted
+  // user never falls back to "default".
+  bool user_deleted = false;
   uint32_t auth_failures = 0;  // wrong passwords in a row (AuthThrottle)
   bool close_after_reply = false;  // QUIT, protocol errors
 
@@ -51,6 +62,9 @@ struct ClientState {
   // EXEC is running this client's queued commands, holding their key locks:
   // a command that needs every lock (SAVE) must refuse instead of waiting.
   bool in_exec = false;
+  // The command just dispatched waits for a snapshot's copy of this entry
+  // (CommandOutcome::kParked): the connection runs it again once made.
+  EntryPtr parked_on;
 
   bool in_multi = false;
   bool multi_dirty = false;  // a command failed to queue: EXEC aborts

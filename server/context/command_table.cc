@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "server/context/acl_categories.h"
 #include "server/context/family_registry.h"
 
 namespace bloomgate {
@@ -27,7 +28,7 @@ bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
 
 CommandTable::CommandTable() {
   for (auto group : {ConnectionCommands, IntrospectionCommands, ServerCommands, OperatorCommands,
-                     KeyspaceCommands, KeyInspectionCommands, TransactionCommands}) {
+                     KeyspaceCommands, KeyInspectionCommands, TransactionCommands, AclCommands}) {
     for (CommandSpec& spec : group()) commands_.push_back(std::move(spec));
   }
   for (const FilterFamily* family : RegisteredFamilies()) {
@@ -38,12 +39,14 @@ CommandTable::CommandTable() {
   for (CommandSpec& spec : commands_) {
     spec.full_name = std::string(spec.name);
     spec.id = all_.size();
+    spec.acl_categories = AclCategoryMask(spec);
     all_.push_back(&spec);
     by_name_.emplace(spec.full_name, &spec);
     for (CommandSpec& sub : spec.subcommands) {
       sub.full_name = spec.full_name + "|" + std::string(sub.name);
       sub.id = all_.size();
       sub.parent = &spec;
+      sub.acl_categories = AclCategoryMask(sub);
       all_.push_back(&sub);
     }
   }

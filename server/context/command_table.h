@@ -38,9 +38,13 @@ enum CommandFlag : uint32_t {
   // at once. Every other write holds its keys' locks exclusively, so writes
   // to one key reach the append-only log in the order they took effect.
   kCmdOrderFree = 1u << 11,
+  // Ours: a read that holds its keys exclusively, so that no kCmdOrderFree
+  // write runs beside it: BF.SCANDUMP copies a filter's header and bits,
+  // which must be of one moment.
+  kCmdExclusiveKeys = 1u << 12,
   // Ours: the arguments carry a secret (AUTH's and HELLO's password), so
   // SLOWLOG and MONITOR show them as "(redacted)", as Redis does.
-  kCmdRedactArgs = 1u << 12,
+  kCmdRedactArgs = 1u << 13,
 };
 
 struct CommandSpec {
@@ -62,11 +66,13 @@ struct CommandSpec {
   std::string_view since;             // the Redis / RedisBloom version it follows
   std::vector<CommandSpec> subcommands;
 
-  // Filled in by CommandTable: "client|setname", and a dense index used by
-  // per-thread statistics.
+  // Filled in by CommandTable: "client|setname", a dense index used by
+  // per-thread statistics and ACL permission bits, and the row's ACL
+  // categories (context/acl_categories.h, derived from the fields above).
   std::string full_name;
   size_t id = 0;
   const CommandSpec* parent = nullptr;
+  uint64_t acl_categories = 0;
 };
 
 // Each built-in command group lists its rows in its own file; the filter
@@ -78,6 +84,7 @@ std::vector<CommandSpec> OperatorCommands();
 std::vector<CommandSpec> KeyspaceCommands();
 std::vector<CommandSpec> KeyInspectionCommands();
 std::vector<CommandSpec> TransactionCommands();
+std::vector<CommandSpec> AclCommands();
 
 class CommandTable {
  public:

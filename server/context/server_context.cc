@@ -3,7 +3,9 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <algorithm>
 #include <random>
+#include <set>
 
 namespace bloomgate {
 
@@ -39,6 +41,16 @@ ServerContext::ServerContext(ServerConfig initial, size_t workers)
       run_id(RandomRunId()) {
   UseFileSystem(DefaultFileSystem());
   ApplyConfig(initial);
+  // An expired key's removal is journaled as a DEL, as Redis propagates one,
+  // so the log (and later a replica) holds it; replaying it deletes a key
+  // that is already gone by its deadline, so replay comes out the same. No
+  // reply waits for it: its log flush rides on the next write's, and losing
+  // it in a crash loses nothing (the key's deadline is in the log too).
+  keyspace.set_expiry_hook([this](const std::string& key, int64_t now_ms) {
+    JournalSession unacknowledged;
+    const std::string_view args[] = {"DEL", key};
+    journal.RecordCommand(unacknowledged, now_ms, args);
+  });
 }
 
 void ServerContext::UseFileSystem(FileSystem* fs) {
@@ -53,7 +65,38 @@ void ServerContext::UseFileSystem(FileSystem* fs) {
   durability = std::make_unique<Durability>(parts, fs);
 }
 
+std::optional<std::string> ServerContext::LoadConfiguredUsers(
+    const std::vector<std::string>& lines) {
+  std::set<std::string, std::less<>> seen;
+  for (const std::string& line : lines) {
+    std::vector<std::string_view> words;
+    size_t at = 0;
+    while (at < line.size()) {
+      size_t start = line.find_first_not_of(" \t", at);
+      if (start == std::string::npos) break;
+      size_t end = std::min(line.find_first_of(" \t", start), line.size());
+      words.push_back(std::string_view(line).substr(start, end - start));
+      at = end;
+    }
+    if (words.empty()) return "an entry of 'users' is empty; each is '<name> <rule> ...'";
+    std::string_view name = words.front();
+    if (!ValidAclName(name)) return std::string("a user name in 'users' contains a NUL byte");
+    if (!seen.emplace(name).second) {
+      // Redis's text for a user defined twice in config files.
+      return "user '" + std::string(name) +
+             "': Duplicate user found. A user can only be defined once in config files";
+    }
+    std::vector<std::string_view> rules;
+    // A configured user is defined from scratch, "default" included.
+    if (acl.Find(name) != nullptr) rules.push_back("reset");
+    rules.insert(rules.end(), words.begin() + 1, words.end());
+    if (auto error = acl.SetUser(name, rules)) return "user '" + std::string(name) + "': " + *error;
+  }
+  return std::nullopt;
+}
+
 void ServerContext::ApplyConfig(const ServerConfig& current) {
+  acl.ApplyRequirepass(current.requirepass);
   budget.set_limit(EffectiveMaxMemory(current.maxmemory));
   max_filter_bytes_.store(current.max_filter_memory, std::memory_order_relaxed);
   // Relaxed: a standalone limit; a connection picks it up on its next batch.

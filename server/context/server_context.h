@@ -6,12 +6,14 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "config/runtime_config.h"
 #include "config/server_config.h"
 #include "filters/limits.h"
 #include "filters/memory_budget.h"
+#include "server/context/acl_store.h"
 #include "server/context/auth_throttle.h"
 #include "server/context/client_registry.h"
 #include "server/context/command_table.h"
@@ -26,6 +28,7 @@
 #include "server/keyspace/clock.h"
 #include "server/keyspace/key_locks.h"
 #include "server/keyspace/keyspace.h"
+#include "server/keyspace/snapshot_copier.h"
 
 namespace bloomgate {
 
@@ -44,8 +47,16 @@ class ServerContext {
   // construction; tests pass one that fails on demand). Only before serving.
   void UseFileSystem(FileSystem* fs);
 
+  // The config file's `users` (ServerConfig::users): each line is
+  // "<name> <rule> <rule> ...", applied as ACL SETUSER would, after the
+  // user was reset if it exists ("default"), as Redis loads `user` lines. On
+  // the first bad line returns a message naming it (without its rules,
+  // which may hold a password) and leaves the users as they were.
+  std::optional<std::string> LoadConfiguredUsers(const std::vector<std::string>& lines);
+
   // Re-derives the limits that hot paths read from the current config
-  // (memory caps); called at start-up and after CONFIG SET.
+  // (memory caps, the default user's requirepass); called at start-up and
+  // after CONFIG SET.
   void ApplyConfig(const ServerConfig& config);
   FilterLimits filter_limits() const {
     FilterLimits limits;
@@ -86,8 +97,13 @@ class ServerContext {
   RuntimeConfig config;
   MemoryBudget budget;
   Keyspace keyspace;
+  // Makes the copies a snapshot owes itself off the event loops, charged to
+  // `budget` (declared after it).
+  SnapshotCopier snapshot_copier{&budget};
   KeyLocks key_locks;
   CommandTable commands;
+  // ACL users (acl_store.h); built over `commands`, declared after it.
+  AclStore acl{commands};
   ServerStats stats;
   ClientRegistry clients;
   // Failed AUTH attempts per source address (auth_throttle.h).
@@ -107,6 +123,8 @@ class ServerContext {
 
   // Set by the server: asks it to stop gracefully (SHUTDOWN).
   std::function<void()> request_shutdown;
+  // Set by the server: CONFIG SET's applier (reloads TLS; config/runtime_config.h).
+  RuntimeConfig::Applier config_applier;
   // SHUTDOWN SAVE / NOSAVE: what the final snapshot does at exit.
   std::atomic<Durability::FinalSave> final_save{Durability::FinalSave::kDefault};
 
@@ -114,7 +132,8 @@ class ServerContext {
   std::string run_id;
   std::string config_file;
   std::string executable;
-  uint16_t port = 0;
+  uint16_t port = 0;      // plain TCP port bound; 0 = none
+  uint16_t tls_port = 0;  // TLS port bound; 0 = none
   size_t worker_threads = 0;
 
  private:

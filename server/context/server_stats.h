@@ -42,6 +42,9 @@ struct alignas(64) WorkerCounters {
   std::atomic<uint64_t> keyspace_misses{0};
   std::atomic<uint64_t> net_input_bytes{0};
   std::atomic<uint64_t> net_output_bytes{0};
+  // Commands refused by ACL rules (INFO acl_access_denied_cmd / _key).
+  std::atomic<uint64_t> acl_denied_commands{0};
+  std::atomic<uint64_t> acl_denied_keys{0};
 };
 
 inline void Bump(std::atomic<uint64_t>& counter, uint64_t by = 1) {

@@ -335,7 +335,24 @@ Status Durability::Cut(std::unique_ptr<SaveJob>* out) {
   CutTimer cut_timer{cut_start, &last_cut_usec_};
   // No command runs while this is held: every write so far is in the
   // current log, every later one will be in the next.
+  const auto requested = std::chrono::steady_clock::now();
   KeyLocks::Guard all = parts_.key_locks->LockAll(/*exclusive=*/true);
+  const auto locked = std::chrono::steady_clock::now();
+  // For INFO (bench/cut_bench.py): how long the cut waited for the commands
+  // already running, and how long it held every command back.
+  struct PauseMeter {
+    Durability* self;
+    std::chrono::steady_clock::time_point requested, locked;
+    ~PauseMeter() {
+      using std::chrono::duration_cast;
+      using std::chrono::microseconds;
+      self->last_cut_wait_us_.store(duration_cast<microseconds>(locked - requested).count(),
+                                    std::memory_order_relaxed);
+      self->last_cut_pause_us_.store(
+          duration_cast<microseconds>(std::chrono::steady_clock::now() - locked).count(),
+          std::memory_order_relaxed);
+    }
+  } meter{this, requested, locked};
   int64_t now = NowMs();
   uint64_t generation = 0;
   {
@@ -412,7 +429,7 @@ Status Durability::WriteJob(SaveJob& job) {
   Status status = Status::Ok();
   for (size_t i = 0; i < job.records.size(); ++i) {
     if (job.copies[i] == nullptr) continue;
-    job.entries[i]->TakeSnapshotCopy();
+    (void)job.entries[i]->TakeSnapshotCopy(parts_.budget, /*final_attempt=*/true);
     const AnyFilter& copy = job.copies[i]->filter;
     bool missing = std::visit([](const auto& filter) { return filter == nullptr; }, copy);
     if (missing && status.ok()) {
@@ -621,6 +638,8 @@ std::string Durability::InfoFields() const {
   field("last_save_duration_ms",
         std::to_string(last_save_duration_ms_.load(std::memory_order_relaxed)));
   field("last_load_duration_ms", std::to_string(load_duration_ms_.load(std::memory_order_relaxed)));
+  field("last_cut_wait_us", std::to_string(last_cut_wait_us_.load(std::memory_order_relaxed)));
+  field("last_cut_pause_us", std::to_string(last_cut_pause_us_.load(std::memory_order_relaxed)));
   field("aof_fsync", FormatAppendFsync(policy));
   field("aof_generation", log == nullptr ? "0" : std::to_string(log->generation()));
   field("aof_current_size", log == nullptr ? "0" : std::to_string(log->written_bytes()));

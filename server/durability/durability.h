@@ -35,7 +35,10 @@
 //    (KeyEntry::ArmSnapshotCopy): the first write command to reach the
 //    filter afterwards copies it before changing it, and the saver copies
 //    those nobody wrote to. Only writers of a filter being copied wait (for
-//    one memory copy of that filter); reads and all other keys go on.
+//    one memory copy of that filter, made off the event loops for a big one:
+//    server/keyspace/snapshot_copier.h); reads and all other keys go on.
+//    Copies are charged to the memory budget: a writer whose copy does not
+//    fit is refused (OOM), a saver's copy that does not fit fails the save.
 #pragma once
 
 #include <atomic>
@@ -182,6 +185,8 @@ class Durability : public JournalSubscriber {
   std::atomic<int64_t> last_cut_usec_{0};
   std::atomic<uint64_t> keys_loaded_{0};
   std::atomic<int64_t> load_duration_ms_{0};
+  std::atomic<int64_t> last_cut_wait_us_{-1};   // the last cut waiting for the global lock
+  std::atomic<int64_t> last_cut_pause_us_{-1};  // and holding it (every command paused)
 
   // appendfsync everysec: a thread that fsyncs the log once a second.
   std::thread sync_thread_;

@@ -14,6 +14,9 @@ namespace bloomgate {
 namespace {
 
 std::atomic<uint64_t> entries_freed_under_key_locks{0};
+// Entries armed and not yet copied (KeyEntry::AnySnapshotCopyOwed). Relaxed:
+// a hint for who waits where; each entry's own flag decides.
+std::atomic<int64_t> entries_owing_copies{0};
 
 // A removed entry (or a whole shard's map), declared before the shard lock
 // so that it outlives it, then handed to KeyLocks::FreeAfterUnlock: freed
@@ -33,6 +36,7 @@ struct FreedAfterUnlock {
 }  // namespace
 
 KeyEntry::~KeyEntry() {
+  if (snapshot_copy_ != nullptr) entries_owing_copies.fetch_sub(1, std::memory_order_relaxed);
   if (KeyLocks::HeldByThisThread() != 0) {
     // Relaxed: a test-visible count, publishes nothing.
     entries_freed_under_key_locks.fetch_add(1, std::memory_order_relaxed);
@@ -50,20 +54,35 @@ uint64_t KeyEntry::MemoryUsage() const {
          kEntryOverhead;
 }
 
+bool KeyEntry::AnySnapshotCopyOwed() {
+  return entries_owing_copies.load(std::memory_order_relaxed) > 0;
+}
+
 void KeyEntry::ArmSnapshotCopy(std::shared_ptr<SnapshotCopy> copy) {
   std::lock_guard lock(snapshot_mutex_);
+  if (snapshot_copy_ == nullptr) entries_owing_copies.fetch_add(1, std::memory_order_relaxed);
   snapshot_copy_ = std::move(copy);
+  snapshot_refused_.store(false, std::memory_order_release);
   snapshot_armed_.store(true, std::memory_order_release);
 }
 
-void KeyEntry::TakeSnapshotCopy() {
-  if (!snapshot_armed_.load(std::memory_order_acquire)) return;
+bool KeyEntry::TakeSnapshotCopy(MemoryBudget* budget, bool final_attempt) {
+  if (!snapshot_armed_.load(std::memory_order_acquire)) return true;
   std::lock_guard lock(snapshot_mutex_);
-  if (snapshot_copy_ == nullptr) return;  // another thread made it meanwhile
-  snapshot_copy_->filter = CloneFilter(value_);
+  if (snapshot_copy_ == nullptr) return true;  // another thread made it meanwhile
+  AnyFilter copy = CloneFilter(value_, budget);
+  bool made = std::visit([](const auto& filter) { return filter != nullptr; }, copy);
+  if (!made && !final_attempt) {
+    snapshot_refused_.store(true, std::memory_order_release);
+    return false;
+  }
+  snapshot_copy_->filter = std::move(copy);
   snapshot_copy_->taken = true;
   snapshot_copy_.reset();
+  entries_owing_copies.fetch_sub(1, std::memory_order_relaxed);
+  snapshot_refused_.store(false, std::memory_order_release);
   snapshot_armed_.store(false, std::memory_order_release);
+  return made;
 }
 
 EntryPtr Keyspace::Find(const KeyRef& key, int64_t now_ms) {
@@ -82,9 +101,23 @@ EntryPtr Keyspace::Find(const KeyRef& key, int64_t now_ms) {
   if (it == shard.entries.end()) return nullptr;
   if (!it->second->ExpiredAt(now_ms)) return it->second;
   doomed.value = it->second;
+  std::string name = it->first.name;
   EraseLocked(shard, it);
-  expired_keys_.fetch_add(1, std::memory_order_relaxed);
+  ExpiredLocked(name, now_ms);
   return nullptr;
+}
+
+void Keyspace::ExpiredLocked(const std::string& name, int64_t now_ms) {
+  expired_keys_.fetch_add(1, std::memory_order_relaxed);
+  if (expiry_hook_) expiry_hook_(name, now_ms);
+}
+
+EntryPtr Keyspace::Peek(const KeyRef& key, int64_t now_ms) const {
+  const Shard& shard = shards_[ShardIndex(key.hash)];
+  std::shared_lock lock(shard.mutex);
+  auto it = shard.entries.find(key);
+  if (it == shard.entries.end() || it->second->ExpiredAt(now_ms)) return nullptr;
+  return it->second;
 }
 
 EntryPtr Keyspace::Insert(const KeyRef& key, EntryPtr entry, int64_t now_ms,
@@ -99,8 +132,9 @@ EntryPtr Keyspace::Insert(const KeyRef& key, EntryPtr entry, int64_t now_ms,
       return it->second;
     }
     doomed.value = it->second;
+    std::string name = it->first.name;
     EraseLocked(shard, it);
-    expired_keys_.fetch_add(1, std::memory_order_relaxed);
+    ExpiredLocked(name, now_ms);  // logged before the creation that follows
   }
   auto stored = EmplaceLocked(shard, key, entry);
   *inserted = true;
@@ -150,8 +184,9 @@ bool Keyspace::Erase(const KeyRef& key, int64_t now_ms) {
   if (it == shard.entries.end()) return false;
   bool live = !it->second->ExpiredAt(now_ms);
   doomed.value = it->second;
+  std::string name = it->first.name;
   EraseLocked(shard, it);
-  if (!live) expired_keys_.fetch_add(1, std::memory_order_relaxed);
+  if (!live) ExpiredLocked(name, now_ms);
   lock.unlock();
   return live;
 }
@@ -190,7 +225,7 @@ Keyspace::RenameStatus Keyspace::Rename(const KeyRef& src, const KeyRef& dst, bo
     if (nx && !expired) return RenameStatus::kTargetExists;
     replaced.value = dst_it->second;
     EraseLocked(dst_shard, dst_it);
-    if (expired) expired_keys_.fetch_add(1, std::memory_order_relaxed);
+    if (expired) ExpiredLocked(std::string(dst.name), now_ms);
   }
   EntryPtr moving = src_it->second;
   int64_t deadline = moving->expire_at_ms();
@@ -303,27 +338,49 @@ uint64_t Keyspace::Scan(
   return next;
 }
 
-size_t Keyspace::SweepExpired(int64_t now_ms, size_t max_keys) {
+size_t Keyspace::SweepExpired(int64_t now_ms, size_t max_keys, KeyLocks* key_locks) {
   size_t removed = 0;
   for (Shard& shard : shards_) {
     if (removed >= max_keys) break;
     std::vector<EntryPtr> doomed;  // freed after the lock is released
+    std::vector<std::string> due;  // with key_locks: removed below, one by one
     std::unique_lock lock(shard.mutex);
-    while (removed < max_keys && !shard.deadlines.empty() &&
-           shard.deadlines.begin()->first <= now_ms) {
+    auto next = shard.deadlines.begin();
+    while (removed + due.size() < max_keys && next != shard.deadlines.end() &&
+           next->first <= now_ms) {
+      if (key_locks != nullptr) {
+        due.push_back((next++)->second);
+        continue;
+      }
       // A background sweep: hashing the name again here costs no command.
-      auto it = shard.entries.find(MakeKeyRef(shard.deadlines.begin()->second));
+      auto it = shard.entries.find(MakeKeyRef(next->second));
       if (it == shard.entries.end()) {  // cannot happen; keep the index honest
-        shard.deadlines.erase(shard.deadlines.begin());
+        next = shard.deadlines.erase(next);
         continue;
       }
       doomed.push_back(it->second);
+      std::string name = it->first.name;
       EraseLocked(shard, it);
+      ExpiredLocked(name, now_ms);
       ++removed;
+      next = shard.deadlines.begin();
     }
     lock.unlock();
+    for (const std::string& name : due) {
+      // Key lock first, then the shard lock, as every command takes them. A
+      // key given a new deadline or replaced meanwhile is live and stays.
+      KeyRef key = MakeKeyRef(name);
+      KeyLocks::Guard guard = key_locks->Lock({KeyLocks::StripeOf(key)}, /*exclusive=*/true);
+      FreedAfterUnlock<EntryPtr> entry;  // freed after both locks are released
+      std::unique_lock again(shard.mutex);
+      auto it = shard.entries.find(key);
+      if (it == shard.entries.end() || !it->second->ExpiredAt(now_ms)) continue;
+      entry.value = it->second;
+      EraseLocked(shard, it);
+      ExpiredLocked(name, now_ms);
+      ++removed;
+    }
   }
-  expired_keys_.fetch_add(removed, std::memory_order_relaxed);
   return removed;
 }
 

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "filters/any_filter.h"
+#include "filters/memory_budget.h"
 #include "persistence/codec/codec_registry.h"
 #include "server/keyspace/key_ref.h"
 
@@ -87,11 +88,27 @@ class KeyEntry {
   // Copy-on-write for snapshots. ArmSnapshotCopy is called at a cut, while
   // no command runs; from then on the filter must be copied into `copy`
   // before anything changes it. TakeSnapshotCopy makes that copy if it is
-  // still owed: every write command calls it before touching a counting or
-  // cuckoo filter (one atomic load when nothing is owed), and the saver calls
-  // it for each armed entry, so the copy is exactly the state at the cut.
+  // still owed, charged to `budget` (a copy counts against maxmemory like
+  // any filter, until the snapshot is written): every write command calls it
+  // before touching a counting or cuckoo filter (one atomic load when nothing
+  // is owed), and the saver calls it for each armed entry, so the copy is
+  // exactly the state at the cut. Returns false only when the copy is owed
+  // and does not fit: a writer's attempt (`final_attempt` false) then leaves
+  // it owed, and the write must be refused, since it would change what the
+  // snapshot still needs; the saver's attempt gives up instead (the copy
+  // stays null, the save fails, and writers go on).
   void ArmSnapshotCopy(std::shared_ptr<SnapshotCopy> copy);
-  void TakeSnapshotCopy();
+  bool TakeSnapshotCopy(MemoryBudget* budget, bool final_attempt);
+  bool snapshot_copy_owed() const { return snapshot_armed_.load(std::memory_order_acquire); }
+  // Whether any entry owes a snapshot its copy: false outside saves, so the
+  // dispatcher's look for a copy to wait for costs one load (no key hashed).
+  static bool AnySnapshotCopyOwed();
+  // A writer's last attempt at the owed copy did not fit the budget: the
+  // next writer retries inline (a refusal costs one failed reservation)
+  // instead of waiting for a background copy that would fail the same way.
+  bool snapshot_copy_refused() const {
+    return snapshot_refused_.load(std::memory_order_acquire);
+  }
 
   // Bumped by every write that changes the entry; WATCH compares it.
   uint64_t version() const { return version_.load(std::memory_order_acquire); }
@@ -112,11 +129,14 @@ class KeyEntry {
   // Set (release) at a cut, cleared (release) once the copy is made; read
   // with acquire so a writer that sees it cleared also sees the copy done.
   std::atomic<bool> snapshot_armed_{false};
+  std::atomic<bool> snapshot_refused_{false};
   std::mutex snapshot_mutex_;                  // serialises the copy with writers
   std::shared_ptr<SnapshotCopy> snapshot_copy_;  // guarded by snapshot_mutex_
 };
 
 using EntryPtr = std::shared_ptr<KeyEntry>;
+
+class KeyLocks;
 
 class Keyspace {
  public:
@@ -132,6 +152,11 @@ class Keyspace {
   // (an expired entry is removed on the way).
   EntryPtr Find(const KeyRef& key, int64_t now_ms);
   EntryPtr Find(std::string_view key, int64_t now_ms) { return Find(MakeKeyRef(key), now_ms); }
+
+  // The same without removing an expired entry: for a look outside the
+  // key locks (the dispatcher deciding whether a writer must wait for a
+  // snapshot copy), which must change nothing.
+  EntryPtr Peek(const KeyRef& key, int64_t now_ms) const;
 
   // Called with the shard locked exclusively, just after an Insert stored a
   // new entry and before any other client can find it: the append-only log
@@ -183,8 +208,20 @@ class Keyspace {
   uint64_t Scan(uint64_t cursor, size_t count, int64_t now_ms,
                 const std::function<void(const std::string&, const EntryPtr&)>& visit) const;
 
-  // Removes up to `max_keys` expired keys; returns how many.
-  size_t SweepExpired(int64_t now_ms, size_t max_keys);
+  // Removes up to `max_keys` expired keys; returns how many. With
+  // `key_locks` (the running server's sweep) each key is removed holding
+  // its stripe exclusively, so its deletion record (ExpiryHook) cannot land
+  // in the log ahead of a write to it that is still running; without (start-
+  // up, tests) the shard lock alone.
+  size_t SweepExpired(int64_t now_ms, size_t max_keys, KeyLocks* key_locks = nullptr);
+
+  // Called with the shard locked exclusively whenever an expired entry is
+  // removed (on access, by the sweep, or under a key being created, renamed
+  // onto or deleted): the journal records the expiry as a deletion, as Redis
+  // propagates a DEL, so the log and a replica know the key is gone. Set
+  // once, before serving.
+  using ExpiryHook = std::function<void(const std::string& key, int64_t now_ms)>;
+  void set_expiry_hook(ExpiryHook hook) { expiry_hook_ = std::move(hook); }
 
   uint64_t expired_keys() const { return expired_keys_.load(std::memory_order_relaxed); }
   // Index entries SCAN has stepped over since start-up: the work a SCAN
@@ -233,7 +270,11 @@ class Keyspace {
   void SetDeadlineLocked(Shard& shard, const std::string& name, KeyEntry& entry,
                          int64_t at_ms);
 
+  // Counts an expired entry just removed and tells the hook.
+  void ExpiredLocked(const std::string& name, int64_t now_ms);
+
   std::array<Shard, kShards> shards_;
+  ExpiryHook expiry_hook_;
   std::atomic<uint64_t> expired_keys_{0};
   mutable std::atomic<uint64_t> scan_steps_{0};
 };

@@ -3,11 +3,22 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
+#include <string>
+#include <type_traits>
+#include <vector>
 
 #include "server/commands/command_dispatcher.h"
-#include "server/net/connection_manager.h"
+#include "server/commands/errors.h"
+#include "server/context/client_state.h"
 #include "server/context/log_limiter.h"
+#include "server/context/server_context.h"
+#include "server/net/admission.h"
+#include "server/net/asio_ssl.h"
+#include "server/net/connection_manager.h"
+#include "server/resp/reply_builder.h"
+#include "server/resp/resp_parser.h"
 
 namespace bloomgate {
 namespace {
@@ -32,6 +43,7 @@ constexpr uint64_t kUnauthenticatedMaxArgs = 10;
 constexpr uint64_t kUnauthenticatedMaxBulk = 16 * 1024;
 
 LogLimiter protocol_error_log(/*interval_ms=*/1000);
+LogLimiter handshake_log(/*interval_ms=*/1000);
 
 std::string EndpointText(const tcp::endpoint& endpoint) {
   const auto address = endpoint.address();
@@ -40,42 +52,213 @@ std::string EndpointText(const tcp::endpoint& endpoint) {
   return host + ":" + std::to_string(endpoint.port());
 }
 
-}  // namespace
 
-Connection::Connection(tcp::socket socket, ServerContext& server, ConnectionManager& manager,
-                       size_t worker_index)
-    : socket_(std::move(socket)), server_(server), manager_(manager), reply_(&out_) {
-  client_.worker_index = worker_index;
-  // Protocol errors are counted in INFO errorstats too.
-  reply_.set_error_observer(&server_.error_stats);
-}
+// The connection over one stream type: tcp::socket or TlsStream. Everything
+// after the handshake is the same code for both; the stream-specific parts
+// are the `if constexpr (kTls)` branches.
+template <typename Stream>
+class StreamConnection final : public Connection {
+ public:
+  static constexpr bool kTls = std::is_same_v<Stream, TlsStream>;
 
-void Connection::Start() {
+  StreamConnection(tcp::socket socket, std::shared_ptr<ssl::context> tls_context,
+                   ServerContext& server, ConnectionManager& manager, size_t worker_index)
+      : tls_context_(std::move(tls_context)),
+        stream_(MakeStream(std::move(socket), tls_context_.get())),
+        handshake_timer_(stream_.get_executor()),
+        server_(server),
+        manager_(manager),
+        reply_(&out_) {
+    client_.worker_index = worker_index;
+    // Protocol errors are counted in INFO errorstats too.
+    reply_.set_error_observer(&server_.error_stats);
+  }
+
+  void Start() override;
+  void Stop() override;
+  void Kill() override;
+  // Called on this connection's loop once the snapshot copy its parked
+  // command waited for is made: runs that command again, and the rest.
+  void ResumeAfterCopy();
+  int64_t last_activity_ms() const override { return last_activity_ms_; }
+  void ResumeAfterLogFlush(bool logged) override;
+  asio::any_io_executor executor() override { return stream_.get_executor(); }
+
+ private:
+  static Stream MakeStream(tcp::socket socket, ssl::context* tls_context) {
+    if constexpr (kTls) {
+      return Stream(std::move(socket), *tls_context);
+    } else {
+      return socket;
+    }
+  }
+  tcp::socket& socket() {
+    if constexpr (kTls) {
+      return stream_.next_layer();
+    } else {
+      return stream_;
+    }
+  }
+
+  void DoHandshake(uint32_t timeout_ms);
+  void OnHandshake(const boost::system::error_code& ec);
+  void DoRead();
+  void DoWrite();
+  void ProcessInput();
+  // The command just parsed must wait for a snapshot copy (client_.parked_on):
+  // stop here, input unconsumed, until the copier calls back.
+  void Park();
+  // After a batch: write its replies, or close, or read more.
+  void SendOrContinue();
+  void DrainForStop();
+  void Close();
+  void UpdateParserLimits();
+
+  // Declared before stream_, which is built over it.
+  std::shared_ptr<ssl::context> tls_context_;  // null for plain TCP
+  Stream stream_;
+  asio::steady_timer handshake_timer_;
+  bool handshaking_ = false;
+  bool handshake_timed_out_ = false;
+  uint32_t handshake_timeout_ms_ = 0;
+  ServerContext& server_;
+  ConnectionManager& manager_;
+
+  std::vector<char> in_;
+  size_t in_begin_ = 0;  // first byte not yet consumed
+  size_t in_end_ = 0;    // one past the last byte read
+  RespParser parser_;
+  std::vector<std::string_view> args_;
+  bool parser_unauthenticated_ = false;
+
+  std::string out_;      // replies being built
+  std::string writing_;  // replies on the wire
+  ReplyBuilder reply_;
+  bool write_in_flight_ = false;
+  bool awaiting_log_ = false;  // replies held until the log has the batch's writes
+  bool parked_ = false;        // a command waits for a snapshot copy
+  bool stopping_ = false;
+  bool closed_ = false;
+  int64_t last_activity_ms_ = 0;
+
+  ClientState client_;
+  uint64_t proto_max_bulk_len_ = 0;
+};
+
+template <typename Stream>
+void StreamConnection<Stream>::Start() {
   boost::system::error_code ec;
-  tcp::endpoint remote = socket_.remote_endpoint(ec);
-  tcp::endpoint local = socket_.local_endpoint(ec);
-  socket_.set_option(tcp::no_delay(true), ec);
+  tcp::endpoint remote = socket().remote_endpoint(ec);
+  tcp::endpoint local = socket().local_endpoint(ec);
+  socket().set_option(tcp::no_delay(true), ec);
   last_activity_ms_ = NowMs();
   client_.info = server_.clients.Register(EndpointText(remote), EndpointText(local),
                                           last_activity_ms_);
-  // CLIENT KILL from any thread: the close runs on this connection's loop.
-  // A kill of the client running CLIENT KILL closes it after its reply.
-  std::weak_ptr<Connection> weak = shared_from_this();
-  client_.info->set_killer([weak, executor = socket_.get_executor()] {
+  ServerConfig config = server_.config.Get();
+  // Every connection starts as the default user, authenticated at once if
+  // that user is on and has nopass (Redis's rule).
+  client_.acl_version = server_.acl.version();
+  client_.user = server_.acl.Find("default");
+  client_.authenticated = client_.user->enabled && client_.user->nopass;
+  // ACL DELUSER and CLIENT KILL on another thread close this connection
+  // through its loop. A kill of the client running CLIENT KILL closes it
+  // after its reply.
+  std::weak_ptr<Connection> weak = weak_from_this();
+  auto executor = socket().get_executor();
+  client_.info->set_close_hook([weak, executor] {
     asio::post(executor, [weak] {
-      if (auto self = weak.lock()) self->Kill();
+      if (auto connection = weak.lock()) connection->Kill();
     });
   });
-  ServerConfig config = server_.config.Get();
-  client_.authenticated = config.requirepass.empty();
   proto_max_bulk_len_ = config.proto_max_bulk_len;
   UpdateParserLimits();
   in_.resize(kMinReadSpace);
   Bump(server_.stats.worker(client_.worker_index).connections_received);
+  if constexpr (kTls) {
+    // Registered (and counted against maxclients) during the handshake, as
+    // in Redis, so handshaking clients cannot exceed the limit unseen.
+    DoHandshake(config.tls_handshake_timeout_ms);
+  } else {
+    DoRead();
+  }
+}
+
+template <typename Stream>
+void StreamConnection<Stream>::DoHandshake(uint32_t timeout_ms) {
+  handshaking_ = true;
+  handshake_timeout_ms_ = timeout_ms;
+  auto self = shared_from_this();
+  // A client that connects and sends nothing (or half a ClientHello) would
+  // otherwise hold its socket, Asio's 4 x 17 KB of TLS buffers (server RSS per
+  // idle TLS client: 82.7 KB, against 17.6 KB over TCP; bench/tls_bench.py
+  // --memory) and a maxclients slot forever. Cancelling the socket ends the
+  // handshake's pending read or write with operation_aborted.
+  handshake_timer_.expires_after(std::chrono::milliseconds(timeout_ms));
+  handshake_timer_.async_wait([this, self](const boost::system::error_code& ec) {
+    if (ec || !handshaking_) return;
+    handshake_timed_out_ = true;
+    boost::system::error_code ignored;
+    socket().cancel(ignored);
+  });
+  if constexpr (kTls) {
+    stream_.async_handshake(ssl::stream_base::server,
+                            [this, self](const boost::system::error_code& ec) { OnHandshake(ec); });
+  }
+}
+
+template <typename Stream>
+void StreamConnection<Stream>::OnHandshake(const boost::system::error_code& ec) {
+  handshaking_ = false;
+  handshake_timer_.cancel();
+  if (ec) {
+    // Plain text on the TLS port, an unknown CA, no certificate where one is
+    // required, a protocol not allowed: the client is closed and no other
+    // client notices.
+    if (!stopping_) {
+      uint64_t suppressed = 0;
+      if (handshake_log.Allow(NowMs(), &suppressed)) {
+        std::string reason = handshake_timed_out_
+                                 ? "not finished within " +
+                                       std::to_string(handshake_timeout_ms_) + " ms"
+                                 : ec.message();
+        spdlog::warn("TLS handshake with {} failed: {} ({} similar suppressed)",
+                     client_.info ? client_.info->addr : "?", reason, suppressed);
+      }
+    }
+    Close();
+    return;
+  }
+  if (stopping_) {
+    Close();
+    return;
+  }
+  last_activity_ms_ = NowMs();
+  boost::system::error_code peer_error;
+  const tcp::endpoint peer = socket().remote_endpoint(peer_error);
+  if (!peer_error && ProtectedModeRefuses(server_.config.Get(), server_.acl.DefaultUserNoPass(), peer)) {
+    // Answered over TLS, then closed, as the plain port answers at accept.
+    reply_.Error(errors::kProtectedMode);
+    client_.close_after_reply = true;
+    DoWrite();
+    return;
+  }
   DoRead();
 }
 
-void Connection::UpdateParserLimits() {
+template <typename Stream>
+void StreamConnection<Stream>::Kill() {
+  if (closed_) return;
+  if (write_in_flight_ || awaiting_log_ || parked_) {
+    // Replies of the batch already run are sent first; then it closes. A
+    // parked command never runs: ProcessInput stops at close_after_reply.
+    client_.close_after_reply = true;
+    return;
+  }
+  Close();
+}
+
+template <typename Stream>
+void StreamConnection<Stream>::UpdateParserLimits() {
   bool unauthenticated = !client_.authenticated;
   RespLimits limits;
   limits.max_bulk_len = proto_max_bulk_len_;
@@ -88,31 +271,41 @@ void Connection::UpdateParserLimits() {
   parser_unauthenticated_ = unauthenticated;
 }
 
-void Connection::Stop() {
+template <typename Stream>
+void StreamConnection<Stream>::Stop() {
   if (stopping_ || closed_) return;
   stopping_ = true;
+  boost::system::error_code ignored;
+  if (handshaking_) {
+    // Nothing was asked yet, so nothing is owed: end the handshake now.
+    socket().cancel(ignored);
+    return;
+  }
   // A connection waiting in a read is woken by cancelling it; its handler
   // then answers what the client already sent (DrainForStop). One that is
   // writing closes when the write completes.
-  boost::system::error_code ignored;
-  if (!write_in_flight_) socket_.cancel(ignored);
+  if (!write_in_flight_) socket().cancel(ignored);
 }
 
-void Connection::DrainForStop() {
+template <typename Stream>
+void StreamConnection<Stream>::DrainForStop() {
   // Commands the client sent before the stop are answered: take whatever is
   // already in the socket without waiting for more.
   boost::system::error_code ec;
-  socket_.non_blocking(true, ec);
+  socket().non_blocking(true, ec);
   while (!ec) {
     if (in_.size() - in_end_ < kMinReadSpace) in_.resize(in_.size() * 2);
-    size_t bytes = socket_.read_some(asio::buffer(in_.data() + in_end_, in_.size() - in_end_), ec);
+    // Over TLS this decrypts what is already buffered or readable, and
+    // stops at would_block like the plain socket.
+    size_t bytes = stream_.read_some(asio::buffer(in_.data() + in_end_, in_.size() - in_end_), ec);
     in_end_ += bytes;
     if (in_end_ - in_begin_ > kQueryBufferLimit) break;
   }
   ProcessInput();
 }
 
-void Connection::DoRead() {
+template <typename Stream>
+void StreamConnection<Stream>::DoRead() {
   if (stopping_) {
     Close();
     return;
@@ -145,7 +338,7 @@ void Connection::DoRead() {
     }
   }
   auto self = shared_from_this();
-  socket_.async_read_some(
+  stream_.async_read_some(
       asio::buffer(in_.data() + in_end_, in_.size() - in_end_),
       [this, self](const boost::system::error_code& ec, size_t bytes) {
         if (ec == asio::error::operation_aborted && stopping_ && !closed_) {
@@ -167,7 +360,8 @@ void Connection::DoRead() {
       });
 }
 
-void Connection::ProcessInput() {
+template <typename Stream>
+void StreamConnection<Stream>::ProcessInput() {
   // client-output-buffer-limit: once this many reply bytes are pending the
   // client's commands stop running (and it is not read) until the socket
   // has taken them. Read per batch, so CONFIG SET applies at once.
@@ -190,7 +384,11 @@ void Connection::ProcessInput() {
     }
     reply_.set_resp3(client_.resp3);
     uint64_t errors_before = reply_.errors_written();
-    DispatchCommand(server_, client_, args_, reply_);
+    if (DispatchCommand(server_, client_, args_, reply_) == CommandOutcome::kParked) {
+      // Nothing ran or replied; the command stays in the input buffer.
+      Park();
+      return;
+    }
     if (reply_.errors_written() != errors_before) {
       Bump(server_.stats.worker(client_.worker_index).error_replies,
            reply_.errors_written() - errors_before);
@@ -210,7 +408,28 @@ void Connection::ProcessInput() {
   SendOrContinue();
 }
 
-void Connection::ResumeAfterLogFlush(bool logged) {
+template <typename Stream>
+void StreamConnection<Stream>::Park() {
+  parked_ = true;
+  auto self = std::static_pointer_cast<StreamConnection>(shared_from_this());
+  auto executor = this->executor();
+  // The copier calls back on its own thread; the connection resumes on its
+  // loop. Replies of earlier commands in the batch wait with it: they go
+  // out in order, after the log flush of the whole batch.
+  server_.snapshot_copier.CopyInBackground(std::move(client_.parked_on), [self, executor] {
+    asio::post(executor, [self] { self->ResumeAfterCopy(); });
+  });
+}
+
+template <typename Stream>
+void StreamConnection<Stream>::ResumeAfterCopy() {
+  parked_ = false;
+  if (closed_) return;
+  ProcessInput();
+}
+
+template <typename Stream>
+void StreamConnection<Stream>::ResumeAfterLogFlush(bool logged) {
   awaiting_log_ = false;
   if (closed_) return;
   if (!logged) {
@@ -222,7 +441,8 @@ void Connection::ResumeAfterLogFlush(bool logged) {
   SendOrContinue();
 }
 
-void Connection::SendOrContinue() {
+template <typename Stream>
+void StreamConnection<Stream>::SendOrContinue() {
   if (!out_.empty()) {
     DoWrite();
   } else if (client_.close_after_reply) {
@@ -232,14 +452,15 @@ void Connection::SendOrContinue() {
   }
 }
 
-void Connection::DoWrite() {
+template <typename Stream>
+void StreamConnection<Stream>::DoWrite() {
   writing_.swap(out_);
   out_.clear();
   write_in_flight_ = true;
   if (client_.info) client_.info->output_bytes.store(writing_.size(), std::memory_order_relaxed);
   auto self = shared_from_this();
   asio::async_write(
-      socket_, asio::buffer(writing_),
+      stream_, asio::buffer(writing_),
       [this, self](const boost::system::error_code& ec, size_t bytes) {
         write_in_flight_ = false;
         if (client_.info) client_.info->output_bytes.store(0, std::memory_order_relaxed);
@@ -259,24 +480,37 @@ void Connection::DoWrite() {
       });
 }
 
-void Connection::Kill() {
-  if (closed_) return;
-  if (write_in_flight_ || awaiting_log_) {
-    // Replies of the batch already run are sent first; then it closes.
-    client_.close_after_reply = true;
-    return;
-  }
-  Close();
-}
-
-void Connection::Close() {
+template <typename Stream>
+void StreamConnection<Stream>::Close() {
   if (closed_) return;
   closed_ = true;
+  handshake_timer_.cancel();
+  // TLS sessions end without a close_notify, as Redis's do: waiting for the
+  // peer's answer would let a client hold the connection open.
   boost::system::error_code ignored;
-  socket_.shutdown(tcp::socket::shutdown_both, ignored);
-  socket_.close(ignored);
-  if (client_.info) server_.clients.Unregister(client_.info->id);
+  socket().shutdown(tcp::socket::shutdown_both, ignored);
+  socket().close(ignored);
+  if (client_.info) {
+    client_.info->set_close_hook(nullptr);  // a later CLIENT KILL finds it gone
+    server_.clients.Unregister(client_.info->id);
+  }
   manager_.Remove(shared_from_this());
+}
+
+}  // namespace
+
+std::shared_ptr<Connection> MakeTcpConnection(tcp::socket socket, ServerContext& server,
+                                              ConnectionManager& manager, size_t worker_index) {
+  return std::make_shared<StreamConnection<tcp::socket>>(std::move(socket), nullptr, server,
+                                                         manager, worker_index);
+}
+
+std::shared_ptr<Connection> MakeTlsConnection(tcp::socket socket,
+                                              std::shared_ptr<ssl::context> context,
+                                              ServerContext& server, ConnectionManager& manager,
+                                              size_t worker_index) {
+  return std::make_shared<StreamConnection<TlsStream>>(std::move(socket), std::move(context),
+                                                       server, manager, worker_index);
 }
 
 }  // namespace bloomgate

@@ -7,71 +7,57 @@
 // pending output is bounded by one batch (at most kOutputHighWater plus the
 // last reply), and pipelined commands cost one read and one write system
 // call per batch instead of one per command.
+//
+// The same cycle runs over a plain TCP socket and over TLS: connection.cc
+// writes it once as a template over the stream type, and the two kinds
+// differ only in how they start (a TLS connection first completes its
+// handshake within tls-handshake-timeout). The manager and the acceptor see
+// this interface only.
 #pragma once
 
+#include <cstdint>
 #include <memory>
-#include <string>
-#include <vector>
 
-#include "server/context/client_state.h"
-#include "server/context/server_context.h"
 #include "server/net/asio.h"
-#include "server/resp/reply_builder.h"
-#include "server/resp/resp_parser.h"
+
+namespace boost::asio::ssl {
+class context;
+}  // namespace boost::asio::ssl
 
 namespace bloomgate {
 
 class ConnectionManager;
+class ServerContext;
 
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
-  Connection(tcp::socket socket, ServerContext& server, ConnectionManager& manager,
-             size_t worker_index);
+  virtual ~Connection() = default;
 
-  void Start();
+  virtual void Start() = 0;
   // Graceful stop: an idle connection closes now, one that is writing
-  // closes when its replies are out.
-  void Stop();
-  int64_t last_activity_ms() const { return last_activity_ms_; }
+  // closes when its replies are out, one still in its TLS handshake closes
+  // at once.
+  virtual void Stop() = 0;
+  // ACL DELUSER of the connection's user and CLIENT KILL, both through
+  // ClientInfo::RequestClose; on the connection's own thread. No further
+  // command runs; replies of commands that already ran and are being
+  // written or wait for the log go out first, then it closes.
+  virtual void Kill() = 0;
+  virtual int64_t last_activity_ms() const = 0;
   // Called by the manager once this connection's log records are durable
   // (`logged`) or could not be written: sends the replies, or closes.
-  void ResumeAfterLogFlush(bool logged);
-  tcp::socket::executor_type executor() { return socket_.get_executor(); }
-
- private:
-  void DoRead();
-  void DoWrite();
-  void ProcessInput();
-  // After a batch: write its replies, or close, or read more.
-  void SendOrContinue();
-  void DrainForStop();
-  void Close();
-  // CLIENT KILL, run on this connection's loop.
-  void Kill();
-  void UpdateParserLimits();
-
-  tcp::socket socket_;
-  ServerContext& server_;
-  ConnectionManager& manager_;
-
-  std::vector<char> in_;
-  size_t in_begin_ = 0;  // first byte not yet consumed
-  size_t in_end_ = 0;    // one past the last byte read
-  RespParser parser_;
-  std::vector<std::string_view> args_;
-  bool parser_unauthenticated_ = false;
-
-  std::string out_;      // replies being built
-  std::string writing_;  // replies on the wire
-  ReplyBuilder reply_;
-  bool write_in_flight_ = false;
-  bool awaiting_log_ = false;  // replies held until the log has the batch's writes
-  bool stopping_ = false;
-  bool closed_ = false;
-  int64_t last_activity_ms_ = 0;
-
-  ClientState client_;
-  uint64_t proto_max_bulk_len_ = 0;
+  virtual void ResumeAfterLogFlush(bool logged) = 0;
+  virtual asio::any_io_executor executor() = 0;
 };
+
+std::shared_ptr<Connection> MakeTcpConnection(tcp::socket socket, ServerContext& server,
+                                              ConnectionManager& manager, size_t worker_index);
+
+// `context` is the TLS context current at accept; the connection keeps it
+// for its whole life, so a reload never changes an open session.
+std::shared_ptr<Connection> MakeTlsConnection(tcp::socket socket,
+                                              std::shared_ptr<boost::asio::ssl::context> context,
+                                              ServerContext& server, ConnectionManager& manager,
+                                              size_t worker_index);
 
 }  // namespace bloomgate

@@ -2,12 +2,14 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
 #include "server/commands/errors.h"
-#include "server/net/connection.h"
 #include "server/context/log_limiter.h"
+#include "server/net/admission.h"
+#include "server/net/connection.h"
 
 namespace bloomgate {
 namespace {
@@ -18,29 +20,25 @@ constexpr auto kHousekeepingInterval = std::chrono::milliseconds(100);
 constexpr size_t kExpireKeysPerRound = 2000;
 
 LogLimiter refused_client_log(/*interval_ms=*/1000);
-LogLimiter protected_mode_log(/*interval_ms=*/1000);
-
-// Redis's connIsLocal for TCP: exactly 127.0.0.1 and ::1 (and 127.0.0.1
-// mapped into IPv6), not the rest of 127.0.0.0/8.
-bool IsLocalClient(const asio::ip::address& address) {
-  if (address.is_v6()) {
-    const asio::ip::address_v6 v6 = address.to_v6();
-    if (v6.is_v4_mapped()) {
-      return asio::ip::make_address_v4(asio::ip::v4_mapped, v6).to_ulong() == 0x7f000001;
-    }
-    return v6.is_loopback();
-  }
-  return address.to_v4().to_ulong() == 0x7f000001;
-}
 
 // Answers a client that is refused before it gets a connection, with a short
 // blocking write on its fresh socket (the text fits the send buffer), and
-// closes it.
-void Refuse(tcp::socket& socket, std::string_view text) {
-  std::string reply = "-" + std::string(text) + "\r\n";
+// closes it. A TLS client is closed without the text: before its handshake
+// plain bytes would only read as a protocol failure.
+void Refuse(tcp::socket& socket, std::string_view text, Server::Transport transport) {
   boost::system::error_code ignored;
-  asio::write(socket, asio::buffer(reply), ignored);
+  if (transport == Server::Transport::kTcp) {
+    std::string reply = "-" + std::string(text) + "\r\n";
+    asio::write(socket, asio::buffer(reply), ignored);
+  }
   socket.close(ignored);
+}
+
+// The tls-* settings the context is built from; setting any of them with
+// CONFIG SET reloads it, even to the same value (that is how a renewed
+// certificate at the same path is picked up).
+bool BuildsTlsContext(std::string_view name) {
+  return name.starts_with("tls-") && name != "tls-port" && name != "tls-handshake-timeout";
 }
 
 }  // namespace
@@ -54,10 +52,45 @@ Server::Server(ServerContext& context, size_t threads)
     managers_.push_back(std::make_unique<ConnectionManager>(context_));
   }
   context_.request_shutdown = [this] { Stop(); };
+  context_.config_applier = [this](const ServerConfig& next,
+                                   const std::vector<std::string>& names, std::string* param,
+                                   std::string* why) {
+    return ReloadTls(next, names, param, why);
+  };
+}
+
+bool Server::EnableTls(const ServerConfig& config, std::string* error) {
+  std::shared_ptr<ssl::context> context = BuildTlsContext(config, error);
+  if (!context) return false;
+  tls_.Install(std::move(context));
+  tls_enabled_ = true;
+  return true;
+}
+
+bool Server::ReloadTls(const ServerConfig& next, const std::vector<std::string>& names,
+                       std::string* param, std::string* why) {
+  // As in Redis, with no TLS listener the files are only stored; they are
+  // loaded, and must be valid, when the server starts with a tls-port.
+  if (!tls_enabled_) return true;
+  auto it = std::find_if(names.begin(), names.end(), BuildsTlsContext);
+  if (it == names.end()) return true;
+  std::string error;
+  std::shared_ptr<ssl::context> context = BuildTlsContext(next, &error);
+  if (!context) {
+    spdlog::warn("TLS configuration not changed: {}", error);
+    *param = *it;
+    *why = "Unable to update TLS configuration: " + error;
+    return false;
+  }
+  tls_.Install(std::move(context));
+  spdlog::info("TLS configuration reloaded: new connections use {}", next.tls_cert_file);
+  return true;
 }
 
 bool Server::Listen(const std::vector<std::string>& addresses, uint16_t port,
-                    std::string* error) {
+                    Transport transport, std::string* error) {
+  const char* kind = transport == Transport::kTcp ? "" : " (TLS)";
+  uint16_t bound_port = 0;
   for (const std::string& text : addresses) {
     boost::system::error_code ec;
     asio::ip::address address = asio::ip::make_address(text, ec);
@@ -66,7 +99,7 @@ bool Server::Listen(const std::vector<std::string>& addresses, uint16_t port,
       return false;
     }
     auto acceptor = std::make_unique<tcp::acceptor>(pool_.context(0));
-    tcp::endpoint endpoint(address, bound_port_ != 0 ? bound_port_ : port);
+    tcp::endpoint endpoint(address, bound_port != 0 ? bound_port : port);
     acceptor->open(endpoint.protocol(), ec);
     if (!ec) acceptor->set_option(tcp::acceptor::reuse_address(true), ec);
     // Keep "::" from also claiming IPv4, so "0.0.0.0 ::" can both be bound.
@@ -78,32 +111,32 @@ bool Server::Listen(const std::vector<std::string>& addresses, uint16_t port,
                ec.message();
       return false;
     }
-    bound_port_ = acceptor->local_endpoint().port();
-    spdlog::info("listening on {}:{}", text, bound_port_);
-    acceptors_.push_back(std::move(acceptor));
+    bound_port = acceptor->local_endpoint().port();
+    spdlog::info("listening on {}:{}{}", text, bound_port, kind);
+    listeners_.push_back({std::move(acceptor), transport});
   }
+  (transport == Transport::kTcp ? tcp_port_ : tls_port_) = bound_port;
   return true;
 }
 
-void Server::DoAccept(tcp::acceptor& acceptor) {
+void Server::DoAccept(Listener& listener) {
   size_t worker = pool_.NextIndex();
+  tcp::acceptor& acceptor = *listener.acceptor;
+  const Transport transport = listener.transport;
   acceptor.async_accept(
       pool_.context(worker),
-      [this, &acceptor, worker](const boost::system::error_code& ec, tcp::socket socket) {
+      [this, &listener, &acceptor, transport, worker](const boost::system::error_code& ec,
+                                                      tcp::socket socket) {
         if (stopping_.load(std::memory_order_acquire) || !acceptor.is_open()) return;
         if (!ec) {
           ServerConfig config = context_.config.Get();
           boost::system::error_code peer_error;
           const tcp::endpoint peer = socket.remote_endpoint(peer_error);
-          if (config.protected_mode && config.requirepass.empty() && !peer_error &&
-              !IsLocalClient(peer.address())) {
-            uint64_t suppressed = 0;
-            if (protected_mode_log.Allow(NowMs(), &suppressed)) {
-              spdlog::warn("refusing a client from {} in protected mode: no password is set "
-                           "({} similar suppressed)",
-                           peer.address().to_string(), suppressed);
-            }
-            Refuse(socket, errors::kProtectedMode);
+          // TLS clients are judged after their handshake (connection.cc), so
+          // that they can read the -DENIED text.
+          if (transport == Transport::kTcp && !peer_error &&
+              ProtectedModeRefuses(config, context_.acl.DefaultUserNoPass(), peer)) {
+            Refuse(socket, errors::kProtectedMode, transport);
           } else if (context_.clients.count() >= config.maxclients) {
             context_.stats.rejected_connections.fetch_add(1, std::memory_order_relaxed);
             uint64_t suppressed = 0;
@@ -111,24 +144,32 @@ void Server::DoAccept(tcp::acceptor& acceptor) {
               spdlog::warn("refusing a client: maxclients ({}) reached ({} similar suppressed)",
                            config.maxclients, suppressed);
             }
-            Refuse(socket, errors::kMaxClients);
+            Refuse(socket, errors::kMaxClients, transport);
           } else {
             asio::post(pool_.context(worker),
-                       [this, worker, socket = std::move(socket)]() mutable {
+                       [this, transport, worker, socket = std::move(socket)]() mutable {
                          // StopAll for this worker is posted after stopping_
                          // is set, so a connection added here either is seen
                          // by StopAll or sees the flag.
                          if (stopping_.load(std::memory_order_acquire)) return;
-                         managers_[worker]->Add(std::make_shared<Connection>(
-                             std::move(socket), context_, *managers_[worker], worker));
+                         Serve(transport, std::move(socket), worker);
                        });
           }
         } else {
           // Out of file descriptors and the like: keep accepting.
           spdlog::warn("accept failed: {}", ec.message());
         }
-        DoAccept(acceptor);
+        DoAccept(listener);
       });
+}
+
+void Server::Serve(Transport transport, tcp::socket socket, size_t worker) {
+  ConnectionManager& manager = *managers_[worker];
+  if (transport == Transport::kTcp) {
+    manager.Add(MakeTcpConnection(std::move(socket), context_, manager, worker));
+  } else {
+    manager.Add(MakeTlsConnection(std::move(socket), tls_.current(), context_, manager, worker));
+  }
 }
 
 void Server::ScheduleHousekeeping() {
@@ -136,7 +177,7 @@ void Server::ScheduleHousekeeping() {
   housekeeping_.async_wait([this](const boost::system::error_code& ec) {
     if (ec || stopping_.load(std::memory_order_acquire)) return;
     int64_t now = NowMs();
-    context_.keyspace.SweepExpired(now, kExpireKeysPerRound);
+    context_.keyspace.SweepExpired(now, kExpireKeysPerRound, &context_.key_locks);
     context_.durability->Tick(now);
     context_.chunk_staging.DropIdle(now);
     // The 100 ms tick is Redis's sampling period for the instantaneous rates.
@@ -162,7 +203,7 @@ void Server::Run() {
     spdlog::info("received {}, shutting down", signal == SIGINT ? "SIGINT" : "SIGTERM");
     Stop();
   });
-  for (auto& acceptor : acceptors_) DoAccept(*acceptor);
+  for (Listener& listener : listeners_) DoAccept(listener);
   ScheduleHousekeeping();
   pool_.Start();
 
@@ -197,7 +238,7 @@ void Server::Stop() {
 void Server::StopOnMainLoop() {
   stopping_.store(true, std::memory_order_release);
   boost::system::error_code ignored;
-  for (auto& acceptor : acceptors_) acceptor->close(ignored);
+  for (Listener& listener : listeners_) listener.acceptor->close(ignored);
   signals_.cancel(ignored);
   housekeeping_.cancel();
   for (size_t i = 0; i < pool_.size(); ++i) {

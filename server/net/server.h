@@ -20,6 +20,7 @@
 #include "server/net/asio.h"
 #include "server/net/connection_manager.h"
 #include "server/net/io_context_pool.h"
+#include "server/net/tls_context.h"
 
 namespace bloomgate {
 
@@ -27,29 +28,51 @@ class Server {
  public:
   static constexpr int64_t kStopGraceMs = 5000;
 
+  enum class Transport { kTcp, kTls };
+
   Server(ServerContext& context, size_t threads);
 
-  // Binds every configured address; false with *error on failure.
-  bool Listen(const std::vector<std::string>& addresses, uint16_t port, std::string* error);
-  // The port actually bound (differs from the configured one for port 0).
-  uint16_t bound_port() const { return bound_port_; }
+  // Builds the TLS context from `config` (before ListenTls); false with
+  // *error if a file does not load. From then on CONFIG SET of a tls-*
+  // setting rebuilds it (RuntimeConfig's applier).
+  bool EnableTls(const ServerConfig& config, std::string* error);
+  // Binds every address on `port` for one transport; false with *error on
+  // failure. Port 0 binds a free port, the same one on every address.
+  bool Listen(const std::vector<std::string>& addresses, uint16_t port, Transport transport,
+              std::string* error);
+  // The port bound for `transport` (0 if it has no listener).
+  uint16_t bound_port(Transport transport) const {
+    return transport == Transport::kTcp ? tcp_port_ : tls_port_;
+  }
   // Serves until Stop(); returns when every worker has finished.
   void Run();
   // Thread-safe and idempotent.
   void Stop();
 
  private:
-  void DoAccept(tcp::acceptor& acceptor);
+  struct Listener {
+    std::unique_ptr<tcp::acceptor> acceptor;
+    Transport transport;
+  };
+  void DoAccept(Listener& listener);
+  // A connection for a socket accepted on `listener`, bound to `worker`.
+  void Serve(Transport transport, tcp::socket socket, size_t worker);
+  bool ReloadTls(const ServerConfig& next, const std::vector<std::string>& names,
+                 std::string* param, std::string* why);
   void ScheduleHousekeeping();
   void StopOnMainLoop();
 
   ServerContext& context_;
   IoContextPool pool_;
   std::vector<std::unique_ptr<ConnectionManager>> managers_;
-  std::vector<std::unique_ptr<tcp::acceptor>> acceptors_;
+  std::vector<Listener> listeners_;
+  // The context new TLS connections take; swapped on reload.
+  TlsContextHolder tls_;
+  bool tls_enabled_ = false;
   asio::signal_set signals_;
   asio::steady_timer housekeeping_;
-  uint16_t bound_port_ = 0;
+  uint16_t tcp_port_ = 0;
+  uint16_t tls_port_ = 0;
   // Set on the main loop when the stop begins; accept and timer handlers
   // that were already queued check it instead of re-arming.
   std::atomic<bool> stopping_{false};

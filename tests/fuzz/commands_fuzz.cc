@@ -24,6 +24,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <future>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -192,7 +193,12 @@ class Harness {
     std::string out;
     ReplyBuilder reply(&out);
     reply.set_resp3(false);
-    DispatchCommand(*server_, client_, views, reply);
+    while (DispatchCommand(*server_, client_, views, reply) == CommandOutcome::kParked) {
+      std::promise<void> copied;
+      server_->snapshot_copier.CopyInBackground(std::move(client_.parked_on),
+                                                [&copied] { copied.set_value(); });
+      copied.get_future().wait();
+    }
     if (trace_) std::fprintf(stderr, "> %s\n< %s\n", Printable(Describe(args)).c_str(),
                              Printable(out.substr(0, 300)).c_str());
     Reply parsed;

@@ -205,7 +205,7 @@ TEST(ResolveConfig, BadOverrideNamesTheFlagAndChangesNothing) {
   std::string error;
   EXPECT_FALSE(ResolveConfig(parsed.cmd, parsed.overrides, &config, &error));
   EXPECT_EQ(error,
-            "option --port: argument must be between 1 and 65535 inclusive");
+            "option --port: argument must be between 0 and 65535 inclusive");
   EXPECT_TRUE(config == ServerConfig{});  // --timeout 5 not applied either
 }
 

@@ -74,7 +74,11 @@ TEST(ConfigParams, TableHasOneRowPerSettingWithRedisStyleNames) {
                        "bf-expansion-factor", "cbf-counter-bits",
                        "cf-bucket-size", "cf-initial-size", "cf-max-iterations",
                        "cf-expansion-factor", "cf-max-expansions", "dir", "dbfilename",
-                       "save", "appendonly", "appendfsync", "appendfilename"}));
+                       "save", "appendonly", "appendfsync", "appendfilename",
+                       "tls-port", "tls-cert-file", "tls-key-file", "tls-key-file-pass",
+                       "tls-ca-cert-file", "tls-ca-cert-dir", "tls-auth-clients",
+                       "tls-protocols", "tls-ciphers", "tls-ciphersuites",
+                       "tls-prefer-server-ciphers", "tls-handshake-timeout"}));
 }
 
 TEST(ConfigParams, EveryRowHasADescriptionHintSetterAndGetter) {
@@ -96,7 +100,8 @@ TEST(ConfigParams, OnlyListenersThreadsLogfileAndDataFilesAreStartUpOnly) {
     if (!param.runtime_settable) start_up_only.insert(param.name);
   }
   EXPECT_EQ(start_up_only, (std::set<std::string_view>{"appendfilename", "bind", "dir",
-                                                       "logfile", "port", "threads"}));
+                                                       "logfile", "port", "threads",
+                                                       "tls-port"}));
 }
 
 TEST(ConfigParams, FindIgnoresCaseAndReturnsTheTableRow) {
@@ -181,6 +186,18 @@ TEST(SetConfigValue, EachKeySetsItsField) {
       {"appendonly", "NO", "no"},
       {"appendfsync", "always", "always"},
       {"appendfilename", "log.bglog", "log.bglog"},
+      {"tls-port", "6380", "6380"},
+      {"tls-cert-file", "/etc/tls/server.crt", "/etc/tls/server.crt"},
+      {"tls-key-file", "/etc/tls/server.key", "/etc/tls/server.key"},
+      {"tls-key-file-pass", "pass phrase", "pass phrase"},
+      {"tls-ca-cert-file", "/etc/tls/ca.crt", "/etc/tls/ca.crt"},
+      {"tls-ca-cert-dir", "/etc/tls/cas", "/etc/tls/cas"},
+      {"tls-auth-clients", "OPTIONAL", "optional"},
+      {"tls-protocols", "TLSv1.3", "TLSv1.3"},
+      {"tls-ciphers", "HIGH:!aNULL", "HIGH:!aNULL"},
+      {"tls-ciphersuites", "TLS_AES_256_GCM_SHA384", "TLS_AES_256_GCM_SHA384"},
+      {"tls-prefer-server-ciphers", "yes", "yes"},
+      {"tls-handshake-timeout", "500", "500"},
   };
   ASSERT_EQ(cases.size(), AllConfigParams().size()) << "a row has no case";
   for (const Case& c : cases) {
@@ -206,30 +223,32 @@ TEST(SetConfigValue, UnknownNameIsRefused) {
 // Issue 10, bug 3: CONFIG SET dbfilename "dump.bgs\0x" was accepted.
 TEST(SetConfigValue, PathSettingsRefuseControlBytes) {
   using namespace std::string_literals;
-  for (const char* name : {"dbfilename", "appendfilename", "dir", "logfile"}) {
+  for (const char* name : {"dbfilename", "appendfilename", "dir", "logfile", "tls-cert-file",
+                           "tls-key-file", "tls-ca-cert-file", "tls-ca-cert-dir"}) {
     for (const std::string& value : {"dump.bgs\0x"s, "a\rb"s, "a\nb"s, "tab\there"s, "del\x7f"s}) {
       ExpectRejected(name, value, "path can't contain control characters");
     }
   }
 }
 
-TEST(SetConfigValue, PortRefusesZeroTooLargeAndText) {
-  ExpectRejected("port", "0", "argument must be between 1 and 65535 inclusive");
+// Port 0 means "no plain listener", as in Redis (a TLS-only server).
+TEST(SetConfigValue, PortTakesZeroAndRefusesTooLargeAndText) {
+  EXPECT_EQ(SetOnDefaults("port", "0").port, 0);
   ExpectRejected("port", "70000",
-                 "argument must be between 1 and 65535 inclusive");
-  ExpectRejected("port", "-1", "argument must be between 1 and 65535 inclusive");
+                 "argument must be between 0 and 65535 inclusive");
+  ExpectRejected("port", "-1", "argument must be between 0 and 65535 inclusive");
   ExpectRejected("port", "99999999999999999999999",
-                 "argument must be between 1 and 65535 inclusive");
+                 "argument must be between 0 and 65535 inclusive");
   ExpectRejected("port", "abc",
-                 "argument must be an integer between 1 and 65535 inclusive");
+                 "argument must be an integer between 0 and 65535 inclusive");
   ExpectRejected("port", "",
-                 "argument must be an integer between 1 and 65535 inclusive");
+                 "argument must be an integer between 0 and 65535 inclusive");
   ExpectRejected("port", "63 79",
-                 "argument must be an integer between 1 and 65535 inclusive");
+                 "argument must be an integer between 0 and 65535 inclusive");
   ExpectRejected("port", "+6379",
-                 "argument must be an integer between 1 and 65535 inclusive");
+                 "argument must be an integer between 0 and 65535 inclusive");
   ExpectRejected("port", "6379.0",
-                 "argument must be an integer between 1 and 65535 inclusive");
+                 "argument must be an integer between 0 and 65535 inclusive");
 }
 
 TEST(SetConfigValue, IntegerRangesHoldAtBothEnds) {
@@ -238,7 +257,9 @@ TEST(SetConfigValue, IntegerRangesHoldAtBothEnds) {
     uint64_t min;
     uint64_t max;
   };
-  for (const Case& c : std::vector<Case>{{"port", 1, 65535},
+  for (const Case& c : std::vector<Case>{{"port", 0, 65535},
+                                         {"tls-port", 0, 65535},
+                                         {"tls-handshake-timeout", 100, 600000},
                                          {"threads", 0, 1024},
                                          {"maxclients", 1, 1000000},
                                          {"timeout", 0, 2147483647},
@@ -476,4 +497,32 @@ TEST(SetConfigValue, FilterDefaultsRefuseValuesOutsideRedisRanges) {
   }
 }
 
+}  // namespace bloomgate
+
+namespace bloomgate {
+namespace {
+
+TEST(SetConfigValue, TlsAuthClientsTakesYesNoOptional) {
+  using A = ServerConfig::TlsAuthClients;
+  EXPECT_EQ(ServerConfig{}.tls_auth_clients, A::kYes);  // Redis's default
+  EXPECT_EQ(SetOnDefaults("tls-auth-clients", "no").tls_auth_clients, A::kNo);
+  EXPECT_EQ(SetOnDefaults("tls-auth-clients", "Optional").tls_auth_clients, A::kOptional);
+  ExpectRejected("tls-auth-clients", "maybe",
+                 "argument(s) must be one of the following: no, yes, optional");
+}
+
+TEST(SetConfigValue, TlsProtocolsNamesVersionsAndDefaultsToTwelveAndThirteen) {
+  EXPECT_EQ(ParseTlsProtocols(""), kTlsV1_2 | kTlsV1_3);
+  EXPECT_EQ(ParseTlsProtocols("TLSv1.2"), kTlsV1_2);
+  EXPECT_EQ(ParseTlsProtocols(" tlsv1.3  TLSv1.2 "), kTlsV1_2 | kTlsV1_3);
+  EXPECT_EQ(ParseTlsProtocols("TLSv1 TLSv1.1"), kTlsV1 | kTlsV1_1);
+  EXPECT_EQ(ParseTlsProtocols("SSLv3"), std::nullopt);
+  EXPECT_EQ(ParseTlsProtocols("TLSv1.2,TLSv1.3"), std::nullopt);
+  const std::string message =
+      "argument must list protocols among TLSv1, TLSv1.1, TLSv1.2 and TLSv1.3";
+  ExpectRejected("tls-protocols", "TLSv1.4", message);
+  ExpectRejected("tls-protocols", "TLSv1.2 SSLv3", message);
+}
+
+}  // namespace
 }  // namespace bloomgate

@@ -346,5 +346,48 @@ TEST(DumpChunk, ChangesToTheFilterBetweenScanDumpCallsAreNotMixedIn) {
   EXPECT_FALSE(load->Add(payload).ok());
 }
 
+// The state tag (the server: its entry's id and write version) binds every
+// chunk to the state its header described, even when the header bytes are
+// the same: a payload chunk of another tag is refused and said to be of
+// another dump; chunks of one tag load, tag 0 included (older dumps).
+TEST(DumpChunk, APayloadChunkOfAnotherStateTagIsRefusedAsAnotherDump) {
+  const AnyFilter filter = SmallCounting(40);
+  for (uint64_t tag : {uint64_t{0}, uint64_t{7}}) {
+    uint64_t next = 0;
+    std::string header, same, other;
+    NextDumpChunk(filter, 0, &next, &header, kDumpChunkPayloadBytes, tag);
+    NextDumpChunk(filter, 1, &next, &other, kDumpChunkPayloadBytes, tag + 1);
+    NextDumpChunk(filter, 1, &next, &same, kDumpChunkPayloadBytes, tag);
+    std::unique_ptr<ChunkedFilterLoad> load;
+    ASSERT_TRUE(ChunkedFilterLoad::Start(header, FilterKind::kCountingBloom, FilterLimits{},
+                                         nullptr, &load)
+                    .ok());
+    bool other_dump = false;
+    Status s = load->Add(other, &other_dump);
+    EXPECT_NE(s.message().find("payload chunk belongs to another dump"), std::string::npos)
+        << s.message();
+    EXPECT_TRUE(other_dump) << "tag " << tag;
+    EXPECT_EQ(load->loaded_bytes(), 0u);
+    ASSERT_TRUE(load->Add(same, &other_dump).ok()) << "tag " << tag;
+    EXPECT_FALSE(other_dump);
+    AnyFilter copy;
+    ASSERT_TRUE(load->Finish(&copy).ok());
+    ExpectSame(filter, copy);
+  }
+  // A damaged chunk is not "another dump": its refusal is of another kind.
+  uint64_t next = 0;
+  std::string header, payload;
+  NextDumpChunk(filter, 0, &next, &header);
+  NextDumpChunk(filter, 1, &next, &payload);
+  payload[payload.size() / 2] ^= 0x10;
+  std::unique_ptr<ChunkedFilterLoad> load;
+  ASSERT_TRUE(ChunkedFilterLoad::Start(header, FilterKind::kCountingBloom, FilterLimits{},
+                                       nullptr, &load)
+                  .ok());
+  bool other_dump = true;
+  EXPECT_FALSE(load->Add(payload, &other_dump).ok());
+  EXPECT_FALSE(other_dump);
+}
+
 }  // namespace
 }  // namespace bloomgate

@@ -381,8 +381,7 @@ std::string SubcommandEntries(const std::string& list, const std::string& parent
 }
 
 TEST(CommandTable, TheReadmeNamesEveryCommandAndSubcommand) {
-  // The README is at the repository root (BLOOMGATE_SOURCE_DIR, see
-  // tests/CMakeLists.txt: __FILE__ is relative under ccache).
+  // The README is at the repository root (tests/CMakeLists.txt names it).
   std::filesystem::path readme = std::filesystem::path(BLOOMGATE_SOURCE_DIR) / "README.md";
   std::ifstream in(readme);
   ASSERT_TRUE(in) << "cannot open " << readme;

@@ -214,7 +214,7 @@ TEST(Durability, AWriteAfterTheCutCopiesTheFilterFirst) {
   ASSERT_NE(copied, nullptr);
   EXPECT_EQ(copied->Count(HashKey("x")), 2u);
   EXPECT_EQ(copied->items(), 2u);
-  entry->TakeSnapshotCopy();  // nothing owed any more: the copy stays as it was
+  entry->TakeSnapshotCopy(nullptr, false);  // nothing owed any more: the copy stays as it was
   EXPECT_EQ(copied->items(), 2u);
 }
 

@@ -275,6 +275,48 @@ TEST(JournalReplay, ATruncatedMaddIsJournaledAsTheItemsThatWentIn) {
   EXPECT_EQ(recorder.commands[0], (Args{std::string(kBloomAddedEffect), "k", "101", "x", "x", "y"}));
 }
 
+// A CF.INSERT stopped part way by maxmemory acknowledged the items before
+// the stop. It was journaled as nothing (the whole command counted as
+// failed), so a restart lost them; journaled whole, a restart without the
+// limit would add the refused ones too. The record is the command cut after
+// the items tried.
+TEST(JournalReplay, ACuckooInsertStoppedByMemoryComesBackAsAcknowledged) {
+  TempDir dir;
+  ServerConfig config = ConfigIn(dir);
+  const Args reserve = {"CF.RESERVE", "k", "8"};
+  {
+    auto probe = MakeServer();
+    Session p(probe.get());
+    ASSERT_EQ(p.Run(reserve), kOk);
+    config.maxmemory = probe->budget.used() + 64;  // no room for a second sub-filter
+  }
+  Args insert = {"CF.INSERT", "k", "ITEMS"};
+  for (int i = 0; i < 100; ++i) insert.push_back(Item(0, i));
+  std::vector<int> replies;
+  {
+    auto server = StartOn(config, DefaultFileSystem());
+    Session s(server.get());
+    ASSERT_EQ(RunDurably(*server, s, reserve), kOk);
+    replies = ArrayOfIntegers(RunDurably(*server, s, insert));
+  }
+  ASSERT_GE(replies.size(), 2u);
+  ASSERT_EQ(replies.back(), -1) << "the inserts should have stopped at the memory limit";
+  replies.pop_back();
+  for (int reply : replies) ASSERT_EQ(reply, 1);
+  config.maxmemory = 0;  // a restart with room: replay must still stop where the live insert did
+  auto server = StartOn(config, DefaultFileSystem());
+  Session s(server.get());
+  for (size_t i = 0; i < replies.size(); ++i) {
+    EXPECT_EQ(s.Run({"CF.EXISTS", "k", Item(0, static_cast<int>(i))}), Int(1)) << i;
+  }
+  // Neither fewer (lost) nor more (refused live, added on replay) items.
+  EXPECT_NE(s.Run({"CF.INFO", "k"})
+                .find("Number of items inserted\r\n" + Int(static_cast<int64_t>(replies.size()))),
+            std::string::npos)
+      << s.Run({"CF.INFO", "k"});
+  EXPECT_EQ(s.Run({"CF.COUNT", "k", Item(0, 99)}), Int(0));
+}
+
 // Issue 15, bug 7. A flush of the newest log used to acknowledge its waiters
 // even when a cut had failed to close the log before it.
 TEST(JournalReplay, NothingIsAcknowledgedOnceAnOlderLogCouldNotBeClosed) {

@@ -101,6 +101,18 @@ TEST(Slowlog, ARuntimePasswordIsRedacted) {
       << reply;
 }
 
+TEST(Slowlog, AclSetuserRulesAreRedacted) {
+  auto server = MakeServer(LogEverything());
+  Session s(server.get());
+  EXPECT_EQ(s.Run({"ACL", "SETUSER", "edge", "on", ">hunter2", "+@all"}), kOk);
+  std::string reply = s.Run({"SLOWLOG", "GET", "1"});
+  EXPECT_EQ(reply.find("hunter2"), std::string::npos) << reply;
+  EXPECT_NE(reply.find(Arr(6) + Bulk("ACL") + Bulk("SETUSER") + Bulk("edge") +
+                       Bulk("(redacted)")),
+            std::string::npos)
+      << reply;
+}
+
 TEST(SlowLogEntries, ArgumentsAreCutAsRedisCutsThem) {
   SlowLog log;
   std::vector<std::string> storage;
@@ -274,8 +286,8 @@ TEST(ClientKill, KillsTheMatchingRegisteredClientsOnly) {
   auto a = server->clients.Register("10.0.0.1:1000", "127.0.0.1:6379", NowMs());
   auto b = server->clients.Register("10.0.0.2:2000", "127.0.0.1:6380", NowMs());
   int a_killed = 0, b_killed = 0;
-  a->set_killer([&] { ++a_killed; });
-  b->set_killer([&] { ++b_killed; });
+  a->set_close_hook([&] { ++a_killed; });
+  b->set_close_hook([&] { ++b_killed; });
   EXPECT_EQ(s.Run({"CLIENT", "KILL", "TYPE", "pubsub"}), Int(0));
   EXPECT_EQ(s.Run({"CLIENT", "KILL", "LADDR", "127.0.0.1:6380", "USER", "default"}), Int(1));
   EXPECT_EQ(b_killed, 1);
@@ -284,6 +296,22 @@ TEST(ClientKill, KillsTheMatchingRegisteredClientsOnly) {
   EXPECT_EQ(s.Run({"CLIENT", "KILL", "MAXAGE", "1000"}), Int(0));         // too young
   EXPECT_EQ(s.Run({"CLIENT", "KILL", "10.0.0.1:1000"}), kOk);
   EXPECT_EQ(a_killed, 1);
+}
+
+TEST(ClientKill, UserMatchesTheAclUserAClientIsAuthenticatedAs) {
+  auto server = MakeServer();
+  Session s(server.get());
+  ASSERT_EQ(s.Run({"ACL", "SETUSER", "edge", "on", ">pw", "+@all", "~*"}), kOk);
+  auto a = server->clients.Register("10.0.0.1:1000", "127.0.0.1:6379", NowMs());
+  auto b = server->clients.Register("10.0.0.2:2000", "127.0.0.1:6379", NowMs());
+  b->set_user("edge");
+  int a_killed = 0, b_killed = 0;
+  a->set_close_hook([&] { ++a_killed; });
+  b->set_close_hook([&] { ++b_killed; });
+  EXPECT_EQ(s.Run({"CLIENT", "KILL", "USER", "edge"}), Int(1));
+  EXPECT_EQ(b_killed, 1);
+  EXPECT_EQ(a_killed, 0);
+  EXPECT_EQ(s.Run({"CLIENT", "KILL", "USER", "Edge"}), Err("ERR No such user 'Edge'"));
 }
 
 TEST(ClientNoEvict, IsShownInClientListFlags) {
@@ -311,6 +339,37 @@ TEST(Reset, DropsTheTransactionProtocolNameAndAuthentication) {
   EXPECT_FALSE(s.client().resp3);
   EXPECT_EQ(s.client().info->name(), "");
   EXPECT_EQ(s.Run({"PING"}), Err("NOAUTH Authentication required."));
+}
+
+TEST(Reset, GoesBackToTheDefaultAclUser) {
+  auto server = MakeServer();
+  Session s(server.get());
+  s.client().info = server->clients.Register("10.0.0.1:1000", "127.0.0.1:6379", NowMs());
+  ASSERT_EQ(s.Run({"ACL", "SETUSER", "edge", "on", ">pw", "+@all", "~*"}), kOk);
+  ASSERT_EQ(s.Run({"AUTH", "edge", "pw"}), kOk);
+  EXPECT_EQ(s.Run({"ACL", "WHOAMI"}), Bulk("edge"));
+  EXPECT_EQ(s.Run({"RESET"}), Simple("RESET"));
+  // "default" is on and nopass here, so the connection stays authenticated.
+  EXPECT_TRUE(s.client().authenticated);
+  EXPECT_EQ(s.Run({"ACL", "WHOAMI"}), Bulk("default"));
+  EXPECT_EQ(s.client().info->user(), "default");
+  // With a password on "default", RESET leaves the connection unauthenticated.
+  ASSERT_EQ(s.Run({"AUTH", "edge", "pw"}), kOk);
+  ASSERT_EQ(s.Run({"ACL", "SETUSER", "default", "resetpass", ">pw2"}), kOk);
+  EXPECT_EQ(s.Run({"RESET"}), Simple("RESET"));
+  EXPECT_FALSE(s.client().authenticated);
+  EXPECT_EQ(s.Run({"PING"}), Err("NOAUTH Authentication required."));
+}
+
+TEST(Reset, ADeletedUsersConnectionClosesInsteadOfBecomingDefault) {
+  auto server = MakeServer();
+  Session admin(server.get());
+  Session s(server.get());
+  ASSERT_EQ(admin.Run({"ACL", "SETUSER", "edge", "on", ">pw", "+@all", "~*"}), kOk);
+  ASSERT_EQ(s.Run({"AUTH", "edge", "pw"}), kOk);
+  ASSERT_EQ(admin.Run({"ACL", "DELUSER", "edge"}), Int(1));
+  EXPECT_EQ(s.Run({"RESET"}), Simple("RESET"));
+  EXPECT_TRUE(s.client().close_after_reply);
 }
 
 TEST(ShutdownAbort, ThereIsNeverAShutdownToAbort) {

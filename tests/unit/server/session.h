@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <future>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -40,7 +41,15 @@ class Session {
     std::string out;
     ReplyBuilder reply(&out);
     reply.set_resp3(client_.resp3);  // what the connection does before each command
-    DispatchCommand(*server_, client_, views, reply);
+    // A parked command (waiting for a snapshot copy) is run again once the
+    // copier made it, as the connection does; here the session just waits.
+    while (DispatchCommand(*server_, client_, views, reply) == CommandOutcome::kParked) {
+      ++parks_;
+      std::promise<void> copied;
+      server_->snapshot_copier.CopyInBackground(std::move(client_.parked_on),
+                                                [&copied] { copied.set_value(); });
+      copied.get_future().wait();
+    }
     errors_written_ += reply.errors_written();
     return out;
   }
@@ -50,11 +59,14 @@ class Session {
 
   ClientState& client() { return client_; }
   uint64_t errors_written() const { return errors_written_; }
+  // Commands that had to wait for a snapshot copy.
+  uint64_t parks() const { return parks_; }
 
  private:
   ServerContext* server_;
   ClientState client_;
   uint64_t errors_written_ = 0;
+  uint64_t parks_ = 0;
 };
 
 // A server with `workers` statistics slots and the given configuration.

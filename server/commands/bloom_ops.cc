@@ -1,0 +1,146 @@
+#include "server/commands/bloom_ops.h"
+
+#include <memory>
+#include <utility>
+
+#include "filters/key_hash.h"
+#include "filters/scalable_bloom_filter.h"
+#include "server/commands/errors.h"
+
+namespace bloomgate {
+
+std::string_view ToString(BloomStatus status) {
+  switch (status) {
+    case BloomStatus::kOk: return "ok";
+    case BloomStatus::kNotFound: return "not found";
+    case BloomStatus::kWrongType: return "wrong type";
+    case BloomStatus::kItemExists: return "item exists";
+    case BloomStatus::kCreateFailed: return "create failed";
+    case BloomStatus::kNonScalingFull: return "non-scaling full";
+    case BloomStatus::kOutOfMemory: return "out of memory";
+    case BloomStatus::kSnapshotCopyOom: return "snapshot copy out of memory";
+    case BloomStatus::kProblemInserting: return "problem inserting";
+  }
+  return "unknown";
+}
+
+std::string_view BloomStatusText(BloomStatus status) {
+  switch (status) {
+    case BloomStatus::kOk: return {};
+    case BloomStatus::kNotFound: return errors::kNotFound;
+    case BloomStatus::kWrongType: return errors::kWrongType;
+    case BloomStatus::kItemExists: return errors::kItemExists;
+    // RedisBloom's one text for every creation failure; all are memory
+    // limits, the parameters having been validated before.
+    case BloomStatus::kCreateFailed: return errors::kInsufficientMemory;
+    case BloomStatus::kNonScalingFull: return errors::kNonScalingFull;
+    case BloomStatus::kOutOfMemory: return errors::kOom;
+    case BloomStatus::kProblemInserting: return errors::kProblemInserting;
+    // Redis's text: the refusal is maxmemory's, not the filter's.
+    case BloomStatus::kSnapshotCopyOom: return errors::kOom;
+  }
+  return errors::kProblemInserting;
+}
+
+BloomStatus BloomAddStatus(FilterStatus status) {
+  switch (status) {
+    case FilterStatus::kOk:
+      return BloomStatus::kOk;
+    case FilterStatus::kFull:
+      return BloomStatus::kNonScalingFull;
+    case FilterStatus::kOutOfMemory:
+      return BloomStatus::kOutOfMemory;
+    case FilterStatus::kFilterMemoryLimit:
+    case FilterStatus::kTooManyLayers:
+    case FilterStatus::kInvalidOptions:
+    case FilterStatus::kMaxExpansions:
+      break;
+  }
+  return BloomStatus::kProblemInserting;
+}
+
+BloomStatus BloomLookupStatus(Lookup lookup, BloomStatus missing) {
+  switch (lookup) {
+    case Lookup::kFound: return BloomStatus::kOk;
+    case Lookup::kWrongType: return BloomStatus::kWrongType;
+    case Lookup::kOutOfMemory: return BloomStatus::kSnapshotCopyOom;
+    case Lookup::kMissing: break;
+  }
+  return missing;
+}
+
+BloomStatus CreateBloom(FilterStore& store, const KeyRef& key, const BloomParams& params,
+                        bool fail_if_exists, EntryPtr* entry) {
+  entry->reset();
+  ScalableBloomOptions options;
+  options.error_rate = params.error_rate;
+  options.capacity = params.capacity;
+  options.expansion = params.expansion;
+  std::unique_ptr<ScalableBloomFilter> filter;
+  if (ScalableBloomFilter::Create(options, store.limits, store.budget, &filter) !=
+      FilterStatus::kOk) {
+    return BloomStatus::kCreateFailed;
+  }
+  switch (StoreNewFilter(store, key, std::move(filter), fail_if_exists, entry)) {
+    case StoreOutcome::kStored:
+    case StoreOutcome::kExisting: return BloomStatus::kOk;
+    case StoreOutcome::kItemExists: return BloomStatus::kItemExists;
+    case StoreOutcome::kWrongType: break;
+  }
+  return BloomStatus::kWrongType;
+}
+
+BloomStatus ReserveBloom(FilterStore& store, const KeyRef& key, const BloomParams& params) {
+  switch (ReserveConflict<ScalableBloomFilter>(store, key)) {
+    case Lookup::kFound: return BloomStatus::kItemExists;
+    case Lookup::kWrongType: return BloomStatus::kWrongType;
+    case Lookup::kOutOfMemory: return BloomStatus::kSnapshotCopyOom;
+    case Lookup::kMissing: break;
+  }
+  EntryPtr entry;
+  return CreateBloom(store, key, params, /*fail_if_exists=*/true, &entry);
+}
+
+BloomStatus FindOrCreateBloom(FilterStore& store, const KeyRef& key, const CreateRule& rule,
+                              EntryPtr* entry) {
+  const Lookup lookup = FindFilter<ScalableBloomFilter>(store, key, entry);
+  if (lookup != Lookup::kMissing || !rule.create) {
+    return BloomLookupStatus(lookup, /*missing=*/BloomStatus::kNotFound);
+  }
+  return CreateBloom(store, key, rule.Resolve(store.config), /*fail_if_exists=*/false, entry);
+}
+
+BloomAddResult AddBloomItems(KeyEntry& entry, std::span<const std::string_view> items) {
+  BloomAddResult result;
+  result.added.reserve(items.size());
+  ScalableBloomFilter& filter = *entry.bloom();
+  bool changed = false;
+  for (std::string_view item : items) {
+    bool added = false;
+    const FilterStatus status = filter.Add(HashKey(item), &added);
+    if (status != FilterStatus::kOk) {
+      result.status = BloomAddStatus(status);
+      break;
+    }
+    result.added.push_back(added);
+    changed |= added;
+  }
+  if (changed) entry.MarkModified();
+  return result;
+}
+
+void BloomAddedEffect(std::string_view key, std::span<const std::string_view> items,
+                      const std::vector<bool>& added, std::string* counted,
+                      std::vector<std::string_view>* effect) {
+  effect->clear();
+  const size_t applied = added.size();
+  if (applied == 0) return;
+  counted->clear();
+  counted->reserve(applied);
+  for (bool was_new : added) counted->push_back(was_new ? '1' : '0');
+  effect->reserve(3 + applied);
+  effect->assign({kBloomAddedEffect, key, *counted});
+  effect->insert(effect->end(), items.begin(), items.begin() + static_cast<ptrdiff_t>(applied));
+}
+
+}  // namespace bloomgate

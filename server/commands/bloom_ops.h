@@ -1,0 +1,82 @@
+// BF.*'s ops: creating, finding and adding to scalable Bloom filters, as
+// values. They know no client and write no reply: they take the store
+// (filter_lookup.h), the key and the items, and return a BloomStatus and
+// what they did; bloom_commands.cc parses, calls them, maps the status to
+// RedisBloom's text with BloomStatusText and replies. CBF.* follows BF.* and
+// shares these statuses and texts (counting_bloom_ops.h).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "filters/filter_status.h"
+#include "server/commands/bloom_options.h"
+#include "server/commands/filter_lookup.h"
+
+namespace bloomgate {
+
+enum class BloomStatus : uint8_t {
+  kOk,
+  kNotFound,            // no filter under the key where one is needed (NOCREATE, INFO)
+  kWrongType,           // the key holds another family
+  kItemExists,          // RESERVE of a key that holds a filter
+  kCreateFailed,        // creation refused by the memory limits
+  kNonScalingFull,      // a non-scaling filter is at capacity and the item is new
+  kOutOfMemory,         // maxmemory refused a new layer
+  kProblemInserting,    // any other failed scale-out (layer or filter-memory limit)
+  kSnapshotCopyOom,     // a write's snapshot copy of the filter does not fit maxmemory
+};
+
+// A short name for test messages and logs; not a client-visible text.
+std::string_view ToString(BloomStatus status);
+
+// The one place a BloomStatus becomes a client-visible text (errors.h,
+// RedisBloom's wording). kOk has none.
+std::string_view BloomStatusText(BloomStatus status);
+
+// How a failed add to a Bloom or counting Bloom layer chain is told.
+BloomStatus BloomAddStatus(FilterStatus status);
+
+// The lookup's outcome as a status: kOk for a found filter, kWrongType,
+// and `missing` for a missing key.
+BloomStatus BloomLookupStatus(Lookup lookup, BloomStatus missing);
+
+// Creates a filter of `params` and stores it under `key` (journaling the
+// creation): *entry is the filter under the key on kOk — with
+// `fail_if_exists` false, one another client stored meanwhile.
+BloomStatus CreateBloom(FilterStore& store, const KeyRef& key, const BloomParams& params,
+                        bool fail_if_exists, EntryPtr* entry);
+
+// BF.RESERVE: refuses a taken key (kItemExists, or kWrongType) before
+// anything is allocated, then creates the filter.
+BloomStatus ReserveBloom(FilterStore& store, const KeyRef& key, const BloomParams& params);
+
+// The filter under `key`, created by `rule` (with the config's defaults)
+// when the key is missing and rule.create; NOCREATE on a missing key is
+// kNotFound.
+BloomStatus FindOrCreateBloom(FilterStore& store, const KeyRef& key, const CreateRule& rule,
+                              EntryPtr* entry);
+
+struct BloomAddResult {
+  BloomStatus status = BloomStatus::kOk;  // why the adds stopped early, if they did
+  std::vector<bool> added;                // per item that went in, in order: new to the filter?
+};
+
+// Adds items in order, stopping at the first failure. The entry is marked
+// modified (WATCH) only if the filter changed: an item it already holds
+// changes nothing.
+BloomAddResult AddBloomItems(KeyEntry& entry, std::span<const std::string_view> items);
+
+// What the journal records for those adds (server/durability/journal.h):
+// kBloomAddedEffect, the key, one '1'/'0' per item that went in (counted or
+// not), then those items — the adds as they took effect, so replay never
+// judges capacity or limits again. *counted is the storage `effect` points
+// into. Nothing (an empty *effect) when no item went in.
+void BloomAddedEffect(std::string_view key, std::span<const std::string_view> items,
+                      const std::vector<bool>& added, std::string* counted,
+                      std::vector<std::string_view>* effect);
+
+}  // namespace bloomgate

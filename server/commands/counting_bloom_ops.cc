@@ -1,0 +1,84 @@
+#include "server/commands/counting_bloom_ops.h"
+
+#include <memory>
+#include <utility>
+
+#include "filters/counting_bloom_filter.h"
+#include "filters/key_hash.h"
+
+namespace bloomgate {
+
+BloomStatus ReserveCounting(FilterStore& store, const KeyRef& key, const BloomParams& params) {
+  switch (ReserveConflict<CountingBloomFilter>(store, key)) {
+    case Lookup::kFound: return BloomStatus::kItemExists;
+    case Lookup::kWrongType: return BloomStatus::kWrongType;
+    case Lookup::kOutOfMemory: return BloomStatus::kSnapshotCopyOom;
+    case Lookup::kMissing: break;
+  }
+  EntryPtr entry;
+  return CreateCounting(store, key, params, /*fail_if_exists=*/true, &entry);
+}
+
+BloomStatus CreateCounting(FilterStore& store, const KeyRef& key, const BloomParams& params,
+                           bool fail_if_exists, EntryPtr* entry) {
+  entry->reset();
+  CountingBloomOptions options;
+  options.error_rate = params.error_rate;
+  options.capacity = params.capacity;
+  options.expansion = params.expansion;
+  options.counter_bits = params.counter_bits;
+  std::unique_ptr<CountingBloomFilter> filter;
+  if (CountingBloomFilter::Create(options, store.limits, store.budget, &filter) !=
+      FilterStatus::kOk) {
+    return BloomStatus::kCreateFailed;
+  }
+  switch (StoreNewFilter(store, key, std::move(filter), fail_if_exists, entry)) {
+    case StoreOutcome::kStored:
+    case StoreOutcome::kExisting: return BloomStatus::kOk;
+    case StoreOutcome::kItemExists: return BloomStatus::kItemExists;
+    case StoreOutcome::kWrongType: break;
+  }
+  return BloomStatus::kWrongType;
+}
+
+BloomStatus FindOrCreateCounting(FilterStore& store, const KeyRef& key, const CreateRule& rule,
+                                 EntryPtr* entry) {
+  const Lookup lookup = FindFilter<CountingBloomFilter>(store, key, entry);
+  if (lookup != Lookup::kMissing || !rule.create) {
+    return BloomLookupStatus(lookup, /*missing=*/BloomStatus::kNotFound);
+  }
+  return CreateCounting(store, key, rule.Resolve(store.config), /*fail_if_exists=*/false,
+                        entry);
+}
+
+BloomAddResult AddCountingItems(KeyEntry& entry, std::span<const std::string_view> items) {
+  BloomAddResult result;
+  result.added.reserve(items.size());
+  CountingBloomFilter& filter = *entry.get<CountingBloomFilter>();
+  for (std::string_view item : items) {
+    bool was_new = false;
+    const FilterStatus status = filter.Add(HashKey(item), &was_new);
+    if (status != FilterStatus::kOk) {
+      result.status = BloomAddStatus(status);
+      break;
+    }
+    result.added.push_back(was_new);
+  }
+  if (!result.added.empty()) entry.MarkModified();
+  return result;
+}
+
+std::vector<bool> DeleteCountingItems(KeyEntry& entry, std::span<const std::string_view> items) {
+  CountingBloomFilter& filter = *entry.get<CountingBloomFilter>();
+  std::vector<bool> removed;
+  removed.reserve(items.size());
+  bool changed = false;
+  for (std::string_view item : items) {
+    removed.push_back(filter.Remove(HashKey(item)));
+    changed |= removed.back();
+  }
+  if (changed) entry.MarkModified();
+  return removed;
+}
+
+}  // namespace bloomgate

@@ -1,0 +1,27 @@
+#include "server/commands/filter_lookup.h"
+
+#include "server/commands/command_context.h"
+#include "server/context/server_context.h"
+
+namespace bloomgate {
+
+FilterStore StoreFor(CommandContext& ctx) {
+  FilterStore store = StoreOf(ctx.server, ctx.client.journal, ctx.now_ms,
+                              /*write=*/(ctx.spec.flags & kCmdWrite) != 0);
+  store.counters = &ctx.counters();
+  return store;
+}
+
+FilterStore StoreOf(ServerContext& server, JournalSession& session, int64_t now_ms, bool write) {
+  return FilterStore{.keyspace = server.keyspace,
+                     .config = server.config,
+                     .limits = server.filter_limits(),
+                     .budget = &server.budget,
+                     .journal = server.journal,
+                     .session = session,
+                     .now_ms = now_ms,
+                     .write = write,
+                     .counters = nullptr};
+}
+
+}  // namespace bloomgate
