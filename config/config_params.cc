@@ -60,8 +60,12 @@ constexpr uint64_t kMaxTlsHandshakeTimeoutMs = 600'000;
 // Redis: CONFIG_BINDADDR_MAX.
 constexpr size_t kMaxBindAddresses = 16;
 
-constexpr std::array<std::string_view, 7> kLogLevels = {
-    "trace", "debug", "info", "warn", "error", "critical", "off"};
+// spdlog's names, then Redis's (redis.conf's `loglevel`), so a redis.conf
+// line or a CONFIG SET written for Redis works unchanged; LogLevelForSpdlog
+// maps Redis's onto spdlog's.
+constexpr std::array<std::string_view, 11> kLogLevels = {
+    "trace", "debug", "info", "warn", "error", "critical", "off",
+    "verbose", "notice", "warning", "nothing"};
 
 // --- Small text helpers -----------------------------------------------------
 
@@ -146,6 +150,26 @@ bool SetLogLevel(ServerConfig* config, std::string_view value,
   *error = "invalid loglevel '" + std::string(value) + "': must be one of " +
            allowed;
   return false;
+}
+
+// A signed decimal in [min, max], for the settings where -1 means "off"
+// (slowlog-log-slower-than). Redis's wording for an out-of-range value.
+bool SetSignedInteger(std::string_view value, int64_t min, int64_t max, int64_t* out,
+                      std::string* error) {
+  int64_t parsed = 0;
+  auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), parsed);
+  if (value.empty() || end != value.data() + value.size() ||
+      (ec != std::errc() && ec != std::errc::result_out_of_range)) {
+    *error = "argument couldn't be parsed into an integer";
+    return false;
+  }
+  if (ec == std::errc::result_out_of_range || parsed < min || parsed > max) {
+    *error = "argument must be between " + std::to_string(min) + " and " +
+             std::to_string(max) + " inclusive";
+    return false;
+  }
+  *out = parsed;
+  return true;
 }
 
 bool SetBfErrorRate(ServerConfig* config, std::string_view value,
@@ -494,6 +518,29 @@ const std::vector<ConfigParam>& BuildTable() {
          return SetInteger(v, 0, kMaxTimeout, &c->timeout, e);
        },
        [](const C& c) { return std::to_string(c.timeout); }},
+      // Redis's three observability settings, with its ranges and defaults.
+      {"slowlog-log-slower-than",
+       "commands taking at least this many microseconds enter SLOWLOG; -1 = none, 0 = all",
+       /*runtime_settable=*/true, ConfigType::kInteger, "<-1-9223372036854775807>",
+       [](C* c, V v, S* e) {
+         return SetSignedInteger(v, -1, std::numeric_limits<int64_t>::max(),
+                                 &c->slowlog_log_slower_than, e);
+       },
+       [](const C& c) { return std::to_string(c.slowlog_log_slower_than); }},
+      {"slowlog-max-len", "entries SLOWLOG keeps; the oldest go first",
+       /*runtime_settable=*/true, ConfigType::kInteger, "<0-9223372036854775807>",
+       [](C* c, V v, S* e) {
+         return SetInteger(v, 0, std::numeric_limits<int64_t>::max(), &c->slowlog_max_len, e);
+       },
+       [](const C& c) { return std::to_string(c.slowlog_max_len); }},
+      {"latency-monitor-threshold",
+       "events taking at least this many milliseconds enter LATENCY; 0 = off",
+       /*runtime_settable=*/true, ConfigType::kInteger, "<0-9223372036854775807>",
+       [](C* c, V v, S* e) {
+         return SetInteger(v, 0, std::numeric_limits<int64_t>::max(),
+                           &c->latency_monitor_threshold, e);
+       },
+       [](const C& c) { return std::to_string(c.latency_monitor_threshold); }},
       {"bf-error-rate",
        "false-positive rate of filters created implicitly; above 0.25 is "
        "stored as 0.25",
@@ -645,6 +692,16 @@ const std::vector<ConfigParam>& BuildTable() {
 }  // namespace
 
 const std::vector<ConfigParam>& AllConfigParams() { return BuildTable(); }
+
+std::string_view LogLevelForSpdlog(std::string_view loglevel) {
+  // Redis's debug < verbose < notice < warning; spdlog has no level between
+  // debug and info, so verbose logs what debug does.
+  if (loglevel == "verbose") return "debug";
+  if (loglevel == "notice") return "info";
+  if (loglevel == "warning") return "warn";
+  if (loglevel == "nothing") return "off";
+  return loglevel;
+}
 
 const ConfigParam* FindConfigParam(std::string_view name) {
   // A linear scan of a few dozen rows: lookups happen at start-up and on CONFIG

@@ -68,7 +68,8 @@ const ConfigParam* FindConfigParam(std::string_view name);
 //   "argument must be a memory value" (+ " between A and B inclusive" when
 //       the setting has bounds)
 //   "argument must be a number between 0 and 1 exclusive"
-//   "invalid loglevel 'x': must be one of trace, debug, info, warn, error, critical, off"
+//   "invalid loglevel 'x': must be one of trace, debug, info, warn, error, critical, off,
+//       verbose, notice, warning, nothing"
 //   "unknown config parameter 'x'"
 // Every row may be set here, start-up-only ones included (the loader and the
 // command line use this too); refusing those at runtime is the server's job,
@@ -88,6 +89,10 @@ std::string GetConfigValue(const ServerConfig& config, std::string_view name);
 // spaces, an unknown unit) and for results that overflow 64 bits.
 std::optional<uint64_t> ParseMemoryValue(std::string_view text);
 
+// The spdlog level name for a `loglevel` value: spdlog's own names pass
+// through; Redis's verbose -> debug, notice -> info, warning -> warn,
+// nothing -> off.
+std::string_view LogLevelForSpdlog(std::string_view loglevel);
 // tls-protocols: a bit per protocol version a TLS listener accepts.
 enum TlsProtocol : unsigned {
   kTlsV1 = 1u << 0,

@@ -22,7 +22,8 @@ struct ServerConfig {
   uint16_t port = 6379;
   // I/O threads, one io_context each; 0 = one per core.
   uint32_t threads = 0;
-  // spdlog level name: trace|debug|info|warn|error|critical|off.
+  // spdlog level name: trace|debug|info|warn|error|critical|off, or Redis's
+  // debug|verbose|notice|warning|nothing (LogLevelForSpdlog maps them).
   std::string loglevel = "info";
   // Empty = stderr.
   std::string logfile;
@@ -47,6 +48,14 @@ struct ServerConfig {
   uint64_t client_output_buffer_limit = 64ull << 20;
   // Idle client timeout in seconds; 0 = never.
   uint32_t timeout = 0;
+  // SLOWLOG: commands taking at least this many microseconds are logged
+  // (-1 = none, 0 = every command), the newest slowlog_max_len kept.
+  // Redis's defaults: 10 ms and 128 entries.
+  int64_t slowlog_log_slower_than = 10000;
+  uint64_t slowlog_max_len = 128;
+  // LATENCY: events taking at least this many milliseconds are sampled;
+  // 0 = the monitor is off (Redis's default).
+  uint64_t latency_monitor_threshold = 0;
   // Defaults for BF.ADD/BF.INSERT on a missing key, named and bounded as in
   // Redis 8. "bf-error-rate" is in (0, 1) and a value above 0.25 is stored as
   // 0.25, as Redis 8 does.

@@ -2,7 +2,8 @@
 # Installs the Debian 12 packages Bloomgate needs, skipping what is already
 # there. Run as root. Usage: scripts/install-deps.sh [--test]
 #   (no flag)  what building and running the server needs
-#   --test     also what the test suite needs (GoogleTest, redis-cli, redis-py),
+#   --test     also what the test suite needs (GoogleTest, redis-cli, redis-py,
+#              prometheus-redis-exporter),
 #              its benchmark smoke run (Google Benchmark, a stock redis-server
 #              to compare against; see bench/README.md) and its fuzz run (clang
 #              with libFuzzer; see scripts/fuzz.sh)
@@ -18,7 +19,9 @@ if [[ "${1:-}" == "--test" ]]; then
              libbenchmark-dev redis-server
              # libFuzzer (libclang_rt.fuzzer) is in libclang-rt-14-dev, which
              # clang-14 only recommends: --no-install-recommends skips it.
-             clang libclang-rt-14-dev)
+             clang libclang-rt-14-dev
+             # tests/e2e/test_exporter.py scrapes us through Debian's exporter.
+             prometheus-redis-exporter)
 fi
 
 missing=()

@@ -28,7 +28,7 @@ namespace {
 void SetUpStartupLogging(const bloomgate::ServerConfig& config) {
   auto logger = spdlog::stderr_color_mt("bloomgate");
   spdlog::set_default_logger(logger);
-  spdlog::set_level(spdlog::level::from_str(config.loglevel));
+  spdlog::set_level(spdlog::level::from_str(std::string(bloomgate::LogLevelForSpdlog(config.loglevel))));
   spdlog::flush_on(spdlog::level::info);
 }
 
@@ -38,7 +38,7 @@ bool SetUpFileLogging(const bloomgate::ServerConfig& config, std::string* error)
   try {
     auto logger = std::make_shared<spdlog::logger>(
         "bloomgate", std::make_shared<spdlog::sinks::basic_file_sink_mt>(config.logfile));
-    logger->set_level(spdlog::level::from_str(config.loglevel));
+    logger->set_level(spdlog::level::from_str(std::string(bloomgate::LogLevelForSpdlog(config.loglevel))));
     logger->flush_on(spdlog::level::info);
     spdlog::drop("bloomgate");
     spdlog::set_default_logger(logger);

@@ -5,6 +5,7 @@
 
 #include "server/commands/arg_parser.h"
 #include "server/commands/command_context.h"
+#include "server/commands/command_dispatcher.h"
 #include "server/commands/errors.h"
 #include "server/commands/module_info.h"
 #include "server/context/auth_throttle.h"
@@ -242,6 +243,131 @@ void CmdClientList(CommandContext& ctx) {
   ctx.reply.Verbatim(text);
 }
 
+// CLIENT KILL ip:port (the old form: +OK or "No such client"), or
+// CLIENT KILL <filter value> ... with Redis's filters, ANDed: ID, TYPE
+// normal|master|replica|slave|pubsub, USER, ADDR, LADDR, SKIPME yes|no,
+// MAXAGE seconds; replies how many clients were killed. Every client here is
+// "normal" (no replication or pub/sub); USER is an ACL user's name, and an
+// unknown one is an error, as in Redis. The close goes through the same
+// per-client hook as ACL DELUSER's (ClientInfo::RequestClose).
+void CmdClientKill(CommandContext& ctx) {
+  const uint64_t self_id = ctx.client.info ? ctx.client.info->id : 0;
+  if (ctx.args.size() == 3) {
+    for (const auto& info : ctx.server.clients.Snapshot()) {
+      if (info->addr == ctx.args[2] && info->RequestClose()) {
+        ctx.reply.Ok();
+        return;
+      }
+    }
+    ctx.Fail(errors::kNoSuchClient);
+    return;
+  }
+  std::optional<uint64_t> id;
+  std::optional<std::string_view> addr, laddr;
+  std::optional<int64_t> max_age_s;
+  std::optional<std::string> user_filter;
+  bool skip_me = true, normal = true;
+  ArgParser parser(ctx.args, 2);
+  while (parser.HasNext() && !parser.failed()) {
+    if (parser.Accept("ID")) {
+      int64_t value = parser.NextInt64(errors::kSyntax, errors::kClientIdNotPositive);
+      if (!parser.failed() && value <= 0) parser.Fail(errors::kClientIdNotPositive);
+      id = static_cast<uint64_t>(value);
+    } else if (parser.Accept("TYPE")) {
+      std::string_view type = parser.Next(errors::kSyntax);
+      if (parser.failed()) break;
+      if (EqualsIgnoreCase(type, "normal")) {
+      } else if (EqualsIgnoreCase(type, "master") || EqualsIgnoreCase(type, "replica") ||
+                 EqualsIgnoreCase(type, "slave") || EqualsIgnoreCase(type, "pubsub")) {
+        normal = false;  // no such clients exist here
+      } else {
+        parser.Fail(errors::UnknownClientType(type));
+      }
+    } else if (parser.Accept("USER")) {
+      std::string_view user = parser.Next(errors::kSyntax);
+      if (parser.failed()) break;
+      if (ctx.server.acl.Find(user) == nullptr) {
+        parser.Fail(errors::NoSuchUser(user));
+      } else {
+        user_filter = std::string(user);
+      }
+    } else if (parser.Accept("ADDR")) {
+      addr = parser.Next(errors::kSyntax);
+    } else if (parser.Accept("LADDR")) {
+      laddr = parser.Next(errors::kSyntax);
+    } else if (parser.Accept("SKIPME")) {
+      std::string_view value = parser.Next(errors::kSyntax);
+      if (EqualsIgnoreCase(value, "yes")) {
+        skip_me = true;
+      } else if (EqualsIgnoreCase(value, "no")) {
+        skip_me = false;
+      } else {
+        parser.Fail(errors::kSyntax);
+      }
+    } else if (parser.Accept("MAXAGE")) {
+      max_age_s = parser.NextInt64(errors::kSyntax, errors::kNotInteger);
+    } else {
+      parser.Fail(errors::kSyntax);
+    }
+  }
+  if (parser.failed()) {
+    ctx.Fail(parser.error());
+    return;
+  }
+  int64_t killed = 0;
+  for (const auto& info : ctx.server.clients.Snapshot()) {
+    if (!normal) break;
+    if (id && info->id != *id) continue;
+    if (addr && info->addr != *addr) continue;
+    if (laddr && info->laddr != *laddr) continue;
+    if (user_filter && info->user() != *user_filter) continue;
+    if (skip_me && info->id == self_id) continue;
+    // MAXAGE n: clients older than n seconds, as Redis (>= since 7.4).
+    if (max_age_s && (ctx.now_ms - info->created_ms) / 1000 < *max_age_s) continue;
+    if (info->RequestClose()) ++killed;
+  }
+  ctx.reply.Integer(killed);
+}
+
+// CLIENT NO-EVICT on|off
+void CmdClientNoEvict(CommandContext& ctx) {
+  const bool on = EqualsIgnoreCase(ctx.args[2], "on");
+  if (!on && !EqualsIgnoreCase(ctx.args[2], "off")) {
+    ctx.Fail(errors::kSyntax);
+    return;
+  }
+  if (ctx.client.info) ctx.client.info->no_evict.store(on, std::memory_order_relaxed);
+  ctx.reply.Ok();
+}
+
+// RESET: the connection as if new: no transaction or watches, RESP2, no
+// name, no-evict off, and back to the default ACL user, authenticated only
+// if that user is on and has nopass (Redis's clientSetDefaultAuth).
+void CmdReset(CommandContext& ctx) {
+  // RESET needs no AUTH, so the ACL check did not run: a connection whose
+  // user was deleted must not come back as "default" before ACL DELUSER's
+  // close reaches it. It gets its reply and closes.
+  if (CurrentAclUser(ctx.server, ctx.client) == nullptr && ctx.client.user_deleted) {
+    ctx.client.close_after_reply = true;
+  }
+  ctx.client.ResetTransaction();
+  ctx.client.resp3 = false;
+  ctx.reply.set_resp3(false);
+  // Read before the user, so a change in between is seen at the next command.
+  ctx.client.acl_version = ctx.server.acl.version();
+  ctx.client.user = ctx.server.acl.Find("default");
+  ctx.client.user_deleted = false;
+  ctx.client.authenticated =
+      ctx.client.user != nullptr && ctx.client.user->enabled && ctx.client.user->nopass;
+  if (ctx.client.info) {
+    ctx.client.info->set_user("default");
+    ctx.client.info->set_name("");
+    ctx.client.info->resp.store(2, std::memory_order_relaxed);
+    ctx.client.info->no_evict.store(false, std::memory_order_relaxed);
+  }
+  ctx.reply.SimpleString("RESET");
+}
+
 void CmdClientInfo(CommandContext& ctx) {
   ctx.reply.Verbatim(ctx.client.info ? ctx.client.info->Describe(ctx.now_ms) + "\n" : "");
 }
@@ -269,12 +395,16 @@ std::vector<CommandSpec> ConnectionCommands() {
       {.name = "select", .arity = 2, .flags = kConn, .handler = CmdSelect,
        .summary = "Changes the selected database (only database 0 exists)",
        .group = "connection", .since = "1.0.0"},
-      {.name = "auth", .arity = -2, .flags = kConn | kCmdNoAuth,
+      {.name = "auth", .arity = -2, .flags = kConn | kCmdNoAuth | kCmdRedactArgs,
        .handler = CmdAuth, .summary = "Authenticates the connection", .group = "connection",
        .since = "1.0.0"},
-      {.name = "hello", .arity = -1, .max_args = 7, .flags = kConn | kCmdNoAuth,
+      {.name = "hello", .arity = -1, .max_args = 7, .flags = kConn | kCmdNoAuth | kCmdRedactArgs,
        .handler = CmdHello, .summary = "Handshakes with the server", .group = "connection",
        .since = "6.0.0"},
+      // RESET runs at once inside MULTI (it discards it), as in Redis.
+      {.name = "reset", .arity = 1, .flags = kConn | kCmdNoAuth | kCmdNoMulti,
+       .handler = CmdReset, .summary = "Resets the connection", .group = "connection",
+       .since = "6.2.0"},
       {.name = "client", .arity = -2, .summary = "A container for client connection commands",
        .group = "connection", .since = "2.4.0",
        .subcommands = {
@@ -288,6 +418,15 @@ std::vector<CommandSpec> ConnectionCommands() {
            sub("list", -2, 0, CmdClientList, "Lists open connections", "2.4.0"),
            sub("info", 2, 0, CmdClientInfo, "Returns information about the connection",
                "6.2.0"),
+           {.name = "kill", .arity = -3, .flags = kCmdAdmin | kCmdNoScript | kCmdLoading |
+                                                 kCmdStale,
+            .handler = CmdClientKill, .summary = "Terminates open connections",
+            .group = "connection", .since = "2.4.0"},
+           {.name = "no-evict", .arity = 3, .flags = kCmdAdmin | kCmdNoScript | kCmdLoading |
+                                                     kCmdStale,
+            .handler = CmdClientNoEvict,
+            .summary = "Set client eviction mode for the current connection",
+            .group = "connection", .since = "7.0.0"},
        }},
   };
 }

@@ -25,6 +25,8 @@ inline constexpr std::string_view kLogWriteFailed =
     "with a working data directory";
 inline constexpr std::string_view kNotInteger =
     "ERR value is not an integer or out of range";
+inline constexpr std::string_view kSlowlogCount =
+    "ERR count should be greater than or equal to -1";
 inline constexpr std::string_view kNotFloat = "ERR value is not a valid float";
 inline constexpr std::string_view kWrongType =
     "WRONGTYPE Operation against a key holding the wrong kind of value";
@@ -212,6 +214,13 @@ inline constexpr std::string_view kHelloNoAuth =
     "HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and "
     "select the RESP protocol version at the same time";
 inline constexpr std::string_view kInvalidClientId = "ERR Invalid client ID";
+inline constexpr std::string_view kNoSuchClient = "ERR No such client";
+inline constexpr std::string_view kObjectFreqNotTracked =
+    "ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note "
+    "that when switching between policies at runtime LRU and LFU data will take some time to "
+    "adjust.";
+inline constexpr std::string_view kClientIdNotPositive = "ERR client-id should be greater than 0";
+inline constexpr std::string_view kNoShutdownInProgress = "ERR No shutdown in progress.";
 inline constexpr std::string_view kInvalidCommandSpecified = "ERR Invalid command specified";
 inline constexpr std::string_view kGetKeysBadArity =
     "ERR Invalid number of arguments specified for command";
@@ -227,6 +236,9 @@ inline std::string UnrecognizedOption(std::string_view option) {
 inline std::string ClientLibInfoInvalid(bool lib_name) {
   return std::string("ERR ") + (lib_name ? "lib-name" : "lib-ver") +
          " cannot contain spaces, newlines or special characters.";
+}
+inline std::string NoSuchUser(std::string_view user) {
+  return "ERR No such user '" + std::string(user) + "'";
 }
 inline std::string UnknownClientType(std::string_view type) {
   return "ERR Unknown client type '" + std::string(type) + "'";

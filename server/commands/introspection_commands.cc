@@ -288,14 +288,19 @@ std::string ClientsSection(CommandContext& ctx) {
 
 std::string MemorySection(CommandContext& ctx) {
   uint64_t used = ctx.server.budget.used();
+  uint64_t peak = ctx.server.NoteMemoryPeak();
   uint64_t limit = ctx.server.budget.limit();
   uint64_t rss = ResidentBytes();
+  // used_memory counts filter bytes only (Redis counts every allocation), so
+  // the ratio is rss over the filters' bytes; 0 while no filter holds any.
+  double fragmentation = used == 0 ? 0.0 : static_cast<double>(rss) / static_cast<double>(used);
   return fmt::format(
       "# Memory\r\nused_memory:{}\r\nused_memory_human:{}\r\nused_memory_rss:{}\r\n"
-      "used_memory_rss_human:{}\r\nmaxmemory:{}\r\nmaxmemory_human:{}\r\n"
-      "maxmemory_policy:noeviction\r\nmax_filter_memory:{}\r\n",
-      used, HumanBytes(used), rss, HumanBytes(rss), limit, HumanBytes(limit),
-      ctx.server.filter_limits().max_filter_bytes);
+      "used_memory_rss_human:{}\r\nused_memory_peak:{}\r\nused_memory_peak_human:{}\r\n"
+      "maxmemory:{}\r\nmaxmemory_human:{}\r\n"
+      "maxmemory_policy:noeviction\r\nmem_fragmentation_ratio:{:.2f}\r\nmax_filter_memory:{}\r\n",
+      used, HumanBytes(used), rss, HumanBytes(rss), peak, HumanBytes(peak), limit,
+      HumanBytes(limit), fragmentation, ctx.server.filter_limits().max_filter_bytes);
 }
 
 std::string PersistenceSection(CommandContext& ctx) {
@@ -314,7 +319,9 @@ std::string StatsSection(CommandContext& ctx) {
       "total_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\n"
       "expired_keys:{}\r\nevicted_keys:0\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\n"
       "total_error_replies:{}\r\nacl_access_denied_auth:{}\r\nacl_access_denied_cmd:{}\r\n"
-      "acl_access_denied_key:{}\r\nauth_throttled_attempts:{}\r\n",
+      "acl_access_denied_key:{}\r\nauth_throttled_attempts:{}\r\n"
+      "instantaneous_ops_per_sec:{:.0f}\r\ninstantaneous_input_kbps:{:.2f}\r\n"
+      "instantaneous_output_kbps:{:.2f}\r\n",
       stats.Sum(&WorkerCounters::connections_received),
       stats.Sum(&WorkerCounters::commands_processed),
       stats.Sum(&WorkerCounters::net_input_bytes), stats.Sum(&WorkerCounters::net_output_bytes),
@@ -322,7 +329,10 @@ std::string StatsSection(CommandContext& ctx) {
       ctx.server.keyspace.expired_keys(), stats.Sum(&WorkerCounters::keyspace_hits),
       stats.Sum(&WorkerCounters::keyspace_misses), stats.Sum(&WorkerCounters::error_replies),
       ctx.server.auth_throttle.failures(), stats.Sum(&WorkerCounters::acl_denied_commands),
-      stats.Sum(&WorkerCounters::acl_denied_keys), ctx.server.auth_throttle.refused());
+      stats.Sum(&WorkerCounters::acl_denied_keys), ctx.server.auth_throttle.refused(),
+      ctx.server.instantaneous.PerSecond(InstantaneousMetrics::kOps),
+      ctx.server.instantaneous.PerSecond(InstantaneousMetrics::kNetInput) / 1024,
+      ctx.server.instantaneous.PerSecond(InstantaneousMetrics::kNetOutput) / 1024);
 }
 
 std::string ReplicationSection(CommandContext&) {
@@ -351,19 +361,23 @@ std::string CommandStatsSection(CommandContext& ctx) {
   std::string text = "# Commandstats\r\n";
   const ServerStats& stats = ctx.server.stats;
   for (const CommandSpec* spec : ctx.server.commands.all()) {
-    uint64_t calls = 0, usec = 0, failed = 0, rejected = 0;
-    for (size_t i = 0; i < stats.slots(); ++i) {
-      const CommandCounters& counters = stats.slot(i).commands[spec->id];
-      calls += counters.calls.load(std::memory_order_relaxed);
-      usec += counters.usec.load(std::memory_order_relaxed);
-      failed += counters.failed_calls.load(std::memory_order_relaxed);
-      rejected += counters.rejected_calls.load(std::memory_order_relaxed);
-    }
+    const ServerStats::CommandTotals totals = stats.Command(spec->id);
+    const uint64_t calls = totals.calls, usec = totals.usec, failed = totals.failed_calls,
+                   rejected = totals.rejected_calls;
     if (calls == 0 && rejected == 0) continue;
     text += fmt::format(
         "cmdstat_{}:calls={},usec={},usec_per_call={:.2f},rejected_calls={},failed_calls={}\r\n",
         spec->full_name, calls, usec, calls == 0 ? 0.0 : static_cast<double>(usec) / calls,
         rejected, failed);
+  }
+  return text;
+}
+
+// errorstat_<code>:count=N per error code replied (context/error_stats.h).
+std::string ErrorStatsSection(CommandContext& ctx) {
+  std::string text = "# Errorstats\r\n";
+  for (const auto& [code, count] : ctx.server.error_stats.Counts()) {
+    text += fmt::format("errorstat_{}:count={}\r\n", code, count);
   }
   return text;
 }
@@ -390,7 +404,8 @@ constexpr InfoSection kInfoSections[] = {
     {"stats", StatsSection, true},            {"replication", ReplicationSection, true},
     {"cpu", CpuSection, true},                {"modules", ModulesSection, true},
     {"cluster", ClusterSection, true},
-    {"commandstats", CommandStatsSection, false}, {"keyspace", KeyspaceSection, true},
+    {"commandstats", CommandStatsSection, false}, {"errorstats", ErrorStatsSection, true},
+    {"keyspace", KeyspaceSection, true},
     {"filterhealth", [](CommandContext& ctx) { return FilterHealthSection(ctx.server); }, false},
 };
 

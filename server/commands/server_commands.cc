@@ -28,7 +28,11 @@ void CmdConfigGet(CommandContext& ctx) {
   for (const ConfigParam& param : AllConfigParams()) {
     for (std::string_view pattern : ctx.args.subspan(2)) {
       if (GlobMatch(pattern, param.name, /*nocase=*/true)) {
-        matches.emplace_back(param.name, GetConfigValue(config, param.name));
+        // maxmemory 0 means "derived at start-up": show the limit in force,
+        // the figure INFO's maxmemory reports, so the two always agree.
+        matches.emplace_back(param.name, param.name == "maxmemory"
+                                             ? std::to_string(ctx.server.budget.limit())
+                                             : GetConfigValue(config, param.name));
         break;
       }
     }
@@ -58,13 +62,26 @@ void CmdConfigSet(CommandContext& ctx) {
     return;
   }
   ctx.server.ApplyConfig(updated);
-  spdlog::set_level(spdlog::level::from_str(updated.loglevel));
+  spdlog::set_level(spdlog::level::from_str(std::string(LogLevelForSpdlog(updated.loglevel))));
   ctx.reply.Ok();
 }
 
-// SHUTDOWN [NOSAVE | SAVE] [NOW] [FORCE]: stops the server gracefully. As in
+// CONFIG RESETSTAT: INFO's counters start again from zero (see
+// ServerContext::ResetStats for which).
+void CmdConfigResetStat(CommandContext& ctx) {
+  ctx.server.ResetStats();
+  ctx.reply.Ok();
+}
+
+// SHUTDOWN [NOSAVE | SAVE] [NOW] [FORCE] [ABORT]: stops the server gracefully. As in
 // Redis, a successful SHUTDOWN sends no reply: the connection just closes.
 void CmdShutdown(CommandContext& ctx) {
+  if (ctx.args.size() >= 2 && EqualsIgnoreCase(ctx.args.back(), "ABORT")) {
+    // Redis aborts a shutdown that waits for replicas (shutdown-timeout);
+    // ours never waits, so there is never one to abort. ABORT stands alone.
+    ctx.Fail(ctx.args.size() == 2 ? errors::kNoShutdownInProgress : errors::kSyntax);
+    return;
+  }
   for (std::string_view option : ctx.args.subspan(1)) {
     if (!EqualsIgnoreCase(option, "NOSAVE") && !EqualsIgnoreCase(option, "SAVE") &&
         !EqualsIgnoreCase(option, "NOW") && !EqualsIgnoreCase(option, "FORCE")) {
@@ -114,16 +131,38 @@ void StartBackgroundSave(CommandContext& ctx, std::string_view started) {
   ctx.reply.SimpleString(started);
 }
 
+// BGSAVE SCHEDULE and BGREWRITEAOF during a running save: scheduled, as
+// in Redis; a plain BGSAVE then is refused ("already in progress").
+void StartOrScheduleSave(CommandContext& ctx, std::string_view started,
+                         std::string_view scheduled_text) {
+  if (ctx.client.in_exec) {
+    ctx.Fail(errors::kSaveInsideExec);
+    return;
+  }
+  bool scheduled = false;
+  Status status = ctx.server.durability->StartOrScheduleBackgroundSave(&scheduled);
+  if (!status.ok()) {
+    ctx.FailWithErrPrefix(status.message());
+    return;
+  }
+  ctx.reply.SimpleString(scheduled ? scheduled_text : started);
+}
+
 void CmdBgSave(CommandContext& ctx) {
-  if (ctx.args.size() == 2 && !EqualsIgnoreCase(ctx.args[1], "SCHEDULE")) {
-    ctx.Fail(errors::kSyntax);
+  if (ctx.args.size() == 2) {
+    if (!EqualsIgnoreCase(ctx.args[1], "SCHEDULE")) {
+      ctx.Fail(errors::kSyntax);
+      return;
+    }
+    StartOrScheduleSave(ctx, "Background saving started", "Background saving scheduled");
     return;
   }
   StartBackgroundSave(ctx, "Background saving started");
 }
 
 void CmdBgRewriteAof(CommandContext& ctx) {
-  StartBackgroundSave(ctx, "Background append only file rewriting started");
+  StartOrScheduleSave(ctx, "Background append only file rewriting started",
+                      "Background append only file rewriting scheduled");
 }
 
 void CmdLastSave(CommandContext& ctx) {
@@ -147,6 +186,8 @@ std::vector<CommandSpec> ServerCommands() {
            {.name = "set", .arity = -4, .flags = kAdmin, .handler = CmdConfigSet,
             .summary = "Sets configuration parameters in-flight", .group = "server",
             .since = "2.0.0"},
+           {.name = "resetstat", .arity = 2, .flags = kAdmin, .handler = CmdConfigResetStat,
+            .summary = "Resets the server's statistics", .group = "server", .since = "2.0.0"},
        }},
       {.name = "save", .arity = 1, .flags = kCmdAdmin | kCmdNoScript, .handler = CmdSave,
        .summary = "Synchronously saves the database(s) to disk", .group = "server",

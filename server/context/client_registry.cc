@@ -46,14 +46,16 @@ void ClientInfo::set_close_hook(std::function<void()> hook) {
   close_hook_ = std::move(hook);
 }
 
-void ClientInfo::RequestClose() const {
+bool ClientInfo::RequestClose() {
   std::function<void()> hook;
   {
     std::lock_guard lock(mutex_);
-    hook = close_hook_;
+    hook.swap(close_hook_);
   }
+  if (!hook) return false;
   // Called outside the lock: the hook only posts to the connection's loop.
-  if (hook) hook();
+  hook();
+  return true;
 }
 
 std::string ClientInfo::Describe(int64_t now_ms) const {
@@ -61,14 +63,18 @@ std::string ClientInfo::Describe(int64_t now_ms) const {
   int64_t last = last_interaction_ms.load(std::memory_order_relaxed);
   bool multi = in_multi.load(std::memory_order_relaxed);
   uint64_t omem = output_bytes.load(std::memory_order_relaxed);
+  std::string flags;
+  if (multi) flags += 'x';
+  if (no_evict.load(std::memory_order_relaxed)) flags += 'e';
+  if (flags.empty()) flags += 'N';
   std::lock_guard lock(mutex_);
   return fmt::format(
       "id={} addr={} laddr={} fd=-1 name={} age={} idle={} flags={} db=0 sub=0 psub=0 "
       "ssub=0 multi={} qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 "
       "omem={} tot-mem={} events=r cmd={} user={} redir=-1 resp={} lib-name={} lib-ver={}",
       id, addr, laddr, name_, (now_ms - created_ms) / 1000, (now_ms - last) / 1000,
-      multi ? "x" : "N", multi ? 0 : -1, omem, omem, cmd == nullptr ? "NULL" : cmd->full_name,
-      user_, resp.load(std::memory_order_relaxed), lib_name_, lib_ver_);
+      flags, multi ? 0 : -1, omem, omem, cmd == nullptr ? "NULL" : cmd->full_name, user_,
+      resp.load(std::memory_order_relaxed), lib_name_, lib_ver_);
 }
 
 std::shared_ptr<ClientInfo> ClientRegistry::Register(std::string addr, std::string laddr,

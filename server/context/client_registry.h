@@ -30,6 +30,10 @@ struct ClientInfo {
   // Reply bytes built or on the wire and not yet taken by the socket (CLIENT
   // LIST omem): at most client-output-buffer-limit plus one reply.
   std::atomic<uint64_t> output_bytes{0};
+  // CLIENT NO-EVICT: shown as flag 'e' in CLIENT LIST. Bloomgate never
+  // evicts clients (maxmemory-clients does not exist here), so it only
+  // records the client's wish.
+  std::atomic<bool> no_evict{false};
 
   std::string name() const;
   std::string lib_name() const;
@@ -41,11 +45,13 @@ struct ClientInfo {
   void set_lib_ver(std::string lib_ver);
   void set_user(std::string user);
 
-  // How another thread closes this connection (ACL DELUSER of its user):
-  // the connection installs a function that posts the close to its own
-  // event loop. RequestClose does nothing before that or after it closed.
+  // How another thread closes this connection (ACL DELUSER of its user,
+  // CLIENT KILL): the connection installs a function that posts the close
+  // to its own event loop. The hook runs at most once: RequestClose returns
+  // false before it is installed, once the client was already asked to
+  // close, or after it closed (the connection clears it).
   void set_close_hook(std::function<void()> hook);
-  void RequestClose() const;
+  bool RequestClose();
 
   // Redis's CLIENT LIST line for this client (without the newline).
   std::string Describe(int64_t now_ms) const;
@@ -54,7 +60,7 @@ struct ClientInfo {
   mutable std::mutex mutex_;
   std::string name_, lib_name_, lib_ver_;
   std::string user_ = "default";
-  std::function<void()> close_hook_;
+  std::function<void()> close_hook_;  // guarded by mutex_
 };
 
 class ClientRegistry {

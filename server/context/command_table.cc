@@ -28,8 +28,8 @@ bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
 }
 
 CommandTable::CommandTable() {
-  for (auto group : {ConnectionCommands, IntrospectionCommands, ServerCommands,
-                     KeyspaceCommands, TransactionCommands, AclCommands,
+  for (auto group : {ConnectionCommands, IntrospectionCommands, ServerCommands, OperatorCommands,
+                     KeyspaceCommands, KeyInspectionCommands, TransactionCommands, AclCommands,
                      HealthCommands}) {
     for (CommandSpec& spec : group()) commands_.push_back(std::move(spec));
   }

@@ -42,6 +42,9 @@ enum CommandFlag : uint32_t {
   // write runs beside it: BF.SCANDUMP copies a filter's header and bits,
   // which must be of one moment.
   kCmdExclusiveKeys = 1u << 12,
+  // Ours: the arguments carry a secret (AUTH's and HELLO's password), so
+  // SLOWLOG and MONITOR show them as "(redacted)", as Redis does.
+  kCmdRedactArgs = 1u << 13,
 };
 
 struct CommandSpec {
@@ -82,7 +85,9 @@ struct CommandSpec {
 std::vector<CommandSpec> ConnectionCommands();
 std::vector<CommandSpec> IntrospectionCommands();
 std::vector<CommandSpec> ServerCommands();
+std::vector<CommandSpec> OperatorCommands();
 std::vector<CommandSpec> KeyspaceCommands();
+std::vector<CommandSpec> KeyInspectionCommands();
 std::vector<CommandSpec> TransactionCommands();
 std::vector<CommandSpec> HealthCommands();  // BLOOMGATE.HEALTH
 std::vector<CommandSpec> AclCommands();

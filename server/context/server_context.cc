@@ -99,6 +99,10 @@ void ServerContext::ApplyConfig(const ServerConfig& current) {
   // Relaxed: a standalone limit; a connection picks it up on its next batch.
   client_output_buffer_limit_.store(current.client_output_buffer_limit,
                                     std::memory_order_relaxed);
+  slowlog_threshold_us_.store(current.slowlog_log_slower_than, std::memory_order_relaxed);
+  slowlog_max_len_.store(current.slowlog_max_len, std::memory_order_relaxed);
+  slow_log.Trim(current.slowlog_max_len);
+  latency_threshold_ms_.store(current.latency_monitor_threshold, std::memory_order_relaxed);
   if (durability != nullptr) durability->ApplyConfig(current);
 }
 

@@ -2,6 +2,7 @@
 // by all worker threads. One instance lives as long as the server.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -16,7 +17,11 @@
 #include "server/context/auth_throttle.h"
 #include "server/context/client_registry.h"
 #include "server/context/command_table.h"
+#include "server/context/error_stats.h"
+#include "server/context/instantaneous_metrics.h"
+#include "server/context/latency_monitor.h"
 #include "server/context/server_stats.h"
+#include "server/context/slow_log.h"
 #include "server/durability/durability.h"
 #include "server/durability/journal.h"
 #include "server/keyspace/chunk_staging.h"
@@ -62,6 +67,32 @@ class ServerContext {
   uint64_t client_output_buffer_limit() const {
     return client_output_buffer_limit_.load(std::memory_order_relaxed);
   }
+  // slowlog-log-slower-than (us, -1 = off) and latency-monitor-threshold
+  // (ms, 0 = off), read after every command.
+  int64_t slowlog_threshold_us() const {
+    return slowlog_threshold_us_.load(std::memory_order_relaxed);
+  }
+  uint64_t slowlog_max_len() const { return slowlog_max_len_.load(std::memory_order_relaxed); }
+  uint64_t latency_threshold_ms() const {
+    return latency_threshold_ms_.load(std::memory_order_relaxed);
+  }
+  // The largest used_memory seen: raised by the housekeeping tick (every
+  // 100 ms) and by every INFO, so a peak between ticks may be missed.
+  uint64_t NoteMemoryPeak() {
+    uint64_t used = budget.used();
+    uint64_t peak = used_memory_peak_.load(std::memory_order_relaxed);
+    while (used > peak &&
+           !used_memory_peak_.compare_exchange_weak(peak, used, std::memory_order_relaxed)) {
+    }
+    return std::max(used, peak);
+  }
+  // CONFIG RESETSTAT: the counters of INFO stats, commandstats, errorstats
+  // and LATENCY HISTOGRAM, and the memory peak, as Redis resets them.
+  void ResetStats() {
+    stats.Reset();
+    error_stats.Reset();
+    used_memory_peak_.store(budget.used(), std::memory_order_relaxed);
+  }
 
   RuntimeConfig config;
   MemoryBudget budget;
@@ -77,6 +108,11 @@ class ServerContext {
   ClientRegistry clients;
   // Failed AUTH attempts per source address (auth_throttle.h).
   AuthThrottle auth_throttle;
+  // SLOWLOG, LATENCY, INFO errorstats and the instantaneous rates.
+  SlowLog slow_log;
+  LatencyMonitor latency;
+  ErrorStats error_stats;
+  InstantaneousMetrics instantaneous;
   // LOADCHUNK sequences in progress, invisible until complete.
   ChunkStaging chunk_staging;
   // Every acknowledged write, for its subscribers (server/journal.h).
@@ -103,6 +139,10 @@ class ServerContext {
  private:
   std::atomic<uint64_t> max_filter_bytes_{0};
   std::atomic<uint64_t> client_output_buffer_limit_{0};
+  std::atomic<int64_t> slowlog_threshold_us_{0};
+  std::atomic<uint64_t> slowlog_max_len_{0};
+  std::atomic<uint64_t> latency_threshold_ms_{0};
+  std::atomic<uint64_t> used_memory_peak_{0};
 };
 
 }  // namespace bloomgate

@@ -351,6 +351,21 @@ Status Durability::Cut(std::unique_ptr<SaveJob>* out) {
   job->dir = config.dir;
   job->filename = config.dbfilename;
   job->log_base = config.appendfilename;
+  // How long writers wait for the cut: INFO's latest_fork_usec (our
+  // counterpart of Redis's fork time: the pause every client sees).
+  const auto cut_start = std::chrono::steady_clock::now();
+  struct CutTimer {
+    std::chrono::steady_clock::time_point start;
+    std::atomic<int64_t>* out;
+    ~CutTimer() {
+      out->store(std::chrono::duration_cast<std::chrono::microseconds>(
+                     std::chrono::steady_clock::now() - start)
+                     .count(),
+                 std::memory_order_relaxed);
+    }
+  };
+  // Declared before the lock guard, so it stops after the guard is released.
+  CutTimer cut_timer{cut_start, &last_cut_usec_};
   // No command runs while this is held: every write so far is in the
   // current log, every later one will be in the next.
   const auto requested = std::chrono::steady_clock::now();
@@ -550,11 +565,23 @@ Status Durability::StartBackgroundSave() {
   return Status::Ok();
 }
 
+Status Durability::StartOrScheduleBackgroundSave(bool* scheduled) {
+  *scheduled = false;
+  Status status = StartBackgroundSave();
+  if (status.ok() || !bgsave_in_progress_.load(std::memory_order_acquire)) return status;
+  // One is running: Tick starts another when it ends, as Redis schedules
+  // a BGREWRITEAOF that arrives during a BGSAVE.
+  save_scheduled_.store(true, std::memory_order_relaxed);
+  *scheduled = true;
+  return Status::Ok();
+}
+
 void Durability::Tick(int64_t now_ms) {
   if (bgsave_in_progress_.load(std::memory_order_acquire)) return;
   ServerConfig config = parts_.config->Get();
   bool want_log = config.appendonly;
   bool due = want_log != logging();  // appendonly was switched: a cut applies it
+  if (save_scheduled_.exchange(false, std::memory_order_relaxed)) due = true;
   uint64_t changes = changes_.load(std::memory_order_relaxed);
   int64_t since_save = now_ms - last_save_ms_.load(std::memory_order_relaxed);
   bool retry_ok = last_save_ok_.load(std::memory_order_relaxed) ||
@@ -665,9 +692,12 @@ std::string Durability::InfoFields() const {
     field("current_save_written_bytes", std::to_string(save.done_bytes));
     field("current_save_estimated_bytes", std::to_string(save.total_bytes));
   }
+  // Ours for Redis's fork time: the last snapshot cut's pause, in us.
+  field("latest_fork_usec", std::to_string(last_cut_usec_.load(std::memory_order_relaxed)));
   field("rdb_last_load_keys_loaded", std::to_string(keys_loaded_.load(std::memory_order_relaxed)));
   field("aof_enabled", logging() ? "1" : "0");
-  field("aof_rewrite_in_progress", "0");
+  field("aof_rewrite_in_progress", bgsave ? "1" : "0");
+  field("aof_rewrite_scheduled", save_scheduled_.load(std::memory_order_relaxed) ? "1" : "0");
   field("aof_last_write_status", write_error() ? "err" : "ok");
   // Ours: the same facts under plain names, and what Redis has no field for.
   field("last_bgsave_status", status);

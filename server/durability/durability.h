@@ -137,6 +137,9 @@ class Durability : public JournalSubscriber {
   // BGSAVE: a cut, then the snapshot written on a background thread. An
   // error if one is already running.
   Status StartBackgroundSave();
+  // BGREWRITEAOF / BGSAVE SCHEDULE: the same, but while one runs, another
+  // is scheduled to start when it ends (*scheduled) instead of refused.
+  Status StartOrScheduleBackgroundSave(bool* scheduled);
   // The schedule (save points) and log housekeeping; called every 100 ms.
   void Tick(int64_t now_ms);
   // Graceful stop: waits for a background save, takes a final snapshot
@@ -203,6 +206,8 @@ class Durability : public JournalSubscriber {
   std::atomic<int64_t> last_save_duration_ms_{-1};
   std::atomic<uint64_t> last_save_bytes_{0};
   std::atomic<uint64_t> saves_{0};
+  std::atomic<bool> save_scheduled_{false};
+  std::atomic<int64_t> last_cut_usec_{0};
   std::atomic<uint64_t> keys_loaded_{0};
   std::atomic<int64_t> load_duration_ms_{0};
   std::atomic<int64_t> last_cut_wait_us_{-1};   // the last cut waiting for the global lock

@@ -70,6 +70,8 @@ class StreamConnection final : public Connection {
         manager_(manager),
         reply_(&out_) {
     client_.worker_index = worker_index;
+    // Protocol errors are counted in INFO errorstats too.
+    reply_.set_error_observer(&server_.error_stats);
   }
 
   void Start() override;
@@ -158,7 +160,9 @@ void StreamConnection<Stream>::Start() {
   client_.acl_version = server_.acl.version();
   client_.user = server_.acl.Find("default");
   client_.authenticated = client_.user->enabled && client_.user->nopass;
-  // ACL DELUSER on another thread closes this connection through its loop.
+  // ACL DELUSER and CLIENT KILL on another thread close this connection
+  // through its loop. A kill of the client running CLIENT KILL closes it
+  // after its reply.
   std::weak_ptr<Connection> weak = weak_from_this();
   auto executor = socket().get_executor();
   client_.info->set_close_hook([weak, executor] {
@@ -243,6 +247,13 @@ void StreamConnection<Stream>::OnHandshake(const boost::system::error_code& ec) 
 
 template <typename Stream>
 void StreamConnection<Stream>::Kill() {
+  if (closed_) return;
+  if (write_in_flight_ || awaiting_log_ || parked_) {
+    // Replies of the batch already run are sent first; then it closes. A
+    // parked command never runs: ProcessInput stops at close_after_reply.
+    client_.close_after_reply = true;
+    return;
+  }
   Close();
 }
 
@@ -479,7 +490,10 @@ void StreamConnection<Stream>::Close() {
   boost::system::error_code ignored;
   socket().shutdown(tcp::socket::shutdown_both, ignored);
   socket().close(ignored);
-  if (client_.info) server_.clients.Unregister(client_.info->id);
+  if (client_.info) {
+    client_.info->set_close_hook(nullptr);  // a later CLIENT KILL finds it gone
+    server_.clients.Unregister(client_.info->id);
+  }
   manager_.Remove(shared_from_this());
 }
 

@@ -38,8 +38,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // closes when its replies are out, one still in its TLS handshake closes
   // at once.
   virtual void Stop() = 0;
-  // Closes at once, unanswered commands and unsent replies dropped (ACL
-  // DELUSER of the connection's user). On the connection's own thread.
+  // ACL DELUSER of the connection's user and CLIENT KILL, both through
+  // ClientInfo::RequestClose; on the connection's own thread. No further
+  // command runs; replies of commands that already ran and are being
+  // written or wait for the log go out first, then it closes.
   virtual void Kill() = 0;
   virtual int64_t last_activity_ms() const = 0;
   // Called by the manager once this connection's log records are durable

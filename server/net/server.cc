@@ -185,6 +185,12 @@ void Server::ScheduleHousekeeping() {
       context_.durability->Tick(now);
     }
     context_.chunk_staging.DropIdle(now);
+    // The 100 ms tick is Redis's sampling period for the instantaneous rates.
+    context_.instantaneous.Sample(
+        now, {context_.stats.Sum(&WorkerCounters::commands_processed),
+              context_.stats.Sum(&WorkerCounters::net_input_bytes),
+              context_.stats.Sum(&WorkerCounters::net_output_bytes)});
+    context_.NoteMemoryPeak();
     int64_t timeout_ms = static_cast<int64_t>(context_.config.Get().timeout) * 1000;
     if (timeout_ms > 0) {
       for (size_t i = 0; i < pool_.size(); ++i) {

@@ -28,6 +28,7 @@ void ReplyBuilder::SimpleString(std::string_view text) {
 
 void ReplyBuilder::Error(std::string_view text) {
   ++errors_written_;
+  if (error_observer_ != nullptr) error_observer_->OnErrorReply(text);
   out_->push_back('-');
   for (char c : text) out_->push_back(c == '\r' || c == '\n' ? ' ' : c);
   out_->append("\r\n", 2);

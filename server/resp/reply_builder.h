@@ -13,6 +13,16 @@
 
 namespace bloomgate {
 
+// Told of every error reply a builder writes (INFO errorstats counts them by
+// code); `line` is the error's text without the '-'.
+class ReplyErrorObserver {
+ public:
+  virtual void OnErrorReply(std::string_view line) = 0;
+
+ protected:
+  ~ReplyErrorObserver() = default;
+};
+
 class ReplyBuilder {
  public:
   explicit ReplyBuilder(std::string* out) : out_(out) {}
@@ -23,6 +33,7 @@ class ReplyBuilder {
   // How many error replies this builder has written (INFO's
   // total_error_replies).
   uint64_t errors_written() const { return errors_written_; }
+  void set_error_observer(ReplyErrorObserver* observer) { error_observer_ = observer; }
 
   void SimpleString(std::string_view text);
   void Ok() { SimpleString("OK"); }
@@ -50,6 +61,7 @@ class ReplyBuilder {
   std::string* out_;
   bool resp3_ = false;
   uint64_t errors_written_ = 0;
+  ReplyErrorObserver* error_observer_ = nullptr;
 };
 
 }  // namespace bloomgate

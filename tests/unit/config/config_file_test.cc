@@ -202,7 +202,8 @@ TEST_F(ConfigFile, BadMemoryRatioAndLevelValuesAreNamed) {
   ExpectRefusedWithoutChange("loglevel: loud\n");
   EXPECT_EQ(error_, "config file " + path_ +
                         ": key 'loglevel': invalid loglevel 'loud': must be "
-                        "one of trace, debug, info, warn, error, critical, off");
+                        "one of trace, debug, info, warn, error, critical, off, verbose, "
+                        "notice, warning, nothing");
 }
 
 TEST_F(ConfigFile, MemoryValuesTakeRedisUnits) {

@@ -69,7 +69,8 @@ TEST(ConfigParams, TableHasOneRowPerSettingWithRedisStyleNames) {
                        "requirepass", "protected-mode", "maxclients", "maxmemory",
                        "max-filter-memory", "proto-max-bulk-len",
                        "client-output-buffer-limit", "timeout",
-                       "bf-error-rate", "bf-initial-size",
+                       "slowlog-log-slower-than", "slowlog-max-len",
+                       "latency-monitor-threshold", "bf-error-rate", "bf-initial-size",
                        "bf-expansion-factor", "cbf-counter-bits",
                        "cf-bucket-size", "cf-initial-size", "cf-max-iterations",
                        "cf-expansion-factor", "cf-max-expansions", "dir", "dbfilename",
@@ -167,6 +168,9 @@ TEST(SetConfigValue, EachKeySetsItsField) {
       {"proto-max-bulk-len", "2mb", "2097152"},
       {"client-output-buffer-limit", "1mb", "1048576"},
       {"timeout", "300", "300"},
+      {"slowlog-log-slower-than", "-1", "-1"},
+      {"slowlog-max-len", "1000", "1000"},
+      {"latency-monitor-threshold", "5", "5"},
       {"bf-error-rate", "0.001", "0.001"},
       {"bf-initial-size", "1000", "1000"},
       {"bf-expansion-factor", "4", "4"},
@@ -367,12 +371,32 @@ TEST(SetConfigValue, BfErrorRateAboveAQuarterIsStoredAsAQuarterLikeRedis8) {
 }
 
 TEST(SetConfigValue, LoglevelRefusesUnknownLevelListingTheAllowedOnes) {
-  ExpectRejected("loglevel", "verbose",
-                 "invalid loglevel 'verbose': must be one of trace, debug, "
-                 "info, warn, error, critical, off");
+  ExpectRejected("loglevel", "loud",
+                 "invalid loglevel 'loud': must be one of trace, debug, "
+                 "info, warn, error, critical, off, verbose, notice, warning, nothing");
   ExpectRejected("loglevel", "",
                  "invalid loglevel '': must be one of trace, debug, info, "
-                 "warn, error, critical, off");
+                 "warn, error, critical, off, verbose, notice, warning, nothing");
+}
+
+TEST(SetConfigValue, LoglevelTakesRedisNamesAndMapsThemOntoSpdlogs) {
+  EXPECT_EQ(SetOnDefaults("loglevel", "NOTICE").loglevel, "notice");
+  EXPECT_EQ(LogLevelForSpdlog("debug"), "debug");
+  EXPECT_EQ(LogLevelForSpdlog("verbose"), "debug");
+  EXPECT_EQ(LogLevelForSpdlog("notice"), "info");
+  EXPECT_EQ(LogLevelForSpdlog("warning"), "warn");
+  EXPECT_EQ(LogLevelForSpdlog("nothing"), "off");
+  EXPECT_EQ(LogLevelForSpdlog("error"), "error");
+}
+
+TEST(SetConfigValue, SlowlogThresholdTakesMinusOneAndRefusesLess) {
+  EXPECT_EQ(SetOnDefaults("slowlog-log-slower-than", "-1").slowlog_log_slower_than, -1);
+  EXPECT_EQ(SetOnDefaults("slowlog-log-slower-than", "0").slowlog_log_slower_than, 0);
+  ExpectRejected("slowlog-log-slower-than", "-2",
+                 "argument must be between -1 and 9223372036854775807 inclusive");
+  ExpectRejected("slowlog-log-slower-than", "1x", "argument couldn't be parsed into an integer");
+  EXPECT_EQ(SetOnDefaults("latency-monitor-threshold", "100").latency_monitor_threshold, 100u);
+  EXPECT_EQ(SetOnDefaults("slowlog-max-len", "0").slowlog_max_len, 0u);
 }
 
 TEST(SetConfigValue, LoglevelIgnoresCaseAndIsStoredLowercase) {

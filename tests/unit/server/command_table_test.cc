@@ -149,9 +149,10 @@ TEST(CommandTable, OnlyTheTransactionVerbsRunImmediatelyInsideMulti) {
   for (const CommandSpec* spec : EveryRow()) {
     if (spec->flags & kCmdNoMulti) no_multi.insert(spec->full_name);
   }
-  // As in Redis (processCommand): EXEC, DISCARD, MULTI, WATCH and QUIT run
-  // at once; everything else, UNWATCH included, is queued.
-  EXPECT_EQ(no_multi, (std::set<std::string>{"discard", "exec", "multi", "quit", "watch"}));
+  // As in Redis (processCommand): EXEC, DISCARD, MULTI, WATCH, QUIT and
+  // RESET run at once; everything else, UNWATCH included, is queued.
+  EXPECT_EQ(no_multi,
+            (std::set<std::string>{"discard", "exec", "multi", "quit", "reset", "watch"}));
 }
 
 TEST(CommandTable, EveryRowIsDocumented) {
