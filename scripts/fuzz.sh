@@ -35,10 +35,7 @@ done
 all_targets=(resp_parser_fuzz snapshot_fuzz append_log_fuzz dump_chunk_fuzz commands_fuzz)
 (( ${#targets[@]} > 0 )) || targets=("${all_targets[@]}")
 
-# -O1 with line tables, as the sanitizer builds in scripts/test.sh: enough for
-# readable reports at a fraction of -O2 -g's build time.
-cmake -S . -B "$build_dir" -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Debug \
-  -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" -DBLOOMGATE_FUZZ=ON >/dev/null
+bash scripts/clang_tree.sh "$build_dir"
 if ! cmake --build "$build_dir" --parallel "$(nproc)" --target bloomgate_fuzz fuzz_make_seeds \
     >"$build_dir/build.log" 2>&1; then
   grep -E -A5 "error|FAILED" "$build_dir/build.log" | head -n 60

@@ -6,7 +6,7 @@
 #   3. the unit tests under ThreadSanitizer, and the e2e tests that race
 #      writers, saves and kill -9 against a ThreadSanitizer server;
 #   4. the unit tests (RESP parser included) under AddressSanitizer and
-#      UndefinedBehaviorSanitizer;
+#      UndefinedBehaviorSanitizer, built with clang in the fuzz tree;
 #   5. every libFuzzer target (tests/fuzz/, clang) for 20 s, two at a time.
 # End-to-end tests start their own server on a free loopback port.
 set -euo pipefail
@@ -20,20 +20,29 @@ unit_tests=(filters_test persistence_test server_test config_test)
 # that silently ran nothing (a build dir configured without tests, e.g. by
 # scripts/run.sh's BUILD_TESTING=OFF) must not pass.
 run_ctest() { ctest --no-tests=error --output-on-failure --parallel "$jobs" --timeout 600 "$@"; }
+# Each stage's wall time, so a slow stage shows in CI's log (budget: 20 min).
+stage_start=$SECONDS
+stage_done() {
+  echo "-- stage took $(( SECONDS - stage_start )) s"
+  stage_start=$SECONDS
+}
 
 echo "== The quick start's run command: the server starts on its default config and stops"
 bash scripts/quickstart_check.sh
+stage_done
 
 echo "== Release build: unit and end-to-end tests"
 bash scripts/build.sh build -DBUILD_TESTING=ON
 run_ctest --test-dir build
+stage_done
 
 echo "== Benchmark smoke runs (output in build/bench-smoke)"
 BUILD_DIR=build bash bench/run.sh --smoke
 /usr/bin/python3 bench/durability_bench.py --smoke --bin build/server/bloomgate \
   --out build/bench-smoke/durability.md | tail -n 1
+stage_done
 
-# Sanitizer builds compile only the unit tests, at -O1 with line tables
+# The TSan build compiles the unit tests and the server, at -O1 with line tables
 # (-g1): enough for readable reports at a fraction of -O2 -g's build time.
 sanitized_build() {
   local dir=$1 sanitizers=$2
@@ -52,12 +61,19 @@ run_ctest --test-dir build-tsan -E '^e2e\.|^layering$'
 BLOOMGATE_SOAK_SECONDS=20 run_ctest --test-dir build-tsan \
   -R '^e2e\.(test_soak|test_durability|test_output_limit|test_keyspace)$'
 unset TSAN_OPTIONS
+stage_done
 
-echo "== AddressSanitizer + UBSan: unit tests"
-sanitized_build build-asan address,undefined
+# One clang tree with ASan + UBSan serves the unit tests and the libFuzzer
+# targets: its libraries are compiled once for both (scripts/clang_tree.sh).
+echo "== AddressSanitizer + UBSan (clang): unit tests"
+bash scripts/clang_tree.sh build-fuzz
+cmake --build build-fuzz --parallel "$jobs" --target "${unit_tests[@]}"
 ASAN_OPTIONS="detect_leaks=1" UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1" \
-  run_ctest --test-dir build-asan -E '^e2e\.|^layering$'
+  run_ctest --test-dir build-fuzz -E '^e2e\.|^layering$'
+stage_done
 
-# Its own clang tree (build-fuzz); one line per target, the log on failure.
+# One line per target, the log on failure.
 echo "== libFuzzer targets, 20 s each (scripts/fuzz.sh)"
 bash scripts/fuzz.sh --time 20 --jobs 2
+stage_done
+echo "== All stages passed in $(( SECONDS / 60 )) min $(( SECONDS % 60 )) s"
