@@ -217,6 +217,13 @@ Status Durability::ReplayLogs(FileSystem& reader, uint64_t first_generation,
     status = ReadAppendLog(
         reader, path, /*allow_torn_tail=*/newest,
         apply, &result);
+    if (!status.ok() && !newest) {
+      // Redis's aof-load-truncated covers only the last file too.
+      return Status::Error(status.message() + "; this log is not the newest (generation " +
+                           std::to_string(live[i + 1]) +
+                           " follows), so it was closed whole and this is damage, not a torn "
+                           "write: start-up stops and leaves the files as they are");
+    }
     if (!status.ok()) return status;
     if (result.torn_tail) {
       spdlog::warn("{}: the final record was torn (a crash during its write); cutting the file "
