@@ -125,7 +125,11 @@ BloomAddResult AddBloomItems(KeyEntry& entry, std::span<const std::string_view> 
     result.added.push_back(added);
     changed |= added;
   }
-  if (changed) entry.MarkModified();
+  if (changed) {
+    entry.MarkModified();
+  } else if (!result.added.empty()) {
+    entry.MarkTouched();  // every item was present: WATCH still sees the write
+  }
   return result;
 }
 

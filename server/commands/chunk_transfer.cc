@@ -102,7 +102,11 @@ void ScanDump(CommandContext& ctx, const ChunkCommandTexts& texts) {
                 kDumpChunkPayloadBytes, DumpStateTag(*entry));
   ctx.reply.ArrayHeader(2);
   ctx.reply.Integer(static_cast<int64_t>(next));
-  ctx.reply.Bulk(chunk);
+  if (next == 0 && texts.end_is_null) {
+    ctx.reply.Null();
+  } else {
+    ctx.reply.Bulk(chunk);
+  }
 }
 
 // LOADCHUNK key iterator data

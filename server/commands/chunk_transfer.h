@@ -32,6 +32,9 @@ struct ChunkCommandTexts {
   std::string_view bad_iterator_scandump;  // SCANDUMP's iterator is not a number
   std::string_view bad_iterator_loadchunk;
   std::string_view bad_data;               // a chunk is refused
+  // The dump's end is [0, nil] (RedisBloom's CF.SCANDUMP replies a null),
+  // else [0, ""] (BF.SCANDUMP's empty buffer).
+  bool end_is_null = false;
 };
 
 void ScanDump(CommandContext& ctx, const ChunkCommandTexts& texts);

@@ -171,7 +171,9 @@ CommandOutcome RunCommand(ServerContext& server, ClientState& client, const Comm
   auto start = std::chrono::steady_clock::now();
   // Set first, so CLIENT INFO / LIST describe the command being run.
   if (client.info) client.info->last_command.store(&spec, std::memory_order_relaxed);
-  const int64_t now_ms = client.journal.replaying ? client.replay_time_ms : NowMs();
+  const int64_t now_ms = client.journal.replaying ? client.replay_time_ms
+                         : client.in_exec         ? client.exec_time_ms
+                                                  : NowMs();
   CommandContext ctx{args, spec, reply, client, server, now_ms};
   ctx.keys = keys;
   spec.handler(ctx);

@@ -77,7 +77,11 @@ std::vector<bool> DeleteCountingItems(KeyEntry& entry, std::span<const std::stri
     removed.push_back(filter.Remove(filter.Hash(item)));
     changed |= removed.back();
   }
-  if (changed) entry.MarkModified();
+  if (changed) {
+    entry.MarkModified();
+  } else {
+    entry.MarkTouched();  // nothing to delete: WATCH still sees the write
+  }
   return removed;
 }
 

@@ -294,7 +294,8 @@ void CmdInfo(CommandContext& ctx) {
 
 constexpr ChunkCommandTexts kChunkTexts = {FilterKind::kCuckoo, errors::kCfInvalidPosition,
                                            errors::kCfInvalidPosition,
-                                           errors::kCfCouldNotLoadChunk};
+                                           errors::kCfCouldNotLoadChunk,
+                                           /*end_is_null=*/true};
 
 // CF.SCANDUMP key iterator / CF.LOADCHUNK key iterator data
 void CmdScanDump(CommandContext& ctx) { ScanDump(ctx, kChunkTexts); }

@@ -139,7 +139,11 @@ CuckooStatus AddCuckooItem(KeyEntry& entry, std::string_view item, bool only_if_
     *added = false;
     return CuckooAddStatus(status);
   }
-  if (*added) entry.MarkModified();
+  if (*added) {
+    entry.MarkModified();
+  } else {
+    entry.MarkTouched();  // CF.ADDNX of a present item: WATCH still sees the write
+  }
   return CuckooStatus::kOk;
 }
 
@@ -173,7 +177,11 @@ CuckooInsertResult InsertCuckooItems(KeyEntry& entry, std::span<const std::strin
 
 bool DeleteCuckooItem(KeyEntry& entry, std::string_view item) {
   const bool removed = entry.get<CuckooFilter>()->Remove(entry.get<CuckooFilter>()->Hash(item));
-  if (removed) entry.MarkModified();
+  if (removed) {
+    entry.MarkModified();
+  } else {
+    entry.MarkTouched();  // nothing to delete: WATCH still sees the write
+  }
   return removed;
 }
 

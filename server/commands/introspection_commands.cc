@@ -62,9 +62,12 @@ void ReplyCommandInfo(ReplyBuilder& reply, const CommandSpec& spec) {
   reply.SetHeader(categories.size());
   for (std::string_view category : categories) reply.SimpleString(category);
   reply.SetHeader(0);  // tips
-  // Key specs: one "index + range" spec describing first/last/step.
+  // Key specs: one "index + range" spec describing first/last/step. Redis 7
+  // replies a set of them, and a set for no subcommands but an array of
+  // them (addReplyCommandKeySpecs, addReplyCommandSubCommands): in RESP3
+  // the types differ ("~" against "*"), in RESP2 both are arrays.
   if (spec.first_key > 0) {
-    reply.ArrayHeader(1);
+    reply.SetHeader(1);
     reply.MapHeader(3);
     reply.Bulk("flags");
     reply.SetHeader(1);
@@ -90,7 +93,11 @@ void ReplyCommandInfo(ReplyBuilder& reply, const CommandSpec& spec) {
     reply.Bulk("limit");
     reply.Integer(0);
   } else {
-    reply.ArrayHeader(0);
+    reply.SetHeader(0);
+  }
+  if (spec.subcommands.empty()) {
+    reply.SetHeader(0);
+    return;
   }
   reply.ArrayHeader(spec.subcommands.size());
   for (const CommandSpec& sub : spec.subcommands) ReplyCommandInfo(reply, sub);

@@ -41,7 +41,7 @@ bool WatchedKeysUnchanged(CommandContext& ctx) {
   for (const WatchedKey& watched : ctx.client.watched) {
     EntryPtr now = ctx.server.keyspace.Find(KeyRef{watched.key, watched.hash}, ctx.now_ms);
     if ((now == nullptr ? 0 : now->id()) != watched.entry_id) return false;
-    if (now != nullptr && now->version() != watched.version) return false;
+    if (now != nullptr && now->watch_version() != watched.version) return false;
   }
   return true;
 }
@@ -84,6 +84,7 @@ void CmdExec(CommandContext& ctx) {
   }
   ctx.reply.ArrayHeader(queued.size());
   client.in_exec = true;
+  client.exec_time_ms = ctx.now_ms;  // the moment the WATCHed keys were judged at
   for (size_t i = 0; i < queued.size(); ++i) {
     // ACL rules may have changed since the command was queued: Redis checks
     // again here and refuses that command alone; the others still run.
@@ -117,7 +118,7 @@ void CmdWatch(CommandContext& ctx) {
     watched.key = std::string(key);
     watched.hash = ref.hash;
     watched.entry_id = entry == nullptr ? 0 : entry->id();
-    watched.version = entry == nullptr ? 0 : entry->version();
+    watched.version = entry == nullptr ? 0 : entry->watch_version();
     ctx.client.watched.push_back(std::move(watched));
   }
   ctx.reply.Ok();

@@ -62,6 +62,10 @@ struct ClientState {
   // EXEC is running this client's queued commands, holding their key locks:
   // a command that needs every lock (SAVE) must refuse instead of waiting.
   bool in_exec = false;
+  // The moment the running EXEC's commands all run at: as in Redis (call()
+  // caches the time once for nested calls), a key whose deadline falls
+  // during the transaction is alive for all of it or for none of it.
+  int64_t exec_time_ms = 0;
   // The command just dispatched waits for a snapshot's copy of this entry
   // (CommandOutcome::kParked): the connection runs it again once made.
   EntryPtr parked_on;

@@ -217,6 +217,13 @@ Status Durability::ReplayLogs(FileSystem& reader, uint64_t first_generation,
     status = ReadAppendLog(
         reader, path, /*allow_torn_tail=*/newest,
         apply, &result);
+    if (!status.ok() && !newest) {
+      // Redis's aof-load-truncated covers only the last file too.
+      return Status::Error(status.message() + "; this log is not the newest (generation " +
+                           std::to_string(live[i + 1]) +
+                           " follows), so it was closed whole and this is damage, not a torn "
+                           "write: start-up stops and leaves the files as they are");
+    }
     if (!status.ok()) return status;
     if (result.torn_tail) {
       spdlog::warn("{}: the final record was torn (a crash during its write); cutting the file "
@@ -537,22 +544,37 @@ Status Durability::Save() {
 }
 
 Status Durability::StartBackgroundSave() {
-  std::lock_guard lock(save_mutex_);
-  if (bgsave_in_progress_.load(std::memory_order_acquire)) {
+  bool busy = false;
+  return TryStartBackgroundSave(&busy);
+}
+
+Status Durability::TryStartBackgroundSave(bool* busy) {
+  *busy = false;
+  // Never waits: a SAVE holds save_mutex_ for its whole write, and the
+  // callers (BGSAVE, the tick) run on an event loop, whose other clients
+  // would wait with them. Redis cannot see a save request during SAVE (SAVE
+  // blocks its one thread); the nearest answer is the one it gives while
+  // its child saves.
+  std::unique_lock lock(save_mutex_, std::try_to_lock);
+  if (!lock.owns_lock() || bgsave_in_progress_.load(std::memory_order_acquire)) {
+    *busy = true;
     return Status::Error("ERR Background save already in progress");
   }
   if (background_.joinable()) background_.join();
+  // In progress from before the cut: the cut switches the log (aof_enabled)
+  // and INFO must not show that switch without the save that completes it.
+  bgsave_in_progress_.store(true, std::memory_order_release);
+  bgsave_started_ms_.store(NowMs(), std::memory_order_relaxed);
   std::unique_ptr<SaveJob> job;
   Status status = Cut(&job);
   if (!status.ok()) {
+    bgsave_in_progress_.store(false, std::memory_order_release);
     last_save_ok_.store(false, std::memory_order_relaxed);
     last_save_attempt_ms_.store(NowMs(), std::memory_order_relaxed);
     spdlog::error("background save failed: {}", status.message());
     return status;
   }
   job->background = true;
-  bgsave_in_progress_.store(true, std::memory_order_release);
-  bgsave_started_ms_.store(NowMs(), std::memory_order_relaxed);
   background_ = std::thread([this, job = std::move(job)]() mutable {
     // Below the event loops: on a machine with as many cores as loops the
     // saver otherwise takes CPU from them, and the snapshot is never urgent
@@ -567,8 +589,9 @@ Status Durability::StartBackgroundSave() {
 
 Status Durability::StartOrScheduleBackgroundSave(bool* scheduled) {
   *scheduled = false;
-  Status status = StartBackgroundSave();
-  if (status.ok() || !bgsave_in_progress_.load(std::memory_order_acquire)) return status;
+  bool busy = false;
+  Status status = TryStartBackgroundSave(&busy);
+  if (!busy) return status;
   // One is running: Tick starts another when it ends, as Redis schedules
   // a BGREWRITEAOF that arrives during a BGSAVE.
   save_scheduled_.store(true, std::memory_order_relaxed);
@@ -581,7 +604,8 @@ void Durability::Tick(int64_t now_ms) {
   ServerConfig config = parts_.config->Get();
   bool want_log = config.appendonly;
   bool due = want_log != logging();  // appendonly was switched: a cut applies it
-  if (save_scheduled_.exchange(false, std::memory_order_relaxed)) due = true;
+  const bool scheduled = save_scheduled_.exchange(false, std::memory_order_relaxed);
+  if (scheduled) due = true;
   uint64_t changes = changes_.load(std::memory_order_relaxed);
   int64_t since_save = now_ms - last_save_ms_.load(std::memory_order_relaxed);
   bool retry_ok = last_save_ok_.load(std::memory_order_relaxed) ||
@@ -602,7 +626,12 @@ void Durability::Tick(int64_t now_ms) {
     uint64_t log_bytes = log == nullptr ? 0 : log->written_bytes();
     due = log_bytes > std::max(kLogRewriteMinBytes, last_save_bytes_.load());
   }
-  if (due) (void)StartBackgroundSave();
+  if (!due) return;
+  bool busy = false;
+  (void)TryStartBackgroundSave(&busy);
+  // A SAVE is writing: the save points are judged again at the next tick,
+  // against the changes left after it; a scheduled save keeps its place.
+  if (busy && scheduled) save_scheduled_.store(true, std::memory_order_relaxed);
 }
 
 void Durability::ApplyConfig(const ServerConfig& config) {
@@ -649,6 +678,10 @@ std::string Durability::InfoFields() const {
     out += "\r\n";
   };
   int64_t now = NowMs();
+  // The log switch before the save flag: a cut sets the flag first, then
+  // switches the log, so whoever sees the switch sees the save running (or
+  // already ended), never "switched and no save".
+  const bool aof_enabled = logging();
   bool bgsave = bgsave_in_progress_.load(std::memory_order_acquire);
   std::shared_ptr<AppendLogWriter> log;
   std::string log_error;
@@ -695,7 +728,7 @@ std::string Durability::InfoFields() const {
   // Ours for Redis's fork time: the last snapshot cut's pause, in us.
   field("latest_fork_usec", std::to_string(last_cut_usec_.load(std::memory_order_relaxed)));
   field("rdb_last_load_keys_loaded", std::to_string(keys_loaded_.load(std::memory_order_relaxed)));
-  field("aof_enabled", logging() ? "1" : "0");
+  field("aof_enabled", aof_enabled ? "1" : "0");
   field("aof_rewrite_in_progress", bgsave ? "1" : "0");
   field("aof_rewrite_scheduled", save_scheduled_.load(std::memory_order_relaxed) ? "1" : "0");
   field("aof_last_write_status", write_error() ? "err" : "ok");

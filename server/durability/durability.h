@@ -140,6 +140,8 @@ class Durability : public JournalSubscriber {
   // BGREWRITEAOF / BGSAVE SCHEDULE: the same, but while one runs, another
   // is scheduled to start when it ends (*scheduled) instead of refused.
   Status StartOrScheduleBackgroundSave(bool* scheduled);
+  // BGSAVE and the schedule never wait for a SAVE being written: while any
+  // save runs they are refused ("already in progress") or scheduled.
   // The schedule (save points) and log housekeeping; called every 100 ms.
   void Tick(int64_t now_ms);
   // Graceful stop: waits for a background save, takes a final snapshot
@@ -167,6 +169,8 @@ class Durability : public JournalSubscriber {
   Status OpenLog(uint64_t generation);
   // Takes the cut: rotates the log and captures the keyspace into a job.
   Status Cut(std::unique_ptr<SaveJob>* job);
+  // Starts a background save, or sets *busy (and fails) if a save runs.
+  Status TryStartBackgroundSave(bool* busy);
   // Writes a job's snapshot and, on success, deletes the logs it replaces.
   Status WriteJob(SaveJob& job);
   void SyncLoop();

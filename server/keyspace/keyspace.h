@@ -110,9 +110,21 @@ class KeyEntry {
     return snapshot_refused_.load(std::memory_order_acquire);
   }
 
-  // Bumped by every write that changes the entry; WATCH compares it.
+  // Bumped by every write that changes the entry; SCANDUMP's state tag
+  // (server/commands/chunk_transfer.cc) compares it.
   uint64_t version() const { return version_.load(std::memory_order_acquire); }
   void MarkModified() { version_.fetch_add(1, std::memory_order_acq_rel); }
+  // A write command reached the entry and changed nothing (BF.ADD of an item
+  // already present, CF.DEL of a missing one). Redis signals every key a
+  // write command opens (RedisBloom opens them REDISMODULE_WRITE), so WATCH
+  // must see it; a dump in progress is still whole, so version() does not
+  // move.
+  void MarkTouched() { touches_.fetch_add(1, std::memory_order_acq_rel); }
+  // What WATCH compares: it moves with every write command that reaches the
+  // entry (both counters only grow, so their sum moves when either does).
+  uint64_t watch_version() const {
+    return version() + touches_.load(std::memory_order_acquire);
+  }
 
  private:
   friend class Keyspace;
@@ -126,6 +138,7 @@ class KeyEntry {
   const uint64_t id_;
   std::atomic<int64_t> expire_at_ms_{0};
   std::atomic<uint64_t> version_{0};
+  std::atomic<uint64_t> touches_{0};  // see MarkTouched
   // Set (release) at a cut, cleared (release) once the copy is made; read
   // with acquire so a writer that sees it cleared also sees the copy done.
   std::atomic<bool> snapshot_armed_{false};

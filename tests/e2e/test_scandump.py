@@ -69,7 +69,9 @@ class ScanDumpTestCase(ServerTestCase):
             self.assertNotIsInstance(reply, RespError)
             it, data = reply
             if it == 0:
-                self.assertEqual(data, b"", "the end marker carries no data")
+                # RedisBloom ends a cuckoo dump with a null, the others with "".
+                self.assertEqual(data, None if family.prefix == "CF" else b"",
+                                 "the end marker carries no data")
                 return chunks
             chunks.append((it, data))
         self.fail(f"{family.cmd('SCANDUMP')} {key} did not end within {MAX_CHUNKS} chunks")
