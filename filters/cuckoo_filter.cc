@@ -10,6 +10,7 @@
 
 #include "filters/hash_seed.h"
 #include "filters/memory_reservation.h"
+#include "filters/murmur_hash64a.h"
 
 namespace bloomgate {
 namespace {
@@ -47,7 +48,8 @@ FilterStatus CuckooFilter::Create(const CuckooFilterOptions& options, const Filt
       options.max_iterations < 1 || options.max_iterations > kMaxCuckooIterations ||
       options.expansion > kMaxCuckooExpansion || options.max_expansions < 1 ||
       options.max_expansions > kMaxCuckooMaxExpansions ||
-      options.capacity < 2 * uint64_t{options.bucket_size}) {
+      options.capacity < 2 * uint64_t{options.bucket_size} ||
+      (options.scheme == CuckooScheme::kRedisBloom && options.hash_seed.value_or(0) != 0)) {
     return FilterStatus::kInvalidOptions;
   }
   // RedisBloom: numBuckets = getNextN2(capacity / bucketSize), >= 2 here.
@@ -70,8 +72,9 @@ FilterStatus CuckooFilter::Create(const CuckooFilterOptions& options, const Filt
   if (budget != nullptr && !budget->TryReserve(object_bytes)) return FilterStatus::kOutOfMemory;
   PendingReservation reservation(budget, object_bytes);
   std::unique_ptr<CuckooFilter> filter(new (std::nothrow) CuckooFilter(
-      options, expansion, base_buckets, SeedOrNew(options.hash_seed), limits, budget,
-      /*bytes=*/object_bytes));
+      options, expansion, base_buckets,
+      options.scheme == CuckooScheme::kRedisBloom ? 0 : SeedOrNew(options.hash_seed), limits,
+      budget, /*bytes=*/object_bytes));
   if (filter == nullptr) return FilterStatus::kOutOfMemory;
   reservation.Keep();  // the filter's destructor releases memory_bytes_ from here on
   // No other thread can see the filter yet; the lock is for form (and TSan).
@@ -106,7 +109,9 @@ FilterStatus CuckooFilter::Restore(const CuckooFilterShape& shape, const FilterL
       shape.base_buckets < 2 || shape.base_buckets > kMaxCuckooBuckets ||
       !std::has_single_bit(shape.base_buckets) || shape.num_filters < 1 ||
       shape.num_filters > shape.max_expansions ||
-      (shape.expansion == 0 && shape.num_filters != 1)) {
+      (shape.expansion == 0 && shape.num_filters != 1) ||
+      (shape.scheme != CuckooScheme::kNative && shape.scheme != CuckooScheme::kRedisBloom) ||
+      (shape.scheme == CuckooScheme::kRedisBloom && shape.hash_seed != 0)) {
     return FilterStatus::kInvalidOptions;
   }
   // What Create + Grow would hold with this many sub-filters and no spare
@@ -127,6 +132,7 @@ FilterStatus CuckooFilter::Restore(const CuckooFilterShape& shape, const FilterL
   options.bucket_size = shape.bucket_size;
   options.max_iterations = shape.max_iterations;
   options.max_expansions = shape.max_expansions;
+  options.scheme = shape.scheme;
   // memory_bytes_ = total from the start: the destructor releases exactly
   // what was reserved even if an allocation below fails.
   std::unique_ptr<CuckooFilter> filter(new (std::nothrow) CuckooFilter(
@@ -165,9 +171,20 @@ CuckooFilter::CuckooFilter(const CuckooFilterOptions& options, uint32_t expansio
       expansion_(expansion),
       max_expansions_(options.max_expansions),
       hash_seed_(hash_seed),
+      scheme_(options.scheme),
       limits_(limits),
       budget_(budget),
       memory_bytes_(bytes) {}
+
+KeyHash CuckooFilter::Hash(std::string_view item) const {
+  if (scheme_ == CuckooScheme::kRedisBloom) {
+    // One 64-bit hash serves as fp source (lo) and i1 (hi), as in
+    // RedisBloom's getLookupParams.
+    const uint64_t h = MurmurHash64A(item, /*seed=*/0);
+    return KeyHash{h, h};
+  }
+  return HashKey(item, hash_seed_);
+}
 
 CuckooFilter::~CuckooFilter() {
   if (budget_ != nullptr) budget_->Release(memory_bytes_);
@@ -213,14 +230,14 @@ FilterStatus CuckooFilter::Grow() {
 
 uint8_t* CuckooFilter::FreeSlot(const SubFilter& sub, uint8_t fp, uint64_t index) const {
   if (uint8_t* slot = FindInBucket(Bucket(sub, index), bucket_size_, 0)) return slot;
-  return FindInBucket(Bucket(sub, AltIndex(index, fp)), bucket_size_, 0);
+  return FindInBucket(Bucket(sub, Alt(index, fp)), bucket_size_, 0);
 }
 
 bool CuckooFilter::Contains(uint8_t fp, uint64_t i1) const {
   for (uint32_t k = num_filters_; k-- > 0;) {
     const SubFilter& sub = filters_[k];
     if (FindInBucket(Bucket(sub, i1), bucket_size_, fp) != nullptr ||
-        FindInBucket(Bucket(sub, AltIndex(i1, fp)), bucket_size_, fp) != nullptr) {
+        FindInBucket(Bucket(sub, Alt(i1, fp)), bucket_size_, fp) != nullptr) {
       return true;
     }
   }
@@ -228,6 +245,9 @@ bool CuckooFilter::Contains(uint8_t fp, uint64_t i1) const {
 }
 
 uint32_t CuckooFilter::VictimSlot(uint64_t seed, uint32_t kick) const {
+  // RedisBloom's Filter_KOInsert starts at slot 0 and steps one slot per
+  // kick (victimIx = (victimIx + 1) % bucketSize); its undo steps back.
+  if (scheme_ == CuckooScheme::kRedisBloom) return kick % bucket_size_;
   // splitmix64's finaliser over (seed, kick), then fastrange to the bucket.
   // (A plain multiply is not enough: seed + kick * odd constant changes the
   // top bit almost every step, which is round-robin again.)
@@ -248,7 +268,7 @@ bool CuckooFilter::KickInsert(SubFilter& sub, uint8_t fp, uint64_t i1, uint32_t 
     // Put the carried fingerprint in the victim slot and carry the evicted
     // one to ITS other bucket.
     std::swap(sub.slots[bucket * bucket_size_ + VictimSlot(i1, kick)], carried);
-    bucket = AltIndex(bucket, carried) & mask;
+    bucket = Alt(bucket, carried) & mask;
     if (uint8_t* slot = FindInBucket(sub.slots.get() + bucket * bucket_size_, bucket_size_, 0)) {
       *slot = carried;
       *kicks_made = kick + 1;
@@ -260,7 +280,7 @@ bool CuckooFilter::KickInsert(SubFilter& sub, uint8_t fp, uint64_t i1, uint32_t 
   // recomputed), so the sub-filter ends byte for byte as it began and
   // `carried` is fp again.
   for (uint32_t kick = max_kicks; kick-- > 0;) {
-    bucket = AltIndex(bucket, carried) & mask;
+    bucket = Alt(bucket, carried) & mask;
     std::swap(sub.slots[bucket * bucket_size_ + VictimSlot(i1, kick)], carried);
   }
   return false;
@@ -324,9 +344,11 @@ uint64_t CuckooFilter::Count(const KeyHash& h) const {
   for (uint32_t k = 0; k < num_filters_; ++k) {
     const SubFilter& sub = filters_[k];
     const uint8_t* b1 = Bucket(sub, h.hi);
-    const uint8_t* b2 = Bucket(sub, AltIndex(h.hi, fp));
+    const uint8_t* b2 = Bucket(sub, Alt(h.hi, fp));
     total += CountInBucket(b1, bucket_size_, fp);
-    if (b2 != b1) total += CountInBucket(b2, bucket_size_, fp);
+    // RedisBloom's subFilterCount adds both buckets even when they are one
+    // (fp x 0x5bd1e995 = 0 mod n, possible below 256 buckets).
+    if (b2 != b1 || scheme_ == CuckooScheme::kRedisBloom) total += CountInBucket(b2, bucket_size_, fp);
   }
   return total;
 }
@@ -337,7 +359,7 @@ bool CuckooFilter::Remove(const KeyHash& h) {
   for (uint32_t k = num_filters_; k-- > 0;) {
     const SubFilter& sub = filters_[k];
     uint8_t* slot = FindInBucket(Bucket(sub, h.hi), bucket_size_, fp);
-    if (slot == nullptr) slot = FindInBucket(Bucket(sub, AltIndex(h.hi, fp)), bucket_size_, fp);
+    if (slot == nullptr) slot = FindInBucket(Bucket(sub, Alt(h.hi, fp)), bucket_size_, fp);
     if (slot == nullptr) continue;
     *slot = 0;
     --items_;
@@ -395,8 +417,16 @@ void CuckooFilter::CompactFrom(bool keep_going) {
 
 CuckooFilterInfo CuckooFilter::Info() const {
   std::shared_lock lock(mutex_);
+  uint64_t size = memory_bytes_;
+  if (scheme_ == CuckooScheme::kRedisBloom) {
+    // RedisBloom's CF.INFO Size: sizeof(CuckooFilter) 40 + sizeof(SubCF) 16
+    // per sub-filter + the slots (checked against its dumps: 1 sub-filter
+    // of 1024 slot bytes -> 1080; 3 of 1792 in all -> 1880).
+    size = 40 + 16 * uint64_t{num_filters_};
+    for (uint32_t k = 0; k < num_filters_; ++k) size += filters_[k].num_buckets * bucket_size_;
+  }
   return CuckooFilterInfo{
-      /*size=*/memory_bytes_,
+      /*size=*/size,
       /*num_buckets=*/base_buckets_,
       /*num_filters=*/num_filters_,
       /*items=*/items_,
@@ -467,6 +497,7 @@ CuckooFilterShape CuckooFilter::Shape() const {
   shape.items = items_;
   shape.deletes = deletes_;
   shape.hash_seed = hash_seed_;
+  shape.scheme = scheme_;
   return shape;
 }
 

@@ -14,6 +14,26 @@
 
 namespace bloomgate {
 
+// How a cuckoo filter hashes items and walks its slots. The slot layout is
+// the same in both (sub-filter k: n_0 x expansion^k buckets of bucket_size
+// one-byte fingerprints, 0 = empty, bucket b at byte b x bucket_size), so a
+// RedisBloom dump's bytes are our slots as they are.
+enum class CuckooScheme : uint8_t {
+  // Ours: XXH3-128 with the filter's random seed (issue 10), a 64-bit mixed
+  // alternate index, pseudo-random eviction victims.
+  kNative = 0,
+  // RedisBloom's (cuckoo.c, v2.4 and Redis 8 alike), for filters imported
+  // with CF.LOADCHUNK from its CF.SCANDUMP: h = MurmurHash64A(item, seed 0)
+  // for both KeyHash halves, fp = h % 255 + 1, i2 = i1 ^ (fp x 0x5bd1e995),
+  // victims evicted round-robin (slot 0, 1, .. from bucket i1), and CF.COUNT
+  // adds both buckets' matches even when i1 and i2 are the same bucket.
+  // Every answer is then exactly RedisBloom's. Seedless, as RedisBloom is:
+  // anyone can compute which items share a bucket, so such a filter lacks
+  // issue 10's hash-flooding protection (the kick budget still bounds the
+  // work of one command); the README says so.
+  kRedisBloom = 1,
+};
+
 struct CuckooFilterOptions {
   uint64_t capacity = 1024;      // cf-initial-size; >= 2 * bucket_size
   uint32_t bucket_size = 2;      // cf-bucket-size, BUCKETSIZE [1, 255]
@@ -25,11 +45,14 @@ struct CuckooFilterOptions {
   // The item hash's seed (key_hash.h); unset: Create draws a fresh one with
   // NewHashSeed(). Set only to rebuild a known filter (tests, golden files).
   std::optional<uint64_t> hash_seed;
+  // kRedisBloom only for tests: imported filters come from Restore.
+  CuckooScheme scheme = CuckooScheme::kNative;
 };
 
 // CF.INFO's eight fields, in RedisBloom's order, read under one lock.
 struct CuckooFilterInfo {
-  uint64_t size;            // "Size": memory_bytes()
+  uint64_t size;            // "Size": memory_bytes(); kRedisBloom: RedisBloom's figure,
+                            // 40 + 16 x num_filters + slot bytes (its struct sizes)
   uint64_t num_buckets;     // "Number of buckets": of the FIRST sub-filter
   uint64_t num_filters;     // "Number of filters"
   uint64_t items;           // "Number of items inserted": fingerprints stored now
@@ -60,10 +83,16 @@ struct CuckooFilterShape {
   uint64_t items = 0;           // occupied slots
   uint64_t deletes = 0;         // removes since the last compaction
   uint64_t hash_seed = 0;       // the item hash's seed; 0 = saved before seeds existed
+                                // (always 0 for kRedisBloom: it hashes unseeded)
+  CuckooScheme scheme = CuckooScheme::kNative;
 };
 
 // A cuckoo filter with RedisBloom's semantics (cuckoo.c; COMPAT.md 1.7), on
-// our 128-bit XXH3 KeyHash instead of MurmurHash64A:
+// our 128-bit XXH3 KeyHash instead of MurmurHash64A (CuckooScheme::kNative,
+// described here; kRedisBloom, for imported filters, is RedisBloom's exact
+// hashing and kick order: see CuckooScheme above -- one class rather than a
+// second family, because everything else, the layout, growth, deletes,
+// compaction, locking, codec and commands, is the same):
 //
 //   fingerprint fp = hash.lo % 255 + 1     8 bits, 1..255; 0 marks an empty slot
 //                                          (% by a constant compiles to a multiply)
@@ -226,7 +255,10 @@ class CuckooFilter {
   // The seed every item is hashed with (one for all sub-filters: an item's
   // i1 must be the same in each, or compaction could not move it down).
   uint64_t hash_seed() const { return hash_seed_; }
-  KeyHash Hash(std::string_view item) const { return HashKey(item, hash_seed_); }
+  CuckooScheme scheme() const { return scheme_; }
+  // The item's hash under this filter's scheme: XXH3-128 with hash_seed(),
+  // or for kRedisBloom MurmurHash64A(item, 0) in both halves.
+  KeyHash Hash(std::string_view item) const;
   // Cuckoo kicks made since this object was created or restored: the work
   // counter the kick-budget tests bound (not saved; not in CF.INFO).
   uint64_t kicks() const;
@@ -273,6 +305,13 @@ class CuckooFilter {
                uint64_t hash_seed, const FilterLimits& limits, MemoryBudget* budget,
                uint64_t bytes);
 
+  // The other candidate index under this filter's scheme (unmasked).
+  uint64_t Alt(uint64_t index, uint8_t fp) const {
+    // RedisBloom's getAltHash: index ^ (fp * 0x5bd1e995), in 64 bits.
+    return scheme_ == CuckooScheme::kRedisBloom ? index ^ (uint64_t{fp} * 0x5bd1e995ull)
+                                                : AltIndex(index, fp);
+  }
+
   // All below run with mutex_ held (shared for const, exclusive otherwise).
   uint8_t* Bucket(const SubFilter& sub, uint64_t index) const {
     return sub.slots.get() + (index & (sub.num_buckets - 1)) * bucket_size_;
@@ -295,6 +334,7 @@ class CuckooFilter {
   const uint32_t expansion_;  // a power of two, or 0 = non-scaling
   const uint32_t max_expansions_;
   const uint64_t hash_seed_;
+  const CuckooScheme scheme_;
   const FilterLimits limits_;
   MemoryBudget* const budget_;
 

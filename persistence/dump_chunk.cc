@@ -186,6 +186,7 @@ Status ChunkedFilterLoad::Start(std::string_view header_chunk, FilterKind expect
 Status ChunkedFilterLoad::Add(std::string_view payload_chunk, bool* other_dump) {
   if (other_dump != nullptr) *other_dump = false;
   if (loader_ == nullptr) return Status::Error("dump load already finished");
+  if (redisbloom_) return Status::Error("a Bloomgate chunk for a RedisBloom-format load");
   ChunkPrefix prefix;
   std::string_view body;
   if (Status s = OpenChunk(payload_chunk, &prefix, &body); !s.ok()) return s;

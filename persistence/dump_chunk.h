@@ -106,6 +106,16 @@ class ChunkedFilterLoad {
   // changed during the dump, or the chunk is from another one.
   Status Add(std::string_view payload_chunk, bool* other_dump = nullptr);
 
+  // A load of a RedisBloom CF.SCANDUMP (persistence/redisbloom_cuckoo_chunk.h):
+  // a 38-byte header starts it, AddRedisBloom stores each data chunk with
+  // the iterator LOADCHUNK was given. Add refuses our chunks for it, and
+  // AddRedisBloom refuses chunks for a load of ours.
+  static Status StartRedisBloomCuckoo(std::string_view header, uint32_t max_expansions,
+                                      const FilterLimits& limits, MemoryBudget* budget,
+                                      std::unique_ptr<ChunkedFilterLoad>* out);
+  Status AddRedisBloom(uint64_t iterator, std::string_view data);
+  bool redisbloom() const { return redisbloom_; }
+
   // True once every payload byte has arrived (at once for a 0-byte payload).
   bool complete() const { return loaded_bytes_ == payload_bytes_; }
 
@@ -125,6 +135,7 @@ class ChunkedFilterLoad {
   const uint64_t header_id_;
   const uint64_t payload_bytes_;
   uint64_t loaded_bytes_ = 0;  // payload [0, loaded_bytes_) has arrived
+  bool redisbloom_ = false;    // started by StartRedisBloomCuckoo
   std::unique_ptr<FilterLoader> loader_;
 };
 

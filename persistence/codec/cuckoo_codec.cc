@@ -1,7 +1,9 @@
 // The cuckoo filter's codec (FilterKind::kCuckoo = 3).
 //
 // HEADER BYTES, layout version 2 (version 1 differs only in its seed):
-// the common prefix (header_fields.h, 12 bytes, block_layout 2), then
+// the common prefix (header_fields.h, 12 bytes: block_layout 2, or for a
+// filter imported from RedisBloom hash_algorithm 2 with block_layout 5 and
+// seed 0: CuckooScheme::kRedisBloom), then
 //
 //   +12 u32 bucket_size      [1, 255]
 //   +16 u32 max_iterations   [1, 65535]
@@ -27,6 +29,7 @@
 #include <utility>
 
 #include "filters/cuckoo_filter.h"
+#include "persistence/codec/cuckoo_header.h"
 #include "persistence/codec/family_codec.h"
 #include "persistence/codec/header_fields.h"
 #include "persistence/codec/payload_segments.h"
@@ -42,7 +45,13 @@ Status DecodeCuckooHeader(std::string_view bytes, uint64_t payload_bytes,
                           CuckooFilterShape* out) {
   FieldReader r(bytes);
   CuckooFilterShape& shape = *out;
-  if (Status s = GetCommon(&r, kCuckooLayout, &shape.hash_seed); !s.ok()) return s;
+  bool redisbloom = false;
+  if (Status s = GetCommonOrRedisBloom(&r, kCuckooLayout, kRedisBloomCuckooLayout,
+                                       &shape.hash_seed, &redisbloom);
+      !s.ok()) {
+    return s;
+  }
+  shape.scheme = redisbloom ? CuckooScheme::kRedisBloom : CuckooScheme::kNative;
   r.U32("bucket_size", &shape.bucket_size);
   r.U32("max_iterations", &shape.max_iterations);
   r.U32("expansion", &shape.expansion);
@@ -170,25 +179,7 @@ class Codec final : public TypedCodec<CuckooFilter> {
 
  protected:
   FilterHeader DescribeTyped(const CuckooFilter& cuckoo) const override {
-    FilterHeader header;
-    ByteWriter w(&header.bytes);
-    const CuckooFilterShape shape = cuckoo.Shape();  // the one shared lock
-    header.kind = FilterKind::kCuckoo;
-    PutCommon(&w, kCuckooLayout, shape.hash_seed);
-    w.PutU32(shape.bucket_size);
-    w.PutU32(shape.max_iterations);
-    w.PutU32(shape.expansion);
-    w.PutU32(shape.max_expansions);
-    w.PutU64(shape.base_buckets);
-    w.PutU32(shape.num_filters);
-    w.PutU64(shape.items);
-    w.PutU64(shape.deletes);
-    for (uint32_t k = 0; k < shape.num_filters; ++k) {
-      const uint64_t buckets = CuckooFilter::SubFilterBuckets(shape.base_buckets, shape.expansion, k);
-      w.PutU64(buckets);
-      header.payload_bytes += buckets * shape.bucket_size;
-    }
-    return header;
+    return DescribeCuckooShape(cuckoo.Shape());  // the one shared lock
   }
 
   void CopyTyped(const CuckooFilter& f, const FilterHeader& header, uint64_t offset,
@@ -210,6 +201,32 @@ class Codec final : public TypedCodec<CuckooFilter> {
 
 }  // namespace
 }  // namespace codec
+
+FilterHeader DescribeCuckooShape(const CuckooFilterShape& shape) {
+  using namespace codec;
+  FilterHeader header;
+  ByteWriter w(&header.bytes);
+  header.kind = FilterKind::kCuckoo;
+  if (shape.scheme == CuckooScheme::kRedisBloom) {
+    PutCommon(&w, kRedisBloomCuckooLayout, /*hash_seed=*/0, kHashMurmur64A);
+  } else {
+    PutCommon(&w, kCuckooLayout, shape.hash_seed);
+  }
+  w.PutU32(shape.bucket_size);
+  w.PutU32(shape.max_iterations);
+  w.PutU32(shape.expansion);
+  w.PutU32(shape.max_expansions);
+  w.PutU64(shape.base_buckets);
+  w.PutU32(shape.num_filters);
+  w.PutU64(shape.items);
+  w.PutU64(shape.deletes);
+  for (uint32_t k = 0; k < shape.num_filters; ++k) {
+    const uint64_t buckets = CuckooFilter::SubFilterBuckets(shape.base_buckets, shape.expansion, k);
+    w.PutU64(buckets);
+    header.payload_bytes += buckets * shape.bucket_size;
+  }
+  return header;
+}
 
 const FamilyCodec& CuckooCodec() {
   static const codec::Codec instance;

@@ -61,14 +61,19 @@ void FieldReader::Note(const char* field, bool ok) {
 
 // ---- The common prefix ------------------------------------------------------
 
-void PutCommon(ByteWriter* w, uint8_t layout, uint64_t hash_seed) {
+void PutCommon(ByteWriter* w, uint8_t layout, uint64_t hash_seed, uint8_t hash_algorithm) {
   w->PutU16(kLayoutVersion);
-  w->PutU8(kHashXxh3_128);
+  w->PutU8(hash_algorithm);
   w->PutU64(hash_seed);
   w->PutU8(layout);
 }
 
-Status GetCommon(FieldReader* r, uint8_t expected_layout, uint64_t* hash_seed) {
+namespace {
+
+// GetCommon's work; redisbloom_layout 0 = the family has no RedisBloom form.
+Status ReadCommon(FieldReader* r, uint8_t expected_layout, uint8_t redisbloom_layout,
+                  uint64_t* hash_seed, bool* redisbloom) {
+  *redisbloom = false;
   uint16_t version = 0;
   uint8_t hash = 0;
   uint64_t seed = 0;
@@ -86,9 +91,27 @@ Status GetCommon(FieldReader* r, uint8_t expected_layout, uint64_t* hash_seed) {
   r->U64("hash_seed", &seed);
   r->U8("block_layout", &layout);
   if (r->failed()) return r->Truncated();
+  if (redisbloom_layout != 0 && version == kLayoutVersion && hash == kHashMurmur64A) {
+    // A filter imported from RedisBloom: its hash is unseeded and its
+    // layout is the family's RedisBloom one.
+    if (seed != 0) {
+      return Status::Error("hash_seed " + Num(seed) +
+                           " with hash_algorithm 2 = MurmurHash64A (RedisBloom's, seed 0)");
+    }
+    if (layout != redisbloom_layout) {
+      return Status::Error("block_layout " + Num(uint64_t{layout}) +
+                           " with hash_algorithm 2 (expected " +
+                           Num(uint64_t{redisbloom_layout}) + ")");
+    }
+    *hash_seed = 0;
+    *redisbloom = true;
+    return Status::Ok();
+  }
   if (hash != kHashXxh3_128) {
     return Status::Error("hash_algorithm " + Num(uint64_t{hash}) +
-                         " not supported (expected 1 = XXH3-128)");
+                         " not supported (expected 1 = XXH3-128" +
+                         (redisbloom_layout != 0 ? std::string(" or 2 = MurmurHash64A") : "") +
+                         ")");
   }
   if (version == kLegacyLayoutVersion && seed != kLegacyHashSeed) {
     return Status::Error("hash_seed " + Num(seed) +
@@ -101,6 +124,18 @@ Status GetCommon(FieldReader* r, uint8_t expected_layout, uint64_t* hash_seed) {
   }
   *hash_seed = seed;
   return Status::Ok();
+}
+
+}  // namespace
+
+Status GetCommon(FieldReader* r, uint8_t expected_layout, uint64_t* hash_seed) {
+  bool redisbloom = false;
+  return ReadCommon(r, expected_layout, /*redisbloom_layout=*/0, hash_seed, &redisbloom);
+}
+
+Status GetCommonOrRedisBloom(FieldReader* r, uint8_t expected_layout, uint8_t redisbloom_layout,
+                             uint64_t* hash_seed, bool* redisbloom) {
+  return ReadCommon(r, expected_layout, redisbloom_layout, hash_seed, redisbloom);
 }
 
 Status GetCommonUnseeded(FieldReader* r, uint8_t expected_layout) {

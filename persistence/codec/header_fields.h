@@ -9,6 +9,9 @@
 //
 //   +0  u16 layout_version   2 (written); 1 is still read
 //   +2  u8  hash_algorithm   1 = XXH3-128 of the item bytes (filters/key_hash.h)
+//                            2 = MurmurHash64A, seed 0 (filters/murmur_hash64a.h):
+//                                a cuckoo filter imported from RedisBloom, with
+//                                block_layout 5 and hash_seed 0 (cuckoo only)
 //   +3  u64 hash_seed        the filter's own seed: items are hashed with
 //                            XXH3_128bits_withSeed(item, hash_seed). Any
 //                            value in version 2 (a new filter draws a random
@@ -26,6 +29,13 @@
 //                                + r * hash.hi, width) (count_min_sketch.h)
 //                            4 = HeavyKeeper: buckets as count-min, fp = the
 //                                low 32 bits of hash.hi (top_k.h)
+//                            5 = RedisBloom cuckoo: h = MurmurHash64A(item, 0),
+//                                fp = h % 255 + 1, i1 = h, i2 = i1 ^ (fp x
+//                                0x5bd1e995), bucket = i % buckets, victims
+//                                round-robin (CuckooScheme::kRedisBloom)
+// Hash 2 / layout 5 came without a layout_version bump: no byte or field
+// meaning of an existing filter changed, and a build that predates them
+// refuses such a header by name (hash_algorithm 2 not supported).
 //
 // Nothing follows a family's last field: a header with trailing bytes is
 // refused. Versioning: any change to these bytes, or to what a field means,
@@ -50,11 +60,13 @@ namespace bloomgate::codec {
 inline constexpr uint16_t kLayoutVersion = 2;
 inline constexpr uint16_t kLegacyLayoutVersion = 1;  // seed always 0
 inline constexpr uint8_t kHashXxh3_128 = 1;
+inline constexpr uint8_t kHashMurmur64A = 2;  // RedisBloom's cuckoo hash, seed 0
 inline constexpr uint64_t kLegacyHashSeed = 0;
 inline constexpr uint8_t kBlockedBloomLayout = 1;
 inline constexpr uint8_t kCuckooLayout = 2;
 inline constexpr uint8_t kCountMinLayout = 3;
 inline constexpr uint8_t kHeavyKeeperLayout = 4;
+inline constexpr uint8_t kRedisBloomCuckooLayout = 5;
 inline constexpr size_t kCommonBytes = 12;
 
 // ---- Message pieces ---------------------------------------------------------
@@ -111,10 +123,16 @@ class FieldReader {
 
 // ---- The common prefix ------------------------------------------------------
 
-void PutCommon(ByteWriter* w, uint8_t layout, uint64_t hash_seed);
+void PutCommon(ByteWriter* w, uint8_t layout, uint64_t hash_seed,
+               uint8_t hash_algorithm = kHashXxh3_128);
 // Reads and checks the prefix; the version first, since a later version may
 // lay out everything after it differently. *hash_seed is the filter's seed.
 Status GetCommon(FieldReader* r, uint8_t expected_layout, uint64_t* hash_seed);
+// The same for a family that may also hold RedisBloom-hashed filters
+// (cuckoo): hash_algorithm 2 is accepted with block_layout
+// `redisbloom_layout` and seed 0, and *redisbloom says it was.
+Status GetCommonOrRedisBloom(FieldReader* r, uint8_t expected_layout, uint8_t redisbloom_layout,
+                             uint64_t* hash_seed, bool* redisbloom);
 // The same for a family that hashes unseeded (count-min sketch, top-k:
 // CMS.MERGE needs every sketch to hash alike): a non-zero seed is refused.
 Status GetCommonUnseeded(FieldReader* r, uint8_t expected_layout);

@@ -3,8 +3,10 @@
 #include <optional>
 
 #include "persistence/append_log.h"
+#include "persistence/redisbloom_cuckoo_chunk.h"
 #include "server/commands/arg_parser.h"
 #include "server/commands/command_context.h"
+#include "server/commands/cuckoo_ops.h"
 #include "server/commands/errors.h"
 
 namespace bloomgate {
@@ -74,6 +76,50 @@ void PublishOrStage(CommandContext& ctx, std::string_view key,
   ctx.reply.Ok();
 }
 
+// A cuckoo filter in RedisBloom's scheme, or null.
+const CuckooFilter* RedisBloomCuckoo(const KeyEntry& entry) {
+  const CuckooFilter* cuckoo = entry.get<CuckooFilter>();
+  return cuckoo != nullptr && cuckoo->scheme() == CuckooScheme::kRedisBloom ? cuckoo : nullptr;
+}
+
+// CF.SCANDUMP of an imported filter: RedisBloom's chunks again, so the
+// user can move it back (persistence/redisbloom_cuckoo_chunk.h).
+void ScanDumpRedisBloomCuckoo(CommandContext& ctx, const CuckooFilter& cuckoo, uint64_t iterator) {
+  uint64_t next = 0;
+  std::string chunk;
+  bool end = false;
+  NextRedisBloomCuckooChunk(cuckoo, iterator, &next, &chunk, &end);
+  ctx.reply.ArrayHeader(2);
+  ctx.reply.Integer(static_cast<int64_t>(next));
+  if (end) {
+    ctx.reply.Null();  // RedisBloom's end: [0, nil]
+  } else {
+    ctx.reply.Bulk(chunk);
+  }
+}
+
+// CF.LOADCHUNK key 1 <not one of our header chunks>: RedisBloom's header.
+// Any refusal is "Couldn't create filter!", RedisBloom's text for a header
+// it cannot build (a wrong-sized one gets "Invalid header" there; here a
+// chunk that is neither ours nor 38 bytes may be either's, damaged).
+void StartRedisBloomCuckooLoad(CommandContext& ctx, std::string_view key, std::string_view data,
+                               const ChunkCommandTexts& texts) {
+  if (std::optional<std::string_view> taken = KeyTaken(ctx, key, texts.kind)) {
+    ctx.Fail(*taken);
+    return;
+  }
+  std::unique_ptr<ChunkedFilterLoad> load;
+  const uint32_t max_expansions = DefaultCuckooOptions(ctx.server.config).max_expansions;
+  if (!IsRedisBloomCuckooHeader(data) ||
+      !ChunkedFilterLoad::StartRedisBloomCuckoo(data, max_expansions, ctx.server.filter_limits(),
+                                                &ctx.server.budget, &load)
+           .ok()) {
+    ctx.Fail(errors::kCfCouldNotCreateFilter);
+    return;
+  }
+  PublishOrStage(ctx, key, std::move(load), texts);
+}
+
 }  // namespace
 
 // SCANDUMP key iterator
@@ -90,6 +136,10 @@ void ScanDump(CommandContext& ctx, const ChunkCommandTexts& texts) {
   }
   if (entry->type() != texts.kind) {
     ctx.Fail(errors::kWrongType);
+    return;
+  }
+  if (const CuckooFilter* cuckoo = RedisBloomCuckoo(*entry)) {
+    ScanDumpRedisBloomCuckoo(ctx, *cuckoo, static_cast<uint64_t>(iterator));
     return;
   }
   uint64_t next = 0;
@@ -121,6 +171,10 @@ void LoadChunk(CommandContext& ctx, const ChunkCommandTexts& texts) {
   std::string_view key = ctx.args[1];
   std::string_view data = ctx.args[3];
   ChunkStaging& staging = ctx.server.chunk_staging;
+  if (texts.kind == FilterKind::kCuckoo && iterator == 1 && !IsHeaderChunk(data)) {
+    StartRedisBloomCuckooLoad(ctx, key, data, texts);
+    return;
+  }
   if (IsHeaderChunk(data)) {
     if (std::optional<std::string_view> taken = KeyTaken(ctx, key, texts.kind)) {
       ctx.Fail(*taken);
@@ -144,7 +198,8 @@ void LoadChunk(CommandContext& ctx, const ChunkCommandTexts& texts) {
     return;
   }
   bool other_dump = false;
-  Status status = load->Add(data, &other_dump);
+  Status status = load->redisbloom() ? load->AddRedisBloom(static_cast<uint64_t>(iterator), data)
+                                     : load->Add(data, &other_dump);
   if (!status.ok()) {
     // A refused chunk changes nothing: the load stays, the right chunk may
     // follow (or a restarted dump's header replaces it).

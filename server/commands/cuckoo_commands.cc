@@ -279,8 +279,12 @@ void CmdInfo(CommandContext& ctx) {
   auto integer = [](uint64_t value) {
     return [value](ReplyBuilder& reply) { reply.Integer(static_cast<int64_t>(value)); };
   };
+  // Size: MEMORY USAGE's figure; for a filter imported from RedisBloom,
+  // RedisBloom's own (its struct sizes + slots), so CF.INFO is its answer.
+  const uint64_t size = filter->scheme() == CuckooScheme::kRedisBloom ? info.size
+                                                                      : holder->MemoryUsage();
   const InfoField fields[] = {
-      {"", "Size", integer(holder->MemoryUsage())},
+      {"", "Size", integer(size)},
       {"", "Number of buckets", integer(info.num_buckets)},
       {"", "Number of filters", integer(info.num_filters)},
       {"", "Number of items inserted", integer(info.items)},

@@ -5,11 +5,18 @@
 // and survive a snapshot round trip (WriteSnapshot + ReadSnapshot), before
 // and after those adds. A refusal there aborts.
 //
-// Input: byte 0 = the family LOADCHUNK expects (value % 3: Bloom, counting,
-// cuckoo), bit 7 set = leave the chunks as they are (else each chunk's
-// header id and checksum are recomputed, so the header and payload decoders
-// behind them are reached). Then the chunks, each a u32 little-endian length
-// and its bytes (SplitPieces).
+// Input: byte 0 = the family LOADCHUNK expects (low 6 bits % 3: Bloom,
+// counting, cuckoo), bit 7 set = leave the chunks as they are (else each
+// chunk's header id and checksum are recomputed, so the header and payload
+// decoders behind them are reached). Then the chunks, each a u32
+// little-endian length and its bytes (SplitPieces).
+//
+// Bit 6 set = RedisBloom's CF.SCANDUMP format instead (cuckoo; persistence/
+// redisbloom_cuckoo_chunk.h): the first chunk is the 38-byte header, each
+// later one a u64 little-endian LOADCHUNK iterator and the chunk's bytes (a
+// piece under 9 bytes: all data, at the iterator that continues the load).
+// What loads must dump in RedisBloom's format and load back the same, and
+// pass the same snapshot and add checks.
 
 #include <cstddef>
 #include <cstdint>
@@ -19,8 +26,10 @@
 #include <vector>
 
 #include "filters/key_hash.h"
+#include "persistence/byte_io.h"
 #include "persistence/dump_chunk.h"
 #include "persistence/filter_codec.h"
+#include "persistence/redisbloom_cuckoo_chunk.h"
 #include "tests/fuzz/fuzz_support.h"
 
 namespace bloomgate::fuzz {
@@ -52,6 +61,61 @@ bool LoadChunks(const std::vector<std::string>& chunks, FilterKind kind, MemoryB
   }
   if (load == nullptr || !load->complete()) return false;
   return load->Finish(out).ok();
+}
+
+// The CF.LOADCHUNK loop over RedisBloom chunks (see the input format).
+bool LoadRedisBloomChunks(const std::vector<std::string>& pieces, MemoryBudget* budget,
+                          AnyFilter* out) {
+  if (pieces.empty()) return false;
+  std::unique_ptr<ChunkedFilterLoad> load;
+  if (!ChunkedFilterLoad::StartRedisBloomCuckoo(pieces[0], kDefaultCuckooMaxExpansions,
+                                                FuzzLimits(), budget, &load)
+           .ok()) {
+    FUZZ_CHECK(load == nullptr, "a refused RedisBloom header left a load");
+    return false;
+  }
+  for (size_t i = 1; i < pieces.size(); ++i) {
+    std::string_view piece = pieces[i];
+    uint64_t iterator = load->loaded_bytes() + piece.size() + 1;
+    if (piece.size() >= 9) {
+      ByteReader(piece.substr(0, 8)).GetU64(&iterator);
+      piece.remove_prefix(8);
+    }
+    const uint64_t before = load->loaded_bytes();
+    if (!load->AddRedisBloom(iterator, piece).ok()) {
+      FUZZ_CHECK(load->loaded_bytes() == before, "a refused RedisBloom chunk changed the load");
+    }
+  }
+  if (!load->complete()) return false;
+  return load->Finish(out).ok();
+}
+
+// A loaded RedisBloom-format filter dumps in that format and loads back.
+void CheckRedisBloomRoundTrip(const AnyFilter& filter, MemoryBudget* budget) {
+  const CuckooFilter& cuckoo = *std::get<std::unique_ptr<CuckooFilter>>(filter);
+  FUZZ_CHECK(cuckoo.scheme() == CuckooScheme::kRedisBloom, "a RedisBloom load of another scheme");
+  if (cuckoo.items() == 0) return;  // RedisBloom dumps no empty filter
+  std::vector<std::string> dump;
+  for (uint64_t it = 0;;) {
+    uint64_t next = 0;
+    std::string chunk;
+    bool end = false;
+    NextRedisBloomCuckooChunk(cuckoo, it, &next, &chunk, &end, /*max_chunk_bytes=*/4096);
+    if (end) break;
+    if (it != 0) {
+      std::string framed;
+      ByteWriter(&framed).PutU64(next);
+      chunk = framed + chunk;
+    }
+    dump.push_back(std::move(chunk));
+    it = next;
+  }
+  AnyFilter reloaded;
+  FUZZ_CHECK(LoadRedisBloomChunks(dump, budget, &reloaded), "LOADCHUNK refused its own RedisBloom dump");
+  const FilterHeader a = DescribeFilter(filter);
+  const FilterHeader b = DescribeFilter(reloaded);
+  FUZZ_CHECK(a.bytes == b.bytes && PayloadOf(filter, a) == PayloadOf(reloaded, b),
+             "the RedisBloom dump of a loaded filter loads as another filter");
 }
 
 void AddItems(const AnyFilter& filter, int count) {
@@ -89,9 +153,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace bloomgate;
   using namespace bloomgate::fuzz;
   if (size < 1) return 0;
-  const FilterKind kind = kKinds[(data[0] & 0x7f) % 3];
+  const FilterKind kind = kKinds[(data[0] & 0x3f) % 3];
   std::vector<std::string> chunks =
       SplitPieces(std::string_view(reinterpret_cast<const char*>(data) + 1, size - 1));
+  if ((data[0] & 0x40) != 0) {
+    MemoryBudget budget(kFuzzBudgetBytes);
+    AnyFilter filter;
+    if (!LoadRedisBloomChunks(chunks, &budget, &filter)) return 0;
+    CheckRedisBloomRoundTrip(filter, &budget);
+    CheckSnapshotRoundTrip(filter);
+    AddItems(filter, 40);
+    CheckRedisBloomRoundTrip(filter, &budget);
+    CheckSnapshotRoundTrip(filter);
+    return 0;
+  }
   if ((data[0] & 0x80) == 0) {
     uint64_t header_id = 0;
     for (std::string& chunk : chunks) FixChunkChecksums(&chunk, &header_id);

@@ -16,7 +16,9 @@
 
 #include "filters/key_hash.h"
 #include "persistence/append_log.h"
+#include "persistence/byte_io.h"
 #include "persistence/dump_chunk.h"
+#include "persistence/redisbloom_cuckoo_chunk.h"
 #include "persistence/snapshot_file.h"
 #include "tests/fuzz/command_program.h"
 #include "tests/fuzz/fuzz_support.h"
@@ -156,6 +158,35 @@ void DumpChunkSeeds(const fs::path& dir) {
   Write(dir, "counting", dump(1, Counting(40), 200));
   Write(dir, "cuckoo", dump(2, Cuckoo(12), 16));
   Write(dir, "cuckoo-one-chunk", dump(2, Cuckoo(3), 4096));
+  // RedisBloom's CF.SCANDUMP format (bit 6): the 38-byte header, then each
+  // chunk after its u64 iterator, as dump_chunk_fuzz.cc reads them.
+  const auto redisbloom = [](int items, uint64_t max_chunk) {
+    CuckooFilterOptions options;
+    options.capacity = 16;
+    options.bucket_size = 2;
+    options.expansion = 2;
+    options.scheme = CuckooScheme::kRedisBloom;
+    std::unique_ptr<CuckooFilter> f;
+    CuckooFilter::Create(options, FilterLimits{}, nullptr, &f);
+    for (int i = 0; i < items; ++i) f->Add(f->Hash("seed:" + std::to_string(i)));
+    std::string out(1, char(0x40 | 2));
+    for (uint64_t it = 0;;) {
+      uint64_t next = 0;
+      std::string chunk;
+      bool end = false;
+      NextRedisBloomCuckooChunk(*f, it, &next, &chunk, &end, max_chunk);
+      if (end) return out;
+      if (it != 0) {
+        std::string framed;
+        ByteWriter(&framed).PutU64(next);
+        chunk = framed + chunk;
+      }
+      AppendPiece(&out, chunk);
+      it = next;
+    }
+  };
+  Write(dir, "redisbloom-cuckoo", redisbloom(40, 4096));
+  Write(dir, "redisbloom-cuckoo-small-chunks", redisbloom(20, 8));
 }
 
 // A program for commands_fuzz: template arguments by value (each value is
