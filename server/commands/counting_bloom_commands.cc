@@ -217,7 +217,7 @@ void CmdInfo(CommandContext& ctx) {
 }
 
 // CBF.SCANDUMP / CBF.LOADCHUNK take BF.*'s texts: the family follows BF.*.
-constexpr ChunkCommandTexts kChunkTexts = {FilterKind::kCountingBloom,
+constexpr ChunkCommandTexts kChunkTexts = {FilterKind::kCountingBloom, FilterKind::kCountingBloom,
                                            errors::kScanDumpBadIterator,
                                            errors::kLoadChunkBadIterator,
                                            errors::kReceivedBadData};
