@@ -100,13 +100,13 @@ def main():
         n = args.generations
         probe_cap = 1_000_000
         c.call("BF.RESERVE", "size", "0.01", probe_cap, "WINDOW", args.window, "GENERATIONS", n)
-        one = int(c.call("MEMORY", "USAGE", "size"))
+        one = int(c.call("MEMORY", "USAGE", "size")[1:])
         c.call("DEL", "size")
         capacity = int(probe_cap * (args.mb * 1e6 / (n + 1)) / one)
         reply = c.call("BF.RESERVE", "w", "0.01", capacity, "WINDOW", args.window,
                        "GENERATIONS", n)
         assert reply == b"+OK", reply
-        gen_mb = int(c.call("MEMORY", "USAGE", "w")) / 1e6
+        gen_mb = int(c.call("MEMORY", "USAGE", "w")[1:]) / 1e6
         stop = threading.Event()
         turnovers = []   # monotonic time of the adder batches that were slow
         add_batches = []  # (start, seconds)
@@ -127,6 +127,14 @@ def main():
         probe = Conn(port)
         samples = []  # (start, seconds)
         memory = []
+        # Baseline: the same probe with no adds (so no turnover), for the
+        # machine's own noise.
+        baseline = []
+        base_end = time.monotonic() + 2.0
+        while time.monotonic() < base_end:
+            t = time.monotonic()
+            probe.call("BF.EXISTS", "w", "i1")
+            baseline.append(time.monotonic() - t)
         th = threading.Thread(target=adder, daemon=True)
         th.start()
         end = time.monotonic() + args.seconds
@@ -136,11 +144,11 @@ def main():
             probe.call("BF.EXISTS", "w", "i1")
             samples.append((t, time.monotonic() - t))
             if t >= next_mem:
-                memory.append(int(probe.call("MEMORY", "USAGE", "w")))
+                memory.append(int(probe.call("MEMORY", "USAGE", "w")[1:]))
                 next_mem = t + args.window
         stop.set()
         th.join()
-        final = int(probe.call("MEMORY", "USAGE", "w"))
+        final = int(probe.call("MEMORY", "USAGE", "w")[1:])
         period = args.window / n
         # A turnover happens at the first add of each period; the batches far
         # slower than the median are those.
@@ -154,6 +162,8 @@ def main():
               f"all {n + 1} ~{final / 1e6:.1f} MB at the end; {args.threads} event loops")
         print(f"  run: {args.seconds:g} s, ~{int(args.seconds / period)} turnovers, "
               f"{len(add_batches) * 32} adds, {len(samples)} probes")
+        print(f"  probe BF.EXISTS, no adds (baseline): p99 {ms(pct(baseline, 0.99))}, "
+              f"max {ms(max(baseline))} ({len(baseline)} probes)")
         print(f"  probe BF.EXISTS over the run: p99 {ms(pct([d for _, d in samples], 0.99))}, "
               f"max {ms(max(d for _, d in samples))}")
         print(f"  probe BF.EXISTS within 50 ms of a slow add batch: "
