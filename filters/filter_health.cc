@@ -132,6 +132,29 @@ FilterHealth BloomHealth(const ScalableBloomFilter& filter, uint64_t max_scan_by
   return health;
 }
 
+FilterHealth WindowedBloomHealth(const WindowedBloomFilter& filter, uint64_t max_scan_bytes) {
+  FilterHealth health;
+  health.fp_rate_design = filter.error_rate();
+  health.scaling = true;
+  const uint64_t current = filter.current_generation();
+  filter.WithSlots([&](const std::vector<WindowSlotInfo>& slots) {
+    // The scan budget is shared out evenly over the generations.
+    const uint64_t share = max_scan_bytes / slots.size() + (max_scan_bytes != 0 ? 1 : 0);
+    for (const WindowSlotInfo& slot : slots) {
+      if (!slot.present || slot.generation + filter.generations() < current) continue;
+      FilterHealth one = BloomHealth(*slot.filter, share);
+      health.capacity += one.capacity;
+      health.items += one.items;
+      health.bytes_scanned += one.bytes_scanned;
+      health.layers.insert(health.layers.end(), one.layers.begin(), one.layers.end());
+    }
+    return 0;
+  });
+  // Over all live generations: a lookup asks each of them.
+  Finish(&health, /*can_grow=*/true);
+  return health;
+}
+
 FilterHealth CountingBloomHealth(const CountingBloomFilter& filter, uint64_t max_scan_bytes) {
   FilterHealth health;
   health.fp_rate_design = filter.error_rate();

@@ -26,6 +26,7 @@
 #include "filters/counting_bloom_filter.h"
 #include "filters/cuckoo_filter.h"
 #include "filters/scalable_bloom_filter.h"
+#include "filters/windowed_bloom_filter.h"
 
 namespace bloomgate {
 
@@ -65,6 +66,10 @@ struct FilterHealth {
 
 FilterHealth BloomHealth(const ScalableBloomFilter& filter,
                          uint64_t max_scan_bytes = kDefaultHealthScanBytes);
+// Windowed Bloom: the physically live generations' layers, oldest slot
+// first, with fp_rate_now over all of them (what a lookup sees).
+FilterHealth WindowedBloomHealth(const WindowedBloomFilter& filter,
+                                 uint64_t max_scan_bytes = kDefaultHealthScanBytes);
 FilterHealth CountingBloomHealth(const CountingBloomFilter& filter,
                                  uint64_t max_scan_bytes = kDefaultHealthScanBytes);
 // Cuckoo: the occupancy per sub-filter reads every slot (one byte each);

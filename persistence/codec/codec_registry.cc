@@ -16,6 +16,7 @@ const FamilyCodec& CountingBloomCodec();
 const FamilyCodec& CuckooCodec();
 const FamilyCodec& CountMinSketchCodec();
 const FamilyCodec& TopKCodec();
+const FamilyCodec& WindowedBloomCodec();
 
 namespace {
 
@@ -27,6 +28,7 @@ struct Registry {
       &CuckooCodec(),
       &CountMinSketchCodec(),
       &TopKCodec(),
+      &WindowedBloomCodec(),
   };
   // By kind byte and by AnyFilter alternative, so a lookup is one load.
   std::array<const FamilyCodec*, 256> by_kind{};

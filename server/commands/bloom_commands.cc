@@ -12,6 +12,7 @@
 
 #include "filters/key_hash.h"
 #include "server/commands/bloom_ops.h"
+#include "server/commands/windowed_bloom_ops.h"
 #include "server/commands/chunk_transfer.h"
 #include "server/commands/command_context.h"
 #include "server/commands/errors.h"
@@ -20,6 +21,7 @@
 #include "server/commands/info_reply.h"
 #include "server/context/command_table.h"
 #include "server/context/filter_family.h"
+#include "server/keyspace/clock.h"
 
 namespace bloomgate {
 
@@ -29,6 +31,10 @@ void ReplyBoolsThenError(ReplyBuilder& reply, const std::vector<bool>& results,
   for (bool result : results) reply.Bool(result);
   if (error) reply.Error(*error);
 }
+
+// windowed_bloom_commands.cc: BF.INFO's reply for a windowed filter.
+void ReplyWindowedInfo(CommandContext& ctx, const KeyEntry& entry,
+                       const WindowedBloomFilter& filter);
 
 namespace {
 
@@ -64,6 +70,14 @@ BloomAddResult FindAndAdd(CommandContext& ctx, const CreateRule& rule,
   result.status = FindOrCreateBloom(store, ctx.Key(ctx.args[1]), rule, &entry);
   *found = result.status == BloomStatus::kOk;
   if (!*found) return result;
+  if (entry->get<WindowedBloomFilter>() != nullptr) {
+    WindowAddResult added = AddWindowedItems(*entry, items, store.window_now_ms);
+    WindowAddedEffect(ctx.args[1], items, added, &ctx.effect_bytes, &ctx.effect);
+    if (ctx.effect.empty()) ctx.skip_journal = true;
+    result.status = added.status;
+    result.added = std::move(added.added);
+    return result;
+  }
   // Non-scaling fill warning (filter_health_report.h), here rather than in
   // the ops so they stay free of the command's name and the log.
   const ScalableBloomFilter& filter = *entry->bloom();
@@ -156,11 +170,21 @@ bool FindForRead(CommandContext& ctx, EntryPtr* entry) {
   return true;
 }
 
+// Whether the filter under `entry` (plain or windowed; null: none) may
+// hold the item; a windowed one asks every generation live `now_ms`.
+bool MayContain(const EntryPtr& entry, std::string_view item, int64_t now_ms) {
+  if (entry == nullptr) return false;
+  if (const WindowedBloomFilter* windowed = entry->get<WindowedBloomFilter>()) {
+    return windowed->MayContain(windowed->Hash(item), now_ms);
+  }
+  return entry->bloom()->MayContain(entry->bloom()->Hash(item));
+}
+
 // BF.EXISTS key item
 void CmdExists(CommandContext& ctx) {
   EntryPtr entry;
   if (!FindForRead(ctx, &entry)) return;
-  ctx.reply.Bool(entry != nullptr && entry->bloom()->MayContain(entry->bloom()->Hash(ctx.args[2])));
+  ctx.reply.Bool(MayContain(entry, ctx.args[2], WindowClockMs()));
 }
 
 // BF.MEXISTS key item [item ...]
@@ -168,17 +192,25 @@ void CmdMExists(CommandContext& ctx) {
   EntryPtr entry;
   if (!FindForRead(ctx, &entry)) return;
   auto items = ctx.args.subspan(2);
+  const int64_t now = WindowClockMs();
   ctx.reply.ArrayHeader(items.size());
-  for (std::string_view item : items) {
-    ctx.reply.Bool(entry != nullptr && entry->bloom()->MayContain(entry->bloom()->Hash(item)));
-  }
+  for (std::string_view item : items) ctx.reply.Bool(MayContain(entry, item, now));
 }
 
-// BF.CARD key
+// BF.CARD key: for a windowed filter, the adds new to the window among the
+// live generations (an item seen again in a later generation counts once).
 void CmdCard(CommandContext& ctx) {
   EntryPtr entry;
   if (!FindForRead(ctx, &entry)) return;
-  ctx.reply.Integer(entry == nullptr ? 0 : static_cast<int64_t>(entry->bloom()->items()));
+  int64_t card = 0;
+  if (entry == nullptr) {
+    card = 0;
+  } else if (const WindowedBloomFilter* windowed = entry->get<WindowedBloomFilter>()) {
+    card = static_cast<int64_t>(windowed->ItemsAt(WindowClockMs()));
+  } else {
+    card = static_cast<int64_t>(entry->bloom()->items());
+  }
+  ctx.reply.Integer(card);
 }
 
 // BF.INFO key [CAPACITY | SIZE | FILTERS | ITEMS | EXPANSION]
@@ -187,6 +219,10 @@ void CmdInfo(CommandContext& ctx) {
   if (!FindForRead(ctx, &entry)) return;
   if (entry == nullptr) {
     Fail(ctx, BloomStatus::kNotFound);
+    return;
+  }
+  if (const WindowedBloomFilter* windowed = entry->get<WindowedBloomFilter>()) {
+    ReplyWindowedInfo(ctx, *entry, *windowed);
     return;
   }
   const ScalableBloomFilter& filter = *entry->bloom();
@@ -214,7 +250,7 @@ void CmdInfo(CommandContext& ctx) {
   if (!ReplyInfoFields(ctx.reply, fields, selector)) ctx.failed = true;
 }
 
-constexpr ChunkCommandTexts kChunkTexts = {FilterKind::kScalableBloom,
+constexpr ChunkCommandTexts kChunkTexts = {FilterKind::kScalableBloom, FilterKind::kWindowedBloom,
                                            errors::kScanDumpBadIterator,
                                            errors::kLoadChunkBadIterator,
                                            errors::kReceivedBadData};
@@ -235,7 +271,8 @@ std::vector<CommandSpec> BloomCommands() {
                        .summary = summary, .group = "bf", .since = since};
   };
   return {
-      row("bf.reserve", -4, 7, kWriteOom, CmdReserve, "Creates a new Bloom filter",
+      // 11: key error_rate capacity EXPANSION n NONSCALING WINDOW s GENERATIONS n.
+      row("bf.reserve", -4, 11, kWriteOom, CmdReserve, "Creates a new Bloom filter",
           "1.0.0"),
       row("bf.add", 3, 0, kWriteOom | kCmdOrderFree, CmdAdd, "Adds an item to a Bloom filter",
           "1.0.0"),

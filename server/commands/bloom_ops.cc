@@ -6,6 +6,7 @@
 #include "filters/key_hash.h"
 #include "filters/scalable_bloom_filter.h"
 #include "server/commands/errors.h"
+#include "server/commands/windowed_bloom_ops.h"
 
 namespace bloomgate {
 
@@ -71,6 +72,7 @@ BloomStatus BloomLookupStatus(Lookup lookup, BloomStatus missing) {
 
 BloomStatus CreateBloom(FilterStore& store, const KeyRef& key, const BloomParams& params,
                         bool fail_if_exists, EntryPtr* entry) {
+  if (params.window_ms != 0) return CreateWindowedBloom(store, key, params, fail_if_exists, entry);
   entry->reset();
   ScalableBloomOptions options;
   options.error_rate = params.error_rate;

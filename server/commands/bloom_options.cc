@@ -1,6 +1,7 @@
 #include "server/commands/bloom_options.h"
 
 #include "filters/limits.h"
+#include "filters/windowed_bloom_filter.h"
 #include "server/commands/errors.h"
 
 namespace bloomgate {
@@ -35,6 +36,37 @@ uint32_t ResolveExpansion(ArgParser& parser, bool nonscaling,
   return expansion ? static_cast<uint32_t>(*expansion) : fallback;
 }
 
+// WINDOW's seconds, as milliseconds (fractions allowed: 1.5 = 1500 ms).
+uint64_t NextWindowMs(ArgParser& parser) {
+  const double seconds = parser.NextDouble(errors::kBadWindow, errors::kBadWindow);
+  const double ms = seconds * 1000;
+  if (!parser.failed() && !(ms >= 1 && ms <= static_cast<double>(kMaxWindowMs))) {
+    parser.Fail(errors::kBadWindow);
+    return 0;
+  }
+  return parser.failed() ? 0 : static_cast<uint64_t>(ms + 0.5);
+}
+
+uint32_t NextGenerations(ArgParser& parser) {
+  const uint64_t n = parser.NextUint64(errors::kBadGenerations, errors::kBadGenerations);
+  if (!parser.failed() && (n == 0 || n > kMaxWindowGenerations)) parser.Fail(errors::kBadGenerations);
+  return static_cast<uint32_t>(n);
+}
+
+// The window options' own checks, once every option is read.
+void CheckWindow(ArgParser& parser, std::optional<uint64_t> window_ms,
+                 std::optional<uint32_t> generations, bool nonscaling,
+                 std::optional<uint64_t> expansion, uint32_t default_generations) {
+  if (parser.failed()) return;
+  if (generations && !window_ms) {
+    parser.Fail(errors::kGenerationsWithoutWindow);
+  } else if (window_ms && (nonscaling || (expansion && *expansion == 0))) {
+    parser.Fail(errors::kWindowNonScaling);
+  } else if (window_ms && *window_ms < generations.value_or(default_generations)) {
+    parser.Fail(errors::kWindowTooShort);
+  }
+}
+
 }  // namespace
 
 BloomParams DefaultBloomParams(const RuntimeConfig& runtime) {
@@ -49,6 +81,11 @@ BloomParams CreateRule::Resolve(const RuntimeConfig& config) const {
   params.capacity = capacity.value_or(params.capacity);
   params.expansion = expansion.value_or(params.expansion);
   params.counter_bits = counter_bits.value_or(params.counter_bits);
+  params.window_ms = window_ms.value_or(0);
+  params.generations = generations.value_or(params.generations);
+  // A windowed filter always scales (CheckWindow refused EXPANSION 0); the
+  // config's default may be 0.
+  if (params.window_ms != 0 && params.expansion == 0) params.expansion = 2;
   return params;
 }
 
@@ -62,8 +99,16 @@ void ParseReserveArgs(ArgParser& parser, bool counting, BloomParams* params) {
   bool nonscaling = false;
   std::optional<uint64_t> expansion;
   std::optional<uint32_t> counter_bits;
+  std::optional<uint64_t> window_ms;
+  std::optional<uint32_t> generations;
   while (parser.HasNext() && !parser.failed()) {
-    if (parser.Accept("EXPANSION")) {
+    if (!counting && parser.Accept("WINDOW")) {
+      if (window_ms) parser.Fail(errors::kDuplicateOption);
+      window_ms = NextWindowMs(parser);
+    } else if (!counting && parser.Accept("GENERATIONS")) {
+      if (generations) parser.Fail(errors::kDuplicateOption);
+      generations = NextGenerations(parser);
+    } else if (parser.Accept("EXPANSION")) {
       if (expansion) parser.Fail(errors::kDuplicateOption);
       if (!parser.HasNext()) parser.Fail(errors::kNoExpansion);
       expansion = NextCount(parser, errors::kBadExpansion, errors::kExpansionRange);
@@ -80,9 +125,15 @@ void ParseReserveArgs(ArgParser& parser, bool counting, BloomParams* params) {
       parser.Fail(errors::kSyntax);
     }
   }
+  CheckWindow(parser, window_ms, generations, nonscaling, expansion, params->generations);
   if (parser.failed()) return;
   params->expansion = ResolveExpansion(parser, nonscaling, expansion, params->expansion);
   if (counter_bits) params->counter_bits = *counter_bits;
+  if (window_ms) {
+    params->window_ms = *window_ms;
+    params->generations = generations.value_or(params->generations);
+    if (params->expansion == 0) params->expansion = 2;  // the config default may be 0
+  }
 }
 
 void ParseInsertArgs(ArgParser& parser, std::string_view command_name, bool counting,
@@ -112,6 +163,12 @@ void ParseInsertArgs(ArgParser& parser, std::string_view command_name, bool coun
       if (!parser.failed() && *expansion > kMaxBloomExpansion) {
         parser.Fail(errors::kInsertBadExpansion);
       }
+    } else if (!counting && parser.Accept("WINDOW")) {
+      if (rule->window_ms) parser.Fail(errors::kDuplicateOption);
+      rule->window_ms = NextWindowMs(parser);
+    } else if (!counting && parser.Accept("GENERATIONS")) {
+      if (rule->generations) parser.Fail(errors::kDuplicateOption);
+      rule->generations = NextGenerations(parser);
     } else if (parser.Accept("NOCREATE")) {
       if (!rule->create) parser.Fail(errors::kDuplicateOption);
       rule->create = false;
@@ -134,6 +191,11 @@ void ParseInsertArgs(ArgParser& parser, std::string_view command_name, bool coun
   if (!parser.failed() && !rule->create && rule->counter_bits) {
     parser.Fail(errors::kNoCreateWithCounterBits);
   }
+  if (!parser.failed() && !rule->create && (rule->window_ms || rule->generations)) {
+    parser.Fail(errors::kNoCreateWithWindow);
+  }
+  CheckWindow(parser, rule->window_ms, rule->generations, nonscaling, expansion,
+              /*default_generations=*/4);
   if (parser.failed()) return;
   if (nonscaling || expansion) {
     rule->expansion = ResolveExpansion(parser, nonscaling, expansion, 0);

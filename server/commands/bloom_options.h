@@ -21,6 +21,10 @@ struct BloomParams {
   uint64_t capacity = 100;
   uint32_t expansion = 2;    // 0 = non-scaling
   uint32_t counter_bits = 4; // counting filters only
+  // WINDOW seconds [GENERATIONS n] (filters/windowed_bloom_filter.h):
+  // window_ms 0 = not windowed.
+  uint64_t window_ms = 0;
+  uint32_t generations = 4;  // kDefaultWindowGenerations
 };
 
 // bf-error-rate, bf-initial-size, bf-expansion-factor, cbf-counter-bits.
@@ -35,17 +39,19 @@ struct CreateRule {
   std::optional<uint64_t> capacity;
   std::optional<uint32_t> expansion;
   std::optional<uint32_t> counter_bits;
+  std::optional<uint64_t> window_ms;
+  std::optional<uint32_t> generations;
 
   BloomParams Resolve(const RuntimeConfig& config) const;
 };
 
 // `RESERVE key error_rate capacity [EXPANSION n] [NONSCALING]
-// [COUNTERBITS 4|8]`: parses from the error rate on into *params (which
+// [COUNTERBITS 4|8] [WINDOW seconds [GENERATIONS n]]`: parses from the error rate on into *params (which
 // holds the defaults); COUNTERBITS only when `counting`.
 void ParseReserveArgs(ArgParser& parser, bool counting, BloomParams* params);
 
 // `INSERT key [CAPACITY c] [ERROR e] [EXPANSION n] [NOCREATE] [NONSCALING]
-// [COUNTERBITS 4|8] ITEMS item ...`: parses the options; on success the
+// [COUNTERBITS 4|8] [WINDOW seconds [GENERATIONS n]] ITEMS item ...`: parses the options; on success the
 // parser stands at the first item (at least one is required).
 void ParseInsertArgs(ArgParser& parser, std::string_view command_name, bool counting,
                      CreateRule* rule);

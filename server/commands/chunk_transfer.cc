@@ -28,10 +28,10 @@ uint64_t DumpStateTag(const KeyEntry& entry) {
 
 // Why `key` cannot take a new filter of `kind`, or nullopt if it is free.
 std::optional<std::string_view> KeyTaken(CommandContext& ctx, std::string_view key,
-                                         FilterKind kind) {
+                                         const ChunkCommandTexts& texts) {
   EntryPtr entry = ctx.server.keyspace.Find(ctx.Key(key), ctx.now_ms);
   if (entry == nullptr) return std::nullopt;
-  return entry->type() == kind ? errors::kItemExists : errors::kWrongType;
+  return texts.Serves(entry->type()) ? errors::kItemExists : errors::kWrongType;
 }
 
 // Stores a finished load under `key`, journaling it whole.
@@ -58,7 +58,7 @@ void Publish(CommandContext& ctx, std::string_view key, ChunkedFilterLoad& load,
       });
   if (!inserted) {
     // Created by another client while this one was loading.
-    ctx.Fail(entry->type() == load.kind() ? errors::kItemExists : errors::kWrongType);
+    ctx.Fail(texts.Serves(entry->type()) ? errors::kItemExists : errors::kWrongType);
     return;
   }
   ctx.reply.Ok();
@@ -134,7 +134,7 @@ void ScanDump(CommandContext& ctx, const ChunkCommandTexts& texts) {
     ctx.Fail(errors::kNotFound);
     return;
   }
-  if (entry->type() != texts.kind) {
+  if (!texts.Serves(entry->type())) {
     ctx.Fail(errors::kWrongType);
     return;
   }
@@ -176,13 +176,17 @@ void LoadChunk(CommandContext& ctx, const ChunkCommandTexts& texts) {
     return;
   }
   if (IsHeaderChunk(data)) {
-    if (std::optional<std::string_view> taken = KeyTaken(ctx, key, texts.kind)) {
+    if (std::optional<std::string_view> taken = KeyTaken(ctx, key, texts)) {
       ctx.Fail(*taken);
       return;
     }
     std::unique_ptr<ChunkedFilterLoad> load;
     Status status = ChunkedFilterLoad::Start(data, texts.kind, ctx.server.filter_limits(),
                                              &ctx.server.budget, &load);
+    if (!status.ok() && texts.also_kind != texts.kind) {
+      status = ChunkedFilterLoad::Start(data, texts.also_kind, ctx.server.filter_limits(),
+                                        &ctx.server.budget, &load);
+    }
     if (!status.ok()) {
       ctx.Fail(texts.bad_data);
       return;
@@ -194,7 +198,7 @@ void LoadChunk(CommandContext& ctx, const ChunkCommandTexts& texts) {
   if (load == nullptr) {
     // RedisBloom: a data chunk for a missing key is "not found"; for a key
     // that exists, no load is in progress, so the chunk cannot be placed.
-    ctx.Fail(KeyTaken(ctx, key, texts.kind) ? texts.bad_data : errors::kNotFound);
+    ctx.Fail(KeyTaken(ctx, key, texts) ? texts.bad_data : errors::kNotFound);
     return;
   }
   bool other_dump = false;

@@ -29,12 +29,17 @@ struct CommandContext;
 // between BF.* and CF.* (COMPAT.md §1.6).
 struct ChunkCommandTexts {
   FilterKind kind;
+  // A second kind the same commands serve (BF.*: windowed Bloom filters),
+  // or `kind` again.
+  FilterKind also_kind;
   std::string_view bad_iterator_scandump;  // SCANDUMP's iterator is not a number
   std::string_view bad_iterator_loadchunk;
   std::string_view bad_data;               // a chunk is refused
   // The dump's end is [0, nil] (RedisBloom's CF.SCANDUMP replies a null),
   // else [0, ""] (BF.SCANDUMP's empty buffer).
   bool end_is_null = false;
+
+  bool Serves(FilterKind k) const { return k == kind || k == also_kind; }
 };
 
 void ScanDump(CommandContext& ctx, const ChunkCommandTexts& texts);

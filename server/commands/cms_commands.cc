@@ -248,7 +248,7 @@ void CmdInfo(CommandContext& ctx) {
 
 // CMS.SCANDUMP / CMS.LOADCHUNK: ours (RedisBloom has none for sketches), in
 // our chunk format, with BF.*'s texts.
-constexpr ChunkCommandTexts kChunkTexts = {FilterKind::kCountMinSketch,
+constexpr ChunkCommandTexts kChunkTexts = {FilterKind::kCountMinSketch, FilterKind::kCountMinSketch,
                                            errors::kScanDumpBadIterator,
                                            errors::kLoadChunkBadIterator,
                                            errors::kReceivedBadData};

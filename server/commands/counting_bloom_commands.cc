@@ -125,6 +125,25 @@ void CmdReserve(CommandContext& ctx) {
   ctx.reply.Ok();
 }
 
+// CBF.INCR key item [item ...]: one add per item, replying each item's
+// count including this add (an upper bound, as CBF.COUNT), then the error
+// that stopped the adds, if any. Journaled as the command: CBF writes hold
+// the key exclusively, so replaying it on the same state adds the same.
+void CmdIncr(CommandContext& ctx) {
+  FilterStore store = StoreFor(ctx);
+  EntryPtr entry;
+  if (BloomStatus status = FindOrCreateCounting(store, ctx.Key(ctx.args[1]), CreateRule{}, &entry);
+      status != BloomStatus::kOk) {
+    Fail(ctx, status);
+    return;
+  }
+  CountingIncrResult result = IncrCountingItems(*entry, ctx.args.subspan(2));
+  const bool stopped = result.status != BloomStatus::kOk;
+  ctx.reply.ArrayHeader(result.counts.size() + (stopped ? 1 : 0));
+  for (uint64_t count : result.counts) ctx.reply.Integer(static_cast<int64_t>(count));
+  if (stopped) ctx.reply.Error(BloomStatusText(result.status));
+}
+
 void CmdAdd(CommandContext& ctx) { AddAndReply(ctx, CreateRule{}, ctx.args.subspan(2), true); }
 void CmdMAdd(CommandContext& ctx) { AddAndReply(ctx, CreateRule{}, ctx.args.subspan(2), false); }
 
@@ -217,7 +236,7 @@ void CmdInfo(CommandContext& ctx) {
 }
 
 // CBF.SCANDUMP / CBF.LOADCHUNK take BF.*'s texts: the family follows BF.*.
-constexpr ChunkCommandTexts kChunkTexts = {FilterKind::kCountingBloom,
+constexpr ChunkCommandTexts kChunkTexts = {FilterKind::kCountingBloom, FilterKind::kCountingBloom,
                                            errors::kScanDumpBadIterator,
                                            errors::kLoadChunkBadIterator,
                                            errors::kReceivedBadData};
@@ -243,6 +262,8 @@ std::vector<CommandSpec> CountingBloomCommands() {
           "Adds one or more items to a counting Bloom filter, creating it if needed"),
       row("cbf.insert", -4, 0, kWriteOom, CmdInsert,
           "Adds one or more items to a counting Bloom filter, with creation options"),
+      row("cbf.incr", -3, 0, kWriteOom | kCmdFast, CmdIncr,
+          "Adds items to a counting Bloom filter and returns each one's count, this add included"),
       row("cbf.exists", 3, 0, kReadFast, CmdExists,
           "Checks whether an item exists in a counting Bloom filter"),
       row("cbf.mexists", -3, 0, kReadFast, CmdMExists,

@@ -68,6 +68,23 @@ BloomAddResult AddCountingItems(KeyEntry& entry, std::span<const std::string_vie
   return result;
 }
 
+CountingIncrResult IncrCountingItems(KeyEntry& entry, std::span<const std::string_view> items) {
+  CountingIncrResult result;
+  result.counts.reserve(items.size());
+  CountingBloomFilter& filter = *entry.get<CountingBloomFilter>();
+  for (std::string_view item : items) {
+    const KeyHash h = filter.Hash(item);
+    bool was_new = false;
+    if (const FilterStatus status = filter.Add(h, &was_new); status != FilterStatus::kOk) {
+      result.status = BloomAddStatus(status);
+      break;
+    }
+    result.counts.push_back(filter.Count(h));
+  }
+  if (!result.counts.empty()) entry.MarkModified();
+  return result;
+}
+
 std::vector<bool> DeleteCountingItems(KeyEntry& entry, std::span<const std::string_view> items) {
   CountingBloomFilter& filter = *entry.get<CountingBloomFilter>();
   std::vector<bool> removed;

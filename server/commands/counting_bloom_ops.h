@@ -31,6 +31,15 @@ BloomAddResult AddCountingItems(KeyEntry& entry, std::span<const std::string_vie
 
 // Deletes one occurrence of each item: per item, whether it was there to
 // delete. The entry is marked modified if any was.
+struct CountingIncrResult {
+  BloomStatus status = BloomStatus::kOk;  // why the adds stopped early, if they did
+  std::vector<uint64_t> counts;           // per item that went in: CBF.COUNT after its add
+};
+
+// CBF.INCR: adds each item once, in order, and reads its count right after
+// (including this add), stopping at the first failed add.
+CountingIncrResult IncrCountingItems(KeyEntry& entry, std::span<const std::string_view> items);
+
 std::vector<bool> DeleteCountingItems(KeyEntry& entry, std::span<const std::string_view> items);
 
 }  // namespace bloomgate

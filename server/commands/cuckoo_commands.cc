@@ -296,7 +296,7 @@ void CmdInfo(CommandContext& ctx) {
   (void)ReplyInfoFields(ctx.reply, fields, std::nullopt);  // no selector: never an error
 }
 
-constexpr ChunkCommandTexts kChunkTexts = {FilterKind::kCuckoo, errors::kCfInvalidPosition,
+constexpr ChunkCommandTexts kChunkTexts = {FilterKind::kCuckoo, FilterKind::kCuckoo, errors::kCfInvalidPosition,
                                            errors::kCfInvalidPosition,
                                            errors::kCfCouldNotLoadChunk,
                                            /*end_is_null=*/true};

@@ -121,6 +121,17 @@ inline constexpr std::string_view kNoCreateWithOptions =
 inline constexpr std::string_view kNoCreateWithCounterBits =
     "ERR NOCREATE cannot be combined with COUNTERBITS";
 inline constexpr std::string_view kDuplicateOption = "ERR option given more than once";
+// Windowed filters (ours: RedisBloom has none).
+inline constexpr std::string_view kBadWindow =
+    "ERR WINDOW must be a number of seconds in [0.001, 315619200]";
+inline constexpr std::string_view kBadGenerations = "ERR GENERATIONS must be in the range [1, 64]";
+inline constexpr std::string_view kGenerationsWithoutWindow = "ERR GENERATIONS requires WINDOW";
+inline constexpr std::string_view kWindowNonScaling =
+    "ERR WINDOW cannot be combined with NONSCALING or EXPANSION 0";
+inline constexpr std::string_view kWindowTooShort =
+    "ERR WINDOW must be at least GENERATIONS milliseconds";
+inline constexpr std::string_view kNoCreateWithWindow =
+    "ERR NOCREATE cannot be combined with WINDOW or GENERATIONS";
 
 // --- Counting Bloom filters (CBF.*, ours) ---
 inline constexpr std::string_view kBadCounterBits = "ERR COUNTERBITS must be 4 or 8";

@@ -1,5 +1,7 @@
 #include "server/commands/filter_lookup.h"
 
+#include "server/keyspace/clock.h"
+
 #include "server/commands/command_context.h"
 #include "server/commands/errors.h"
 #include "server/context/server_context.h"
@@ -21,6 +23,7 @@ FilterStore StoreOf(ServerContext& server, JournalSession& session, int64_t now_
                      .journal = server.journal,
                      .session = session,
                      .now_ms = now_ms,
+                     .window_now_ms = WindowClockMs(),
                      .write = write,
                      .counters = nullptr};
 }

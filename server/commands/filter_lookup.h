@@ -33,6 +33,8 @@ struct FilterStore {
   Journal& journal;
   JournalSession& session;
   int64_t now_ms = 0;
+  // The window clock (keyspace/clock.h) that windowed filters age by.
+  int64_t window_now_ms = 0;
   // A write takes the snapshot's copy of a filter before changing it
   // (KeyEntry::TakeSnapshotCopy).
   bool write = false;
@@ -54,6 +56,23 @@ enum class Lookup : uint8_t {
   kOutOfMemory,
 };
 
+// Whether `entry` holds a filter that `Filter`'s commands serve: the filter
+// itself, or for ScalableBloomFilter also a WindowedBloomFilter (BF.* serves
+// both; the handlers tell them apart).
+template <typename Filter>
+bool HoldsServed(const KeyEntry& entry) {
+  return entry.template get<Filter>() != nullptr;
+}
+template <>
+inline bool HoldsServed<ScalableBloomFilter>(const KeyEntry& entry) {
+  return entry.get<ScalableBloomFilter>() != nullptr ||
+         entry.get<WindowedBloomFilter>() != nullptr;
+}
+template <>
+inline bool HoldsServed<WindowedBloomFilter>(const KeyEntry& entry) {
+  return HoldsServed<ScalableBloomFilter>(entry);
+}
+
 // The entry under `key` into *entry if it holds a `Filter` (else *entry is
 // null).
 template <typename Filter>
@@ -64,7 +83,7 @@ Lookup FindFilter(FilterStore& store, const KeyRef& key, EntryPtr* entry) {
     return Lookup::kMissing;
   }
   if (store.counters != nullptr) Bump(store.counters->keyspace_hits);
-  if ((*entry)->template get<Filter>() == nullptr) {
+  if (!HoldsServed<Filter>(**entry)) {
     entry->reset();
     return Lookup::kWrongType;
   }
@@ -93,7 +112,7 @@ template <typename Filter>
 Lookup ReserveConflict(FilterStore& store, const KeyRef& key) {
   EntryPtr entry = store.keyspace.Find(key, store.now_ms);
   if (entry == nullptr) return Lookup::kMissing;
-  return entry->template get<Filter>() == nullptr ? Lookup::kWrongType : Lookup::kFound;
+  return HoldsServed<Filter>(*entry) ? Lookup::kFound : Lookup::kWrongType;
 }
 
 enum class StoreOutcome : uint8_t {
@@ -120,7 +139,7 @@ StoreOutcome StoreNewFilter(FilterStore& store, const KeyRef& key,
                                    /*with_payload=*/false);
       });
   if (inserted) return StoreOutcome::kStored;
-  if ((*entry)->template get<Filter>() == nullptr) {
+  if (!HoldsServed<Filter>(**entry)) {
     entry->reset();
     return StoreOutcome::kWrongType;
   }

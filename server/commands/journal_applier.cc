@@ -6,7 +6,9 @@
 #include <vector>
 
 #include "filters/key_hash.h"
+#include "server/commands/arg_parser.h"
 #include "server/commands/command_dispatcher.h"
+#include "server/commands/windowed_bloom_ops.h"
 #include "server/context/server_context.h"
 #include "server/durability/journal.h"
 #include "server/resp/reply_builder.h"
@@ -39,6 +41,7 @@ Status JournalApplier::Apply(const LogRecord& record) {
   if (record.type == LogRecordType::kFilter) return ApplyFilter(record);
   if (record.args.empty()) return Status::Error("command record with no arguments");
   if (record.args[0] == kBloomAddedEffect) return ApplyBloomAdded(record);
+  if (record.args[0] == kWindowAddedEffect) return ApplyWindowAdded(record);
   std::vector<std::string_view> args(record.args.begin(), record.args.end());
   client_.replay_time_ms = record.time_ms;
   std::string out;
@@ -91,6 +94,40 @@ Status JournalApplier::ApplyBloomAdded(const LogRecord& record) {
   }
   for (size_t i = 3; i < args.size(); ++i) {
     filter->ReplayAdd(filter->Hash(args[i]), counted[i - 3] == '1');
+  }
+  entry->MarkModified();
+  return Status::Ok();
+}
+
+Status JournalApplier::ApplyWindowAdded(const LogRecord& record) {
+  // KEY FLAGS (GENERATION ITEM)...: FLAGS has one byte per item.
+  const std::vector<std::string>& args = record.args;
+  if (args.size() < 5 || (args.size() - 3) % 2 != 0 || args[2].size() != (args.size() - 3) / 2) {
+    return Status::Error(std::string(kWindowAddedEffect) + " record with " +
+                         std::to_string(args.size()) + " arguments does not match its counts");
+  }
+  // Checked whole before anything is applied: a damaged record changes nothing.
+  std::vector<uint64_t> generations;
+  generations.reserve(args[2].size());
+  for (size_t i = 0; i < args[2].size(); ++i) {
+    bool counted = false, flipped = false;
+    uint64_t generation = 0;
+    if (!ParseWindowAddFlag(args[2][i], &counted, &flipped) ||
+        !ParseUint64(args[3 + 2 * i], &generation)) {
+      return Status::Error(std::string(kWindowAddedEffect) + " record with a bad flag or generation");
+    }
+    generations.push_back(generation);
+  }
+  EntryPtr entry = server_.keyspace.Find(args[1], record.time_ms);
+  WindowedBloomFilter* filter = entry == nullptr ? nullptr : entry->get<WindowedBloomFilter>();
+  if (filter == nullptr) {
+    CountFailure(record, "no windowed Bloom filter under the key");
+    return Status::Ok();
+  }
+  for (size_t i = 0; i < generations.size(); ++i) {
+    bool counted = false, flipped = false;
+    ParseWindowAddFlag(args[2][i], &counted, &flipped);
+    filter->ReplayAdd(filter->Hash(args[4 + 2 * i]), generations[i], /*seen=*/!counted, flipped);
   }
   entry->MarkModified();
   return Status::Ok();

@@ -39,6 +39,7 @@ class JournalApplier {
  private:
   Status ApplyFilter(const LogRecord& record);
   Status ApplyBloomAdded(const LogRecord& record);
+  Status ApplyWindowAdded(const LogRecord& record);
   void CountFailure(const LogRecord& record, std::string_view why);
 
   ServerContext& server_;

@@ -34,6 +34,7 @@ CommandTable::CommandTable() {
     for (CommandSpec& spec : group()) commands_.push_back(std::move(spec));
   }
   for (const FilterFamily* family : RegisteredFamilies()) {
+    if (family->commands == nullptr) continue;  // served by its group's family
     for (CommandSpec& spec : family->commands()) commands_.push_back(std::move(spec));
   }
   std::sort(commands_.begin(), commands_.end(),

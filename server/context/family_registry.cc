@@ -13,6 +13,7 @@ const FilterFamily& CountingBloomFamily();
 const FilterFamily& CuckooFamily();
 const FilterFamily& CountMinSketchFamily();
 const FilterFamily& TopKFamily();
+const FilterFamily& WindowedBloomFamily();
 
 namespace {
 
@@ -24,6 +25,8 @@ const std::vector<const FilterFamily*>& Families() {
       &CuckooFamily(),
       &CountMinSketchFamily(),
       &TopKFamily(),
+      // After BloomFamily, whose group it shares: FamilyOfGroup("bf") is Bloom's.
+      &WindowedBloomFamily(),
   };
   return families;
 }

@@ -28,7 +28,10 @@ struct FilterFamily {
   std::string_view group;          // its rows' COMMAND DOCS group: "bf"
   std::string_view acl_category;   // COMMAND INFO / LIST ACLCAT: "@bloom"
   FamilyWrites writes = FamilyWrites::kExclusive;
-  std::vector<CommandSpec> (*commands)() = nullptr;  // its command rows
+  // Its command rows; nullptr for a variant served by the rows of the
+  // family registered before it under the same group (the windowed Bloom
+  // filter, served by BF.*).
+  std::vector<CommandSpec> (*commands)() = nullptr;
   // check-snapshot's one-line summary of a filter of this family.
   std::string (*describe)(const AnyFilter& filter) = nullptr;
   // BLOOMGATE.HEALTH and INFO filterhealth (filters/filter_health.h): reads

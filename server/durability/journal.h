@@ -55,6 +55,16 @@ struct JournalSession {
 //     reported the item. Replay adds every ITEM unconditionally
 //     (ScalableBloomFilter::ReplayAdd).
 inline constexpr std::string_view kBloomAddedEffect = "bloomgate.bf.added";
+//
+//   bloomgate.bf.wadded KEY FLAGS GENERATION ITEM [GENERATION ITEM ...]
+//     Adds to KEY's windowed Bloom filter, in the order applied: FLAGS holds
+//     one byte per item, '0' + 1 (new to the window, counted in BF.CARD) +
+//     2 (it flipped a bit in its generation); GENERATION is the decimal
+//     generation number it went to. Replay advances the filter to that
+//     generation and adds there unconditionally (WindowedBloomFilter::
+//     ReplayAdd), so the log, not the clock at replay, decides the
+//     generations.
+inline constexpr std::string_view kWindowAddedEffect = "bloomgate.bf.wadded";
 
 class JournalSubscriber {
  public:

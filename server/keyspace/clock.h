@@ -13,4 +13,16 @@ inline int64_t NowMs() {
       .count();
 }
 
+// The window clock that windowed filters age by (filters/windowed_bloom_filter.h):
+// milliseconds that advance with std::chrono::steady_clock, anchored to the
+// wall clock (NowMs) the first time it is read in the process. So while the
+// server runs, a wall-clock jump (NTP, an operator) neither ages a window
+// early nor stretches it; across a restart the anchor is the wall clock
+// again, which is all that survives a stop.
+int64_t WindowClockMs();
+
+// Tests: replaces the window clock with `clock` (nullptr restores the real
+// one). Not for use while commands run on other threads.
+void SetWindowClockForTesting(int64_t (*clock)());
+
 }  // namespace bloomgate

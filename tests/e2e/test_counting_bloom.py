@@ -32,6 +32,7 @@ CBF_COMMANDS = {
     "cbf.del": (3, "write"),
     "cbf.mdel": (-3, "write"),
     "cbf.count": (3, "readonly"),
+    "cbf.incr": (-3, "write"),
     "cbf.card": (2, "readonly"),
     "cbf.info": (-2, "readonly"),
 }

@@ -78,6 +78,26 @@ const std::map<FilterKind, std::function<AnyFilter()>>& Samples() {
          }
          return AnyFilter(std::move(f));
        }},
+      {FilterKind::kWindowedBloom,
+       [] {
+         // Three generations used of five, the newest grown past one layer,
+         // and one slot never used.
+         WindowedBloomOptions options;
+         options.capacity = 40;
+         options.window_ms = 4000;
+         options.generations = 4;
+         std::unique_ptr<WindowedBloomFilter> f;
+         EXPECT_EQ(WindowedBloomFilter::Create(options, /*now_ms=*/1000, FilterLimits{},
+                                               nullptr, &f),
+                   FilterStatus::kOk);
+         bool seen = false, flipped = false;
+         uint64_t generation = 0;
+         for (uint64_t i = 0; i < 90; ++i) {
+           (void)f->Add(ItemHash("item", i), /*now_ms=*/1000 + static_cast<int64_t>(i / 30) * 1500,
+                        &seen, &generation, &flipped);
+         }
+         return AnyFilter(std::move(f));
+       }},
   };
   return samples;
 }

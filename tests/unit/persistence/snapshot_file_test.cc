@@ -419,6 +419,9 @@ TEST(SnapshotGolden, GoldenFileLoadsWithTheExpectedAnswers) {
   EXPECT_EQ(Cuckoo(loaded[2].filter).hash_seed(), 0x3333333333333333u);
 }
 
+// Written before FilterKind 6 (windowed Bloom) existed: format 2 still loads.
+TEST(SnapshotGolden, VersionTwoGoldenFileStillLoads) { ExpectGoldenLoads(2); }
+
 // Written before per-filter seeds (format 1, header layout 1): still loads,
 // every filter with seed 0, answering as plain XXH3 says.
 TEST(SnapshotGolden, VersionOneGoldenFileStillLoadsWithLegacyHashing) {

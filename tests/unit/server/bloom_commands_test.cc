@@ -193,10 +193,14 @@ TEST_F(BloomCommands, ReserveRefusesARepeatedOption) {
   EXPECT_EQ(DbSize(), 0u);
 }
 
-TEST_F(BloomCommands, ReserveArityIsFourToSeven) {
+TEST_F(BloomCommands, ReserveArityIsFourToEleven) {
   EXPECT_EQ(Run({"BF.RESERVE", "k", "0.01"}), WrongArity("bf.reserve"));
-  EXPECT_EQ(Run({"BF.RESERVE", "k", "0.01", "100", "EXPANSION", "2", "NONSCALING", "x"}),
+  // Eleven: EXPANSION n, WINDOW s and GENERATIONS n (NONSCALING excludes WINDOW).
+  EXPECT_EQ(Run({"BF.RESERVE", "k", "0.01", "100", "EXPANSION", "2", "WINDOW", "10",
+                 "GENERATIONS", "4", "x", "y"}),
             WrongArity("bf.reserve"));
+  EXPECT_EQ(Run({"BF.RESERVE", "k", "0.01", "100", "EXPANSION", "2", "NONSCALING", "x"}),
+            Err("ERR syntax error"));
 }
 
 TEST_F(BloomCommands, ReserveOfAnImpossibleCapacityFailsCleanly) {

@@ -196,7 +196,7 @@ TEST(CommandTable, BloomRowsCarryRedisBloomsFlags) {
 
 TEST(CommandTable, BloomRowsHaveRedisBloomsArities) {
   EXPECT_EQ(Row("bf.reserve").arity, -4);
-  EXPECT_EQ(Row("bf.reserve").max_args, 7);
+  EXPECT_EQ(Row("bf.reserve").max_args, 11);
   EXPECT_EQ(Row("bf.add").arity, 3);
   EXPECT_EQ(Row("bf.madd").arity, -3);
   EXPECT_EQ(Row("bf.insert").arity, -4);
@@ -289,8 +289,8 @@ TEST(CommandTable, ArityMatchesMinimumAndMaximum) {
   EXPECT_FALSE(CommandTable::ArityMatches(info, 4));
   const CommandSpec& reserve = Row("bf.reserve");
   EXPECT_FALSE(CommandTable::ArityMatches(reserve, 3));
-  EXPECT_TRUE(CommandTable::ArityMatches(reserve, 7));
-  EXPECT_FALSE(CommandTable::ArityMatches(reserve, 8));
+  EXPECT_TRUE(CommandTable::ArityMatches(reserve, 11));
+  EXPECT_FALSE(CommandTable::ArityMatches(reserve, 12));
 }
 
 TEST(CommandTable, ArityMatchesOnHandBuiltRows) {

@@ -91,6 +91,29 @@ TEST(Durability, DeletesAreReplayedExactlyOnceAcrossASnapshotCut) {
   EXPECT_EQ(s.Run({"CF.COUNT", "cf", "x"}), Int(2));
 }
 
+// CBF.INCR replies each item's count including this add, on a missing key
+// (created) and an existing one, and the log replays it to the same counts.
+TEST(Durability, CountingIncrRepliesTheCountWithThisAddAndReplaysIt) {
+  TempDir dir;
+  ServerConfig config = ConfigIn(dir);
+  {
+    auto server = StartOn(config, DefaultFileSystem());
+    Session s(server.get());
+    EXPECT_EQ(RunDurably(*server, s, {"CBF.INCR", "hits", "a", "b", "a"}),
+              Arr(3) + Int(1) + Int(1) + Int(2));
+    EXPECT_EQ(RunDurably(*server, s, {"CBF.INCR", "hits", "a"}), Arr(1) + Int(3));
+    EXPECT_EQ(s.Run({"CBF.COUNT", "hits", "a"}), Int(3));
+    EXPECT_EQ(s.Run({"CF.RESERVE", "cf", "100"}), kOk);
+    EXPECT_EQ(s.Run({"CBF.INCR", "cf", "a"}),
+              "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n");
+  }
+  auto server = StartOn(config, DefaultFileSystem());
+  Session s(server.get());
+  EXPECT_EQ(s.Run({"CBF.COUNT", "hits", "a"}), Int(3));
+  EXPECT_EQ(s.Run({"CBF.COUNT", "hits", "b"}), Int(1));
+  EXPECT_EQ(s.Run({"CBF.INCR", "hits", "b"}), Arr(1) + Int(2));
+}
+
 TEST(Durability, ABackgroundSaveUnderConcurrentWritersLosesAndDoublesNothing) {
   TempDir dir;
   ServerConfig config = ConfigIn(dir);
