@@ -104,7 +104,7 @@ void ScanDumpRedisBloomCuckoo(CommandContext& ctx, const CuckooFilter& cuckoo, u
 // chunk that is neither ours nor 38 bytes may be either's, damaged).
 void StartRedisBloomCuckooLoad(CommandContext& ctx, std::string_view key, std::string_view data,
                                const ChunkCommandTexts& texts) {
-  if (std::optional<std::string_view> taken = KeyTaken(ctx, key, texts.kind)) {
+  if (std::optional<std::string_view> taken = KeyTaken(ctx, key, texts)) {
     ctx.Fail(*taken);
     return;
   }
