@@ -493,7 +493,12 @@ void StreamConnection<Stream>::ParkForPause() {
     });
   });
   // The end as of now; a later PAUSE that extends it parks the command again.
-  const int64_t wait_ms = std::max<int64_t>(0, server_.pause.end_ms() - NowMs());
+  // At most an hour at a time: PAUSE accepts ends near INT64_MAX ms, which
+  // would overflow the timer's nanoseconds (and fire at once, every time).
+  // Waking hourly to find the pause still on just parks again.
+  constexpr int64_t kMaxPauseWaitMs = 3'600'000;
+  const int64_t wait_ms =
+      std::clamp<int64_t>(server_.pause.end_ms() - NowMs(), 0, kMaxPauseWaitMs);
   pause_timer_.expires_after(std::chrono::milliseconds(wait_ms));
   pause_timer_.async_wait([self, generation](const boost::system::error_code& ec) {
     if (!ec) self->ResumeAfterPause(generation);

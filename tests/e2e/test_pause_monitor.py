@@ -51,6 +51,24 @@ class PauseTests:
         self.assertEqual(writer.read_reply(), 1)
         self.assertEqual(blocked(self.r), 0)
 
+    def test_a_pause_of_centuries_holds_without_spinning(self):
+        # 9e18 ms is accepted (Redis's bound is INT64_MAX - now); the held
+        # connection's timer is capped, not overflowed into a busy loop.
+        self.r.execute_command("CLIENT", "PAUSE", "9000000000000000000", "WRITE")
+        writer = self.raw()
+        writer.send(encode_command("BF.ADD", "k", "a"))
+        wait_until(lambda: blocked(self.r) == 1, 5, what="the write to be held")
+        with open(f"/proc/{self.server.proc.pid}/stat") as f:
+            before = sum(int(x) for x in f.read().rsplit(")", 1)[1].split()[11:13])
+        time.sleep(1.0)  # a spinning loop burns ~0.4 s of it even on a busy machine
+        with open(f"/proc/{self.server.proc.pid}/stat") as f:
+            after = sum(int(x) for x in f.read().rsplit(")", 1)[1].split()[11:13])
+        ticks = after - before  # utime + stime, 1/100 s each
+        self.assertLess(ticks, 15, f"the server used {ticks / 100} s of CPU while idle")
+        self.assertTrue(nothing_to_read(writer))
+        self.r.execute_command("CLIENT", "UNPAUSE")
+        self.assertEqual(writer.read_reply(), 1)
+
     def test_replies_before_a_held_write_in_a_pipeline_are_sent(self):
         self.r.execute_command("BF.ADD", "k", "a")
         self.r.execute_command("CLIENT", "PAUSE", "100000", "WRITE")
