@@ -52,6 +52,56 @@ void NoteSlowCommand(ServerContext& server, ClientState& client, const CommandSp
   }
 }
 
+// The arguments a monitor may see: Redis redacts AUTH's arguments and the
+// user name and password after HELLO's AUTH ("(redacted)", as SLOWLOG).
+// Admin commands (ACL SETUSER, CONFIG SET) are not shown at all.
+void FeedMonitors(ServerContext& server, const ClientState& client, const CommandSpec& spec,
+                  std::span<const std::string_view> args) {
+  static constexpr std::string_view kRedacted = "(redacted)";
+  std::vector<std::string_view> shown(args.begin(), args.end());
+  if (spec.full_name == "hello") {
+    // HELLO [protover [AUTH user pass] [SETNAME name]]
+    for (size_t i = 2; i < shown.size(); ++i) {
+      const size_t more = shown.size() - 1 - i;
+      if (EqualsIgnoreCase(shown[i], "AUTH") && more >= 2) {
+        shown[i + 1] = shown[i + 2] = kRedacted;
+        i += 2;
+      } else if (EqualsIgnoreCase(shown[i], "SETNAME") && more >= 1) {
+        ++i;
+      } else {
+        break;
+      }
+    }
+  } else if (spec.flags & kCmdRedactArgs) {
+    for (size_t i = spec.parent != nullptr ? 2 : 1; i < shown.size(); ++i) shown[i] = kRedacted;
+  }
+  const int64_t unix_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                              std::chrono::system_clock::now().time_since_epoch())
+                              .count();
+  server.monitors.Publish(
+      FormatMonitorLine(unix_us, client.info ? std::string_view(client.info->addr) : "", shown),
+      server.client_output_buffer_limit());
+}
+
+// Whether CLIENT PAUSE holds this command now. WRITE: rows that may write,
+// and EXEC of a transaction that queued one; ALL: everything but CLIENT
+// UNPAUSE (Redis 7 holds that too, so only the timeout could end a pause
+// ALL; Bloomgate lets the operator end it).
+bool HeldByPause(ServerContext& server, const ClientState& client, const CommandSpec& spec) {
+  const int64_t now_ms = NowMs();
+  const PauseMode mode = server.pause.ModeAt(now_ms);
+  if (mode == PauseMode::kNone) server.pause.ClearIfEnded(now_ms);
+  if (mode == PauseMode::kAll) return spec.full_name != "client|unpause";
+  if (mode != PauseMode::kWrite) return false;
+  if (spec.flags & kCmdWrite) return true;
+  if (spec.full_name == "exec" && client.in_multi) {
+    return std::any_of(client.queued.begin(), client.queued.end(), [](const QueuedCommand& q) {
+      return (q.spec->flags & kCmdWrite) != 0;
+    });
+  }
+  return false;
+}
+
 }  // namespace
 
 const AclUser* CurrentAclUser(ServerContext& server, ClientState& client) {
@@ -198,6 +248,12 @@ CommandOutcome RunCommand(ServerContext& server, ClientState& client, const Comm
   Bump(stats.usec_buckets[CommandCounters::BucketOf(static_cast<uint64_t>(usec))]);
   if (failed) Bump(stats.failed_calls);
   if (!client.journal.replaying) NoteSlowCommand(server, client, spec, args, now_ms, usec);
+  // After the command ran, as Redis's call() feeds its monitors: EXEC's
+  // commands show before the "exec" line.
+  if (server.monitors.active() && !client.journal.replaying && (spec.flags & kCmdAdmin) == 0 &&
+      !server.durability->loading()) {
+    FeedMonitors(server, client, spec, args);
+  }
   return failed ? CommandOutcome::kFailed : CommandOutcome::kDone;
 }
 
@@ -265,6 +321,20 @@ CommandOutcome DispatchCommand(ServerContext& server, ClientState& client,
     }
     Bump(counters.commands[spec->id].rejected_calls);
     return CommandOutcome::kFailed;
+  }
+  if (client.monitor && (spec->flags & (kCmdWrite | kCmdReadOnly)) != 0) {
+    // Redis runs a monitor as a replica, and a replica may not touch keys;
+    // it may still PING, RESET or QUIT.
+    reject(errors::kReplicaKeyspace);
+    Bump(counters.commands[spec->id].rejected_calls);
+    return CommandOutcome::kFailed;
+  }
+  // CLIENT PAUSE: checked after every refusal (a wrong command is answered
+  // at once, as in Redis) and before MULTI queues. A monitor is a replica to
+  // Redis, and replicas are never paused; a replay is not a client.
+  if (server.pause.engaged() && !client.journal.replaying && !client.monitor &&
+      HeldByPause(server, client, *spec)) {
+    return CommandOutcome::kPaused;
   }
   if (client.in_multi && (spec->flags & kCmdNoMulti) == 0) {
     QueuedCommand queued;

@@ -19,8 +19,10 @@ namespace bloomgate {
 // nothing was replied; the command writes a filter a snapshot still owes
 // itself a big copy of (client.parked_on): the connection must hold it
 // (and everything after it) until SnapshotCopier made that copy, then
-// dispatch the same command again.
-enum class CommandOutcome { kDone, kFailed, kQueued, kParked };
+// dispatch the same command again. kPaused: likewise nothing ran; CLIENT
+// PAUSE holds the command (context/client_pause.h): the connection parks it
+// until the pause ends or CLIENT UNPAUSE, then dispatches it again.
+enum class CommandOutcome { kDone, kFailed, kQueued, kParked, kPaused };
 
 CommandOutcome DispatchCommand(ServerContext& server, ClientState& client,
                                std::span<const std::string_view> args, ReplyBuilder& reply);

@@ -1,4 +1,5 @@
-// Connection commands: PING, ECHO, QUIT, SELECT, AUTH, HELLO and CLIENT.
+// Connection commands: PING, ECHO, QUIT, SELECT, AUTH, HELLO, RESET, CLIENT and
+// MONITOR.
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -342,7 +343,10 @@ void CmdClientNoEvict(CommandContext& ctx) {
 
 // RESET: the connection as if new: no transaction or watches, RESP2, no
 // name, no-evict off, and back to the default ACL user, authenticated only
-// if that user is on and has nopass (Redis's clientSetDefaultAuth).
+// if that user is on and has nopass (Redis's clientSetDefaultAuth); out of
+// MONITOR mode. The connection then sets its parser limits from the new
+// authentication state (the small ones of an unauthenticated client when
+// the default user needs a password).
 void CmdReset(CommandContext& ctx) {
   // RESET needs no AUTH, so the ACL check did not run: a connection whose
   // user was deleted must not come back as "default" before ACL DELUSER's
@@ -351,6 +355,7 @@ void CmdReset(CommandContext& ctx) {
     ctx.client.close_after_reply = true;
   }
   ctx.client.ResetTransaction();
+  ctx.client.monitor = false;  // out of MONITOR mode, as Redis's RESET
   ctx.client.resp3 = false;
   ctx.reply.set_resp3(false);
   // Read before the user, so a change in between is seen at the next command.
@@ -366,6 +371,58 @@ void CmdReset(CommandContext& ctx) {
     ctx.client.info->no_evict.store(false, std::memory_order_relaxed);
   }
   ctx.reply.SimpleString("RESET");
+}
+
+// CLIENT PAUSE timeout [WRITE|ALL]: the mode is checked first, then the
+// timeout (ms), as Redis does; ALL by default. The pause (and Redis's hold on
+// expiry) lasts until now + timeout, or longer if one in force ends later.
+void CmdClientPause(CommandContext& ctx) {
+  PauseMode mode = PauseMode::kAll;
+  if (ctx.args.size() == 4) {
+    if (EqualsIgnoreCase(ctx.args[3], "write")) {
+      mode = PauseMode::kWrite;
+    } else if (!EqualsIgnoreCase(ctx.args[3], "all")) {
+      ctx.Fail(errors::kPauseMode);
+      return;
+    }
+  }
+  int64_t timeout_ms = 0;
+  if (!ParseInt64(ctx.args[2], &timeout_ms)) {
+    ctx.Fail(errors::kTimeoutNotInteger);
+    return;
+  }
+  if (timeout_ms < 0) {
+    ctx.Fail(errors::kTimeoutNegative);
+    return;
+  }
+  if (timeout_ms > INT64_MAX - ctx.now_ms) {
+    ctx.Fail(errors::kTimeoutOutOfRange);
+    return;
+  }
+  ClientPause& pause = ctx.server.pause;
+  pause.Pause(mode, ctx.now_ms + timeout_ms, ctx.now_ms);
+  ctx.server.keyspace.HoldExpiry(pause.end_ms());
+  ctx.reply.Ok();
+}
+
+// CLIENT UNPAUSE: ends any pause at once and wakes the parked clients.
+void CmdClientUnpause(CommandContext& ctx) {
+  ctx.server.keyspace.HoldExpiry(0);
+  ctx.server.pause.Unpause();
+  ctx.reply.Ok();
+}
+
+// MONITOR: from now on the connection receives a line for every command any
+// client runs (the connection subscribes once it sees `client.monitor`,
+// after this reply). Again from a monitor: ignored with no reply, as Redis.
+void CmdMonitor(CommandContext& ctx) {
+  if (ctx.client.monitor) return;
+  if (ctx.client.in_exec) {
+    ctx.Fail(errors::kMonitorDenyBlocking);
+    return;
+  }
+  ctx.client.monitor = true;
+  ctx.reply.Ok();
 }
 
 void CmdClientInfo(CommandContext& ctx) {
@@ -405,6 +462,10 @@ std::vector<CommandSpec> ConnectionCommands() {
       {.name = "reset", .arity = 1, .flags = kConn | kCmdNoAuth | kCmdNoMulti,
        .handler = CmdReset, .summary = "Resets the connection", .group = "connection",
        .since = "6.2.0"},
+      {.name = "monitor", .arity = 1, .flags = kCmdAdmin | kCmdNoScript | kCmdLoading | kCmdStale,
+       .handler = CmdMonitor,
+       .summary = "Listens for all requests received by the server in real-time",
+       .group = "server", .since = "1.0.0"},
       {.name = "client", .arity = -2, .summary = "A container for client connection commands",
        .group = "connection", .since = "2.4.0",
        .subcommands = {
@@ -422,6 +483,16 @@ std::vector<CommandSpec> ConnectionCommands() {
                                                  kCmdStale,
             .handler = CmdClientKill, .summary = "Terminates open connections",
             .group = "connection", .since = "2.4.0"},
+           {.name = "pause", .arity = -3, .max_args = 4,
+            .flags = kCmdAdmin | kCmdNoScript | kCmdLoading | kCmdStale,
+            .handler = CmdClientPause,
+            .summary = "Suspends commands processing", .group = "connection",
+            .since = "3.0.0"},
+           {.name = "unpause", .arity = 2,
+            .flags = kCmdAdmin | kCmdNoScript | kCmdLoading | kCmdStale,
+            .handler = CmdClientUnpause,
+            .summary = "Resumes processing commands from paused clients",
+            .group = "connection", .since = "6.2.0"},
            {.name = "no-evict", .arity = 3, .flags = kCmdAdmin | kCmdNoScript | kCmdLoading |
                                                      kCmdStale,
             .handler = CmdClientNoEvict,

@@ -228,6 +228,17 @@ inline constexpr std::string_view kHelloNoAuth =
     "select the RESP protocol version at the same time";
 inline constexpr std::string_view kInvalidClientId = "ERR Invalid client ID";
 inline constexpr std::string_view kNoSuchClient = "ERR No such client";
+// CLIENT PAUSE, in the order Redis checks: the mode, then the timeout.
+inline constexpr std::string_view kPauseMode = "ERR CLIENT PAUSE mode must be WRITE or ALL";
+inline constexpr std::string_view kTimeoutNotInteger =
+    "ERR timeout is not an integer or out of range";
+inline constexpr std::string_view kTimeoutNegative = "ERR timeout is negative";
+inline constexpr std::string_view kTimeoutOutOfRange = "ERR timeout is out of range";
+// MONITOR inside MULTI/EXEC (Redis's deny-blocking clients); and any key
+// command from a monitoring connection, which Redis treats as a replica.
+inline constexpr std::string_view kMonitorDenyBlocking =
+    "ERR MONITOR isn't allowed for DENY BLOCKING client";
+inline constexpr std::string_view kReplicaKeyspace = "ERR Replica can't interact with the keyspace";
 inline constexpr std::string_view kObjectFreqNotTracked =
     "ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note "
     "that when switching between policies at runtime LRU and LFU data will take some time to "

@@ -288,9 +288,12 @@ std::string ServerSection(CommandContext& ctx) {
 
 std::string ClientsSection(CommandContext& ctx) {
   return fmt::format(
-      "# Clients\r\nconnected_clients:{}\r\nmaxclients:{}\r\nblocked_clients:0\r\n"
+      "# Clients\r\nconnected_clients:{}\r\nmaxclients:{}\r\nblocked_clients:{}\r\n"
       "tracking_clients:0\r\n",
-      ctx.server.clients.count(), ctx.server.config.Get().maxclients);
+      ctx.server.clients.count(), ctx.server.config.Get().maxclients,
+      // Clients CLIENT PAUSE holds, as Redis 7 counts them (its only pause
+      // field; no command here blocks otherwise).
+      ctx.server.pause.waiting());
 }
 
 std::string MemorySection(CommandContext& ctx) {

@@ -51,6 +51,9 @@ struct ClientState {
   bool user_deleted = false;
   uint32_t auth_failures = 0;  // wrong passwords in a row (AuthThrottle)
   bool close_after_reply = false;  // QUIT, protocol errors
+  // MONITOR ran (RESET ends it): the connection receives every command's
+  // line, is never paused and, as a Redis replica, may not touch keys.
+  bool monitor = false;
 
   // The log position this client's current batch of writes reached: the
   // connection makes it durable (Durability::FlushForReply) before it sends

@@ -15,11 +15,13 @@
 #include "filters/memory_budget.h"
 #include "server/context/acl_store.h"
 #include "server/context/auth_throttle.h"
+#include "server/context/client_pause.h"
 #include "server/context/client_registry.h"
 #include "server/context/command_table.h"
 #include "server/context/error_stats.h"
 #include "server/context/instantaneous_metrics.h"
 #include "server/context/latency_monitor.h"
+#include "server/context/monitor_feed.h"
 #include "server/context/server_stats.h"
 #include "server/context/slow_log.h"
 #include "server/durability/durability.h"
@@ -106,6 +108,10 @@ class ServerContext {
   AclStore acl{commands};
   ServerStats stats;
   ClientRegistry clients;
+  // CLIENT PAUSE's mode, end and parked connections (client_pause.h).
+  ClientPause pause;
+  // MONITOR's connections (monitor_feed.h).
+  MonitorFeed monitors;
   // Failed AUTH attempts per source address (auth_throttle.h).
   AuthThrottle auth_throttle;
   // SLOWLOG, LATENCY, INFO errorstats and the instantaneous rates.

@@ -92,6 +92,7 @@ EntryPtr Keyspace::Find(const KeyRef& key, int64_t now_ms) {
     auto it = shard.entries.find(key);
     if (it == shard.entries.end()) return nullptr;
     if (!it->second->ExpiredAt(now_ms)) return it->second;
+    if (ExpiryHeld(now_ms)) return nullptr;  // gone for readers, deleted after the pause
   }
   // Expired: remove it, unless someone replaced it in the meantime. The
   // entry is freed after the lock is released (a filter can be gigabytes).
@@ -339,6 +340,9 @@ uint64_t Keyspace::Scan(
 }
 
 size_t Keyspace::SweepExpired(int64_t now_ms, size_t max_keys, KeyLocks* key_locks) {
+  // Redis stops its active expire cycle during a pause, so the data set a
+  // switch-over copies stays as it was.
+  if (ExpiryHeld(now_ms)) return 0;
   size_t removed = 0;
   for (Shard& shard : shards_) {
     if (removed >= max_keys) break;

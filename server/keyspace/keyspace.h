@@ -236,6 +236,17 @@ class Keyspace {
   using ExpiryHook = std::function<void(const std::string& key, int64_t now_ms)>;
   void set_expiry_hook(ExpiryHook hook) { expiry_hook_ = std::move(hook); }
 
+  // CLIENT PAUSE (WRITE or ALL) until `until_ms` (0: no longer): as Redis,
+  // no expired key is deleted meanwhile. Find reports an expired key as
+  // missing but leaves it (and expired_keys) alone, the sweep removes
+  // nothing; writes that replace an expired key still do.
+  void HoldExpiry(int64_t until_ms) {
+    expiry_held_until_ms_.store(until_ms, std::memory_order_relaxed);
+  }
+  bool ExpiryHeld(int64_t now_ms) const {
+    return now_ms < expiry_held_until_ms_.load(std::memory_order_relaxed);
+  }
+
   uint64_t expired_keys() const { return expired_keys_.load(std::memory_order_relaxed); }
   // Index entries SCAN has stepped over since start-up: the work a SCAN
   // costs, counted so a test can bound it without timing anything.
@@ -289,6 +300,7 @@ class Keyspace {
   std::array<Shard, kShards> shards_;
   ExpiryHook expiry_hook_;
   std::atomic<uint64_t> expired_keys_{0};
+  std::atomic<int64_t> expiry_held_until_ms_{0};
   mutable std::atomic<uint64_t> scan_steps_{0};
 };
 

@@ -11,8 +11,10 @@
 
 #include "server/commands/command_dispatcher.h"
 #include "server/commands/errors.h"
+#include "server/context/client_pause.h"
 #include "server/context/client_state.h"
 #include "server/context/log_limiter.h"
+#include "server/context/monitor_feed.h"
 #include "server/context/server_context.h"
 #include "server/net/admission.h"
 #include "server/net/asio_ssl.h"
@@ -44,6 +46,7 @@ constexpr uint64_t kUnauthenticatedMaxBulk = 16 * 1024;
 
 LogLimiter protocol_error_log(/*interval_ms=*/1000);
 LogLimiter handshake_log(/*interval_ms=*/1000);
+LogLimiter monitor_log(/*interval_ms=*/1000);
 
 std::string EndpointText(const tcp::endpoint& endpoint) {
   const auto address = endpoint.address();
@@ -66,6 +69,7 @@ class StreamConnection final : public Connection {
       : tls_context_(std::move(tls_context)),
         stream_(MakeStream(std::move(socket), tls_context_.get())),
         handshake_timer_(stream_.get_executor()),
+        pause_timer_(stream_.get_executor()),
         server_(server),
         manager_(manager),
         reply_(&out_) {
@@ -80,7 +84,14 @@ class StreamConnection final : public Connection {
   // Called on this connection's loop once the snapshot copy its parked
   // command waited for is made: runs that command again, and the rest.
   void ResumeAfterCopy();
+  // Called on this connection's loop when CLIENT PAUSE may have ended (its
+  // end time passed, or CLIENT UNPAUSE): runs the held command again, which
+  // parks once more if the pause was extended.
+  void ResumeAfterPause(uint64_t generation);
+  // Called on this connection's loop when its MonitorSink has lines.
+  void DrainMonitor();
   int64_t last_activity_ms() const override { return last_activity_ms_; }
+  bool idle_exempt() const override { return paused_ || monitor_sink_ != nullptr; }
   void ResumeAfterLogFlush(bool logged) override;
   asio::any_io_executor executor() override { return stream_.get_executor(); }
 
@@ -108,6 +119,14 @@ class StreamConnection final : public Connection {
   // The command just parsed must wait for a snapshot copy (client_.parked_on):
   // stop here, input unconsumed, until the copier calls back.
   void Park();
+  // CLIENT PAUSE holds the command just parsed (its replies before it are
+  // sent): stop here, input unconsumed, until the pause ends or UNPAUSE.
+  // The socket is watched meanwhile, so a client that gives up and closes
+  // is closed here too instead of holding its socket for the whole pause.
+  void ParkForPause();
+  void EndPause();
+  // MONITOR started or RESET ended it (client_.monitor): (un)subscribe.
+  void SyncMonitor();
   // After a batch: write its replies, or close, or read more.
   void SendOrContinue();
   void DrainForStop();
@@ -118,6 +137,7 @@ class StreamConnection final : public Connection {
   std::shared_ptr<ssl::context> tls_context_;  // null for plain TCP
   Stream stream_;
   asio::steady_timer handshake_timer_;
+  asio::steady_timer pause_timer_;
   bool handshaking_ = false;
   bool handshake_timed_out_ = false;
   uint32_t handshake_timeout_ms_ = 0;
@@ -137,6 +157,15 @@ class StreamConnection final : public Connection {
   bool write_in_flight_ = false;
   bool awaiting_log_ = false;  // replies held until the log has the batch's writes
   bool parked_ = false;        // a command waits for a snapshot copy
+  bool paused_ = false;        // a command waits for CLIENT PAUSE to end
+  uint64_t pause_waiter_ = 0;  // its ClientPause::AddWaiter id
+  // Told apart by the handlers of one pause's timer and socket watch, so a
+  // late one from an earlier pause does nothing.
+  uint64_t pause_generation_ = 0;
+  // A monitor reads and writes at once (lines go out while it may send
+  // RESET): at most one of each in flight.
+  bool read_in_flight_ = false;
+  std::shared_ptr<MonitorSink> monitor_sink_;
   bool stopping_ = false;
   bool closed_ = false;
   int64_t last_activity_ms_ = 0;
@@ -248,6 +277,11 @@ void StreamConnection<Stream>::OnHandshake(const boost::system::error_code& ec) 
 template <typename Stream>
 void StreamConnection<Stream>::Kill() {
   if (closed_) return;
+  if (paused_) {
+    // The held command never ran and its earlier replies are out.
+    Close();
+    return;
+  }
   if (write_in_flight_ || awaiting_log_ || parked_) {
     // Replies of the batch already run are sent first; then it closes. A
     // parked command never runs: ProcessInput stops at close_after_reply.
@@ -276,6 +310,11 @@ void StreamConnection<Stream>::Stop() {
   if (stopping_ || closed_) return;
   stopping_ = true;
   boost::system::error_code ignored;
+  if (paused_) {
+    // Nothing is owed: the held command did not run.
+    Close();
+    return;
+  }
   if (handshaking_) {
     // Nothing was asked yet, so nothing is owed: end the handshake now.
     socket().cancel(ignored);
@@ -306,6 +345,8 @@ void StreamConnection<Stream>::DrainForStop() {
 
 template <typename Stream>
 void StreamConnection<Stream>::DoRead() {
+  // A monitor's write completes into here while its read still waits.
+  if (read_in_flight_) return;
   if (stopping_) {
     Close();
     return;
@@ -338,9 +379,11 @@ void StreamConnection<Stream>::DoRead() {
     }
   }
   auto self = shared_from_this();
+  read_in_flight_ = true;
   stream_.async_read_some(
       asio::buffer(in_.data() + in_end_, in_.size() - in_end_),
       [this, self](const boost::system::error_code& ec, size_t bytes) {
+        read_in_flight_ = false;
         if (ec == asio::error::operation_aborted && stopping_ && !closed_) {
           DrainForStop();
           return;
@@ -384,17 +427,31 @@ void StreamConnection<Stream>::ProcessInput() {
     }
     reply_.set_resp3(client_.resp3);
     uint64_t errors_before = reply_.errors_written();
-    if (DispatchCommand(server_, client_, args_, reply_) == CommandOutcome::kParked) {
+    const CommandOutcome outcome = DispatchCommand(server_, client_, args_, reply_);
+    if (outcome == CommandOutcome::kParked) {
       // Nothing ran or replied; the command stays in the input buffer.
       Park();
       return;
+    }
+    if (outcome == CommandOutcome::kPaused) {
+      // Nothing ran or replied. Replies of the batch so far go out first
+      // (a read before a paused write is answered, as in Redis); the write
+      // completes into ProcessInput, which dispatches this command again.
+      if (out_.empty() && client_.journal.log_sequence == 0) {
+        ParkForPause();
+        return;
+      }
+      break;
     }
     if (reply_.errors_written() != errors_before) {
       Bump(server_.stats.worker(client_.worker_index).error_replies,
            reply_.errors_written() - errors_before);
     }
     in_begin_ += consumed;
-    if (parser_unauthenticated_ && client_.authenticated) UpdateParserLimits();
+    // AUTH / HELLO AUTH raise the limits; RESET (or a deleted user) may
+    // lower them again: they follow the authentication state both ways.
+    if (parser_unauthenticated_ == client_.authenticated) UpdateParserLimits();
+    if (client_.monitor != (monitor_sink_ != nullptr)) SyncMonitor();
   }
   if (client_.journal.log_sequence != 0) {
     // The replies wait until the log holds the batch's writes. The manager
@@ -419,6 +476,104 @@ void StreamConnection<Stream>::Park() {
   server_.snapshot_copier.CopyInBackground(std::move(client_.parked_on), [self, executor] {
     asio::post(executor, [self] { self->ResumeAfterCopy(); });
   });
+}
+
+template <typename Stream>
+void StreamConnection<Stream>::ParkForPause() {
+  paused_ = true;
+  const uint64_t generation = ++pause_generation_;
+  auto self = std::static_pointer_cast<StreamConnection>(shared_from_this());
+  std::weak_ptr<StreamConnection> weak = self;
+  auto executor = this->executor();
+  // UNPAUSE calls this on its own thread: post to this loop. A weak
+  // reference: a connection closed meanwhile is simply gone.
+  pause_waiter_ = server_.pause.AddWaiter([weak, executor, generation] {
+    asio::post(executor, [weak, generation] {
+      if (auto connection = weak.lock()) connection->ResumeAfterPause(generation);
+    });
+  });
+  // The end as of now; a later PAUSE that extends it parks the command again.
+  // At most an hour at a time: PAUSE accepts ends near INT64_MAX ms, which
+  // would overflow the timer's nanoseconds (and fire at once, every time).
+  // Waking hourly to find the pause still on just parks again.
+  constexpr int64_t kMaxPauseWaitMs = 3'600'000;
+  const int64_t wait_ms =
+      std::clamp<int64_t>(server_.pause.end_ms() - NowMs(), 0, kMaxPauseWaitMs);
+  pause_timer_.expires_after(std::chrono::milliseconds(wait_ms));
+  pause_timer_.async_wait([self, generation](const boost::system::error_code& ec) {
+    if (!ec) self->ResumeAfterPause(generation);
+  });
+  // Readable while parked: more commands (left in the socket until the
+  // pause ends) or the end of the stream (the client gave up: close now).
+  // Peeked on the TCP socket, under TLS too: a closed peer reads as 0.
+  socket().async_wait(tcp::socket::wait_read, [self, generation](
+                                                  const boost::system::error_code& ec) {
+    if (ec || !self->paused_ || self->pause_generation_ != generation) return;
+    char byte = 0;
+    boost::system::error_code peek_error;
+    size_t peeked =
+        self->socket().receive(asio::buffer(&byte, 1), tcp::socket::message_peek, peek_error);
+    if (peek_error == asio::error::would_block) return;
+    if (peek_error || peeked == 0) self->Close();
+  });
+}
+
+template <typename Stream>
+void StreamConnection<Stream>::EndPause() {
+  paused_ = false;
+  ++pause_generation_;
+  server_.pause.RemoveWaiter(pause_waiter_);
+  pause_timer_.cancel();
+  // Ends the socket watch; nothing else is pending on a parked connection.
+  boost::system::error_code ignored;
+  if (!closed_) socket().cancel(ignored);
+}
+
+template <typename Stream>
+void StreamConnection<Stream>::ResumeAfterPause(uint64_t generation) {
+  if (!paused_ || generation != pause_generation_ || closed_) return;
+  EndPause();
+  ProcessInput();
+}
+
+template <typename Stream>
+void StreamConnection<Stream>::SyncMonitor() {
+  if (client_.monitor) {
+    std::weak_ptr<StreamConnection> weak =
+        std::static_pointer_cast<StreamConnection>(shared_from_this());
+    auto executor = this->executor();
+    monitor_sink_ = std::make_shared<MonitorSink>([weak, executor] {
+      asio::post(executor, [weak] {
+        if (auto connection = weak.lock()) connection->DrainMonitor();
+      });
+    });
+    server_.monitors.Add(monitor_sink_);
+  } else {
+    server_.monitors.Remove(monitor_sink_.get());
+    monitor_sink_.reset();
+  }
+}
+
+template <typename Stream>
+void StreamConnection<Stream>::DrainMonitor() {
+  if (closed_ || !monitor_sink_) return;
+  bool overflowed = false;
+  out_ += monitor_sink_->Take(&overflowed);
+  const uint64_t limit = server_.client_output_buffer_limit();
+  if (overflowed || out_.size() + writing_.size() > limit) {
+    // A monitor that does not read as fast as commands run: cut off at
+    // client-output-buffer-limit, as Redis closes a client over its limit.
+    uint64_t suppressed = 0;
+    if (monitor_log.Allow(NowMs(), &suppressed)) {
+      spdlog::warn("closing monitor {}: output over client-output-buffer-limit ({} bytes) "
+                   "({} similar suppressed)",
+                   client_.info ? client_.info->addr : "?", limit, suppressed);
+    }
+    Close();
+    return;
+  }
+  // Replies waiting for the log or a snapshot copy keep their place ahead.
+  if (!write_in_flight_ && !awaiting_log_ && !parked_ && !out_.empty()) DoWrite();
 }
 
 template <typename Stream>
@@ -454,6 +609,9 @@ void StreamConnection<Stream>::SendOrContinue() {
 
 template <typename Stream>
 void StreamConnection<Stream>::DoWrite() {
+  // Only a monitor gets here with a write on the wire (its lines and a
+  // reply): the rest goes when that write completes.
+  if (write_in_flight_) return;
   writing_.swap(out_);
   out_.clear();
   write_in_flight_ = true;
@@ -485,6 +643,11 @@ void StreamConnection<Stream>::Close() {
   if (closed_) return;
   closed_ = true;
   handshake_timer_.cancel();
+  if (paused_) EndPause();
+  if (monitor_sink_) {
+    server_.monitors.Remove(monitor_sink_.get());
+    monitor_sink_.reset();
+  }
   // TLS sessions end without a close_notify, as Redis's do: waiting for the
   // peer's answer would let a client hold the connection open.
   boost::system::error_code ignored;

@@ -44,6 +44,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // written or wait for the log go out first, then it closes.
   virtual void Kill() = 0;
   virtual int64_t last_activity_ms() const = 0;
+  // Not closed by the idle `timeout`, as Redis spares blocked clients and
+  // replicas: one held by CLIENT PAUSE, and a monitor.
+  virtual bool idle_exempt() const = 0;
   // Called by the manager once this connection's log records are durable
   // (`logged`) or could not be written: sends the replies, or closes.
   virtual void ResumeAfterLogFlush(bool logged) = 0;

@@ -28,6 +28,7 @@ void ConnectionManager::StopIdle(int64_t now_ms, int64_t timeout_ms) {
   if (timeout_ms <= 0) return;
   std::vector<std::shared_ptr<Connection>> idle;
   for (const auto& connection : connections_) {
+    if (connection->idle_exempt()) continue;
     if (now_ms - connection->last_activity_ms() > timeout_ms) idle.push_back(connection);
   }
   for (auto& connection : idle) connection->Stop();

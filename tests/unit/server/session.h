@@ -43,7 +43,8 @@ class Session {
     reply.set_resp3(client_.resp3);  // what the connection does before each command
     // A parked command (waiting for a snapshot copy) is run again once the
     // copier made it, as the connection does; here the session just waits.
-    while (DispatchCommand(*server_, client_, views, reply) == CommandOutcome::kParked) {
+    while ((last_outcome_ = DispatchCommand(*server_, client_, views, reply)) ==
+           CommandOutcome::kParked) {
       ++parks_;
       std::promise<void> copied;
       server_->snapshot_copier.CopyInBackground(std::move(client_.parked_on),
@@ -61,12 +62,15 @@ class Session {
   uint64_t errors_written() const { return errors_written_; }
   // Commands that had to wait for a snapshot copy.
   uint64_t parks() const { return parks_; }
+  // What became of the last command (kPaused: CLIENT PAUSE holds it).
+  CommandOutcome last_outcome() const { return last_outcome_; }
 
  private:
   ServerContext* server_;
   ClientState client_;
   uint64_t errors_written_ = 0;
   uint64_t parks_ = 0;
+  CommandOutcome last_outcome_ = CommandOutcome::kDone;
 };
 
 // A server with `workers` statistics slots and the given configuration.
