@@ -29,6 +29,7 @@
 #include "filters/any_filter.h"
 #include "filters/memory_budget.h"
 #include "persistence/codec/codec_registry.h"
+#include "server/keyspace/clock.h"
 #include "server/keyspace/key_ref.h"
 
 namespace bloomgate {
@@ -50,8 +51,9 @@ class KeyEntry {
  public:
   template <typename Filter>
   explicit KeyEntry(std::unique_ptr<Filter> filter)
-      : value_(std::move(filter)), id_(NextId()) {}
-  explicit KeyEntry(AnyFilter filter) : value_(std::move(filter)), id_(NextId()) {}
+      : value_(std::move(filter)), id_(NextId()), last_access_s_(NowMs() / 1000) {}
+  explicit KeyEntry(AnyFilter filter)
+      : value_(std::move(filter)), id_(NextId()), last_access_s_(NowMs() / 1000) {}
   ~KeyEntry();
 
   // Entries destroyed while their thread held key locks (KeyLocks): should
@@ -110,6 +112,23 @@ class KeyEntry {
     return snapshot_refused_.load(std::memory_order_acquire);
   }
 
+  // Unix seconds of the last command that found the key (Keyspace::Find),
+  // or of its creation: OBJECT IDLETIME. Whole seconds because that is all
+  // IDLETIME reports; a relaxed load on every find and a relaxed store only
+  // when the second changed, so the readers of a hot key share the line
+  // read-only and write it at most once a second (no read-modify-write).
+  int64_t last_access_s() const { return last_access_s_.load(std::memory_order_relaxed); }
+  void NoteAccess(int64_t now_ms) {
+    const int64_t now_s = now_ms / 1000;
+    if (last_access_s_.load(std::memory_order_relaxed) != now_s) {
+      last_access_s_.store(now_s, std::memory_order_relaxed);
+    }
+  }
+  // RESTORE ... IDLETIME seconds: as if last found `idle_s` seconds ago.
+  void SetIdleTime(int64_t now_ms, int64_t idle_s) {
+    last_access_s_.store(now_ms / 1000 - idle_s, std::memory_order_relaxed);
+  }
+
   // Bumped by every write that changes the entry; WATCH compares it.
   uint64_t version() const { return version_.load(std::memory_order_acquire); }
   void MarkModified() { version_.fetch_add(1, std::memory_order_acq_rel); }
@@ -125,6 +144,7 @@ class KeyEntry {
   AnyFilter value_;
   const uint64_t id_;
   std::atomic<int64_t> expire_at_ms_{0};
+  std::atomic<int64_t> last_access_s_;
   std::atomic<uint64_t> version_{0};
   // Set (release) at a cut, cleared (release) once the copy is made; read
   // with acquire so a writer that sees it cleared also sees the copy done.
@@ -149,7 +169,8 @@ class Keyspace {
   // hold no KeyRef (start-up replay, tools, tests).
 
   // The live entry under `key`, or null if there is none or it has expired
-  // (an expired entry is removed on the way).
+  // (an expired entry is removed on the way). Finding a key counts as an
+  // access for OBJECT IDLETIME (KeyEntry::NoteAccess); Peek does not.
   EntryPtr Find(const KeyRef& key, int64_t now_ms);
   EntryPtr Find(std::string_view key, int64_t now_ms) { return Find(MakeKeyRef(key), now_ms); }
 
