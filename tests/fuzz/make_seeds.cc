@@ -17,6 +17,7 @@
 #include "filters/key_hash.h"
 #include "persistence/append_log.h"
 #include "persistence/dump_chunk.h"
+#include "persistence/dump_payload.h"
 #include "persistence/snapshot_file.h"
 #include "tests/fuzz/command_program.h"
 #include "tests/fuzz/fuzz_support.h"
@@ -156,6 +157,15 @@ void DumpChunkSeeds(const fs::path& dir) {
   Write(dir, "counting", dump(1, Counting(40), 200));
   Write(dir, "cuckoo", dump(2, Cuckoo(12), 16));
   Write(dir, "cuckoo-one-chunk", dump(2, Cuckoo(3), 4096));
+}
+
+// dump_payload_fuzz: byte 0 = 1 (keep the checksum as written), then a DUMP
+// payload of each family that takes adds.
+void DumpPayloadSeeds(const fs::path& dir) {
+  const auto seed = [](const AnyFilter& filter) { return "\x01" + EncodeDumpPayload(filter); };
+  Write(dir, "bloom", seed(Bloom(30, 100)));
+  Write(dir, "counting", seed(Counting(40)));
+  Write(dir, "cuckoo", seed(Cuckoo(12)));
 }
 
 // A program for commands_fuzz: template arguments by value (each value is
@@ -324,6 +334,7 @@ int main(int argc, char** argv) {
   SnapshotSeeds(root / "snapshot_fuzz");
   AppendLogSeeds(root / "append_log_fuzz");
   DumpChunkSeeds(root / "dump_chunk_fuzz");
+  DumpPayloadSeeds(root / "dump_payload_fuzz");
   CommandSeeds(root / "commands_fuzz");
   return 0;
 }
