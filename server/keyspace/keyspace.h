@@ -13,6 +13,7 @@
 // the background sweep pops due keys in deadline order instead of scanning.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -51,9 +52,9 @@ class KeyEntry {
  public:
   template <typename Filter>
   explicit KeyEntry(std::unique_ptr<Filter> filter)
-      : value_(std::move(filter)), id_(NextId()), last_access_s_(NowMs() / 1000) {}
+      : value_(std::move(filter)), id_(NextId()), last_access_s_(Seconds(NowMs())) {}
   explicit KeyEntry(AnyFilter filter)
-      : value_(std::move(filter)), id_(NextId()), last_access_s_(NowMs() / 1000) {}
+      : value_(std::move(filter)), id_(NextId()), last_access_s_(Seconds(NowMs())) {}
   ~KeyEntry();
 
   // Entries destroyed while their thread held key locks (KeyLocks): should
@@ -117,16 +118,21 @@ class KeyEntry {
   // IDLETIME reports; a relaxed load on every find and a relaxed store only
   // when the second changed, so the readers of a hot key share the line
   // read-only and write it at most once a second (no read-modify-write).
+  // 32 bits (Unix seconds fit until 2106) so it sits in the padding after
+  // the snapshot flags and the entry does not grow.
   int64_t last_access_s() const { return last_access_s_.load(std::memory_order_relaxed); }
   void NoteAccess(int64_t now_ms) {
-    const int64_t now_s = now_ms / 1000;
+    const uint32_t now_s = Seconds(now_ms);
     if (last_access_s_.load(std::memory_order_relaxed) != now_s) {
       last_access_s_.store(now_s, std::memory_order_relaxed);
     }
   }
   // RESTORE ... IDLETIME seconds: as if last found `idle_s` seconds ago.
   void SetIdleTime(int64_t now_ms, int64_t idle_s) {
-    last_access_s_.store(now_ms / 1000 - idle_s, std::memory_order_relaxed);
+    // Clamped at the epoch: IDLETIME takes any non-negative 64-bit value.
+    const int64_t now_s = now_ms / 1000;
+    last_access_s_.store(static_cast<uint32_t>(idle_s >= now_s ? 0 : now_s - idle_s),
+                         std::memory_order_relaxed);
   }
 
   // Bumped by every write that changes the entry; WATCH compares it.
@@ -135,6 +141,7 @@ class KeyEntry {
 
  private:
   friend class Keyspace;
+  static uint32_t Seconds(int64_t ms) { return static_cast<uint32_t>(ms / 1000); }
   static uint64_t NextId() {
     // Relaxed: only uniqueness matters, and fetch_add gives it.
     static std::atomic<uint64_t> next{1};
@@ -144,12 +151,12 @@ class KeyEntry {
   AnyFilter value_;
   const uint64_t id_;
   std::atomic<int64_t> expire_at_ms_{0};
-  std::atomic<int64_t> last_access_s_;
   std::atomic<uint64_t> version_{0};
   // Set (release) at a cut, cleared (release) once the copy is made; read
   // with acquire so a writer that sees it cleared also sees the copy done.
   std::atomic<bool> snapshot_armed_{false};
   std::atomic<bool> snapshot_refused_{false};
+  std::atomic<uint32_t> last_access_s_;
   std::mutex snapshot_mutex_;                  // serialises the copy with writers
   std::shared_ptr<SnapshotCopy> snapshot_copy_;  // guarded by snapshot_mutex_
 };
