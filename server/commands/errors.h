@@ -63,6 +63,16 @@ inline constexpr std::string_view kExpireOptionsConflict =
 inline constexpr std::string_view kExpireGtLtConflict =
     "ERR GT and LT options at the same time are not compatible";
 inline constexpr std::string_view kInvalidCursor = "ERR invalid cursor";
+// DUMP / RESTORE / COPY (Redis's cluster.c and db.c texts).
+inline constexpr std::string_view kBusyKey = "BUSYKEY Target key name already exists.";
+inline constexpr std::string_view kDumpPayloadWrong =
+    "ERR DUMP payload version or checksum are wrong";
+inline constexpr std::string_view kBadDataFormat = "ERR Bad data format";
+inline constexpr std::string_view kInvalidTtl = "ERR Invalid TTL value, must be >= 0";
+inline constexpr std::string_view kInvalidIdleTime = "ERR Invalid IDLETIME value, must be >= 0";
+inline constexpr std::string_view kInvalidFreq =
+    "ERR Invalid FREQ value, must be >= 0 and <= 255";
+inline constexpr std::string_view kSameObject = "ERR source and destination objects are the same";
 inline constexpr std::string_view kClientNameSpaces =
     "ERR Client names cannot contain spaces, newlines or special characters.";
 

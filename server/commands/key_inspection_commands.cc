@@ -1,6 +1,7 @@
 // Commands that look at keys without changing them: RANDOMKEY, TOUCH and
 // OBJECT, with Redis's replies for values held by a module type (which is
 // what a filter is to a Redis client).
+#include <algorithm>
 #include <optional>
 #include <random>
 
@@ -34,8 +35,8 @@ void CmdRandomKey(CommandContext& ctx) {
   }
 }
 
-// TOUCH key [key ...]: how many exist. We keep no access times (no LRU or
-// LFU eviction), so there is nothing else to update.
+// TOUCH key [key ...]: how many exist; finding each one is an access, so
+// its OBJECT IDLETIME starts again from 0 (KeyEntry::NoteAccess).
 void CmdTouch(CommandContext& ctx) {
   int64_t count = 0;
   for (std::string_view key : ctx.args.subspan(1)) {
@@ -44,9 +45,11 @@ void CmdTouch(CommandContext& ctx) {
   ctx.reply.Integer(count);
 }
 
-// OBJECT ENCODING | REFCOUNT | FREQ key: nil for a missing key, as Redis.
+// OBJECT ENCODING | REFCOUNT | FREQ | IDLETIME key: nil for a missing key,
+// as Redis. Looking is not an access (Redis's LOOKUP_NOTOUCH): Peek leaves
+// the key's access time alone.
 EntryPtr FindForObject(CommandContext& ctx) {
-  EntryPtr entry = ctx.server.keyspace.Find(ctx.Key(ctx.args[2]), ctx.now_ms);
+  EntryPtr entry = ctx.server.keyspace.Peek(ctx.Key(ctx.args[2]), ctx.now_ms);
   if (entry == nullptr) ctx.reply.Null();
   return entry;
 }
@@ -68,6 +71,15 @@ void CmdObjectFreq(CommandContext& ctx) {
   if (FindForObject(ctx) != nullptr) ctx.Fail(errors::kObjectFreqNotTracked);
 }
 
+// Whole seconds since a command last found the key (or it was created or
+// RESTOREd with IDLETIME), as Redis under a non-LFU policy; ours is always
+// noeviction.
+void CmdObjectIdleTime(CommandContext& ctx) {
+  EntryPtr entry = FindForObject(ctx);
+  if (entry == nullptr) return;
+  ctx.reply.Integer(std::max<int64_t>(0, ctx.now_ms / 1000 - entry->last_access_s()));
+}
+
 void CmdObjectHelp(CommandContext& ctx) {
   static constexpr std::string_view kLines[] = {
       "OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
@@ -77,6 +89,9 @@ void CmdObjectHelp(CommandContext& ctx) {
       "FREQ <key>",
       "    Return the access frequency index of the <key>; needs an LFU maxmemory",
       "    policy, which Bloomgate does not have.",
+      "IDLETIME <key>",
+      "    Return the idle time of the <key>, that is the approximated number",
+      "    of seconds elapsed since the last access to the key.",
       "REFCOUNT <key>",
       "    Return the number of references of the value associated with the specified",
       "    <key>.",
@@ -115,6 +130,8 @@ std::vector<CommandSpec> KeyInspectionCommands() {
            object_sub("freq", CmdObjectFreq,
                       "Returns the logarithmic access frequency counter of a Redis object",
                       "4.0.0"),
+           object_sub("idletime", CmdObjectIdleTime,
+                      "Returns the time since the last access to a Redis object", "2.2.3"),
            {.name = "help", .arity = 2, .flags = kCmdLoading | kCmdStale,
             .handler = CmdObjectHelp,
             .summary = "Returns helpful text about the different subcommands",

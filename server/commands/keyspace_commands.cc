@@ -6,6 +6,7 @@
 #include "server/commands/arg_parser.h"
 #include "server/commands/command_context.h"
 #include "server/commands/errors.h"
+#include "server/commands/memory_report.h"
 #include "server/context/command_table.h"
 #include "server/context/family_registry.h"
 #include "server/keyspace/glob.h"
@@ -331,7 +332,17 @@ std::vector<CommandSpec> KeyspaceCommands() {
                         .first_key = 2, .last_key = 2, .key_step = 1,
                         .handler = CmdMemoryUsage,
                         .summary = "Estimates the memory usage of a key", .group = "server",
-                        .since = "4.0.0"}}},
+                        .since = "4.0.0"},
+                       {.name = "stats", .arity = 2, .handler = CmdMemoryStats,
+                        .summary = "Returns details about memory usage", .group = "server",
+                        .since = "4.0.0"},
+                       {.name = "doctor", .arity = 2, .handler = CmdMemoryDoctor,
+                        .summary = "Outputs a memory problems report", .group = "server",
+                        .since = "4.0.0"},
+                       {.name = "help", .arity = 2, .flags = kCmdLoading | kCmdStale,
+                        .handler = CmdMemoryHelp,
+                        .summary = "Returns helpful text about the different subcommands",
+                        .group = "server", .since = "4.0.0"}}},
   };
 }
 

@@ -29,8 +29,8 @@ bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
 
 CommandTable::CommandTable() {
   for (auto group : {ConnectionCommands, IntrospectionCommands, ServerCommands, OperatorCommands,
-                     KeyspaceCommands, KeyInspectionCommands, TransactionCommands, AclCommands,
-                     HealthCommands}) {
+                     KeyspaceCommands, KeyInspectionCommands, KeyCopyCommands, TransactionCommands,
+                     AclCommands, HealthCommands}) {
     for (CommandSpec& spec : group()) commands_.push_back(std::move(spec));
   }
   for (const FilterFamily* family : RegisteredFamilies()) {

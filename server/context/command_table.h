@@ -88,6 +88,7 @@ std::vector<CommandSpec> ServerCommands();
 std::vector<CommandSpec> OperatorCommands();
 std::vector<CommandSpec> KeyspaceCommands();
 std::vector<CommandSpec> KeyInspectionCommands();
+std::vector<CommandSpec> KeyCopyCommands();  // DUMP, RESTORE, COPY
 std::vector<CommandSpec> TransactionCommands();
 std::vector<CommandSpec> HealthCommands();  // BLOOMGATE.HEALTH
 std::vector<CommandSpec> AclCommands();

@@ -102,4 +102,11 @@ uint64_t DefaultMaxMemory(MemoryLimit* used) {
   return limit.bytes / 4 * 3;
 }
 
+uint64_t ResidentBytes() {
+  std::ifstream statm("/proc/self/statm");
+  uint64_t size = 0, resident = 0;
+  statm >> size >> resident;
+  return resident * static_cast<uint64_t>(sysconf(_SC_PAGE_SIZE));
+}
+
 }  // namespace bloomgate

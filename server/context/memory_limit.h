@@ -36,4 +36,8 @@ MemoryLimit ProcessMemoryLimit();
 // leaving room for the kernel, the page cache and our own overhead.
 uint64_t DefaultMaxMemory(MemoryLimit* used = nullptr);
 
+// This process's resident set now (/proc/self/statm), 0 if unreadable:
+// MEMORY STATS's startup figure and fragmentation.
+uint64_t ResidentBytes();
+
 }  // namespace bloomgate

@@ -35,6 +35,7 @@ ServerContext::ServerContext(ServerConfig initial, size_t workers)
       budget(EffectiveMaxMemory(initial.maxmemory)),
       stats(workers, commands.all().size()),
       start_time_ms(NowMs()),
+      startup_resident_bytes(ResidentBytes()),
       run_id(RandomRunId()) {
   UseFileSystem(DefaultFileSystem());
   ApplyConfig(initial);

@@ -135,6 +135,9 @@ class ServerContext {
   std::atomic<Durability::FinalSave> final_save{Durability::FinalSave::kDefault};
 
   int64_t start_time_ms = 0;
+  // The resident set when the context was built, before any data loaded:
+  // MEMORY STATS's startup.allocated.
+  uint64_t startup_resident_bytes = 0;
   std::string run_id;
   std::string config_file;
   std::string executable;

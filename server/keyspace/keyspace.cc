@@ -91,7 +91,10 @@ EntryPtr Keyspace::Find(const KeyRef& key, int64_t now_ms) {
     std::shared_lock lock(shard.mutex);
     auto it = shard.entries.find(key);
     if (it == shard.entries.end()) return nullptr;
-    if (!it->second->ExpiredAt(now_ms)) return it->second;
+    if (!it->second->ExpiredAt(now_ms)) {
+      it->second->NoteAccess(now_ms);
+      return it->second;
+    }
     if (ExpiryHeld(now_ms)) return nullptr;  // gone for readers, deleted after the pause
   }
   // Expired: remove it, unless someone replaced it in the meantime. The

@@ -13,6 +13,7 @@
 // the background sweep pops due keys in deadline order instead of scanning.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -29,6 +30,7 @@
 #include "filters/any_filter.h"
 #include "filters/memory_budget.h"
 #include "persistence/codec/codec_registry.h"
+#include "server/keyspace/clock.h"
 #include "server/keyspace/key_ref.h"
 
 namespace bloomgate {
@@ -50,8 +52,9 @@ class KeyEntry {
  public:
   template <typename Filter>
   explicit KeyEntry(std::unique_ptr<Filter> filter)
-      : value_(std::move(filter)), id_(NextId()) {}
-  explicit KeyEntry(AnyFilter filter) : value_(std::move(filter)), id_(NextId()) {}
+      : value_(std::move(filter)), id_(NextId()), last_access_s_(Seconds(NowMs())) {}
+  explicit KeyEntry(AnyFilter filter)
+      : value_(std::move(filter)), id_(NextId()), last_access_s_(Seconds(NowMs())) {}
   ~KeyEntry();
 
   // Entries destroyed while their thread held key locks (KeyLocks): should
@@ -110,6 +113,28 @@ class KeyEntry {
     return snapshot_refused_.load(std::memory_order_acquire);
   }
 
+  // Unix seconds of the last command that found the key (Keyspace::Find),
+  // or of its creation: OBJECT IDLETIME. Whole seconds because that is all
+  // IDLETIME reports; a relaxed load on every find and a relaxed store only
+  // when the second changed, so the readers of a hot key share the line
+  // read-only and write it at most once a second (no read-modify-write).
+  // 32 bits (Unix seconds fit until 2106) so it sits in the padding after
+  // the snapshot flags and the entry does not grow.
+  int64_t last_access_s() const { return last_access_s_.load(std::memory_order_relaxed); }
+  void NoteAccess(int64_t now_ms) {
+    const uint32_t now_s = Seconds(now_ms);
+    if (last_access_s_.load(std::memory_order_relaxed) != now_s) {
+      last_access_s_.store(now_s, std::memory_order_relaxed);
+    }
+  }
+  // RESTORE ... IDLETIME seconds: as if last found `idle_s` seconds ago.
+  void SetIdleTime(int64_t now_ms, int64_t idle_s) {
+    // Clamped at the epoch: IDLETIME takes any non-negative 64-bit value.
+    const int64_t now_s = now_ms / 1000;
+    last_access_s_.store(static_cast<uint32_t>(idle_s >= now_s ? 0 : now_s - idle_s),
+                         std::memory_order_relaxed);
+  }
+
   // Bumped by every write that changes the entry; SCANDUMP's state tag
   // (server/commands/chunk_transfer.cc) compares it.
   uint64_t version() const { return version_.load(std::memory_order_acquire); }
@@ -128,6 +153,7 @@ class KeyEntry {
 
  private:
   friend class Keyspace;
+  static uint32_t Seconds(int64_t ms) { return static_cast<uint32_t>(ms / 1000); }
   static uint64_t NextId() {
     // Relaxed: only uniqueness matters, and fetch_add gives it.
     static std::atomic<uint64_t> next{1};
@@ -143,6 +169,7 @@ class KeyEntry {
   // with acquire so a writer that sees it cleared also sees the copy done.
   std::atomic<bool> snapshot_armed_{false};
   std::atomic<bool> snapshot_refused_{false};
+  std::atomic<uint32_t> last_access_s_;
   std::mutex snapshot_mutex_;                  // serialises the copy with writers
   std::shared_ptr<SnapshotCopy> snapshot_copy_;  // guarded by snapshot_mutex_
 };
@@ -162,7 +189,8 @@ class Keyspace {
   // hold no KeyRef (start-up replay, tools, tests).
 
   // The live entry under `key`, or null if there is none or it has expired
-  // (an expired entry is removed on the way).
+  // (an expired entry is removed on the way). Finding a key counts as an
+  // access for OBJECT IDLETIME (KeyEntry::NoteAccess); Peek does not.
   EntryPtr Find(const KeyRef& key, int64_t now_ms);
   EntryPtr Find(std::string_view key, int64_t now_ms) { return Find(MakeKeyRef(key), now_ms); }
 

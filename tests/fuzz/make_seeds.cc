@@ -18,6 +18,7 @@
 #include "persistence/append_log.h"
 #include "persistence/byte_io.h"
 #include "persistence/dump_chunk.h"
+#include "persistence/dump_payload.h"
 #include "persistence/redisbloom_cuckoo_chunk.h"
 #include "persistence/snapshot_file.h"
 #include "tests/fuzz/command_program.h"
@@ -189,6 +190,15 @@ void DumpChunkSeeds(const fs::path& dir) {
   Write(dir, "redisbloom-cuckoo-small-chunks", redisbloom(20, 8));
 }
 
+// dump_payload_fuzz: byte 0 = 1 (keep the checksum as written), then a DUMP
+// payload of each family that takes adds.
+void DumpPayloadSeeds(const fs::path& dir) {
+  const auto seed = [](const AnyFilter& filter) { return "\x01" + EncodeDumpPayload(filter); };
+  Write(dir, "bloom", seed(Bloom(30, 100)));
+  Write(dir, "counting", seed(Counting(40)));
+  Write(dir, "cuckoo", seed(Cuckoo(12)));
+}
+
 // A program for commands_fuzz: template arguments by value (each value is
 // looked up in command_program.h's tables).
 class Program {
@@ -355,6 +365,7 @@ int main(int argc, char** argv) {
   SnapshotSeeds(root / "snapshot_fuzz");
   AppendLogSeeds(root / "append_log_fuzz");
   DumpChunkSeeds(root / "dump_chunk_fuzz");
+  DumpPayloadSeeds(root / "dump_payload_fuzz");
   CommandSeeds(root / "commands_fuzz");
   return 0;
 }

@@ -14,6 +14,7 @@
 #include <string>
 #include <variant>
 
+#include "persistence/dump_payload.h"
 #include "persistence/filter_codec.h"
 #include "persistence/snapshot_file.h"
 #include "tests/unit/filters/filter_test_support.h"
@@ -192,6 +193,35 @@ TEST(CodecRegistry, EveryKindRoundTripsThroughItsCodec) {
 
     const AnyFilter clone = CloneFilter(filter);
     EXPECT_EQ(DescribeFilter(clone).bytes, header.bytes);
+  }
+}
+
+// DUMP's payload (persistence/dump_payload.h) carries every family: what
+// RESTORE decodes is byte for byte the filter DUMP encoded, charged to the
+// budget like any filter and released with it.
+TEST(CodecRegistry, EveryKindRoundTripsThroughADumpPayload) {
+  for (const FamilyCodec* codec : RegisteredCodecs()) {
+    auto sample = Samples().find(codec->kind());
+    if (sample == Samples().end()) continue;  // RegisteredKindsAllHaveASample fails
+    SCOPED_TRACE(KindName(codec->kind()));
+    const AnyFilter filter = sample->second();
+    const std::string dumped = EncodeDumpPayload(filter);
+    MemoryBudget budget(/*limit_bytes=*/0);
+    {
+      AnyFilter restored;
+      std::string why;
+      ASSERT_EQ(DecodeDumpPayload(dumped, FilterLimits{}, &budget, &restored, &why),
+                DumpPayloadError::kNone)
+          << why;
+      const FilterHeader header = DescribeFilter(filter);
+      const FilterHeader again = DescribeFilter(restored);
+      EXPECT_EQ(again.kind, header.kind);
+      EXPECT_EQ(again.bytes, header.bytes);
+      EXPECT_EQ(WholePayload(restored, again), WholePayload(filter, header));
+      EXPECT_GT(budget.used(), 0u) << "the restored filter is not charged to the budget";
+      EXPECT_EQ(EncodeDumpPayload(restored), dumped);
+    }
+    EXPECT_EQ(budget.used(), 0u) << "the restored filter's memory outlived it";
   }
 }
 

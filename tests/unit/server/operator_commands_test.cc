@@ -420,9 +420,9 @@ TEST(Object, AnswersAsRedisForAModuleValue) {
                                                  0),
             0u);
   EXPECT_EQ(s.Run({"OBJECT", "FREQ", "nosuch"}), kNil);
-  EXPECT_EQ(s.Run({"OBJECT", "HELP"}).rfind(Arr(12) + "+OBJECT <subcommand>", 0), 0u);
-  EXPECT_EQ(s.Run({"OBJECT", "IDLETIME", "a"}),
-            Err("ERR unknown subcommand 'IDLETIME'. Try OBJECT HELP."));
+  EXPECT_EQ(s.Run({"OBJECT", "HELP"}).rfind(Arr(15) + "+OBJECT <subcommand>", 0), 0u);
+  EXPECT_EQ(s.Run({"OBJECT", "IDLETIME", "a"}), Int(0));
+  EXPECT_EQ(s.Run({"OBJECT", "IDLETIME", "nosuch"}), kNil);
 }
 
 }  // namespace
