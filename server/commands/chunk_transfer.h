@@ -32,6 +32,9 @@ struct ChunkCommandTexts {
   std::string_view bad_iterator_scandump;  // SCANDUMP's iterator is not a number
   std::string_view bad_iterator_loadchunk;
   std::string_view bad_data;               // a chunk is refused
+  // The first chunk (iterator 1, always a header in RedisBloom's protocol)
+  // is damaged or refused; empty = bad_data. CF.*: "Couldn't create filter!".
+  std::string_view bad_header = {};
 };
 
 void ScanDump(CommandContext& ctx, const ChunkCommandTexts& texts);

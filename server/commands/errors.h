@@ -84,6 +84,8 @@ inline constexpr std::string_view kLoadChunkBadIterator = "ERR Second argument m
 inline constexpr std::string_view kReceivedBadData = "ERR received bad data";
 inline constexpr std::string_view kCfInvalidPosition = "Invalid position";
 inline constexpr std::string_view kCfCouldNotLoadChunk = "Couldn't load chunk!";
+// CF.LOADCHUNK's refusal of a first (header) chunk it cannot read.
+inline constexpr std::string_view kCfCouldNotCreateFromHeader = "Couldn't create filter!";
 // Ours, for every family: a payload chunk whose dump is not the staged
 // header's — the filter changed between the SCANDUMP calls (or the chunk is
 // from another dump). RedisBloom does not notice and loads the mix.
