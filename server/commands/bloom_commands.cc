@@ -250,6 +250,34 @@ void CmdInfo(CommandContext& ctx) {
   if (!ReplyInfoFields(ctx.reply, fields, selector)) ctx.failed = true;
 }
 
+// BF.DEBUG key: RedisBloom's format, field by field (rebloom.c
+// BFDebug_RedisCommand): "size:<items>", then one line per layer, oldest
+// first, with our layers' true figures. hashwidth is 64: every probe comes
+// from a 64-bit hash (RedisBloom prints 64 for its FORCE64 filters).
+void CmdDebug(CommandContext& ctx) {
+  EntryPtr entry;
+  if (!FindForRead(ctx, &entry)) return;
+  if (entry == nullptr) {
+    Fail(ctx, BloomStatus::kNotFound);
+    return;
+  }
+  const ScalableBloomFilter& filter = *entry->bloom();
+  const std::vector<BloomLayerInfo> layers = filter.Layers();
+  ctx.reply.ArrayHeader(1 + layers.size());
+  ctx.reply.Bulk("size:" + std::to_string(filter.items()));
+  for (const BloomLayerInfo& layer : layers) {
+    char line[256];
+    // %g for the ratio, as RedisBloom prints it (0.005, 1.25e-05).
+    std::snprintf(line, sizeof(line),
+                  "bytes:%llu bits:%llu hashes:%u hashwidth:64 capacity:%llu size:%llu ratio:%g",
+                  static_cast<unsigned long long>(layer.bytes),
+                  static_cast<unsigned long long>(layer.bits), layer.probes,
+                  static_cast<unsigned long long>(layer.capacity),
+                  static_cast<unsigned long long>(layer.items), layer.error_rate);
+    ctx.reply.Bulk(line);
+  }
+}
+
 constexpr ChunkCommandTexts kChunkTexts = {FilterKind::kScalableBloom, FilterKind::kWindowedBloom,
                                            errors::kScanDumpBadIterator,
                                            errors::kLoadChunkBadIterator,
@@ -292,6 +320,8 @@ std::vector<CommandSpec> BloomCommands() {
           "2.4.4"),
       row("bf.info", -2, 3, kReadFast, CmdInfo, "Returns information about a Bloom filter",
           "1.0.0"),
+      row("bf.debug", 2, 0, kReadFast, CmdDebug,
+          "Returns the item count and each sub-filter's size, hashes and fill", "1.0.0"),
       // Exclusive on its key: order-free adds must not change the filter
       // while a chunk is copied (chunk_transfer.cc).
       row("bf.scandump", 3, 0, kReadFast | kCmdExclusiveKeys, CmdScanDump,

@@ -160,7 +160,10 @@ void ParseInsertArgs(ArgParser& parser, std::string_view command_name, bool coun
     } else if (parser.Accept("EXPANSION")) {
       if (expansion) parser.Fail(errors::kDuplicateOption);
       expansion = parser.NextUint64(errors::kInsertBadExpansion, errors::kInsertBadExpansion);
-      if (!parser.failed() && *expansion > kMaxBloomExpansion) {
+      // [1, 32768]: RedisBloom refuses BF.INSERT's EXPANSION 0 (its docs: "a
+      // positive integer"; NONSCALING is how BF.INSERT asks for no growth),
+      // although BF.RESERVE takes 0 as NONSCALING (README).
+      if (!parser.failed() && (*expansion == 0 || *expansion > kMaxBloomExpansion)) {
         parser.Fail(errors::kInsertBadExpansion);
       }
     } else if (!counting && parser.Accept("WINDOW")) {

@@ -120,6 +120,10 @@ void StartRedisBloomCuckooLoad(CommandContext& ctx, std::string_view key, std::s
   PublishOrStage(ctx, key, std::move(load), texts);
 }
 
+std::string_view BadHeaderText(const ChunkCommandTexts& texts) {
+  return texts.bad_header.empty() ? texts.bad_data : texts.bad_header;
+}
+
 }  // namespace
 
 // SCANDUMP key iterator
@@ -188,10 +192,18 @@ void LoadChunk(CommandContext& ctx, const ChunkCommandTexts& texts) {
                                         &ctx.server.budget, &load);
     }
     if (!status.ok()) {
-      ctx.Fail(texts.bad_data);
+      ctx.Fail(BadHeaderText(texts));
       return;
     }
     PublishOrStage(ctx, key, std::move(load), texts);
+    return;
+  }
+  if (iterator == 1) {
+    // Iterator 1 is only ever a dump's first chunk (a payload chunk's is
+    // 1 + its length, >= 2): this one is damaged (its magic, say). Answered
+    // as RedisBloom answers a header it cannot read, not as a stray chunk.
+    std::optional<std::string_view> taken = KeyTaken(ctx, key, texts.kind);
+    ctx.Fail(taken ? *taken : BadHeaderText(texts));
     return;
   }
   std::unique_ptr<ChunkedFilterLoad> load = staging.Take(key);

@@ -38,6 +38,9 @@ struct ChunkCommandTexts {
   // The dump's end is [0, nil] (RedisBloom's CF.SCANDUMP replies a null),
   // else [0, ""] (BF.SCANDUMP's empty buffer).
   bool end_is_null = false;
+  // The first chunk (iterator 1, always a header in RedisBloom's protocol)
+  // is damaged or refused; empty = bad_data. CF.*: "Couldn't create filter!".
+  std::string_view bad_header = {};
 
   bool Serves(FilterKind k) const { return k == kind || k == also_kind; }
 };

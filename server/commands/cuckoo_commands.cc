@@ -156,6 +156,13 @@ void InsertMany(CommandContext& ctx, bool only_if_absent) {
       if (capacity) parser.Fail(errors::kDuplicateOption);
       capacity = NextSigned(parser, errors::kCfBadCapacity, errors::kCfInsertCapacityRange, 0,
                             UINT64_MAX);
+      // Checked here, as RedisBloom's CFInsert does, before the key is looked
+      // at: a capacity below two buckets is refused even for a filter that
+      // exists (which would ignore it) and before a later unknown argument.
+      if (!parser.failed() &&
+          *capacity < 2ull * DefaultCuckooOptions(ctx.server.config).bucket_size) {
+        parser.Fail(errors::kCfInsertCapacityRange);
+      }
     } else if (parser.Accept("NOCREATE")) {
       if (!create) parser.Fail(errors::kDuplicateOption);
       create = false;
@@ -296,10 +303,36 @@ void CmdInfo(CommandContext& ctx) {
   (void)ReplyInfoFields(ctx.reply, fields, std::nullopt);  // no selector: never an error
 }
 
+// CF.DEBUG key: one bulk string in RedisBloom's format (rebloom.c
+// CFDebug_RedisCommand); buckets are the first sub-filter's, as CF.INFO's.
+void CmdDebug(CommandContext& ctx) {
+  EntryPtr holder;
+  CuckooFilter* filter = nullptr;
+  if (!FindForRead(ctx, &holder, &filter)) return;
+  if (filter == nullptr) {
+    Fail(ctx, CuckooStatus::kNotFound);
+    return;
+  }
+  const CuckooFilterInfo info = filter->Info();
+  char line[256];
+  std::snprintf(line, sizeof(line),
+                "bktsize:%llu buckets:%llu items:%llu deletes:%llu filters:%llu "
+                "max_iterations:%llu expansion:%llu",
+                static_cast<unsigned long long>(info.bucket_size),
+                static_cast<unsigned long long>(info.num_buckets),
+                static_cast<unsigned long long>(info.items),
+                static_cast<unsigned long long>(info.deletes),
+                static_cast<unsigned long long>(info.num_filters),
+                static_cast<unsigned long long>(info.max_iterations),
+                static_cast<unsigned long long>(info.expansion));
+  ctx.reply.Bulk(line);
+}
+
 constexpr ChunkCommandTexts kChunkTexts = {FilterKind::kCuckoo, FilterKind::kCuckoo, errors::kCfInvalidPosition,
                                            errors::kCfInvalidPosition,
                                            errors::kCfCouldNotLoadChunk,
-                                           /*end_is_null=*/true};
+                                           /*end_is_null=*/true,
+                                           errors::kCfCouldNotCreateFilter};
 
 // CF.SCANDUMP key iterator / CF.LOADCHUNK key iterator data
 void CmdScanDump(CommandContext& ctx) { ScanDump(ctx, kChunkTexts); }
@@ -340,6 +373,9 @@ std::vector<CommandSpec> CuckooCommands() {
           "Moves items into newer sub-filters and frees emptied ones", "1.0.0"),
       row("cf.info", 2, 0, kReadFast, CmdInfo,
           "Returns information about a Cuckoo Filter", "1.0.0"),
+      row("cf.debug", 2, 0, kReadFast, CmdDebug,
+          "Returns the bucket size, bucket, item, deletion and sub-filter counts, max "
+          "iterations and expansion of a Cuckoo Filter", "1.0.0"),
       row("cf.scandump", 3, 0, kReadFast, CmdScanDump,
           "Begins an incremental save of the bloom filter", "1.0.0"),
       row("cf.loadchunk", 4, 0, kWriteOom, CmdLoadChunk,

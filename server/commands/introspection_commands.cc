@@ -62,12 +62,13 @@ void ReplyCommandInfo(ReplyBuilder& reply, const CommandSpec& spec) {
   reply.SetHeader(categories.size());
   for (std::string_view category : categories) reply.SimpleString(category);
   reply.SetHeader(0);  // tips
-  // Key specs: one "index + range" spec describing first/last/step. Redis 7
+  // Key specs: one "index + range" spec describing first/last/step, and
+  // for keys named by a count (CMS.MERGE's sources) a "keynum" spec. Redis 7
   // replies a set of them, and a set for no subcommands but an array of
   // them (addReplyCommandKeySpecs, addReplyCommandSubCommands): in RESP3
   // the types differ ("~" against "*"), in RESP2 both are arrays.
   if (spec.first_key > 0) {
-    reply.SetHeader(1);
+    reply.SetHeader(CommandTable::KeySpecCount(spec));
     reply.MapHeader(3);
     reply.Bulk("flags");
     reply.SetHeader(1);
@@ -92,6 +93,33 @@ void ReplyCommandInfo(ReplyBuilder& reply, const CommandSpec& spec) {
     reply.Integer(spec.key_step);
     reply.Bulk("limit");
     reply.Integer(0);
+    if (spec.numkeys_index > 0) {
+      // Redis's form: the count at numkeys_index, the keys right after it.
+      reply.MapHeader(3);
+      reply.Bulk("flags");
+      reply.SetHeader(1);
+      reply.SimpleString(spec.flags & kCmdWrite ? "RW" : "RO");
+      reply.Bulk("begin_search");
+      reply.MapHeader(2);
+      reply.Bulk("type");
+      reply.Bulk("index");
+      reply.Bulk("spec");
+      reply.MapHeader(1);
+      reply.Bulk("index");
+      reply.Integer(spec.numkeys_index);
+      reply.Bulk("find_keys");
+      reply.MapHeader(2);
+      reply.Bulk("type");
+      reply.Bulk("keynum");
+      reply.Bulk("spec");
+      reply.MapHeader(3);
+      reply.Bulk("keynumidx");
+      reply.Integer(0);
+      reply.Bulk("firstkey");
+      reply.Integer(1);
+      reply.Bulk("keystep");
+      reply.Integer(1);
+    }
   } else {
     reply.SetHeader(0);
   }
@@ -103,14 +131,59 @@ void ReplyCommandInfo(ReplyBuilder& reply, const CommandSpec& spec) {
   for (const CommandSpec& sub : spec.subcommands) ReplyCommandInfo(reply, sub);
 }
 
+// One argument in Redis 7's COMMAND DOCS schema (server.c
+// addReplyCommandArgList): name, type, key_spec_index, token, flags (a set
+// of simple strings: redis-cli asserts they are), the members of a oneof or
+// block, and display_text for the others.
+void ReplyCommandArguments(ReplyBuilder& reply, const std::vector<CommandArgument>& arguments) {
+  reply.ArrayHeader(arguments.size());
+  for (const CommandArgument& arg : arguments) {
+    const bool group = arg.type == ArgType::kOneOf || arg.type == ArgType::kBlock;
+    std::vector<std::string_view> flags;
+    if (arg.optional) flags.push_back("optional");
+    if (arg.multiple) flags.push_back("multiple");
+    if (arg.multiple_token) flags.push_back("multiple_token");
+    reply.MapHeader(2 + (arg.key_spec_index >= 0) + !arg.token.empty() + !flags.empty() + 1);
+    reply.Bulk("name");
+    reply.Bulk(arg.name);
+    reply.Bulk("type");
+    reply.Bulk(ArgTypeName(arg.type));
+    if (arg.key_spec_index >= 0) {
+      reply.Bulk("key_spec_index");
+      reply.Integer(arg.key_spec_index);
+    }
+    if (!arg.token.empty()) {
+      reply.Bulk("token");
+      reply.Bulk(arg.token);
+    }
+    if (!flags.empty()) {
+      reply.Bulk("flags");
+      reply.SetHeader(flags.size());
+      for (std::string_view flag : flags) reply.SimpleString(flag);
+    }
+    if (group) {
+      reply.Bulk("arguments");
+      ReplyCommandArguments(reply, arg.children);
+    } else {
+      reply.Bulk("display_text");
+      reply.Bulk(arg.name);
+    }
+  }
+}
+
 void ReplyCommandDocs(ReplyBuilder& reply, const CommandSpec& spec) {
-  reply.MapHeader(spec.subcommands.empty() ? 3 : 4);
+  const bool has_arguments = spec.arguments != nullptr && !spec.arguments->empty();
+  reply.MapHeader(3 + has_arguments + !spec.subcommands.empty());
   reply.Bulk("summary");
   reply.Bulk(spec.summary);
   reply.Bulk("since");
   reply.Bulk(spec.since);
   reply.Bulk("group");
   reply.Bulk(IsFilterCommand(spec) ? "module" : spec.group);
+  if (has_arguments) {
+    reply.Bulk("arguments");
+    ReplyCommandArguments(reply, *spec.arguments);
+  }
   if (!spec.subcommands.empty()) {
     reply.Bulk("subcommands");
     reply.MapHeader(spec.subcommands.size());

@@ -53,6 +53,22 @@ CommandTable::CommandTable() {
       all_.push_back(&sub);
     }
   }
+  // Arguments from the syntax table; a row without a line (or a line that
+  // does not parse) has none, which command_table_test refuses.
+  arguments_.resize(all_.size());
+  auto parse = [this](CommandSpec& spec) {
+    if (const CommandSyntax* syntax = FindCommandSyntax(spec.full_name)) {
+      std::string error;
+      if (!ParseCommandSyntax(*syntax, KeySpecCount(spec), &arguments_[spec.id], &error)) {
+        arguments_[spec.id].clear();
+      }
+    }
+    spec.arguments = &arguments_[spec.id];
+  };
+  for (CommandSpec& spec : commands_) {
+    parse(spec);
+    for (CommandSpec& sub : spec.subcommands) parse(sub);
+  }
 }
 
 const CommandSpec* CommandTable::Find(std::string_view name) const {

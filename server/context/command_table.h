@@ -15,6 +15,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "server/context/command_syntax.h"
+
 namespace bloomgate {
 
 struct CommandContext;
@@ -78,6 +80,9 @@ struct CommandSpec {
   size_t id = 0;
   const CommandSpec* parent = nullptr;
   uint64_t acl_categories = 0;
+  // COMMAND DOCS's arguments, parsed from the command's line in
+  // context/command_syntax.cc; empty when it has none (or no line).
+  const std::vector<CommandArgument>* arguments = nullptr;
 };
 
 // Each built-in command group lists its rows in its own file; the filter
@@ -118,12 +123,18 @@ class CommandTable {
   // The key count at spec.numkeys_index if it is valid for `args` (see
   // numkeys_index), else 0.
   static size_t NumKeys(const CommandSpec& spec, std::span<const std::string_view> args);
+  // How many key specs COMMAND INFO gives the row: one for its key range,
+  // one more for keys named by a count.
+  static int KeySpecCount(const CommandSpec& spec) {
+    return (spec.first_key > 0 ? 1 : 0) + (spec.numkeys_index > 0 ? 1 : 0);
+  }
   // Whether `argc` fits the row's arity and maximum.
   static bool ArityMatches(const CommandSpec& spec, size_t argc);
 
  private:
   std::vector<CommandSpec> commands_;
   std::vector<const CommandSpec*> all_;
+  std::vector<std::vector<CommandArgument>> arguments_;  // one per row of all_
   std::unordered_map<std::string, const CommandSpec*> by_name_;
 };
 

@@ -322,11 +322,15 @@ TEST_F(BloomCommands, InsertIgnoresItsOptionsWhenTheKeyExists) {
   EXPECT_EQ(Run({"BF.INFO", "k", "EXPANSION"}), Arr(1) + Int(2));
 }
 
-TEST_F(BloomCommands, InsertNonScalingAndExpansionZeroBothMeanNonScaling) {
+TEST_F(BloomCommands, InsertNonScalingMeansNonScalingAndExpansionZeroIsRefused) {
   EXPECT_EQ(Run({"BF.INSERT", "a", "NONSCALING", "ITEMS", "x"}), Arr(1) + Int(1));
-  EXPECT_EQ(Run({"BF.INSERT", "b", "EXPANSION", "0", "ITEMS", "x"}), Arr(1) + Int(1));
   EXPECT_EQ(Run({"BF.INFO", "a", "EXPANSION"}), Arr(1) + kNil);
-  EXPECT_EQ(Run({"BF.INFO", "b", "EXPANSION"}), Arr(1) + kNil);
+  // RedisBloom refuses BF.INSERT's EXPANSION 0 (BF.RESERVE takes it as NONSCALING).
+  EXPECT_EQ(Run({"BF.INSERT", "b", "EXPANSION", "0", "ITEMS", "x"}), Err("Bad expansion"));
+  EXPECT_EQ(Run({"BF.INSERT", "b", "NONSCALING", "EXPANSION", "0", "ITEMS", "x"}),
+            Err("Bad expansion"));
+  EXPECT_EQ(Run({"EXISTS", "b"}), Int(0));
+  EXPECT_EQ(Run({"BF.INSERT", "b", "EXPANSION", "1", "ITEMS", "x"}), Arr(1) + Int(1));
 }
 
 TEST_F(BloomCommands, InsertErrorsCarryNoErrCodeAsInRedisBloom) {
