@@ -202,7 +202,7 @@ void LoadChunk(CommandContext& ctx, const ChunkCommandTexts& texts) {
     // Iterator 1 is only ever a dump's first chunk (a payload chunk's is
     // 1 + its length, >= 2): this one is damaged (its magic, say). Answered
     // as RedisBloom answers a header it cannot read, not as a stray chunk.
-    std::optional<std::string_view> taken = KeyTaken(ctx, key, texts.kind);
+    std::optional<std::string_view> taken = KeyTaken(ctx, key, texts);
     ctx.Fail(taken ? *taken : BadHeaderText(texts));
     return;
   }
