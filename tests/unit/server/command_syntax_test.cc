@@ -51,7 +51,8 @@ TEST(CommandSyntax, BfReserveHasRedisBloomsArguments) {
   std::vector<CommandArgument> args;
   std::string error;
   ASSERT_TRUE(ParseCommandSyntax(*FindCommandSyntax("bf.reserve"), 1, &args, &error)) << error;
-  ASSERT_EQ(args.size(), 5u);
+  // RedisBloom's five, then ours: [WINDOW seconds [GENERATIONS generations]].
+  ASSERT_EQ(args.size(), 6u);
   EXPECT_EQ(args[0].name, "key");
   EXPECT_EQ(args[0].type, ArgType::kKey);
   EXPECT_EQ(args[0].key_spec_index, 0);
@@ -63,6 +64,8 @@ TEST(CommandSyntax, BfReserveHasRedisBloomsArguments) {
   EXPECT_EQ(args[4].type, ArgType::kPureToken);
   EXPECT_EQ(args[4].name, "nonscaling");
   EXPECT_EQ(args[4].token, "NONSCALING");
+  EXPECT_EQ(args[5].type, ArgType::kBlock);
+  EXPECT_TRUE(args[5].optional);
 }
 
 TEST(CommandSyntax, RepetitionsChoicesAndBlocks) {
