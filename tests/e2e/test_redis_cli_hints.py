@@ -161,7 +161,7 @@ class RedisCliHints(ServerTestCase):
 # Commands that take no arguments at all (containers are listed by their
 # subcommands): any other command documented without arguments is a gap.
 NO_ARGUMENTS = {"ACL", "BGREWRITEAOF", "CLIENT", "COMMAND", "CONFIG", "DBSIZE", "DISCARD",
-                "EXEC", "LASTSAVE", "LATENCY", "MEMORY", "MODULE", "MULTI", "OBJECT", "QUIT",
+                "EXEC", "LASTSAVE", "LATENCY", "MEMORY", "MODULE", "MONITOR", "MULTI", "OBJECT", "QUIT",
                 "RANDOMKEY", "RESET", "SAVE", "SLOWLOG", "TIME", "UNWATCH"}
 
 
