@@ -36,9 +36,12 @@ constexpr int kBackgroundSaveNice = 10;
 // What a cut captured: the keys, their deadlines and their filters, kept
 // alive by reference to their entries until the snapshot is written; for
 // counting and cuckoo filters, the copies owed to it (see durability.h).
-struct Durability::SaveJob {
+// Filled by the keyspace's walk and by the commands that reach a key
+// before it (Keyspace::CaptureLocked), from any thread, hence the mutex.
+struct Durability::SaveJob : SnapshotCapture {
   SnapshotMeta meta;
   uint64_t changes_at_cut = 0;
+  std::mutex mutex;                                   // guards the three below until the walk ends
   std::vector<EntryPtr> entries;                      // parallel to records
   std::vector<std::shared_ptr<SnapshotCopy>> copies;  // parallel; null for Bloom
   std::vector<SnapshotRecordSource> records;
@@ -46,6 +49,34 @@ struct Durability::SaveJob {
   std::string filename;
   std::string log_base;
   bool background = false;
+  bool walked = false;  // the keyspace's walk for this cut is done
+
+  void Capture(const std::string& name, const EntryPtr& entry) override {
+    // Captured before anything changed it since the cut (the keyspace
+    // guarantees it), so its deadline and counts are those of the cut. A
+    // key already expired at the cut is left out, as the loader would.
+    if (entry->ExpiredAt(meta.created_ms)) return;
+    SnapshotRecordSource record;
+    record.name = name;
+    record.expire_at_ms = entry->expire_at_ms();
+    std::shared_ptr<SnapshotCopy> copy;
+    // The family's codec says which rule applies (persistence/codec/).
+    if (CodecOf(entry->filter()).payload_readable_while_written()) {
+      // Bloom: bits are written later, while adds go on (see durability.h);
+      // the counts are taken now, so that replaying the later adds' records,
+      // which carry whether each was counted, restores BF.CARD exactly.
+      record.filter = &entry->filter();
+      record.header = DescribeFilter(entry->filter());
+    } else {
+      // Owed a copy as of now; made by the first writer or by the saver.
+      copy = std::make_shared<SnapshotCopy>();
+      entry->ArmSnapshotCopy(copy);
+    }
+    std::lock_guard lock(mutex);
+    entries.push_back(entry);
+    copies.push_back(std::move(copy));
+    records.push_back(std::move(record));
+  }
 };
 
 Durability::Durability(const DurabilityParts& parts, FileSystem* fs) : parts_(parts), fs_(fs) {
@@ -429,32 +460,27 @@ Status Durability::Cut(std::unique_ptr<SaveJob>* out) {
   job->meta.created_ms = now;
   job->meta.log_generation = generation;
   job->changes_at_cut = changes_.load(std::memory_order_relaxed);
-  parts_.keyspace->ForEachKey("*", now, [&](const std::string& name, const EntryPtr& entry) {
-    SnapshotRecordSource record;
-    record.name = name;
-    record.expire_at_ms = entry->expire_at_ms();
-    std::shared_ptr<SnapshotCopy> copy;
-    // The family's codec says which rule applies (persistence/codec/).
-    if (CodecOf(entry->filter()).payload_readable_while_written()) {
-      // Bloom: bits are written later, while adds go on (see durability.h);
-      // the counts are taken now, so that replaying the later adds' records,
-      // which carry whether each was counted, restores BF.CARD exactly.
-      record.filter = &entry->filter();
-      record.header = DescribeFilter(entry->filter());
-    } else {
-      // Owed a copy as of now; made by the first writer or by the saver.
-      copy = std::make_shared<SnapshotCopy>();
-      entry->ArmSnapshotCopy(copy);
-    }
-    job->entries.push_back(entry);
-    job->copies.push_back(std::move(copy));
-    job->records.push_back(std::move(record));
-  });
+  // The keys are captured after the pause (Walk); from here on, whatever
+  // reaches a key first captures it for this job.
+  parts_.keyspace->BeginCapture(job.get());
   *out = std::move(job);
   return Status::Ok();
 }
 
+void Durability::Walk(SaveJob& job) {
+  if (job.walked) return;
+  if (cut_walk_hook_) cut_walk_hook_();
+  parts_.keyspace->CaptureRemaining();
+  parts_.keyspace->EndCapture();
+  // Every capture is complete now (each ran under its entry's capture
+  // mutex, which the walk took after it); the mutex makes their pushes
+  // visible to this thread, which reads the job without it from here on.
+  std::lock_guard lock(job.mutex);
+  job.walked = true;
+}
+
 Status Durability::WriteJob(SaveJob& job) {
+  Walk(job);
   auto start = std::chrono::steady_clock::now();
   // Collect the copies owed to this snapshot, making those no writer has
   // made yet. Each takes only its own entry's lock: writers to that filter
