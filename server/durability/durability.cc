@@ -607,7 +607,12 @@ void Durability::Tick(int64_t now_ms) {
   ServerConfig config = parts_.config->Get();
   bool want_log = config.appendonly;
   bool due = want_log != logging();  // appendonly was switched: a cut applies it
-  if (save_scheduled_.exchange(false, std::memory_order_relaxed)) due = true;
+  // Cleared only once the scheduled save has started (below): INFO never
+  // shows neither a save running nor one scheduled in between, which a
+  // client waiting for the rewrite would take for "done" (as Redis keeps
+  // aof_rewrite_scheduled until the rewrite starts).
+  const bool scheduled = save_scheduled_.load(std::memory_order_relaxed);
+  if (scheduled) due = true;
   uint64_t changes = changes_.load(std::memory_order_relaxed);
   int64_t since_save = now_ms - last_save_ms_.load(std::memory_order_relaxed);
   bool retry_ok = last_save_ok_.load(std::memory_order_relaxed) ||
@@ -629,6 +634,7 @@ void Durability::Tick(int64_t now_ms) {
     due = log_bytes > std::max(kLogRewriteMinBytes, last_save_bytes_.load());
   }
   if (due) (void)StartBackgroundSave();
+  if (scheduled) save_scheduled_.store(false, std::memory_order_relaxed);
 }
 
 void Durability::ApplyConfig(const ServerConfig& config) {
