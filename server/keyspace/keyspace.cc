@@ -18,6 +18,11 @@ std::atomic<uint64_t> entries_freed_under_key_locks{0};
 // Entries armed and not yet copied (KeyEntry::AnySnapshotCopyOwed). Relaxed:
 // a hint for who waits where; each entry's own flag decides.
 std::atomic<int64_t> entries_owing_copies{0};
+// Cuts whose walk has not finished: an entry not captured yet is armed by
+// its first lookup, so until the walk ends the dispatcher must look for a
+// copy to park on (test_snapshot_copy.py: else the first write after a
+// BGSAVE copied a big filter on its event loop, 663 ms).
+std::atomic<int64_t> cuts_being_walked{0};
 
 // A removed entry (or a whole shard's map), declared before the shard lock
 // so that it outlives it. A big filter (LazyFreer::kLazyFreeBytes) and a
@@ -68,7 +73,8 @@ uint64_t KeyEntry::MemoryUsage() const {
 }
 
 bool KeyEntry::AnySnapshotCopyOwed() {
-  return entries_owing_copies.load(std::memory_order_relaxed) > 0;
+  return entries_owing_copies.load(std::memory_order_relaxed) > 0 ||
+         cuts_being_walked.load(std::memory_order_relaxed) > 0;
 }
 
 void KeyEntry::ArmSnapshotCopy(std::shared_ptr<SnapshotCopy> copy) {
@@ -138,6 +144,7 @@ void Keyspace::CaptureLocked(const std::string& name, const EntryPtr& entry) con
 }
 
 uint64_t Keyspace::BeginCapture(SnapshotCapture* sink) {
+  cuts_being_walked.fetch_add(1, std::memory_order_relaxed);
   capture_sink_.store(sink, std::memory_order_release);
   // Release: a command that reads the new epoch also sees the sink.
   return capture_epoch_.fetch_add(1, std::memory_order_acq_rel) + 1;
@@ -170,7 +177,10 @@ void Keyspace::CaptureRemaining() {
   }
 }
 
-void Keyspace::EndCapture() { capture_sink_.store(nullptr, std::memory_order_release); }
+void Keyspace::EndCapture() {
+  capture_sink_.store(nullptr, std::memory_order_release);
+  cuts_being_walked.fetch_sub(1, std::memory_order_relaxed);
+}
 
 void Keyspace::ExpiredLocked(const std::string& name, int64_t now_ms) {
   expired_keys_.fetch_add(1, std::memory_order_relaxed);
