@@ -9,7 +9,9 @@ last_cut_pause_us, median and max over the cuts), and the probe's worst and
 99th-percentile latency during the cuts against the same probe with no cuts.
 
 Usage (from the repository root):
-  bench/cut_bench.py --bin build/server/bloomgate [--keys 100000] [--cuts 30]
+  bench/cut_bench.py --bin build/server/bloomgate [--keys 50000,1000000] [--cuts 30]
+One row per key count, each on a fresh server; rows of 500k keys or more
+take --big-cuts cuts (each writes the whole keyspace to disk).
 Python standard library only.
 """
 
@@ -78,10 +80,23 @@ def main():
     ap.add_argument("--bin", default="build/server/bloomgate")
     ap.add_argument("--readers", type=int, default=4)
     ap.add_argument("--pipeline", type=int, default=64)
-    ap.add_argument("--keys", type=int, default=100000, help="keys the cut walks")
+    ap.add_argument("--keys", default="50000,1000000",
+                    help="keys the cut walks, one row per comma-separated count")
     ap.add_argument("--cuts", type=int, default=30)
+    ap.add_argument("--big-cuts", type=int, default=3)
+    ap.add_argument("--key-capacity", type=int, default=0,
+                    help="make the keys with CBF.RESERVE of this capacity (smaller snapshots "
+                         "for big rows); 0: CBF.ADD with the default capacity")
     ap.add_argument("--threads", type=int, default=2)
     args = ap.parse_args()
+    for keys in [int(k) for k in args.keys.split(",")]:
+        row = argparse.Namespace(**vars(args))
+        row.keys = keys
+        row.cuts = args.cuts if keys < 500000 else args.big_cuts
+        run(row)
+
+
+def run(args):
     tmp = tempfile.TemporaryDirectory(prefix="bloomgate-cut-bench-")
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -100,8 +115,9 @@ def main():
         c.call("BF.ADD", "hot", "x")
         c.call("BF.ADD", "probe", "x")
         for start in range(0, args.keys, 1000):
-            batch = b"".join(encode("CBF.ADD", f"k{i}", "x")
-                             for i in range(start, min(args.keys, start + 1000)))
+            make = ((lambda i: encode("CBF.RESERVE", f"k{i}", "0.01", args.key_capacity))
+                    if args.key_capacity else (lambda i: encode("CBF.ADD", f"k{i}", "x")))
+            batch = b"".join(make(i) for i in range(start, min(args.keys, start + 1000)))
             c.s.sendall(batch)
             for _ in range(min(1000, args.keys - start)):
                 c.reply()
@@ -150,7 +166,8 @@ def main():
             pauses.append(int(fields["last_cut_pause_us"]))
         stop.set()
         ms = lambda v: f"{v * 1000:.2f} ms"
-        print(f"cut over {args.keys + 2} keys, {args.readers} readers x pipeline "
+        print(f"cut over {args.keys + 2} keys (counting, capacity "
+              f"{args.key_capacity or 100}), {args.readers} readers x pipeline "
               f"{args.pipeline} on one key, {args.threads} event loops, {args.cuts} cuts")
         print(f"  cut wait for the global lock: median {statistics.median(waits)} us, "
               f"max {max(waits)} us")

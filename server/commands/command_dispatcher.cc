@@ -172,7 +172,19 @@ EntryPtr EntryOwingCopy(ServerContext& server, const CommandSpec& spec,
   return nullptr;
 }
 
+// Whether a key of the command is stored but due at `now_ms` (its lookup
+// would remove it).
+bool AnyKeyDue(ServerContext& server, std::span<const KeyRef> keys, int64_t now_ms) {
+  if (!server.keyspace.HasDeadlines()) return false;
+  for (const KeyRef& key : keys) {
+    if (server.keyspace.StoredButDue(key, now_ms)) return true;
+  }
+  return false;
+}
+
 }  // namespace
+
+void (*after_handler_hook)(const CommandSpec& spec) = nullptr;
 
 CommandOutcome RunCommand(ServerContext& server, ClientState& client, const CommandSpec& spec,
                           std::span<const std::string_view> args, ReplyBuilder& reply,
@@ -180,6 +192,9 @@ CommandOutcome RunCommand(ServerContext& server, ClientState& client, const Comm
   const bool write = (spec.flags & kCmdWrite) != 0;
   std::optional<KeyLocks::Guard> guard;
   std::vector<KeyRef> own_keys;
+  // The time the command runs at, read once after its locks are taken: the
+  // record's during replay.
+  std::optional<int64_t> locked_now;
   if (!locks_held || keys.empty()) {
     bool all = false;
     CommandKeys(spec, args, &own_keys, &all);
@@ -197,6 +212,19 @@ CommandOutcome RunCommand(ServerContext& server, ClientState& client, const Comm
         bool exclusive = (write && (spec.flags & kCmdOrderFree) == 0) ||
                          (spec.flags & kCmdExclusiveKeys) != 0;
         guard.emplace(server.key_locks.Lock(std::move(stripes), exclusive));
+        // Issue 15, the ordering window: a command holding its keys shared
+        // (a read, an order-free Bloom add) must not remove one that expired
+        // (journaled as DEL) while another shared holder, whose clock read
+        // a moment earlier found it alive, still adds to it: that add would
+        // reach the log after the DEL though it took effect before. So a
+        // shared locker that will find a key due takes its keys exclusively
+        // instead, after the other holders are done. Judged at the now_ms
+        // the command runs with, so the handler's lookup agrees; costs one
+        // load while no key has a deadline.
+        if (!client.journal.replaying) locked_now = NowMs();
+        if (!exclusive && locked_now && AnyKeyDue(server, keys, *locked_now)) {
+          server.key_locks.MakeExclusive(&*guard);
+        }
       }
     }
   }
@@ -223,10 +251,11 @@ CommandOutcome RunCommand(ServerContext& server, ClientState& client, const Comm
   if (client.info) client.info->last_command.store(&spec, std::memory_order_relaxed);
   const int64_t now_ms = client.journal.replaying ? client.replay_time_ms
                          : client.in_exec         ? client.exec_time_ms
-                                                  : NowMs();
+                                                  : locked_now.value_or(NowMs());
   CommandContext ctx{args, spec, reply, client, server, now_ms};
   ctx.keys = keys;
   spec.handler(ctx);
+  if (after_handler_hook != nullptr) after_handler_hook(spec);
   const bool failed = ctx.failed;
   // Every handler reports its failure as a value; the reply's first byte is
   // checked only to catch a handler that wrote its error another way.

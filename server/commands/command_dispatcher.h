@@ -37,6 +37,10 @@ const AclUser* CurrentAclUser(ServerContext& server, ClientState& client);
 AclDenial CheckClientAcl(ServerContext& server, ClientState& client, const CommandSpec& spec,
                          std::span<const std::string_view> args);
 
+// Test hook: called after a command's handler, with its key locks still
+// held and before its record is journaled (null outside tests).
+extern void (*after_handler_hook)(const CommandSpec& spec);
+
 // Runs one resolved command. `locks_held`: the caller (EXEC) already holds
 // every key lock the command needs, and passes the command's `keys` as
 // CommandKeys made them (empty: they are hashed here).

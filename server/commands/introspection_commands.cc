@@ -381,9 +381,11 @@ std::string MemorySection(CommandContext& ctx) {
       "# Memory\r\nused_memory:{}\r\nused_memory_human:{}\r\nused_memory_rss:{}\r\n"
       "used_memory_rss_human:{}\r\nused_memory_peak:{}\r\nused_memory_peak_human:{}\r\n"
       "maxmemory:{}\r\nmaxmemory_human:{}\r\n"
-      "maxmemory_policy:noeviction\r\nmem_fragmentation_ratio:{:.2f}\r\nmax_filter_memory:{}\r\n",
+      "maxmemory_policy:noeviction\r\nmem_fragmentation_ratio:{:.2f}\r\n"
+      "lazyfree_pending_objects:{}\r\nlazyfreed_objects:{}\r\nmax_filter_memory:{}\r\n",
       used, HumanBytes(used), rss, HumanBytes(rss), peak, HumanBytes(peak), limit,
-      HumanBytes(limit), fragmentation, ctx.server.filter_limits().max_filter_bytes);
+      HumanBytes(limit), fragmentation, ctx.server.lazy_freer.pending(),
+      ctx.server.lazy_freer.freed(), ctx.server.filter_limits().max_filter_bytes);
 }
 
 std::string PersistenceSection(CommandContext& ctx) {

@@ -10,6 +10,8 @@
 #include "server/context/command_table.h"
 #include "server/context/family_registry.h"
 #include "server/keyspace/glob.h"
+#include "server/keyspace/key_locks.h"
+#include "server/keyspace/lazy_freer.h"
 
 namespace bloomgate {
 namespace {
@@ -125,6 +127,17 @@ void CmdFlush(CommandContext& ctx) {
     return;
   }
   ctx.server.keyspace.Clear();
+  // The filters go to the lazy freer (lazy_freer.h), so nothing is freed
+  // under the global lock. FLUSHALL / SYNC (Redis's default) still replies
+  // only once their memory is given back, as Redis does: the wait runs
+  // when this thread lets go of its key locks (KeyLocks::FreeAfterUnlock),
+  // so only this client's event loop waits, not the whole server. ASYNC
+  // replies at once.
+  if (ctx.args.size() == 1 || EqualsIgnoreCase(ctx.args[1], "SYNC")) {
+    LazyFreer* freer = &ctx.server.lazy_freer;
+    KeyLocks::FreeAfterUnlock(std::shared_ptr<void>(
+        static_cast<void*>(freer), [](void* f) { static_cast<LazyFreer*>(f)->WaitIdle(); }));
+  }
   ctx.reply.Ok();
 }
 

@@ -39,6 +39,7 @@ ServerContext::ServerContext(ServerConfig initial, size_t workers)
       run_id(RandomRunId()) {
   UseFileSystem(DefaultFileSystem());
   ApplyConfig(initial);
+  keyspace.set_lazy_freer(&lazy_freer);
   // An expired key's removal is journaled as a DEL, as Redis propagates one,
   // so the log (and later a replica) holds it; replaying it deletes a key
   // that is already gone by its deadline, so replay comes out the same. No

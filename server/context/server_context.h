@@ -30,6 +30,7 @@
 #include "server/keyspace/clock.h"
 #include "server/keyspace/key_locks.h"
 #include "server/keyspace/keyspace.h"
+#include "server/keyspace/lazy_freer.h"
 #include "server/keyspace/snapshot_copier.h"
 
 namespace bloomgate {
@@ -98,6 +99,10 @@ class ServerContext {
 
   RuntimeConfig config;
   MemoryBudget budget;
+  // Frees removed big filters off the key locks (lazy_freer.h); declared
+  // after `budget`, which the filters give their bytes back to, and before
+  // `keyspace`, which hands them over.
+  LazyFreer lazy_freer;
   Keyspace keyspace;
   // Makes the copies a snapshot owes itself off the event loops, charged to
   // `budget` (declared after it).

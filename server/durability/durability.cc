@@ -36,9 +36,12 @@ constexpr int kBackgroundSaveNice = 10;
 // What a cut captured: the keys, their deadlines and their filters, kept
 // alive by reference to their entries until the snapshot is written; for
 // counting and cuckoo filters, the copies owed to it (see durability.h).
-struct Durability::SaveJob {
+// Filled by the keyspace's walk and by the commands that reach a key
+// before it (Keyspace::CaptureLocked), from any thread, hence the mutex.
+struct Durability::SaveJob : SnapshotCapture {
   SnapshotMeta meta;
   uint64_t changes_at_cut = 0;
+  std::mutex mutex;                                   // guards the three below until the walk ends
   std::vector<EntryPtr> entries;                      // parallel to records
   std::vector<std::shared_ptr<SnapshotCopy>> copies;  // parallel; null for Bloom
   std::vector<SnapshotRecordSource> records;
@@ -46,6 +49,34 @@ struct Durability::SaveJob {
   std::string filename;
   std::string log_base;
   bool background = false;
+  bool walked = false;  // the keyspace's walk for this cut is done
+
+  void Capture(const std::string& name, const EntryPtr& entry) override {
+    // Captured before anything changed it since the cut (the keyspace
+    // guarantees it), so its deadline and counts are those of the cut. A
+    // key already expired at the cut is left out, as the loader would.
+    if (entry->ExpiredAt(meta.created_ms)) return;
+    SnapshotRecordSource record;
+    record.name = name;
+    record.expire_at_ms = entry->expire_at_ms();
+    std::shared_ptr<SnapshotCopy> copy;
+    // The family's codec says which rule applies (persistence/codec/).
+    if (CodecOf(entry->filter()).payload_readable_while_written()) {
+      // Bloom: bits are written later, while adds go on (see durability.h);
+      // the counts are taken now, so that replaying the later adds' records,
+      // which carry whether each was counted, restores BF.CARD exactly.
+      record.filter = &entry->filter();
+      record.header = DescribeFilter(entry->filter());
+    } else {
+      // Owed a copy as of now; made by the first writer or by the saver.
+      copy = std::make_shared<SnapshotCopy>();
+      entry->ArmSnapshotCopy(copy);
+    }
+    std::lock_guard lock(mutex);
+    entries.push_back(entry);
+    copies.push_back(std::move(copy));
+    records.push_back(std::move(record));
+  }
 };
 
 Durability::Durability(const DurabilityParts& parts, FileSystem* fs) : parts_(parts), fs_(fs) {
@@ -436,32 +467,27 @@ Status Durability::Cut(std::unique_ptr<SaveJob>* out) {
   job->meta.created_ms = now;
   job->meta.log_generation = generation;
   job->changes_at_cut = changes_.load(std::memory_order_relaxed);
-  parts_.keyspace->ForEachKey("*", now, [&](const std::string& name, const EntryPtr& entry) {
-    SnapshotRecordSource record;
-    record.name = name;
-    record.expire_at_ms = entry->expire_at_ms();
-    std::shared_ptr<SnapshotCopy> copy;
-    // The family's codec says which rule applies (persistence/codec/).
-    if (CodecOf(entry->filter()).payload_readable_while_written()) {
-      // Bloom: bits are written later, while adds go on (see durability.h);
-      // the counts are taken now, so that replaying the later adds' records,
-      // which carry whether each was counted, restores BF.CARD exactly.
-      record.filter = &entry->filter();
-      record.header = DescribeFilter(entry->filter());
-    } else {
-      // Owed a copy as of now; made by the first writer or by the saver.
-      copy = std::make_shared<SnapshotCopy>();
-      entry->ArmSnapshotCopy(copy);
-    }
-    job->entries.push_back(entry);
-    job->copies.push_back(std::move(copy));
-    job->records.push_back(std::move(record));
-  });
+  // The keys are captured after the pause (Walk); from here on, whatever
+  // reaches a key first captures it for this job.
+  parts_.keyspace->BeginCapture(job.get());
   *out = std::move(job);
   return Status::Ok();
 }
 
+void Durability::Walk(SaveJob& job) {
+  if (job.walked) return;
+  if (cut_walk_hook_) cut_walk_hook_();
+  parts_.keyspace->CaptureRemaining();
+  parts_.keyspace->EndCapture();
+  // Every capture is complete now (each ran under its entry's capture
+  // mutex, which the walk took after it); the mutex makes their pushes
+  // visible to this thread, which reads the job without it from here on.
+  std::lock_guard lock(job.mutex);
+  job.walked = true;
+}
+
 Status Durability::WriteJob(SaveJob& job) {
+  Walk(job);
   auto start = std::chrono::steady_clock::now();
   // Collect the copies owed to this snapshot, making those no writer has
   // made yet. Each takes only its own entry's lock: writers to that filter
@@ -604,7 +630,11 @@ void Durability::Tick(int64_t now_ms) {
   ServerConfig config = parts_.config->Get();
   bool want_log = config.appendonly;
   bool due = want_log != logging();  // appendonly was switched: a cut applies it
-  const bool scheduled = save_scheduled_.exchange(false, std::memory_order_relaxed);
+  // Cleared only once the scheduled save has started (below): INFO never
+  // shows neither a save running nor one scheduled in between, which a
+  // client waiting for the rewrite would take for "done" (as Redis keeps
+  // aof_rewrite_scheduled until the rewrite starts).
+  const bool scheduled = save_scheduled_.load(std::memory_order_relaxed);
   if (scheduled) due = true;
   uint64_t changes = changes_.load(std::memory_order_relaxed);
   int64_t since_save = now_ms - last_save_ms_.load(std::memory_order_relaxed);
@@ -631,7 +661,7 @@ void Durability::Tick(int64_t now_ms) {
   (void)TryStartBackgroundSave(&busy);
   // A SAVE is writing: the save points are judged again at the next tick,
   // against the changes left after it; a scheduled save keeps its place.
-  if (busy && scheduled) save_scheduled_.store(true, std::memory_order_relaxed);
+  if (scheduled && !busy) save_scheduled_.store(false, std::memory_order_relaxed);
 }
 
 void Durability::ApplyConfig(const ServerConfig& config) {

@@ -141,4 +141,18 @@ KeyLocks::Guard KeyLocks::LockAll(bool exclusive) {
   return guard;
 }
 
+void KeyLocks::MakeExclusive(Guard* guard) {
+  if (guard->locks_ == nullptr) return;
+  if (guard->global_ == Guard::Global::kExclusive || guard->stripes_exclusive_) return;
+  Release(guard);
+  if (guard->stripes_.empty()) {  // a wide set: the whole keyspace, exclusively
+    guard->global_ = Guard::Global::kExclusive;
+    guard->writers_exclusive_ = false;
+  } else {
+    guard->writers_shared_ = true;
+    guard->stripes_exclusive_ = true;
+  }
+  Acquire(guard);
+}
+
 }  // namespace bloomgate

@@ -94,6 +94,10 @@ class KeyLocks {
   // `stripes` may be unsorted and hold duplicates; an empty set takes no lock.
   Guard Lock(std::vector<size_t> stripes, bool exclusive);
   Guard LockAll(bool exclusive);
+  // Turns a shared lock set into the exclusive one of the same keys: lets
+  // go of it, then waits for the exclusive locks (an upgrade in place
+  // would deadlock against a second upgrader). Nothing held stays held.
+  void MakeExclusive(Guard* guard);
 
   // Locks this thread holds through KeyLocks (for tests, and for entries
   // that must not be freed under them).

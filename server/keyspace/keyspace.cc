@@ -8,6 +8,7 @@
 #include "server/keyspace/glob.h"
 #include "server/keyspace/key_locks.h"
 #include "server/keyspace/key_ref.h"
+#include "server/keyspace/lazy_freer.h"
 
 namespace bloomgate {
 
@@ -17,18 +18,35 @@ std::atomic<uint64_t> entries_freed_under_key_locks{0};
 // Entries armed and not yet copied (KeyEntry::AnySnapshotCopyOwed). Relaxed:
 // a hint for who waits where; each entry's own flag decides.
 std::atomic<int64_t> entries_owing_copies{0};
+// Cuts whose walk has not finished: an entry not captured yet is armed by
+// its first lookup, so until the walk ends the dispatcher must look for a
+// copy to park on (test_snapshot_copy.py: else the first write after a
+// BGSAVE copied a big filter on its event loop, 663 ms).
+std::atomic<int64_t> cuts_being_walked{0};
 
 // A removed entry (or a whole shard's map), declared before the shard lock
-// so that it outlives it, then handed to KeyLocks::FreeAfterUnlock: freed
-// once the command's key locks are released too, or at once outside any.
+// so that it outlives it. A big filter (LazyFreer::kLazyFreeBytes) and a
+// flushed shard go to the lazy freer's thread; anything else to
+// KeyLocks::FreeAfterUnlock: freed once the command's key locks are
+// released too, or at once outside any.
 template <typename T>
 struct FreedAfterUnlock {
-  T value;
+  LazyFreer* freer = nullptr;
+  T value{};
   ~FreedAfterUnlock() {
     if constexpr (std::is_same_v<T, EntryPtr>) {
-      KeyLocks::FreeAfterUnlock(std::move(value));
+      if (value != nullptr && freer != nullptr &&
+          value->MemoryUsage() >= LazyFreer::kLazyFreeBytes) {
+        freer->Free(std::move(value));
+      } else {
+        KeyLocks::FreeAfterUnlock(std::move(value));
+      }
     } else if (!value.empty()) {
-      KeyLocks::FreeAfterUnlock(std::make_shared<T>(std::move(value)));
+      if (freer != nullptr) {
+        freer->Free(std::make_shared<T>(std::move(value)));
+      } else {
+        KeyLocks::FreeAfterUnlock(std::make_shared<T>(std::move(value)));
+      }
     }
   }
 };
@@ -55,7 +73,8 @@ uint64_t KeyEntry::MemoryUsage() const {
 }
 
 bool KeyEntry::AnySnapshotCopyOwed() {
-  return entries_owing_copies.load(std::memory_order_relaxed) > 0;
+  return entries_owing_copies.load(std::memory_order_relaxed) > 0 ||
+         cuts_being_walked.load(std::memory_order_relaxed) > 0;
 }
 
 void KeyEntry::ArmSnapshotCopy(std::shared_ptr<SnapshotCopy> copy) {
@@ -93,22 +112,76 @@ EntryPtr Keyspace::Find(const KeyRef& key, int64_t now_ms) {
     if (it == shard.entries.end()) return nullptr;
     if (!it->second->ExpiredAt(now_ms)) {
       it->second->NoteAccess(now_ms);
+      CaptureLocked(it->first.name, it->second);
       return it->second;
     }
     if (ExpiryHeld(now_ms)) return nullptr;  // gone for readers, deleted after the pause
   }
   // Expired: remove it, unless someone replaced it in the meantime. The
   // entry is freed after the lock is released (a filter can be gigabytes).
-  FreedAfterUnlock<EntryPtr> doomed;
+  FreedAfterUnlock<EntryPtr> doomed{lazy_freer_};
   std::unique_lock lock(shard.mutex);
   auto it = shard.entries.find(key);
   if (it == shard.entries.end()) return nullptr;
+  CaptureLocked(it->first.name, it->second);
   if (!it->second->ExpiredAt(now_ms)) return it->second;
   doomed.value = it->second;
   std::string name = it->first.name;
   EraseLocked(shard, it);
   ExpiredLocked(name, now_ms);
   return nullptr;
+}
+
+void Keyspace::CaptureLocked(const std::string& name, const EntryPtr& entry) const {
+  // Acquire on both: a thread that sees the entry captured must also see
+  // what the capture did (a copy armed, counts described) before it writes.
+  const uint64_t epoch = capture_epoch_.load(std::memory_order_acquire);
+  if (entry->capture_epoch_.load(std::memory_order_acquire) >= epoch) return;
+  std::lock_guard lock(entry->capture_mutex_);
+  if (entry->capture_epoch_.load(std::memory_order_relaxed) >= epoch) return;  // beaten to it
+  if (SnapshotCapture* sink = capture_sink_.load(std::memory_order_acquire)) {
+    sink->Capture(name, entry);
+  }
+  entry->capture_epoch_.store(epoch, std::memory_order_release);
+}
+
+uint64_t Keyspace::BeginCapture(SnapshotCapture* sink) {
+  cuts_being_walked.fetch_add(1, std::memory_order_relaxed);
+  capture_sink_.store(sink, std::memory_order_release);
+  // Release: a command that reads the new epoch also sees the sink.
+  return capture_epoch_.fetch_add(1, std::memory_order_acq_rel) + 1;
+}
+
+void Keyspace::CaptureRemaining() {
+  for (const Shard& shard : shards_) {
+    // Resumes by name hash, as SCAN does, so the shard lock can be let go
+    // between batches (creations and deletions in this shard wait at most
+    // one batch); keys with equal hashes are taken in one batch.
+    uint64_t from = 0;
+    bool done = false;
+    while (!done) {
+      std::shared_lock lock(shard.mutex);
+      auto it = shard.scan_order.lower_bound({from, nullptr});
+      size_t taken = 0;
+      while (it != shard.scan_order.end() && taken < kCaptureBatch) {
+        const uint64_t hash = it->first;
+        for (; it != shard.scan_order.end() && it->first == hash; ++it, ++taken) {
+          CaptureLocked(it->second->first.name, it->second->second);
+        }
+        if (hash == UINT64_MAX) {
+          it = shard.scan_order.end();
+          break;
+        }
+        from = hash + 1;
+      }
+      done = it == shard.scan_order.end();
+    }
+  }
+}
+
+void Keyspace::EndCapture() {
+  capture_sink_.store(nullptr, std::memory_order_release);
+  cuts_being_walked.fetch_sub(1, std::memory_order_relaxed);
 }
 
 void Keyspace::ExpiredLocked(const std::string& name, int64_t now_ms) {
@@ -121,16 +194,28 @@ EntryPtr Keyspace::Peek(const KeyRef& key, int64_t now_ms) const {
   std::shared_lock lock(shard.mutex);
   auto it = shard.entries.find(key);
   if (it == shard.entries.end() || it->second->ExpiredAt(now_ms)) return nullptr;
+  // Not a change of the keyspace: a capture only does early what the
+  // writer about to be parked would do first (and the copier needs the
+  // entry armed to make its copy).
+  CaptureLocked(it->first.name, it->second);
   return it->second;
+}
+
+bool Keyspace::StoredButDue(const KeyRef& key, int64_t now_ms) const {
+  const Shard& shard = shards_[ShardIndex(key.hash)];
+  std::shared_lock lock(shard.mutex);
+  auto it = shard.entries.find(key);
+  return it != shard.entries.end() && it->second->ExpiredAt(now_ms);
 }
 
 EntryPtr Keyspace::Insert(const KeyRef& key, EntryPtr entry, int64_t now_ms,
                           bool* inserted, const InsertHook& on_inserted) {
   Shard& shard = ShardFor(key);
-  FreedAfterUnlock<EntryPtr> doomed;  // an expired entry, freed after the lock is released
+  FreedAfterUnlock<EntryPtr> doomed{lazy_freer_};  // an expired entry, freed after the lock is released
   std::unique_lock lock(shard.mutex);
   auto it = shard.entries.find(key);
   if (it != shard.entries.end()) {
+    CaptureLocked(it->first.name, it->second);
     if (!it->second->ExpiredAt(now_ms)) {
       *inserted = false;
       return it->second;
@@ -149,10 +234,11 @@ EntryPtr Keyspace::Insert(const KeyRef& key, EntryPtr entry, int64_t now_ms,
 void Keyspace::Put(std::string_view name, EntryPtr entry, int64_t expire_at_ms) {
   KeyRef key = MakeKeyRef(name);
   Shard& shard = ShardFor(key);
-  FreedAfterUnlock<EntryPtr> doomed;  // a replaced entry, freed after the lock is released
+  FreedAfterUnlock<EntryPtr> doomed{lazy_freer_};  // a replaced entry, freed after the lock is released
   std::unique_lock lock(shard.mutex);
   auto it = shard.entries.find(key);
   if (it != shard.entries.end()) {
+    CaptureLocked(it->first.name, it->second);
     doomed.value = it->second;
     EraseLocked(shard, it);
   }
@@ -167,12 +253,19 @@ Keyspace::EntryMap::iterator Keyspace::EmplaceLocked(Shard& shard, const KeyRef&
   auto it =
       shard.entries.emplace(StoredKey{std::string(key.name), key.hash}, std::move(entry)).first;
   shard.scan_order.emplace(key.hash, &*it);
+  // Stored now: no part of a cut already taken. (A renamed entry was
+  // captured for that cut before it moved, so this changes nothing for it.)
+  it->second->capture_epoch_.store(capture_epoch_.load(std::memory_order_acquire),
+                                   std::memory_order_release);
   return it;
 }
 
 void Keyspace::EraseLocked(Shard& shard, EntryMap::iterator it) {
   int64_t at = it->second->expire_at_ms();
-  if (at != 0) shard.deadlines.erase({at, it->first.name});
+  if (at != 0) {
+    shard.deadlines.erase({at, it->first.name});
+    deadlines_.fetch_sub(1, std::memory_order_relaxed);
+  }
   shard.scan_order.erase({it->first.hash, &*it});
   // A reader holding the entry still sees it as it was; WATCHers see the
   // change because the entry under the name is no longer the one they hold.
@@ -182,10 +275,11 @@ void Keyspace::EraseLocked(Shard& shard, EntryMap::iterator it) {
 
 bool Keyspace::Erase(const KeyRef& key, int64_t now_ms) {
   Shard& shard = ShardFor(key);
-  FreedAfterUnlock<EntryPtr> doomed;  // destroyed after the lock is released
+  FreedAfterUnlock<EntryPtr> doomed{lazy_freer_};  // destroyed after the lock is released
   std::unique_lock lock(shard.mutex);
   auto it = shard.entries.find(key);
   if (it == shard.entries.end()) return false;
+  CaptureLocked(it->first.name, it->second);  // the cut keeps what the DEL takes
   bool live = !it->second->ExpiredAt(now_ms);
   doomed.value = it->second;
   std::string name = it->first.name;
@@ -198,8 +292,15 @@ bool Keyspace::Erase(const KeyRef& key, int64_t now_ms) {
 void Keyspace::SetDeadlineLocked(Shard& shard, const std::string& name, KeyEntry& entry,
                                  int64_t at_ms) {
   int64_t old = entry.expire_at_ms();
-  if (old != 0) shard.deadlines.erase({old, name});
-  if (at_ms != 0) shard.deadlines.emplace(at_ms, name);
+  // Relaxed: a gauge (HasDeadlines), read by lockers of the keys it counts.
+  if (old != 0) {
+    shard.deadlines.erase({old, name});
+    deadlines_.fetch_sub(1, std::memory_order_relaxed);
+  }
+  if (at_ms != 0) {
+    shard.deadlines.emplace(at_ms, name);
+    deadlines_.fetch_add(1, std::memory_order_relaxed);
+  }
   entry.expire_at_ms_.store(at_ms, std::memory_order_relaxed);
 }
 
@@ -209,7 +310,7 @@ Keyspace::RenameStatus Keyspace::Rename(const KeyRef& src, const KeyRef& dst, bo
   size_t dst_index = ShardIndex(dst.hash);
   // A replaced target is freed after the locks are released: declared
   // before them, it is destroyed after them.
-  FreedAfterUnlock<EntryPtr> replaced;
+  FreedAfterUnlock<EntryPtr> replaced{lazy_freer_};
   // Lock both shards in index order so two renames can never deadlock.
   std::unique_lock<std::shared_mutex> first(shards_[std::min(src_index, dst_index)].mutex);
   std::unique_lock<std::shared_mutex> second;
@@ -222,9 +323,12 @@ Keyspace::RenameStatus Keyspace::Rename(const KeyRef& src, const KeyRef& dst, bo
   if (src_it == src_shard.entries.end() || src_it->second->ExpiredAt(now_ms)) {
     return RenameStatus::kNoSuchKey;
   }
+  // A cut being walked gets both keys under their names before the move.
+  CaptureLocked(src_it->first.name, src_it->second);
   if (src.name == dst.name) return nx ? RenameStatus::kTargetExists : RenameStatus::kOk;
   auto dst_it = dst_shard.entries.find(dst);
   if (dst_it != dst_shard.entries.end()) {
+    CaptureLocked(dst_it->first.name, dst_it->second);
     bool expired = dst_it->second->ExpiredAt(now_ms);
     if (nx && !expired) return RenameStatus::kTargetExists;
     replaced.value = dst_it->second;
@@ -247,6 +351,7 @@ bool Keyspace::SetExpire(const KeyRef& key, int64_t at_ms, int64_t now_ms) {
   std::unique_lock lock(shard.mutex);
   auto it = shard.entries.find(key);
   if (it == shard.entries.end() || it->second->ExpiredAt(now_ms)) return false;
+  CaptureLocked(it->first.name, it->second);  // with the deadline it had at the cut
   SetDeadlineLocked(shard, it->first.name, *it->second, at_ms);
   it->second->MarkModified();
   return true;
@@ -272,11 +377,16 @@ size_t Keyspace::VolatileCount() const {
 
 void Keyspace::Clear() {
   for (Shard& shard : shards_) {
-    FreedAfterUnlock<EntryMap> doomed;  // freed after the locks are released
+    FreedAfterUnlock<EntryMap> doomed{lazy_freer_};  // freed after the locks are released
     {
       std::unique_lock lock(shard.mutex);
-      for (auto& [key, entry] : shard.entries) entry->MarkModified();
+      for (auto& [key, entry] : shard.entries) {
+        CaptureLocked(key.name, entry);
+        entry->MarkModified();
+      }
       doomed.value.swap(shard.entries);
+      deadlines_.fetch_sub(static_cast<int64_t>(shard.deadlines.size()),
+                           std::memory_order_relaxed);
       shard.scan_order.clear();
       shard.deadlines.clear();
     }
@@ -365,6 +475,7 @@ size_t Keyspace::SweepExpired(int64_t now_ms, size_t max_keys, KeyLocks* key_loc
         next = shard.deadlines.erase(next);
         continue;
       }
+      CaptureLocked(it->first.name, it->second);
       doomed.push_back(it->second);
       std::string name = it->first.name;
       EraseLocked(shard, it);
@@ -378,10 +489,11 @@ size_t Keyspace::SweepExpired(int64_t now_ms, size_t max_keys, KeyLocks* key_loc
       // key given a new deadline or replaced meanwhile is live and stays.
       KeyRef key = MakeKeyRef(name);
       KeyLocks::Guard guard = key_locks->Lock({KeyLocks::StripeOf(key)}, /*exclusive=*/true);
-      FreedAfterUnlock<EntryPtr> entry;  // freed after both locks are released
+      FreedAfterUnlock<EntryPtr> entry{lazy_freer_};  // freed after both locks are released
       std::unique_lock again(shard.mutex);
       auto it = shard.entries.find(key);
       if (it == shard.entries.end() || !it->second->ExpiredAt(now_ms)) continue;
+      CaptureLocked(it->first.name, it->second);
       entry.value = it->second;
       EraseLocked(shard, it);
       ExpiredLocked(name, now_ms);

@@ -48,6 +48,21 @@ struct SnapshotCopy {
   bool taken = false;  // guarded by the entry's snapshot mutex until the saver reads it
 };
 
+class KeyEntry;
+
+// Where a snapshot cut's captures go (Durability's save job). A cut advances
+// the keyspace's capture epoch and then walks the keys without stopping the
+// server; every entry that existed at the cut is handed to Capture exactly
+// once, under its name at the cut, before anything changes it: by the walk,
+// by the first command that finds it, or by whatever removes, renames or
+// re-times it first (Keyspace::CaptureLocked). Called with the entry's shard
+// lock held (shared or exclusive), from any thread.
+class SnapshotCapture {
+ public:
+  virtual ~SnapshotCapture() = default;
+  virtual void Capture(const std::string& name, const std::shared_ptr<KeyEntry>& entry) = 0;
+};
+
 class KeyEntry {
  public:
   template <typename Filter>
@@ -170,6 +185,12 @@ class KeyEntry {
   std::atomic<bool> snapshot_armed_{false};
   std::atomic<bool> snapshot_refused_{false};
   std::atomic<uint32_t> last_access_s_;
+  // The last cut epoch this entry was captured for, or the epoch current
+  // when it was stored (an entry born after a cut is not part of it). Read
+  // with acquire on every lookup (one load when already captured), stored
+  // with release once the capture is complete, under capture_mutex_.
+  std::atomic<uint64_t> capture_epoch_{0};
+  std::mutex capture_mutex_;                   // one capture at a time
   std::mutex snapshot_mutex_;                  // serialises the copy with writers
   std::shared_ptr<SnapshotCopy> snapshot_copy_;  // guarded by snapshot_mutex_
 };
@@ -177,6 +198,7 @@ class KeyEntry {
 using EntryPtr = std::shared_ptr<KeyEntry>;
 
 class KeyLocks;
+class LazyFreer;
 
 class Keyspace {
  public:
@@ -236,6 +258,12 @@ class Keyspace {
 
   size_t Size() const;
   size_t VolatileCount() const;
+  // Whether any key has a deadline: one relaxed load (a hint; the caller
+  // holds the keys it asks about, whose deadlines cannot change meanwhile).
+  bool HasDeadlines() const { return deadlines_.load(std::memory_order_relaxed) > 0; }
+  // Whether `key` is stored with a deadline at or before `now_ms`, i.e. a
+  // lookup at `now_ms` would remove it. Changes nothing.
+  bool StoredButDue(const KeyRef& key, int64_t now_ms) const;
   void Clear();
 
   // Calls `visit` for every live key matching `pattern` (glob, "*" for all).
@@ -263,6 +291,27 @@ class Keyspace {
   // once, before serving.
   using ExpiryHook = std::function<void(const std::string& key, int64_t now_ms)>;
   void set_expiry_hook(ExpiryHook hook) { expiry_hook_ = std::move(hook); }
+  // Where removed big filters are freed (server/keyspace/lazy_freer.h);
+  // null: on the remover's thread once its key locks are released. Set
+  // once, before serving.
+  void set_lazy_freer(LazyFreer* freer) { lazy_freer_ = freer; }
+
+  // --- the snapshot cut (server/durability/durability.h) ----------------
+  // Starts cut `epoch` = the previous + 1 and returns it; called while no
+  // command runs (the cut holds every key lock), so each entry is either
+  // older than the cut (owed to `sink`) or stored after it. O(1).
+  uint64_t BeginCapture(SnapshotCapture* sink);
+  // The walk: captures every entry not captured yet, shard by shard, in
+  // batches of kCaptureBatch keys, each under its shard's shared lock alone
+  // (no key lock: commands run on meanwhile). Any thread may call it;
+  // FLUSHALL uses it to finish the walk before it drops everything.
+  void CaptureRemaining();
+  // After CaptureRemaining: every entry of the cut has been captured, so no
+  // more will be; forgets the sink.
+  void EndCapture();
+  // Keys per batch of the walk: at ~0.3 us a capture, 256 keys hold a
+  // shard's lock (shared) for well under 0.1 ms.
+  static constexpr size_t kCaptureBatch = 256;
 
   // CLIENT PAUSE (WRITE or ALL) until `until_ms` (0: no longer): as Redis,
   // no expired key is deleted meanwhile. Find reports an expired key as
@@ -322,13 +371,24 @@ class Keyspace {
   void SetDeadlineLocked(Shard& shard, const std::string& name, KeyEntry& entry,
                          int64_t at_ms);
 
+  // Under the entry's shard lock: hands `entry` (stored under `name`) to the
+  // cut being walked if it has not been captured for it yet. One acquire
+  // load of the entry's epoch and one of the keyspace's when it has.
+  void CaptureLocked(const std::string& name, const EntryPtr& entry) const;
+
   // Counts an expired entry just removed and tells the hook.
   void ExpiredLocked(const std::string& name, int64_t now_ms);
 
   std::array<Shard, kShards> shards_;
   ExpiryHook expiry_hook_;
+  LazyFreer* lazy_freer_ = nullptr;
+  // The cut being walked: its epoch (0 before the first) and its sink (null
+  // once its walk is done).
+  std::atomic<uint64_t> capture_epoch_{0};
+  std::atomic<SnapshotCapture*> capture_sink_{nullptr};
   std::atomic<uint64_t> expired_keys_{0};
   std::atomic<int64_t> expiry_held_until_ms_{0};
+  std::atomic<int64_t> deadlines_{0};  // entries with a deadline, all shards
   mutable std::atomic<uint64_t> scan_steps_{0};
 };
 
