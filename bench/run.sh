@@ -84,6 +84,10 @@ if [[ $mode == smoke ]]; then
   run_logged "$out/server.txt" /usr/bin/python3 bench/server_bench.py --smoke --bin "$bin" \
     --out "$out/server.md" "${server_extra[@]}"
   tail -n 1 "$out/server.txt"
+  echo "== migrate_bench.py --smoke (output in $out)"
+  # Fails if migrate cannot copy a 100,000-item filter between two servers.
+  run_logged "$out/migrate.txt" /usr/bin/python3 bench/migrate_bench.py --smoke --bin "$bin"
+  tail -n 1 "$out/migrate.txt"
   echo "bench smoke: OK ($((SECONDS - started)) s)"
   exit 0
 fi

@@ -22,6 +22,7 @@
 #include "server/context/server_context.h"
 #include "server/durability/progress.h"
 #include "server/keyspace/keyspace.h"
+#include "server/tools/migrate.h"
 
 namespace bloomgate {
 namespace {
@@ -289,17 +290,20 @@ std::string_view OfflineModesUsage() {
   return "       bloomgate check-snapshot FILE     verify a snapshot offline (see check-snapshot "
          "--help)\n"
          "       bloomgate build --output FILE ... build a Bloom snapshot from items (see build "
-         "--help)\n";
+         "--help)\n"
+         "       bloomgate migrate --from HOST:PORT ... copy a running RedisBloom's filters into a "
+         "running Bloomgate (see migrate --help)\n";
 }
 
 bool IsOfflineMode(int argc, char** argv) {
   if (argc < 2) return false;
   std::string_view mode = argv[1];
-  return mode == "check-snapshot" || mode == "build";
+  return mode == "check-snapshot" || mode == "build" || mode == "migrate";
 }
 
 int RunOfflineMode(int argc, char** argv) {
   std::string_view mode = argv[1];
+  if (mode == "migrate") return RunMigrate(argc, argv);
   return mode == "check-snapshot" ? CheckSnapshot(argc, argv) : Build(argc, argv);
 }
 

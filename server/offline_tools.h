@@ -9,6 +9,9 @@
 //       filters without a server. Start a server on it by putting it in the
 //       server's dir as its dbfilename. Reports progress on stderr every
 //       few seconds while it reads.
+//   bloomgate migrate --from HOST:PORT ...
+//       the one that talks to servers: copies a running RedisBloom's (or
+//       Bloomgate's) filters into a running Bloomgate (server/tools/migrate.h).
 // Each takes --help.
 #pragma once
 
@@ -18,7 +21,7 @@ namespace bloomgate {
 
 // The sub-commands' usage lines, for the server's --help.
 std::string_view OfflineModesUsage();
-// Whether argv names an offline mode (argv[1] is "check-snapshot" or "build").
+// Whether argv names an offline mode (argv[1] is "check-snapshot", "build" or "migrate").
 bool IsOfflineMode(int argc, char** argv);
 // Runs it; returns the process exit status.
 int RunOfflineMode(int argc, char** argv);
