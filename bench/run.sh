@@ -4,7 +4,7 @@
 #   bash bench/run.sh           build (Release), run the filter microbenchmarks and the
 #                               server benchmark, write bench/results/filters-<date>.md and
 #                               bench/results/server-<date>.md, then the CDN admission
-#                               replay (bench/results/cdn-admission-<date>.md, ~8 min)
+#                               replay (bench/results/cdn-admission-<date>.md, ~9 min)
 #                               (~30 min on 2 cores)
 #   bash bench/run.sh --smoke   the CI version (scripts/test.sh runs it): every benchmark
 #                               at tiny sizes, exits non-zero if one cannot start, crashes
