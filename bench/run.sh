@@ -3,7 +3,9 @@
 #
 #   bash bench/run.sh           build (Release), run the filter microbenchmarks and the
 #                               server benchmark, write bench/results/filters-<date>.md and
-#                               bench/results/server-<date>.md (~20 min on 2 cores)
+#                               bench/results/server-<date>.md, then the CDN admission
+#                               replay (bench/results/cdn-admission-<date>.md, ~9 min)
+#                               (~30 min on 2 cores)
 #   bash bench/run.sh --smoke   the CI version (scripts/test.sh runs it): every benchmark
 #                               at tiny sizes, exits non-zero if one cannot start, crashes
 #                               or leaves a row without a result; timings are not judged.
@@ -88,6 +90,11 @@ if [[ $mode == smoke ]]; then
   # Fails if migrate cannot copy a 100,000-item filter between two servers.
   run_logged "$out/migrate.txt" /usr/bin/python3 bench/migrate_bench.py --smoke --bin "$bin"
   tail -n 1 "$out/migrate.txt"
+  echo "== cdn_admission_bench.py --smoke (output in $out)"
+  # Four servers, two tiny traces (~5 s); fails if a server dies or a reply is wrong.
+  run_logged "$out/cdn.txt" /usr/bin/python3 bench/cdn_admission_bench.py --smoke --bin "$bin" \
+    --out "$out/cdn-admission.md"
+  tail -n 1 "$out/cdn.txt"
   echo "bench smoke: OK ($((SECONDS - started)) s)"
   exit 0
 fi
@@ -104,3 +111,5 @@ echo "== ${filter_cmd[*]}"
 echo "== bench/server_bench.py"
 /usr/bin/python3 bench/server_bench.py --bin "$bin" --out "bench/results/server-$date.md" \
   "${server_extra[@]}"
+echo "== bench/cdn_admission_bench.py"
+/usr/bin/python3 bench/cdn_admission_bench.py --bin "$bin" --out "bench/results/cdn-admission-$date.md"
