@@ -62,10 +62,66 @@ void FieldReader::Note(const char* field, bool ok) {
 // ---- The common prefix ------------------------------------------------------
 
 void PutCommon(ByteWriter* w, uint8_t layout, uint64_t hash_seed) {
+  PutCommon(w, layout, hash_seed, kHashXxh3_128);
+}
+
+void PutCommon(ByteWriter* w, uint8_t layout, uint64_t hash_seed, uint8_t hash_algorithm) {
   w->PutU16(kLayoutVersion);
-  w->PutU8(kHashXxh3_128);
+  w->PutU8(hash_algorithm);
   w->PutU64(hash_seed);
   w->PutU8(layout);
+}
+
+namespace {
+
+// The common prefix's fields, the version checked; hash and layout unchecked.
+Status GetCommonFields(FieldReader* r, uint16_t* version, uint8_t* hash, uint64_t* seed,
+                       uint8_t* layout) {
+  r->U16("layout_version", version);
+  if (r->failed()) return r->Truncated();
+  if (*version != kLayoutVersion && *version != kLegacyLayoutVersion) {
+    return Status::Error("layout_version " + Num(uint64_t{*version}) +
+                         " not supported (expected " + Num(uint64_t{kLegacyLayoutVersion}) +
+                         " or " + Num(uint64_t{kLayoutVersion}) + ")");
+  }
+  r->U8("hash_algorithm", hash);
+  r->U64("hash_seed", seed);
+  r->U8("block_layout", layout);
+  if (r->failed()) return r->Truncated();
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status GetBloomCommon(FieldReader* r, uint8_t* layout, uint64_t* hash_seed) {
+  uint16_t version = 0;
+  uint8_t hash = 0;
+  uint64_t seed = 0;
+  if (Status s = GetCommonFields(r, &version, &hash, &seed, layout); !s.ok()) return s;
+  if (*layout == kRedisBloomLayout) {
+    // Written only by layout version 2 and later, always seedless.
+    if (version != kLayoutVersion || hash != kHashRedisBloomMurmur || seed != 0) {
+      return Status::Error("block_layout 5 (RedisBloom) needs layout_version 2, hash_algorithm 2 "
+                           "and hash_seed 0, got " + Num(uint64_t{version}) + ", " +
+                           Num(uint64_t{hash}) + ", " + Num(seed));
+    }
+    *hash_seed = 0;
+    return Status::Ok();
+  }
+  if (*layout != kBlockedBloomLayout) {
+    return Status::Error("block_layout " + Num(uint64_t{*layout}) +
+                         " not supported for this family (expected 1 or 5)");
+  }
+  if (hash != kHashXxh3_128) {
+    return Status::Error("hash_algorithm " + Num(uint64_t{hash}) +
+                         " not supported (expected 1 = XXH3-128)");
+  }
+  if (version == kLegacyLayoutVersion && seed != kLegacyHashSeed) {
+    return Status::Error("hash_seed " + Num(seed) +
+                         " in a layout_version 1 header (version 1 filters have seed 0)");
+  }
+  *hash_seed = seed;
+  return Status::Ok();
 }
 
 Status GetCommon(FieldReader* r, uint8_t expected_layout, uint64_t* hash_seed) {

@@ -9,6 +9,9 @@
 //
 //   +0  u16 layout_version   2 (written); 1 is still read
 //   +2  u8  hash_algorithm   1 = XXH3-128 of the item bytes (filters/key_hash.h)
+//                            2 = RedisBloom's MurmurHash64A pair, seedless
+//                                (filters/redisbloom_layout.h): Bloom with
+//                                block_layout 5 only, hash_seed 0
 //   +3  u64 hash_seed        the filter's own seed: items are hashed with
 //                            XXH3_128bits_withSeed(item, hash_seed). Any
 //                            value in version 2 (a new filter draws a random
@@ -26,6 +29,11 @@
 //                                + r * hash.hi, width) (count_min_sketch.h)
 //                            4 = HeavyKeeper: buckets as count-min, fp = the
 //                                low 32 bits of hash.hi (top_k.h)
+//                            5 = RedisBloom: classic k-probe bit array, probe
+//                                i = (a + i b) mod bits over the whole layer,
+//                                bits a multiple of 64; Bloom only, with
+//                                hash_algorithm 2 (a filter imported from
+//                                RedisBloom's BF.SCANDUMP)
 //
 // Nothing follows a family's last field: a header with trailing bytes is
 // refused. Versioning: any change to these bytes, or to what a field means,
@@ -55,6 +63,8 @@ inline constexpr uint8_t kBlockedBloomLayout = 1;
 inline constexpr uint8_t kCuckooLayout = 2;
 inline constexpr uint8_t kCountMinLayout = 3;
 inline constexpr uint8_t kHeavyKeeperLayout = 4;
+inline constexpr uint8_t kHashRedisBloomMurmur = 2;
+inline constexpr uint8_t kRedisBloomLayout = 5;
 inline constexpr size_t kCommonBytes = 12;
 
 // ---- Message pieces ---------------------------------------------------------
@@ -112,6 +122,11 @@ class FieldReader {
 // ---- The common prefix ------------------------------------------------------
 
 void PutCommon(ByteWriter* w, uint8_t layout, uint64_t hash_seed);
+// The same with another hash algorithm (kHashRedisBloomMurmur).
+void PutCommon(ByteWriter* w, uint8_t layout, uint64_t hash_seed, uint8_t hash_algorithm);
+// GetCommon for the Bloom family, which has two layouts: blocked (XXH3,
+// seeded) or RedisBloom (its Murmur hash, seed 0). *layout says which.
+Status GetBloomCommon(FieldReader* r, uint8_t* layout, uint64_t* hash_seed);
 // Reads and checks the prefix; the version first, since a later version may
 // lay out everything after it differently. *hash_seed is the filter's seed.
 Status GetCommon(FieldReader* r, uint8_t expected_layout, uint64_t* hash_seed);
