@@ -109,7 +109,7 @@ FilterHealth BloomHealth(const ScalableBloomFilter& filter, uint64_t max_scan_by
   uint64_t total_bytes = 0;
   for (const BloomLayerInfo& info : infos) total_bytes += info.bytes;
   for (uint32_t i = 0; i < infos.size() && i < filter.num_layers(); ++i) {
-    const BlockedBloom& cells = filter.layer(i);
+    const BloomLayer& cells = filter.layer(i);
     ScanResult scan = ScanBlocks(cells.words(), cells.num_blocks(), BlockedBloom::kBlockBits,
                                  /*lane_bits=*/1, cells.probes(),
                                  BlocksAllowed(cells.bytes(), total_bytes, max_scan_bytes));

@@ -92,6 +92,17 @@ struct LayerShape {
   uint32_t probes;    // [1, kMaxBloomProbes]
 };
 
+// The shape of a new layer: Traits::ChooseShape if the layer type has its
+// own sizing rule (RedisBloom-layout Bloom layers), else ChooseBlockedShape.
+template <typename Traits>
+BlockedShape ChooseLayerShape(double error_rate, uint64_t capacity, uint32_t block_cells) {
+  if constexpr (requires { Traits::ChooseShape(error_rate, capacity, block_cells); }) {
+    return Traits::ChooseShape(error_rate, capacity, block_cells);
+  } else {
+    return ChooseBlockedShape(error_rate, capacity, block_cells);
+  }
+}
+
 template <typename Traits>
 class LayerChain {
  public:
@@ -328,7 +339,7 @@ FilterStatus LayerChain<Traits>::Start(uint64_t capacity, double error_rate, uin
                                        uint64_t owner_bytes, const FilterLimits& limits,
                                        MemoryBudget* budget, Pending* out) {
   out->list_.reset();
-  const BlockedShape shape = ChooseBlockedShape(error_rate, capacity, block_cells);
+  const BlockedShape shape = ChooseLayerShape<Traits>(error_rate, capacity, block_cells);
   // A saturated shape (2^61 bytes) can never be allocated: refuse it as the
   // absurd size it is, before asking anyone for memory.
   if (shape.cells >= MaxBlockedCells(block_cells)) return FilterStatus::kFilterMemoryLimit;
@@ -426,7 +437,7 @@ FilterStatus LayerChain<Traits>::Grow(const List* seen, const List** current) {
   const uint64_t capacity = internal::SaturatingMul(last.capacity, expansion_);
   const double error_rate = last.error_rate * kErrorTighteningRatio;
   if (next_shape_layers_ != list->count_) {
-    next_shape_ = ChooseBlockedShape(error_rate, capacity, block_cells_);
+    next_shape_ = ChooseLayerShape<Traits>(error_rate, capacity, block_cells_);
     next_shape_layers_ = list->count_;
   }
   if (next_shape_.cells >= MaxBlockedCells(block_cells_)) return FilterStatus::kFilterMemoryLimit;

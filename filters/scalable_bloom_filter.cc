@@ -20,12 +20,15 @@ FilterStatus ScalableBloomFilter::Create(const ScalableBloomOptions& options,
     return FilterStatus::kFilterMemoryLimit;
   }
   const double error_rate = std::min(options.error_rate, kMaxBloomErrorRate);
+  const bool redisbloom = options.layout == BloomLayout::kRedisBloom;
   Chain::Pending first;
   const FilterStatus status =
       Chain::Start(options.capacity, Chain::FirstErrorRate(error_rate, options.expansion),
-                   /*block_cells=*/kBloomBlockBits, /*owner_bytes=*/sizeof(ScalableBloomFilter),
+                   /*block_cells=*/redisbloom ? kRedisBloomWordBits : kBloomBlockBits, /*owner_bytes=*/sizeof(ScalableBloomFilter),
                    limits, budget, &first);
-  return Adopt(status, error_rate, options.expansion, SeedOrNew(options.hash_seed),
+  // RedisBloom's hash takes no seed: such a filter's seed stays 0.
+  return Adopt(status, error_rate, options.expansion,
+               redisbloom ? 0 : SeedOrNew(options.hash_seed),
                limits, &first, out);
 }
 
@@ -33,14 +36,16 @@ FilterStatus ScalableBloomFilter::Restore(double error_rate, uint32_t expansion,
                                           std::span<const BloomLayerShape> layers,
                                           const FilterLimits& limits, MemoryBudget* budget,
                                           std::unique_ptr<ScalableBloomFilter>* out,
-                                          uint64_t hash_seed) {
+                                          uint64_t hash_seed, BloomLayout layout) {
   out->reset();
   // The loader has already refused this with a precise text; here it only
   // must never produce a filter. The chain checks the rest the same way.
   if (!(error_rate > 0 && error_rate <= kMaxBloomErrorRate)) return FilterStatus::kInvalidOptions;
   Chain::Pending chain;
   const FilterStatus status =
-      Chain::Restore(layers, expansion, /*block_cells=*/kBloomBlockBits,
+      Chain::Restore(layers, expansion,
+                     /*block_cells=*/layout == BloomLayout::kRedisBloom ? kRedisBloomWordBits
+                                                                       : kBloomBlockBits,
                      /*owner_bytes=*/sizeof(ScalableBloomFilter), limits, budget, &chain);
   return Adopt(status, error_rate, expansion, hash_seed, limits, &chain, out);
 }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "filters/blocked_bloom.h"
+#include "filters/bloom_layer.h"
 #include "filters/bloom_math.h"
 #include "filters/chained_filter.h"
 #include "filters/filter_status.h"
@@ -14,8 +15,15 @@
 #include "filters/layer_chain.h"
 #include "filters/limits.h"
 #include "filters/memory_budget.h"
+#include "filters/redisbloom_layout.h"
 
 namespace bloomgate {
+
+// Which layer kind a filter's layers are (all of one kind per filter).
+enum class BloomLayout : uint8_t {
+  kBlocked,     // ours: BlockedBloom, XXH3-128 with the filter's seed
+  kRedisBloom,  // imported from RedisBloom: ClassicBloom, its seedless hash
+};
 
 struct ScalableBloomOptions {
   double error_rate = 0.01;  // RedisBloom's default bf-error-rate
@@ -24,6 +32,8 @@ struct ScalableBloomOptions {
   // The item hash's seed (key_hash.h); unset: Create draws a fresh one with
   // NewHashSeed(). Set only to rebuild a known filter (tests, golden files).
   std::optional<uint64_t> hash_seed;
+  // kRedisBloom: RedisBloom's layout and sizing (tests; imports use Restore).
+  BloomLayout layout = BloomLayout::kBlocked;
 };
 
 // One layer, as BF.DEBUG / BF.INFO and the snapshot writer see it.
@@ -36,21 +46,22 @@ struct BloomLayerInfo {
   double error_rate;  // the FP rate this layer was sized for
 };
 
-// What LayerChain needs to know about a Bloom layer: a BlockedBloom, i.e.
-// blocks of 512 one-bit cells (ChooseBlockedShape(p, n, 512) is
-// ChooseBlockedBloomShape(p, n) exactly), whose item count only grows.
+// What LayerChain needs to know about a Bloom layer: a BloomLayer whose item
+// count only grows. Blocks of 512 one-bit cells are our BlockedBloom
+// (ChooseBlockedShape(p, n, 512) is ChooseBlockedBloomShape(p, n) exactly);
+// "blocks" of one 64-bit word are RedisBloom's layout, sized as RedisBloom
+// sizes a new link (redisbloom_layout.h), so a grown imported filter keeps
+// answering BF.INFO as RedisBloom would.
 struct BloomLayerTraits {
-  using Cells = BlockedBloom;
+  using Cells = BloomLayer;
   using Count = uint64_t;
-  static BloomShape ToBloomShape(const BlockedShape& shape) {
-    return BloomShape{/*bits=*/shape.cells, /*probes=*/shape.probes,
-                      /*bits_per_key=*/shape.cells_per_key, /*predicted_fp=*/shape.predicted_fp};
+  static BlockedShape ChooseShape(double fp_rate, uint64_t capacity, uint32_t block_cells) {
+    return block_cells == kRedisBloomWordBits ? ChooseRedisBloomShape(fp_rate, capacity)
+                                              : ChooseBlockedShape(fp_rate, capacity, block_cells);
   }
-  static uint64_t BytesFor(const BlockedShape& shape) {
-    return BlockedBloom::BytesFor(ToBloomShape(shape));
-  }
-  static std::unique_ptr<BlockedBloom> Create(const BlockedShape& shape) {
-    return BlockedBloom::Create(ToBloomShape(shape));
+  static uint64_t BytesFor(const BlockedShape& shape) { return BloomLayer::BytesFor(shape); }
+  static std::unique_ptr<BloomLayer> Create(const BlockedShape& shape) {
+    return BloomLayer::Create(shape);
   }
 };
 
@@ -120,7 +131,7 @@ class ScalableBloomFilter : public ChainedFilter<BloomLayerTraits> {
   static FilterStatus Restore(double error_rate, uint32_t expansion,
                               std::span<const BloomLayerShape> layers, const FilterLimits& limits,
                               MemoryBudget* budget, std::unique_ptr<ScalableBloomFilter>* out,
-                              uint64_t hash_seed = 0);
+                              uint64_t hash_seed = 0, BloomLayout layout = BloomLayout::kBlocked);
 
   // Releases memory_bytes() back to the budget. No call may be running.
   ~ScalableBloomFilter();
@@ -158,6 +169,18 @@ class ScalableBloomFilter : public ChainedFilter<BloomLayerTraits> {
 
   // Per-layer details, oldest first.
   std::vector<BloomLayerInfo> Layers() const;
+
+  // The layer kind; a kRedisBloom filter grows RedisBloom-layout layers too
+  // (same hash, same sizing rule), so it stays exportable to RedisBloom.
+  BloomLayout layout() const {
+    return block_cells() == kRedisBloomWordBits ? BloomLayout::kRedisBloom : BloomLayout::kBlocked;
+  }
+  // The item's hash for this filter's layers: XXH3 with the seed (ours) or
+  // RedisBloom's seedless MurmurHash64A pair. Hides ChainedFilter::Hash.
+  KeyHash Hash(std::string_view item) const {
+    return layout() == BloomLayout::kRedisBloom ? RedisBloomHash(item) : ChainedFilter::Hash(item);
+  }
+  uint32_t block_cells() const { return chain_.block_cells(); }
 
  private:
   using ChainedFilter::ChainedFilter;  // for Adopt() alone (protected there)

@@ -10,6 +10,7 @@
 
 #include "persistence/byte_io.h"
 #include "persistence/codec/codec_registry.h"
+#include "persistence/redisbloom_dump.h"
 
 namespace bloomgate {
 namespace {
@@ -144,11 +145,62 @@ bool IsHeaderChunk(std::string_view chunk) {
 }
 
 ChunkedFilterLoad::ChunkedFilterLoad(FilterKind kind, uint64_t header_id, uint64_t payload_bytes,
-                                     std::unique_ptr<FilterLoader> loader)
+                                     std::unique_ptr<FilterLoader> loader, bool redisbloom)
     : kind_(kind),
       header_id_(header_id),
       payload_bytes_(payload_bytes),
-      loader_(std::move(loader)) {}
+      loader_(std::move(loader)),
+      redisbloom_(redisbloom) {}
+
+Status ChunkedFilterLoad::StartRedisBloom(std::string_view header_chunk,
+                                          const FilterLimits& limits, MemoryBudget* budget,
+                                          std::unique_ptr<ChunkedFilterLoad>* out) {
+  out->reset();
+  std::string header_bytes;
+  uint64_t payload_bytes = 0;
+  if (Status s = RedisBloomHeaderToFilterHeader(header_chunk, &header_bytes, &payload_bytes);
+      !s.ok()) {
+    return s;
+  }
+  std::unique_ptr<FilterLoader> loader;
+  if (Status s = FilterLoader::Begin(FilterKind::kScalableBloom, header_bytes, payload_bytes,
+                                     limits, budget, &loader);
+      !s.ok()) {
+    return s;
+  }
+  out->reset(new (std::nothrow) ChunkedFilterLoad(FilterKind::kScalableBloom, /*header_id=*/0,
+                                                  payload_bytes, std::move(loader),
+                                                  /*redisbloom=*/true));
+  if (*out == nullptr) return Status::Error("out of memory for the dump loader");
+  return Status::Ok();
+}
+
+Status ChunkedFilterLoad::AddRedisBloom(uint64_t iterator, std::string_view data) {
+  if (loader_ == nullptr) return Status::Error("dump load already finished");
+  if (!redisbloom_) return Status::Error("a RedisBloom data chunk for a Bloomgate dump");
+  const uint64_t n = data.size();
+  if (n == 0) return Status::Error("empty RedisBloom data chunk");
+  // RedisBloom's SBChain_LoadEncodedChunk: the piece starts at iter - n - 1.
+  if (iterator < n + 1) {
+    return Status::Error("iterator " + std::to_string(iterator) + " before a " +
+                         std::to_string(n) + "-byte chunk");
+  }
+  const uint64_t offset = iterator - n - 1;
+  if (offset != loaded_bytes_) {
+    return Status::Error("RedisBloom chunk at offset " + std::to_string(offset) + ", expected " +
+                         std::to_string(loaded_bytes_) + " (chunks must arrive in order)");
+  }
+  if (n > payload_bytes_ - loaded_bytes_) {
+    return Status::Error("RedisBloom chunk of " + std::to_string(n) + " bytes goes past the " +
+                         std::to_string(payload_bytes_) + " bytes of the filter");
+  }
+  if (Status s = loader_->Write(offset, reinterpret_cast<const uint8_t*>(data.data()), n);
+      !s.ok()) {
+    return s;
+  }
+  loaded_bytes_ += n;
+  return Status::Ok();
+}
 
 Status ChunkedFilterLoad::Start(std::string_view header_chunk, FilterKind expected_kind,
                                 const FilterLimits& limits, MemoryBudget* budget,
@@ -186,7 +238,7 @@ Status ChunkedFilterLoad::Start(std::string_view header_chunk, FilterKind expect
 Status ChunkedFilterLoad::Add(std::string_view payload_chunk, bool* other_dump) {
   if (other_dump != nullptr) *other_dump = false;
   if (loader_ == nullptr) return Status::Error("dump load already finished");
-  if (redisbloom_) return Status::Error("a Bloomgate chunk for a RedisBloom-format load");
+  if (redisbloom_) return Status::Error("a Bloomgate payload chunk for a RedisBloom-format load");
   ChunkPrefix prefix;
   std::string_view body;
   if (Status s = OpenChunk(payload_chunk, &prefix, &body); !s.ok()) return s;

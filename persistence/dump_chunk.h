@@ -98,6 +98,13 @@ class ChunkedFilterLoad {
                       const FilterLimits& limits, MemoryBudget* budget,
                       std::unique_ptr<ChunkedFilterLoad>* out);
 
+  // A load of RedisBloom's BF.SCANDUMP chunks (persistence/redisbloom_dump.h):
+  // `header_chunk` is its header (LOADCHUNK at iterator 1), translated into
+  // a RedisBloom-layout scalable Bloom filter and checked as Start checks.
+  static Status StartRedisBloom(std::string_view header_chunk, const FilterLimits& limits,
+                                MemoryBudget* budget, std::unique_ptr<ChunkedFilterLoad>* out);
+
+
   // Stores one payload chunk. It must be of this load's kind and header, and
   // start exactly where the previous one ended (the first at offset 0):
   // anything out of order, repeated, overlapping, past the end or damaged is
@@ -113,6 +120,13 @@ class ChunkedFilterLoad {
   static Status StartRedisBloomCuckoo(std::string_view header, uint32_t max_expansions,
                                       const FilterLimits& limits, MemoryBudget* budget,
                                       std::unique_ptr<ChunkedFilterLoad>* out);
+
+  // One RedisBloom data chunk (Bloom or cuckoo) as LOADCHUNK got it: its n
+  // bytes belong at payload offset iterator - n - 1 (RedisBloom's
+  // SBChain_LoadEncodedChunk and CF_LoadEncodedChunk alike), which must be
+  // where the previous one ended (RedisBloom's clients send them in order;
+  // RedisBloom itself would also take them out of order, we refuse that);
+  // past the end is refused.
   Status AddRedisBloom(uint64_t iterator, std::string_view data);
   bool redisbloom() const { return redisbloom_; }
 
@@ -129,14 +143,14 @@ class ChunkedFilterLoad {
 
  private:
   ChunkedFilterLoad(FilterKind kind, uint64_t header_id, uint64_t payload_bytes,
-                    std::unique_ptr<FilterLoader> loader);
+                    std::unique_ptr<FilterLoader> loader, bool redisbloom = false);
 
   const FilterKind kind_;
   const uint64_t header_id_;
   const uint64_t payload_bytes_;
   uint64_t loaded_bytes_ = 0;  // payload [0, loaded_bytes_) has arrived
-  bool redisbloom_ = false;    // started by StartRedisBloomCuckoo
   std::unique_ptr<FilterLoader> loader_;
+  const bool redisbloom_;  // RedisBloom's chunks (AddRedisBloom), not ours (Add)
 };
 
 }  // namespace bloomgate

@@ -101,7 +101,8 @@ void NextRedisBloomCuckooChunk(const CuckooFilter& filter, uint64_t iterator,
   }
 }
 
-// ---- ChunkedFilterLoad's RedisBloom half (declared in dump_chunk.h) ----------
+// ---- ChunkedFilterLoad's RedisBloom cuckoo start (declared in dump_chunk.h) ---
+// (its AddRedisBloom, shared with the Bloom import, is in dump_chunk.cc)
 
 Status ChunkedFilterLoad::StartRedisBloomCuckoo(std::string_view header, uint32_t max_expansions,
                                                 const FilterLimits& limits, MemoryBudget* budget,
@@ -119,36 +120,11 @@ Status ChunkedFilterLoad::StartRedisBloomCuckoo(std::string_view header, uint32_
     return s;
   }
   out->reset(new (std::nothrow) ChunkedFilterLoad(FilterKind::kCuckoo, /*header_id=*/0,
-                                                  ours.payload_bytes, std::move(loader)));
+                                                  ours.payload_bytes, std::move(loader),
+                                                  /*redisbloom=*/true));
   if (*out == nullptr) return Status::Error("out of memory for the dump loader");
-  (*out)->redisbloom_ = true;
   return Status::Ok();
 }
 
-Status ChunkedFilterLoad::AddRedisBloom(uint64_t iterator, std::string_view data) {
-  if (!redisbloom_) return Status::Error("a RedisBloom chunk for a Bloomgate-format load");
-  if (loader_ == nullptr) return Status::Error("dump load already finished");
-  if (data.empty()) return Status::Error("empty RedisBloom chunk");
-  // RedisBloom's CF_LoadEncodedChunk: offset = iterator - length - 1.
-  if (iterator < data.size() + 1) {
-    return Status::Error("RedisBloom chunk of " + std::to_string(data.size()) +
-                         " bytes at iterator " + std::to_string(iterator) + " starts before 0");
-  }
-  const uint64_t offset = iterator - data.size() - 1;
-  if (offset != loaded_bytes_) {
-    return Status::Error("RedisBloom chunk at offset " + std::to_string(offset) + ", expected " +
-                         std::to_string(loaded_bytes_) + " (chunks must arrive in order)");
-  }
-  if (data.size() > payload_bytes_ - loaded_bytes_) {
-    return Status::Error("RedisBloom chunk of " + std::to_string(data.size()) +
-                         " bytes goes past the " + std::to_string(payload_bytes_) + " slot bytes");
-  }
-  if (Status s = loader_->Write(offset, reinterpret_cast<const uint8_t*>(data.data()), data.size());
-      !s.ok()) {
-    return s;
-  }
-  loaded_bytes_ += data.size();
-  return Status::Ok();
-}
 
 }  // namespace bloomgate

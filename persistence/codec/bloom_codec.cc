@@ -1,7 +1,8 @@
 // The scalable Bloom filter's codec (FilterKind::kScalableBloom = 1).
 //
 // HEADER BYTES, layout version 2 (version 1 differs only in its seed):
-// the common prefix (header_fields.h, 12 bytes, block_layout 1), then
+// the common prefix (header_fields.h, 12 bytes, block_layout 1, or 5 with
+// hash_algorithm 2 for a filter in RedisBloom's layout), then
 //
 // Scalable Bloom (kind 1), 28 + 40 x layers bytes:
 //
@@ -13,7 +14,8 @@
 //       +8  u64 items        their sum must fit in a u64
 //       +16 f64 error_rate   (0, 0.25]
 //       +24 u64 bits         whole 512-bit blocks, > 0, < 2^55 blocks
-//       +32 u32 block_bits   512
+//                            (layout 5: whole 64-bit words, > 0)
+//       +32 u32 block_bits   512 (layout 5: 64)
 //       +36 u32 probes       [1, 64]
 //   payload: each layer's bits / 8 bytes, oldest layer first
 //
@@ -45,12 +47,17 @@ struct BloomHeader {
   double error_rate = 0;
   uint32_t expansion = 0;
   uint64_t hash_seed = 0;
+  BloomLayout layout = BloomLayout::kBlocked;
   std::vector<BloomLayerShape> layers;
 };
 
 Status DecodeBloomHeader(std::string_view bytes, uint64_t payload_bytes, BloomHeader* out) {
   FieldReader r(bytes);
-  if (Status s = GetCommon(&r, kBlockedBloomLayout, &out->hash_seed); !s.ok()) return s;
+  uint8_t block_layout = 0;
+  if (Status s = GetBloomCommon(&r, &block_layout, &out->hash_seed); !s.ok()) return s;
+  const bool redisbloom = block_layout == kRedisBloomLayout;
+  out->layout = redisbloom ? BloomLayout::kRedisBloom : BloomLayout::kBlocked;
+  const uint32_t expected_block_bits = redisbloom ? kRedisBloomWordBits : BlockedBloom::kBlockBits;
   uint32_t num_layers = 0;
   r.F64("error_rate", &out->error_rate);
   r.U32("expansion", &out->expansion);
@@ -75,9 +82,18 @@ Status DecodeBloomHeader(std::string_view bytes, uint64_t payload_bytes, BloomHe
     r.U32("probes", &layer.probes);
     if (r.failed()) return r.Truncated();
     if (Status s = CheckLayer(i, layer.capacity, layer.error_rate, layer.cells, block_bits,
-                              BlockedBloom::kBlockBits, layer.probes, "bits", "block_bits");
+                              expected_block_bits, layer.probes, "bits", "block_bits");
         !s.ok()) {
       return s;
+    }
+    // RedisBloom's hash count is a function of the layer's error rate; a
+    // header saying otherwise would export chunks RedisBloom refuses.
+    if (redisbloom &&
+        layer.probes != RedisBloomHashes(RedisBloomBitsPerEntry(layer.error_rate))) {
+      return Status::Error("layer " + Num(uint64_t{i}) + " probes " + Num(uint64_t{layer.probes}) +
+                           " but RedisBloom's hash count for error_rate " +
+                           Num(layer.error_rate) + " is " +
+                           Num(uint64_t{RedisBloomHashes(RedisBloomBitsPerEntry(layer.error_rate))}));
     }
     if (!AddBytes(&items, layer.items) || items > kMaxFilterItems) {
       return Status::Error("layer " + Num(uint64_t{i}) + " items " + Num(layer.items) +
@@ -95,7 +111,7 @@ class Loader final : public SegmentedLoader {
   Loader(uint64_t payload_bytes, std::unique_ptr<ScalableBloomFilter> filter)
       : SegmentedLoader(payload_bytes), filter_(std::move(filter)) {
     for (uint32_t i = 0; i < filter_->num_layers(); ++i) {
-      BlockedBloom* layer = filter_->mutable_layer(i);
+      BloomLayer* layer = filter_->mutable_layer(i);
       AddSegment(layer->bytes(), layer->mutable_words(), nullptr);
     }
   }
@@ -127,7 +143,8 @@ class Codec final : public TypedCodec<ScalableBloomFilter> {
         OverCap(payload_bytes, limits)
             ? FilterStatus::kFilterMemoryLimit
             : ScalableBloomFilter::Restore(header.error_rate, header.expansion, header.layers,
-                                           limits, budget, &filter, header.hash_seed);
+                                           limits, budget, &filter, header.hash_seed,
+                                           header.layout);
     if (status != FilterStatus::kOk) return RestoreFailed(status, payload_bytes, limits, budget);
     out->reset(new (std::nothrow) Loader(payload_bytes, std::move(filter)));
     return LoaderMade(*out);
@@ -139,7 +156,12 @@ class Codec final : public TypedCodec<ScalableBloomFilter> {
     ByteWriter w(&header.bytes);
     const std::vector<BloomLayerInfo> layers = bloom.Layers();
     header.kind = FilterKind::kScalableBloom;
-    PutCommon(&w, kBlockedBloomLayout, bloom.hash_seed());
+    const bool redisbloom = bloom.layout() == BloomLayout::kRedisBloom;
+    if (redisbloom) {
+      PutCommon(&w, kRedisBloomLayout, /*hash_seed=*/0, kHashMurmur64A);
+    } else {
+      PutCommon(&w, kBlockedBloomLayout, bloom.hash_seed());
+    }
     w.PutF64(bloom.error_rate());
     w.PutU32(bloom.expansion());
     w.PutU32(static_cast<uint32_t>(layers.size()));
@@ -148,7 +170,7 @@ class Codec final : public TypedCodec<ScalableBloomFilter> {
       w.PutU64(layer.items);
       w.PutF64(layer.error_rate);
       w.PutU64(layer.bits);
-      w.PutU32(static_cast<uint32_t>(BlockedBloom::kBlockBits));
+      w.PutU32(redisbloom ? kRedisBloomWordBits : static_cast<uint32_t>(BlockedBloom::kBlockBits));
       w.PutU32(layer.probes);
       header.payload_bytes += layer.bytes;
     }

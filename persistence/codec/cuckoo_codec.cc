@@ -46,7 +46,7 @@ Status DecodeCuckooHeader(std::string_view bytes, uint64_t payload_bytes,
   FieldReader r(bytes);
   CuckooFilterShape& shape = *out;
   bool redisbloom = false;
-  if (Status s = GetCommonOrRedisBloom(&r, kCuckooLayout, kRedisBloomCuckooLayout,
+  if (Status s = GetCommonOrRedisBloom(&r, kCuckooLayout, kRedisBloomLayout,
                                        &shape.hash_seed, &redisbloom);
       !s.ok()) {
     return s;
@@ -208,7 +208,7 @@ FilterHeader DescribeCuckooShape(const CuckooFilterShape& shape) {
   ByteWriter w(&header.bytes);
   header.kind = FilterKind::kCuckoo;
   if (shape.scheme == CuckooScheme::kRedisBloom) {
-    PutCommon(&w, kRedisBloomCuckooLayout, /*hash_seed=*/0, kHashMurmur64A);
+    PutCommon(&w, kRedisBloomLayout, /*hash_seed=*/0, kHashMurmur64A);
   } else {
     PutCommon(&w, kCuckooLayout, shape.hash_seed);
   }

@@ -138,6 +138,13 @@ Status GetCommonOrRedisBloom(FieldReader* r, uint8_t expected_layout, uint8_t re
   return ReadCommon(r, expected_layout, redisbloom_layout, hash_seed, redisbloom);
 }
 
+Status GetBloomCommon(FieldReader* r, uint8_t* layout, uint64_t* hash_seed) {
+  bool redisbloom = false;
+  Status status = ReadCommon(r, kBlockedBloomLayout, kRedisBloomLayout, hash_seed, &redisbloom);
+  *layout = redisbloom ? kRedisBloomLayout : kBlockedBloomLayout;
+  return status;
+}
+
 Status GetCommonUnseeded(FieldReader* r, uint8_t expected_layout) {
   uint64_t seed = 0;
   if (Status s = GetCommon(r, expected_layout, &seed); !s.ok()) return s;

@@ -9,9 +9,10 @@
 //
 //   +0  u16 layout_version   2 (written); 1 is still read
 //   +2  u8  hash_algorithm   1 = XXH3-128 of the item bytes (filters/key_hash.h)
-//                            2 = MurmurHash64A, seed 0 (filters/murmur_hash64a.h):
-//                                a cuckoo filter imported from RedisBloom, with
-//                                block_layout 5 and hash_seed 0 (cuckoo only)
+//                            2 = MurmurHash64A, seed 0: a filter imported from
+//                                RedisBloom, with block_layout 5 and hash_seed 0
+//                                (Bloom: filters/redisbloom_layout.h; cuckoo:
+//                                filters/murmur_hash64a.h)
 //   +3  u64 hash_seed        the filter's own seed: items are hashed with
 //                            XXH3_128bits_withSeed(item, hash_seed). Any
 //                            value in version 2 (a new filter draws a random
@@ -29,10 +30,15 @@
 //                                + r * hash.hi, width) (count_min_sketch.h)
 //                            4 = HeavyKeeper: buckets as count-min, fp = the
 //                                low 32 bits of hash.hi (top_k.h)
-//                            5 = RedisBloom cuckoo: h = MurmurHash64A(item, 0),
-//                                fp = h % 255 + 1, i1 = h, i2 = i1 ^ (fp x
-//                                0x5bd1e995), bucket = i % buckets, victims
-//                                round-robin (CuckooScheme::kRedisBloom)
+//                            5 = RedisBloom's layout of the family, only with
+//                                hash_algorithm 2. Bloom: classic k-probe bit
+//                                array, probe i = (a + i b) mod bits over the
+//                                whole layer, bits a multiple of 64 (a filter
+//                                imported from RedisBloom's BF.SCANDUMP).
+//                                Cuckoo: h = MurmurHash64A(item, 0), fp = h %
+//                                255 + 1, i1 = h, i2 = i1 ^ (fp x 0x5bd1e995),
+//                                bucket = i % buckets, victims round-robin
+//                                (CuckooScheme::kRedisBloom)
 // Hash 2 / layout 5 came without a layout_version bump: no byte or field
 // meaning of an existing filter changed, and a build that predates them
 // refuses such a header by name (hash_algorithm 2 not supported).
@@ -66,7 +72,8 @@ inline constexpr uint8_t kBlockedBloomLayout = 1;
 inline constexpr uint8_t kCuckooLayout = 2;
 inline constexpr uint8_t kCountMinLayout = 3;
 inline constexpr uint8_t kHeavyKeeperLayout = 4;
-inline constexpr uint8_t kRedisBloomCuckooLayout = 5;
+// The family's RedisBloom layout (Bloom and cuckoo), with kHashMurmur64A.
+inline constexpr uint8_t kRedisBloomLayout = 5;
 inline constexpr size_t kCommonBytes = 12;
 
 // ---- Message pieces ---------------------------------------------------------
@@ -125,6 +132,9 @@ class FieldReader {
 
 void PutCommon(ByteWriter* w, uint8_t layout, uint64_t hash_seed,
                uint8_t hash_algorithm = kHashXxh3_128);
+// GetCommon for the Bloom family, which has two layouts: blocked (XXH3,
+// seeded) or RedisBloom (its Murmur hash, seed 0). *layout says which.
+Status GetBloomCommon(FieldReader* r, uint8_t* layout, uint64_t* hash_seed);
 // Reads and checks the prefix; the version first, since a later version may
 // lay out everything after it differently. *hash_seed is the filter's seed.
 Status GetCommon(FieldReader* r, uint8_t expected_layout, uint64_t* hash_seed);

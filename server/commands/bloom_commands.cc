@@ -229,10 +229,19 @@ void CmdInfo(CommandContext& ctx) {
   auto integer = [](uint64_t value) {
     return [value](ReplyBuilder& reply) { reply.Integer(static_cast<int64_t>(value)); };
   };
+  // A filter imported from RedisBloom reports the Size RedisBloom computes
+  // for it (its structs and bit arrays), so INFO reads as before the move;
+  // MEMORY USAGE still says what this process holds.
+  uint64_t size = entry->MemoryUsage();
+  if (filter.layout() == BloomLayout::kRedisBloom) {
+    uint64_t bytes = 0;
+    for (const BloomLayerInfo& layer : filter.Layers()) bytes += layer.bytes;
+    size = RedisBloomInfoSize(filter.num_layers(), bytes);
+  }
   // RedisBloom's order and names; client libraries read them by name.
   const InfoField fields[] = {
       {"CAPACITY", "Capacity", integer(filter.capacity())},
-      {"SIZE", "Size", integer(entry->MemoryUsage())},
+      {"SIZE", "Size", integer(size)},
       {"FILTERS", "Number of filters", integer(filter.num_layers())},
       {"ITEMS", "Number of items inserted", integer(filter.items())},
       {"EXPANSION", "Expansion rate",

@@ -4,6 +4,7 @@
 
 #include "persistence/append_log.h"
 #include "persistence/redisbloom_cuckoo_chunk.h"
+#include "persistence/redisbloom_dump.h"
 #include "server/commands/arg_parser.h"
 #include "server/commands/command_context.h"
 #include "server/commands/cuckoo_ops.h"
@@ -148,6 +149,16 @@ void ScanDump(CommandContext& ctx, const ChunkCommandTexts& texts) {
   }
   uint64_t next = 0;
   std::string chunk;
+  // A filter in RedisBloom's layout (imported from RedisBloom; it grows in
+  // that layout too) dumps in RedisBloom's format, so it can move back.
+  if (const ScalableBloomFilter* bloom = entry->bloom();
+      bloom != nullptr && bloom->layout() == BloomLayout::kRedisBloom) {
+    NextRedisBloomChunk(*bloom, static_cast<uint64_t>(iterator), &next, &chunk);
+    ctx.reply.ArrayHeader(2);
+    ctx.reply.Integer(static_cast<int64_t>(next));
+    ctx.reply.Bulk(chunk);
+    return;
+  }
   // No writer runs meanwhile: CF and CBF writes hold the key exclusively,
   // and BF.SCANDUMP's row takes it exclusively from the order-free Bloom
   // adds (kCmdExclusiveKeys), so the header, the bits and the tag are of
@@ -177,6 +188,25 @@ void LoadChunk(CommandContext& ctx, const ChunkCommandTexts& texts) {
   ChunkStaging& staging = ctx.server.chunk_staging;
   if (texts.kind == FilterKind::kCuckoo && iterator == 1 && !IsHeaderChunk(data)) {
     StartRedisBloomCuckooLoad(ctx, key, data, texts);
+    return;
+  }
+  // RedisBloom's header chunk always comes at iterator 1 (its data chunks
+  // can never: they end at iterator - 1 >= 1 byte). Anything at 1 that is
+  // not our header is read as RedisBloom's, so a damaged header of either
+  // kind gets RedisBloom's "received bad data" (issue 12 section 3).
+  if (texts.kind == FilterKind::kScalableBloom && iterator == 1 && !IsHeaderChunk(data)) {
+    if (std::optional<std::string_view> taken = KeyTaken(ctx, key, texts)) {
+      ctx.Fail(*taken);
+      return;
+    }
+    std::unique_ptr<ChunkedFilterLoad> load;
+    if (!ChunkedFilterLoad::StartRedisBloom(data, ctx.server.filter_limits(), &ctx.server.budget,
+                                            &load)
+             .ok()) {
+      ctx.Fail(texts.bad_data);
+      return;
+    }
+    PublishOrStage(ctx, key, std::move(load), texts);
     return;
   }
   if (IsHeaderChunk(data)) {

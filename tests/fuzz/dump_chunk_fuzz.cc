@@ -17,6 +17,12 @@
 // piece under 9 bytes: all data, at the iterator that continues the load).
 // What loads must dump in RedisBloom's format and load back the same, and
 // pass the same snapshot and add checks.
+//
+// For Bloom, a first chunk that is not ours is read as RedisBloom's
+// BF.SCANDUMP header (as BF.LOADCHUNK reads one at iterator 1) and the chunks
+// after it as RedisBloom data chunks, each at the iterator that places it
+// right after the previous one; such a filter must also dump in RedisBloom's
+// format and load back from that, the same filter.
 
 #include <cstddef>
 #include <cstdint>
@@ -30,6 +36,7 @@
 #include "persistence/dump_chunk.h"
 #include "persistence/filter_codec.h"
 #include "persistence/redisbloom_cuckoo_chunk.h"
+#include "persistence/redisbloom_dump.h"
 #include "tests/fuzz/fuzz_support.h"
 
 namespace bloomgate::fuzz {
@@ -44,7 +51,20 @@ bool LoadChunks(const std::vector<std::string>& chunks, FilterKind kind, MemoryB
                 AnyFilter* out) {
   std::unique_ptr<ChunkedFilterLoad> load;
   for (const std::string& chunk : chunks) {
-    if (IsHeaderChunk(chunk)) {
+    if (kind == FilterKind::kScalableBloom && load == nullptr && !IsHeaderChunk(chunk)) {
+      std::unique_ptr<ChunkedFilterLoad> started;
+      if (ChunkedFilterLoad::StartRedisBloom(chunk, FuzzLimits(), budget, &started).ok()) {
+        FUZZ_CHECK(started != nullptr && started->redisbloom(), "a RedisBloom load of no kind");
+        load = std::move(started);
+      } else {
+        FUZZ_CHECK(started == nullptr, "a refused RedisBloom header left a load");
+      }
+    } else if (load != nullptr && load->redisbloom()) {
+      const uint64_t before = load->loaded_bytes();
+      if (!load->AddRedisBloom(before + chunk.size() + 1, chunk).ok()) {
+        FUZZ_CHECK(load->loaded_bytes() == before, "a refused RedisBloom chunk changed the load");
+      }
+    } else if (IsHeaderChunk(chunk)) {
       std::unique_ptr<ChunkedFilterLoad> started;
       if (ChunkedFilterLoad::Start(chunk, kind, FuzzLimits(), budget, &started).ok()) {
         FUZZ_CHECK(started != nullptr && started->kind() == kind, "a started load of no kind");
@@ -176,6 +196,25 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   AnyFilter filter;
   if (!LoadChunks(chunks, kind, &budget, &filter)) return 0;
   FUZZ_CHECK(DescribeFilter(filter).kind == kind, "LOADCHUNK built another family");
+
+  // A RedisBloom-layout filter dumps in RedisBloom's format and loads back.
+  if (const auto* bloom = std::get_if<std::unique_ptr<ScalableBloomFilter>>(&filter);
+      bloom != nullptr && (*bloom)->layout() == BloomLayout::kRedisBloom) {
+    std::vector<std::string> rb;
+    for (uint64_t it = 0;;) {
+      uint64_t next = 0;
+      std::string chunk;
+      NextRedisBloomChunk(**bloom, it, &next, &chunk, /*max_chunk_bytes=*/4096);
+      if (next == 0) break;
+      rb.push_back(std::move(chunk));
+      it = next;
+    }
+    AnyFilter back;
+    FUZZ_CHECK(LoadChunks(rb, kind, &budget, &back), "LOADCHUNK refused a RedisBloom re-export");
+    FUZZ_CHECK(DescribeFilter(back).bytes == DescribeFilter(filter).bytes &&
+                   PayloadOf(back, DescribeFilter(back)) == PayloadOf(filter, DescribeFilter(filter)),
+               "a RedisBloom re-export loads as another filter");
+  }
 
   // It dumps and loads again through chunks, byte for byte the same.
   std::vector<std::string> dump;

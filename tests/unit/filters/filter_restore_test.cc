@@ -65,7 +65,7 @@ TEST(ScalableBloomRestore, BuildsExactlyTheSavedLayersWithEveryBitZero) {
     EXPECT_EQ(got[i].bits, want[i].bits);
     EXPECT_EQ(got[i].probes, want[i].probes);
     EXPECT_EQ(got[i].error_rate, want[i].error_rate);
-    const BlockedBloom& layer = restored->layer(static_cast<uint32_t>(i));
+    const BloomLayer& layer = restored->layer(static_cast<uint32_t>(i));
     for (uint64_t w = 0; w < layer.num_words(); ++w) {
       ASSERT_EQ(layer.words()[w].load(std::memory_order_relaxed), 0u);
     }
@@ -79,7 +79,7 @@ TEST(ScalableBloomRestore, BitsWrittenThroughMutableWordsAreFound) {
                                          ShapesOf(*original), FilterLimits{}, nullptr, &restored),
             FilterStatus::kOk);
   for (uint32_t i = 0; i < 2; ++i) {
-    const BlockedBloom& from = original->layer(i);
+    const BloomLayer& from = original->layer(i);
     std::atomic<uint64_t>* to = restored->mutable_layer(i)->mutable_words();
     for (uint64_t w = 0; w < from.num_words(); ++w) {
       to[w].store(from.words()[w].load(std::memory_order_relaxed), std::memory_order_relaxed);

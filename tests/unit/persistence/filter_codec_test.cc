@@ -341,7 +341,7 @@ TEST(FilterCodec, PayloadBytesAreLittleEndianWordsAndCuckooSlotsInOrder) {
   payload[15] = static_cast<char>(0x80);   // bit 63 of word 1
   AnyFilter out;
   ASSERT_TRUE(Load(header.kind, header.bytes, payload, FilterLimits{}, nullptr, &out).ok());
-  const BlockedBloom& layer = As<ScalableBloomFilter>(out).layer(0);
+  const BloomLayer& layer = As<ScalableBloomFilter>(out).layer(0);
   EXPECT_EQ(layer.words()[0].load(std::memory_order_relaxed), 1u);
   EXPECT_EQ(layer.words()[1].load(std::memory_order_relaxed), uint64_t{1} << 63);
 
@@ -458,7 +458,7 @@ TEST(FilterCodec, BeginRejectsEveryBadHeaderFieldWithAPreciseMessage) {
        [](auto h) { return Patched<uint64_t>(Patched<uint16_t>(h, 0, 1), 3, 42); }, 0,
        "hash_seed 42 in a layout_version 1 header (version 1 filters have seed 0)"},
       {"block layout", K::kScalableBloom, [](auto h) { return Patched<uint8_t>(h, 11, 2); }, 0,
-       "block_layout 2 not supported for this family (expected 1)"},
+       "block_layout 2 not supported for this family (expected 1 or 5)"},
       {"cuckoo layout", K::kCuckoo, [](auto h) { return Patched<uint8_t>(h, 11, 1); }, 0,
        "block_layout 1 not supported for this family (expected 2)"},
       {"error rate 0", K::kScalableBloom, [](auto h) { return Patched<double>(h, 12, 0.0); }, 0,

@@ -1,0 +1,112 @@
+#include "filters/redisbloom_layout.h"
+
+#include <cmath>
+#include <cstring>
+#include <new>
+
+#include "filters/block_words.h"
+#include "filters/limits.h"
+
+namespace bloomgate {
+
+namespace {
+constexpr uint64_t kMurmurM = 0xc6a4a7935bd1e995ull;  // MurmurHash64A's multiplier
+constexpr int kMurmurR = 47;
+// RedisBloom's seed for the first 64-bit hash: the MurmurHash64A multiplier.
+constexpr uint64_t kRedisBloomSeed = 0xc6a4a7935bd1e995ull;
+// The two constants as RedisBloom's bloom.c writes them (not std::log(2)):
+// its bpe and hash count come from exactly these doubles.
+constexpr double kRedisBloomLn2Squared = 0.480453013918201;
+constexpr double kRedisBloomLn2 = 0.693147180559945;
+// RedisBloom's chain and link structs as BF.INFO counts them (x86-64).
+constexpr uint64_t kRedisBloomChainBytes = 32;
+constexpr uint64_t kRedisBloomLinkBytes = 64;
+}  // namespace
+
+uint64_t MurmurHash64A(std::string_view data, uint64_t seed) {
+  const size_t len = data.size();
+  uint64_t h = seed ^ (uint64_t{len} * kMurmurM);
+  const unsigned char* p = reinterpret_cast<const unsigned char*>(data.data());
+  const size_t blocks = len / 8;
+  for (size_t i = 0; i < blocks; ++i) {
+    uint64_t k = 0;
+    for (int j = 7; j >= 0; --j) k = (k << 8) | p[8 * i + j];  // little-endian read
+    k *= kMurmurM;
+    k ^= k >> kMurmurR;
+    k *= kMurmurM;
+    h ^= k;
+    h *= kMurmurM;
+  }
+  const unsigned char* tail = p + 8 * blocks;
+  const size_t rest = len & 7;
+  if (rest != 0) {
+    for (size_t j = rest; j-- > 0;) h ^= uint64_t{tail[j]} << (8 * j);
+    h *= kMurmurM;
+  }
+  h ^= h >> kMurmurR;
+  h *= kMurmurM;
+  h ^= h >> kMurmurR;
+  return h;
+}
+
+KeyHash RedisBloomHash(std::string_view item) {
+  const uint64_t a = MurmurHash64A(item, kRedisBloomSeed);
+  const uint64_t b = MurmurHash64A(item, a);
+  return KeyHash{/*lo=*/a, /*hi=*/b};
+}
+
+double RedisBloomBitsPerEntry(double error_rate) {
+  return std::fabs(-(std::log(error_rate) / kRedisBloomLn2Squared));
+}
+
+uint32_t RedisBloomHashes(double bits_per_entry) {
+  return static_cast<uint32_t>(std::ceil(kRedisBloomLn2 * bits_per_entry));
+}
+
+BlockedShape ChooseRedisBloomShape(double error_rate, uint64_t capacity) {
+  const double bpe = RedisBloomBitsPerEntry(error_rate);
+  const uint32_t hashes = RedisBloomHashes(bpe);
+  const uint64_t max_cells = MaxBlockedCells(kRedisBloomWordBits);
+  const double raw = static_cast<double>(capacity) * bpe;
+  BlockedShape shape{max_cells, kRedisBloomWordBits, 1, bpe, 1.0};
+  // Past the cap (or NaN) the cast would be undefined: saturate instead.
+  if (!(raw < static_cast<double>(max_cells - kRedisBloomWordBits)) || hashes < 1 ||
+      hashes > kMaxBloomProbes) {
+    return shape;
+  }
+  const uint64_t bits = static_cast<uint64_t>(raw);
+  shape.cells = (bits / 64 + (bits % 64 != 0 ? 1 : 0)) * 64;
+  if (shape.cells == 0) shape.cells = 64;  // RedisBloom refuses 0 bits; never reached for entries >= 1
+  shape.probes = hashes;
+  shape.predicted_fp = error_rate;
+  return shape;
+}
+
+uint64_t RedisBloomInfoSize(uint32_t layers, uint64_t bit_array_bytes) {
+  return kRedisBloomChainBytes + kRedisBloomLinkBytes * layers + bit_array_bytes;
+}
+
+std::unique_ptr<ClassicBloom> ClassicBloom::Create(uint64_t bits, uint32_t probes) {
+  if (bits == 0 || bits % 64 != 0 || bits >= MaxBlockedCells(kRedisBloomWordBits) || probes < 1 ||
+      probes > kMaxBloomProbes) {
+    return nullptr;
+  }
+  const uint64_t num_words = bits / 64;
+  // Whole 64-byte lines, so a health scan may read blocks of 8 words.
+  const uint64_t alloc_words = (num_words + 7) / 8 * 8;
+  std::atomic<uint64_t>* words = internal::NewZeroedBlockWords(alloc_words * 8);
+  if (words == nullptr) return nullptr;
+  auto* filter = new (std::nothrow) ClassicBloom(words, num_words, probes);
+  if (filter == nullptr) {
+    internal::DeleteBlockWords(words);
+    return nullptr;
+  }
+  return std::unique_ptr<ClassicBloom>(filter);
+}
+
+ClassicBloom::ClassicBloom(std::atomic<uint64_t>* words, uint64_t num_words, uint32_t probes)
+    : words_(words), num_words_(num_words), probes_(probes) {}
+
+ClassicBloom::~ClassicBloom() { internal::DeleteBlockWords(words_); }
+
+}  // namespace bloomgate
