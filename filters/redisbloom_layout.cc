@@ -6,12 +6,11 @@
 
 #include "filters/block_words.h"
 #include "filters/limits.h"
+#include "filters/murmur_hash64a.h"
 
 namespace bloomgate {
 
 namespace {
-constexpr uint64_t kMurmurM = 0xc6a4a7935bd1e995ull;  // MurmurHash64A's multiplier
-constexpr int kMurmurR = 47;
 // RedisBloom's seed for the first 64-bit hash: the MurmurHash64A multiplier.
 constexpr uint64_t kRedisBloomSeed = 0xc6a4a7935bd1e995ull;
 // The two constants as RedisBloom's bloom.c writes them (not std::log(2)):
@@ -22,32 +21,6 @@ constexpr double kRedisBloomLn2 = 0.693147180559945;
 constexpr uint64_t kRedisBloomChainBytes = 32;
 constexpr uint64_t kRedisBloomLinkBytes = 64;
 }  // namespace
-
-uint64_t MurmurHash64A(std::string_view data, uint64_t seed) {
-  const size_t len = data.size();
-  uint64_t h = seed ^ (uint64_t{len} * kMurmurM);
-  const unsigned char* p = reinterpret_cast<const unsigned char*>(data.data());
-  const size_t blocks = len / 8;
-  for (size_t i = 0; i < blocks; ++i) {
-    uint64_t k = 0;
-    for (int j = 7; j >= 0; --j) k = (k << 8) | p[8 * i + j];  // little-endian read
-    k *= kMurmurM;
-    k ^= k >> kMurmurR;
-    k *= kMurmurM;
-    h ^= k;
-    h *= kMurmurM;
-  }
-  const unsigned char* tail = p + 8 * blocks;
-  const size_t rest = len & 7;
-  if (rest != 0) {
-    for (size_t j = rest; j-- > 0;) h ^= uint64_t{tail[j]} << (8 * j);
-    h *= kMurmurM;
-  }
-  h ^= h >> kMurmurR;
-  h *= kMurmurM;
-  h ^= h >> kMurmurR;
-  return h;
-}
 
 KeyHash RedisBloomHash(std::string_view item) {
   const uint64_t a = MurmurHash64A(item, kRedisBloomSeed);

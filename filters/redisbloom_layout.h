@@ -38,9 +38,7 @@
 
 namespace bloomgate {
 
-// Austin Appleby's MurmurHash64A over the item's bytes (little-endian 8-byte
-// blocks, then the tail), the variant RedisBloom uses.
-uint64_t MurmurHash64A(std::string_view data, uint64_t seed);
+// The hash itself is filters/murmur_hash64a.h, shared with the cuckoo import.
 
 // RedisBloom's item hash as a KeyHash: lo = a, hi = b (see above).
 KeyHash RedisBloomHash(std::string_view item);

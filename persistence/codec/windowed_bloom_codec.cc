@@ -151,7 +151,7 @@ class Loader final : public SegmentedLoader {
     for (auto& slot : slots_) {
       if (slot.filter == nullptr) continue;
       for (uint32_t i = 0; i < slot.filter->num_layers(); ++i) {
-        BlockedBloom* layer = slot.filter->mutable_layer(i);
+        BloomLayer* layer = slot.filter->mutable_layer(i);
         AddSegment(layer->bytes(), layer->mutable_words(), nullptr);
       }
     }
