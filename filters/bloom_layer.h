@@ -33,11 +33,13 @@ class BloomLayer {
     }
     return layer;
   }
-  // Bytes of the bit array a shape gets.
+  // Bytes a shape gets beyond this wrapper (which the chain counts as its
+  // Cells): the bit array and the one inner layer object that owns it.
   static uint64_t BytesFor(const BlockedShape& shape) {
-    if (shape.block_cells == kRedisBloomWordBits) return shape.cells / 8;
+    if (shape.block_cells == kRedisBloomWordBits) return shape.cells / 8 + sizeof(ClassicBloom);
     return BlockedBloom::BytesFor(
-        BloomShape{shape.cells, shape.probes, shape.cells_per_key, shape.predicted_fp});
+               BloomShape{shape.cells, shape.probes, shape.cells_per_key, shape.predicted_fp}) +
+           sizeof(BlockedBloom);
   }
 
   bool Add(const KeyHash& h) { return blocked_ ? blocked_->Add(h) : classic_->Add(h); }

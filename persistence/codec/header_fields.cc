@@ -120,7 +120,11 @@ Status ReadCommon(FieldReader* r, uint8_t expected_layout, uint8_t redisbloom_la
   if (layout != expected_layout) {
     return Status::Error("block_layout " + Num(uint64_t{layout}) +
                          " not supported for this family (expected " +
-                         Num(uint64_t{expected_layout}) + ")");
+                         Num(uint64_t{expected_layout}) +
+                         (redisbloom_layout != 0
+                              ? ", or " + Num(uint64_t{redisbloom_layout}) + " with hash_algorithm 2"
+                              : std::string()) +
+                         ")");
   }
   *hash_seed = seed;
   return Status::Ok();
