@@ -138,4 +138,54 @@ std::vector<CountingBloomLayerInfo> CountingBloomFilter::Layers() const {
   });
 }
 
+namespace {
+
+// Lane-wise a + b, each lane of `bits` bits capped at its maximum.
+uint64_t SaturatingLaneAdd(uint64_t a, uint64_t b, uint32_t bits) {
+  if (b == 0) return a;
+  const uint64_t max = (uint64_t{1} << bits) - 1;
+  uint64_t out = 0;
+  for (uint32_t shift = 0; shift < 64; shift += bits) {
+    const uint64_t sum = ((a >> shift) & max) + ((b >> shift) & max);
+    out |= std::min(sum, max) << shift;
+  }
+  return out;
+}
+
+}  // namespace
+
+bool CountingBloomFilter::AddCountersFrom(const CountingBloomFilter& other) {
+  if (&other == this) return false;  // the caller merges a filter with itself once
+  const Chain::List& mine = chain_.Load();
+  const Chain::List& theirs = other.chain_.Load();
+  if (other.hash_seed() != hash_seed() || other.counter_bits() != counter_bits() ||
+      mine.size() != theirs.size()) {
+    return false;
+  }
+  for (uint32_t i = 0; i < mine.size(); ++i) {
+    if (mine[i].cells->cells() != theirs[i].cells->cells() ||
+        mine[i].cells->probes() != theirs[i].cells->probes()) {
+      return false;
+    }
+  }
+  const uint32_t bits = counter_bits();
+  for (uint32_t i = 0; i < mine.size(); ++i) {
+    BlockedCountingBloom& to = *mine[i].cells;
+    const BlockedCountingBloom& from = *theirs[i].cells;
+    std::atomic<uint64_t>* out = to.mutable_words();
+    const std::atomic<uint64_t>* in = from.words();
+    // Relaxed: the command's exclusive key locks order this against every
+    // other access (see blocked_counting_bloom.h for the word layout).
+    for (uint64_t w = 0; w < to.num_words(); ++w) {
+      const uint64_t add = in[w].load(std::memory_order_relaxed);
+      if (add == 0) continue;
+      out[w].store(SaturatingLaneAdd(out[w].load(std::memory_order_relaxed), add, bits),
+                   std::memory_order_relaxed);
+    }
+    to.RecountSaturated();
+    mine[i].CountItems(theirs[i].item_count());
+  }
+  return true;
+}
+
 }  // namespace bloomgate

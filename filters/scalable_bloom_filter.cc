@@ -109,4 +109,34 @@ std::vector<BloomLayerInfo> ScalableBloomFilter::Layers() const {
   });
 }
 
+bool ScalableBloomFilter::OrLayersFrom(const ScalableBloomFilter& other) {
+  const Chain::List& mine = chain_.Load();
+  const Chain::List& theirs = other.chain_.Load();
+  if (&other == this) return true;
+  if (other.hash_seed() != hash_seed() || mine.size() != theirs.size()) return false;
+  for (uint32_t i = 0; i < mine.size(); ++i) {
+    if (mine[i].cells->bits() != theirs[i].cells->bits() ||
+        mine[i].cells->probes() != theirs[i].cells->probes()) {
+      return false;
+    }
+  }
+  for (uint32_t i = 0; i < mine.size(); ++i) {
+    std::atomic<uint64_t>* to = mine[i].cells->mutable_words();
+    const std::atomic<uint64_t>* from = theirs[i].cells->words();
+    const uint64_t words = mine[i].cells->num_words();
+    // Relaxed, as every bit access (blocked_bloom.h): the command's
+    // exclusive key locks order this against every other access.
+    for (uint64_t w = 0; w < words; ++w) {
+      const uint64_t add = from[w].load(std::memory_order_relaxed);
+      if (add != 0) to[w].fetch_or(add, std::memory_order_relaxed);
+    }
+  }
+  return true;
+}
+
+void ScalableBloomFilter::SetLayerItems(uint32_t index, uint64_t items) {
+  // Relaxed: a statistic (layer_chain.h's Layer::item_count).
+  chain_.Load()[index].items.store(items, std::memory_order_relaxed);
+}
+
 }  // namespace bloomgate

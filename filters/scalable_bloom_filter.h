@@ -182,6 +182,17 @@ class ScalableBloomFilter : public ChainedFilter<BloomLayerTraits> {
   }
   uint32_t block_cells() const { return chain_.block_cells(); }
 
+  // BF.MERGE (server/commands/bloom_merge.h). Both need every Add and lookup
+  // on this filter and on `other` stopped (the command holds their keys
+  // exclusively), and `other` must hash alike (hash_seed) with the same
+  // number of layers, each of the same bits and probes: the caller checks
+  // and names the mismatch; here a mismatch is refused (false, nothing
+  // changed) so bits can never be ORed into a differently shaped layer.
+  // OrLayersFrom ORs each of other's layers into this filter's.
+  bool OrLayersFrom(const ScalableBloomFilter& other);
+  // Sets layer `index`'s item count (BF.CARD adds them up).
+  void SetLayerItems(uint32_t index, uint64_t items);
+
  private:
   using ChainedFilter::ChainedFilter;  // for Adopt() alone (protected there)
 

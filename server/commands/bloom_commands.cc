@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "filters/key_hash.h"
+#include "server/commands/bloom_merge.h"
 #include "server/commands/bloom_ops.h"
 #include "server/commands/windowed_bloom_ops.h"
 #include "server/commands/chunk_transfer.h"
@@ -92,7 +93,7 @@ BloomAddResult FindAndAdd(CommandContext& ctx, const CreateRule& rule,
   return result;
 }
 
-// BF.RESERVE key error_rate capacity [EXPANSION expansion] [NONSCALING]
+// BF.RESERVE key error_rate capacity [EXPANSION expansion] [NONSCALING] [SEED seed]
 void CmdReserve(CommandContext& ctx) {
   ArgParser parser(ctx.args, 2);
   BloomParams params = DefaultBloomParams(ctx.server.config);
@@ -287,6 +288,30 @@ void CmdDebug(CommandContext& ctx) {
   }
 }
 
+// BF.MERGE dest src [src ...]: the row lists every argument as a key, so
+// all are locked exclusively (no add runs beside the OR) and seen by
+// WATCH and ACLs. Journaled as the command: it runs at one point of every
+// key's record order, so replay finds the same inputs and computes the
+// same bits and counts (bloom_merge.h); a dest it creates is journaled
+// first by its creation record.
+void CmdMerge(CommandContext& ctx) {
+  std::vector<KeyRef> keys;
+  keys.reserve(ctx.args.size() - 1);
+  for (size_t i = 1; i < ctx.args.size(); ++i) keys.push_back(ctx.Key(ctx.args[i]));
+  FilterStore store = StoreFor(ctx);
+  MergeResult result =
+      MergeBloom(store, "BF.MERGE", keys[0], std::span<const KeyRef>(keys).subspan(1));
+  if (result.status != BloomStatus::kOk) {
+    if (result.detail.empty()) {
+      Fail(ctx, result.status);
+    } else {
+      ctx.Fail(result.detail);
+    }
+    return;
+  }
+  ctx.reply.Ok();
+}
+
 constexpr ChunkCommandTexts kChunkTexts = {FilterKind::kScalableBloom, FilterKind::kWindowedBloom,
                                            errors::kScanDumpBadIterator,
                                            errors::kLoadChunkBadIterator,
@@ -307,9 +332,10 @@ std::vector<CommandSpec> BloomCommands() {
                        .first_key = 1, .last_key = 1, .key_step = 1, .handler = handler,
                        .summary = summary, .group = "bf", .since = since};
   };
-  return {
-      // 11: key error_rate capacity EXPANSION n NONSCALING WINDOW s GENERATIONS n.
-      row("bf.reserve", -4, 11, kWriteOom, CmdReserve, "Creates a new Bloom filter",
+  std::vector<CommandSpec> rows = {
+      // 13: key error_rate capacity EXPANSION n NONSCALING WINDOW s GENERATIONS n
+      // SEED s.
+      row("bf.reserve", -4, 13, kWriteOom, CmdReserve, "Creates a new Bloom filter",
           "1.0.0"),
       row("bf.add", 3, 0, kWriteOom | kCmdOrderFree, CmdAdd, "Adds an item to a Bloom filter",
           "1.0.0"),
@@ -338,6 +364,13 @@ std::vector<CommandSpec> BloomCommands() {
       row("bf.loadchunk", 4, 0, kWriteOom, CmdLoadChunk,
           "Restores a filter previously saved using SCANDUMP", "1.0.0"),
   };
+  // Every argument is a key (dest, then the sources); not order-free, so
+  // the keys are locked exclusively.
+  CommandSpec merge = row("bf.merge", -3, 0, kWriteOom, CmdMerge,
+                          "Merges Bloom filters of identical parameters into one", "1.0.0");
+  merge.last_key = -1;
+  rows.push_back(std::move(merge));
+  return rows;
 }
 
 // check-snapshot's summary line.

@@ -21,6 +21,7 @@ std::string_view ToString(BloomStatus status) {
     case BloomStatus::kOutOfMemory: return "out of memory";
     case BloomStatus::kSnapshotCopyOom: return "snapshot copy out of memory";
     case BloomStatus::kProblemInserting: return "problem inserting";
+    case BloomStatus::kMergeMismatch: return "merge mismatch";
   }
   return "unknown";
 }
@@ -39,6 +40,8 @@ std::string_view BloomStatusText(BloomStatus status) {
     case BloomStatus::kProblemInserting: return errors::kProblemInserting;
     // Redis's text: the refusal is maxmemory's, not the filter's.
     case BloomStatus::kSnapshotCopyOom: return errors::kOom;
+    // The op names the mismatch in its own text; this is the fallback.
+    case BloomStatus::kMergeMismatch: return errors::kMergeMismatch;
   }
   return errors::kProblemInserting;
 }
@@ -78,6 +81,7 @@ BloomStatus CreateBloom(FilterStore& store, const KeyRef& key, const BloomParams
   options.error_rate = params.error_rate;
   options.capacity = params.capacity;
   options.expansion = params.expansion;
+  options.hash_seed = params.seed;
   std::unique_ptr<ScalableBloomFilter> filter;
   if (ScalableBloomFilter::Create(options, store.limits, store.budget, &filter) !=
       FilterStatus::kOk) {

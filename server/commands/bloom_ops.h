@@ -28,6 +28,7 @@ enum class BloomStatus : uint8_t {
   kOutOfMemory,         // maxmemory refused a new layer
   kProblemInserting,    // any other failed scale-out (layer or filter-memory limit)
   kSnapshotCopyOom,     // a write's snapshot copy of the filter does not fit maxmemory
+  kMergeMismatch,       // BF.MERGE / CBF.MERGE inputs differ (or one is windowed)
 };
 
 // A short name for test messages and logs; not a client-visible text.

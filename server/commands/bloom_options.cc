@@ -53,6 +53,14 @@ uint32_t NextGenerations(ArgParser& parser) {
   return static_cast<uint32_t>(n);
 }
 
+// SEED's value: an unsigned 64-bit integer other than 0, which marks
+// filters saved before per-filter seeds existed (filters/hash_seed.h).
+uint64_t NextSeed(ArgParser& parser) {
+  const uint64_t seed = parser.NextUint64(errors::kBadSeed, errors::kBadSeed);
+  if (!parser.failed() && seed == 0) parser.Fail(errors::kBadSeed);
+  return seed;
+}
+
 // The window options' own checks, once every option is read.
 void CheckWindow(ArgParser& parser, std::optional<uint64_t> window_ms,
                  std::optional<uint32_t> generations, bool nonscaling,
@@ -83,6 +91,7 @@ BloomParams CreateRule::Resolve(const RuntimeConfig& config) const {
   params.counter_bits = counter_bits.value_or(params.counter_bits);
   params.window_ms = window_ms.value_or(0);
   params.generations = generations.value_or(params.generations);
+  params.seed = seed;
   // A windowed filter always scales (CheckWindow refused EXPANSION 0); the
   // config's default may be 0.
   if (params.window_ms != 0 && params.expansion == 0) params.expansion = 2;
@@ -101,8 +110,12 @@ void ParseReserveArgs(ArgParser& parser, bool counting, BloomParams* params) {
   std::optional<uint32_t> counter_bits;
   std::optional<uint64_t> window_ms;
   std::optional<uint32_t> generations;
+  std::optional<uint64_t> seed;
   while (parser.HasNext() && !parser.failed()) {
-    if (!counting && parser.Accept("WINDOW")) {
+    if (parser.Accept("SEED")) {
+      if (seed) parser.Fail(errors::kDuplicateOption);
+      seed = NextSeed(parser);
+    } else if (!counting && parser.Accept("WINDOW")) {
       if (window_ms) parser.Fail(errors::kDuplicateOption);
       window_ms = NextWindowMs(parser);
     } else if (!counting && parser.Accept("GENERATIONS")) {
@@ -129,6 +142,7 @@ void ParseReserveArgs(ArgParser& parser, bool counting, BloomParams* params) {
   if (parser.failed()) return;
   params->expansion = ResolveExpansion(parser, nonscaling, expansion, params->expansion);
   if (counter_bits) params->counter_bits = *counter_bits;
+  params->seed = seed;
   if (window_ms) {
     params->window_ms = *window_ms;
     params->generations = generations.value_or(params->generations);
@@ -166,6 +180,9 @@ void ParseInsertArgs(ArgParser& parser, std::string_view command_name, bool coun
       if (!parser.failed() && (*expansion == 0 || *expansion > kMaxBloomExpansion)) {
         parser.Fail(errors::kInsertBadExpansion);
       }
+    } else if (parser.Accept("SEED")) {
+      if (rule->seed) parser.Fail(errors::kDuplicateOption);
+      rule->seed = NextSeed(parser);
     } else if (!counting && parser.Accept("WINDOW")) {
       if (rule->window_ms) parser.Fail(errors::kDuplicateOption);
       rule->window_ms = NextWindowMs(parser);
@@ -194,6 +211,7 @@ void ParseInsertArgs(ArgParser& parser, std::string_view command_name, bool coun
   if (!parser.failed() && !rule->create && rule->counter_bits) {
     parser.Fail(errors::kNoCreateWithCounterBits);
   }
+  if (!parser.failed() && !rule->create && rule->seed) parser.Fail(errors::kNoCreateWithSeed);
   if (!parser.failed() && !rule->create && (rule->window_ms || rule->generations)) {
     parser.Fail(errors::kNoCreateWithWindow);
   }

@@ -25,6 +25,10 @@ struct BloomParams {
   // window_ms 0 = not windowed.
   uint64_t window_ms = 0;
   uint32_t generations = 4;  // kDefaultWindowGenerations
+  // SEED seed: the item hash's seed, chosen by the client so that filters
+  // meant to be merged (BF.MERGE, CBF.MERGE) hash alike; unset: a fresh
+  // secret one (filters/hash_seed.h).
+  std::optional<uint64_t> seed;
 };
 
 // bf-error-rate, bf-initial-size, bf-expansion-factor, cbf-counter-bits.
@@ -41,17 +45,18 @@ struct CreateRule {
   std::optional<uint32_t> counter_bits;
   std::optional<uint64_t> window_ms;
   std::optional<uint32_t> generations;
+  std::optional<uint64_t> seed;
 
   BloomParams Resolve(const RuntimeConfig& config) const;
 };
 
 // `RESERVE key error_rate capacity [EXPANSION n] [NONSCALING]
-// [COUNTERBITS 4|8] [WINDOW seconds [GENERATIONS n]]`: parses from the error rate on into *params (which
+// [COUNTERBITS 4|8] [WINDOW seconds [GENERATIONS n]] [SEED seed]`: parses from the error rate on into *params (which
 // holds the defaults); COUNTERBITS only when `counting`.
 void ParseReserveArgs(ArgParser& parser, bool counting, BloomParams* params);
 
 // `INSERT key [CAPACITY c] [ERROR e] [EXPANSION n] [NOCREATE] [NONSCALING]
-// [COUNTERBITS 4|8] [WINDOW seconds [GENERATIONS n]] ITEMS item ...`: parses the options; on success the
+// [COUNTERBITS 4|8] [WINDOW seconds [GENERATIONS n]] [SEED seed] ITEMS item ...`: parses the options; on success the
 // parser stands at the first item (at least one is required).
 void ParseInsertArgs(ArgParser& parser, std::string_view command_name, bool counting,
                      CreateRule* rule);

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "filters/key_hash.h"
+#include "server/commands/bloom_merge.h"
 #include "server/commands/counting_bloom_ops.h"
 #include "server/commands/chunk_transfer.h"
 #include "server/commands/command_context.h"
@@ -241,6 +242,24 @@ constexpr ChunkCommandTexts kChunkTexts = {FilterKind::kCountingBloom, FilterKin
                                            errors::kLoadChunkBadIterator,
                                            errors::kReceivedBadData};
 
+// CBF.MERGE dest src [src ...]: as BF.MERGE (bloom_commands.cc), with
+// counters added; every argument is a key, locked exclusively, and the
+// command itself is journaled.
+void CmdMerge(CommandContext& ctx) {
+  std::vector<KeyRef> keys;
+  keys.reserve(ctx.args.size() - 1);
+  for (size_t i = 1; i < ctx.args.size(); ++i) keys.push_back(ctx.Key(ctx.args[i]));
+  FilterStore store = StoreFor(ctx);
+  MergeResult result =
+      MergeCounting(store, "CBF.MERGE", keys[0], std::span<const KeyRef>(keys).subspan(1));
+  if (result.status != BloomStatus::kOk) {
+    ctx.Fail(result.detail.empty() ? BloomStatusText(result.status)
+                                   : std::string_view(result.detail));
+    return;
+  }
+  ctx.reply.Ok();
+}
+
 void CmdScanDump(CommandContext& ctx) { ScanDump(ctx, kChunkTexts); }
 void CmdLoadChunk(CommandContext& ctx) { LoadChunk(ctx, kChunkTexts); }
 
@@ -253,8 +272,9 @@ std::vector<CommandSpec> CountingBloomCommands() {
                        .first_key = 1, .last_key = 1, .key_step = 1, .handler = handler,
                        .summary = summary, .group = "cbf", .since = "0.1.0"};
   };
-  return {
-      row("cbf.reserve", -4, 9, kWriteOom | kCmdFast, CmdReserve,
+  std::vector<CommandSpec> rows = {
+      // 11: key error_rate capacity EXPANSION n NONSCALING COUNTERBITS b SEED s.
+      row("cbf.reserve", -4, 11, kWriteOom | kCmdFast, CmdReserve,
           "Creates a new counting Bloom filter"),
       row("cbf.add", 3, 0, kWriteOom | kCmdFast, CmdAdd,
           "Adds an item to a counting Bloom filter, creating the filter if needed"),
@@ -283,6 +303,12 @@ std::vector<CommandSpec> CountingBloomCommands() {
       row("cbf.loadchunk", 4, 0, kWriteOom, CmdLoadChunk,
           "Restores a counting Bloom filter saved with CBF.SCANDUMP"),
   };
+  // Every argument is a key (dest, then the sources).
+  CommandSpec merge = row("cbf.merge", -3, 0, kWriteOom, CmdMerge,
+                          "Merges counting Bloom filters of identical parameters by adding counters");
+  merge.last_key = -1;
+  rows.push_back(std::move(merge));
+  return rows;
 }
 
 // check-snapshot's summary line.

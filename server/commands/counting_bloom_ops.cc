@@ -27,6 +27,7 @@ BloomStatus CreateCounting(FilterStore& store, const KeyRef& key, const BloomPar
   options.capacity = params.capacity;
   options.expansion = params.expansion;
   options.counter_bits = params.counter_bits;
+  options.hash_seed = params.seed;
   std::unique_ptr<CountingBloomFilter> filter;
   if (CountingBloomFilter::Create(options, store.limits, store.budget, &filter) !=
       FilterStatus::kOk) {

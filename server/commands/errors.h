@@ -131,6 +131,30 @@ inline constexpr std::string_view kNoCreateWithOptions =
 inline constexpr std::string_view kNoCreateWithCounterBits =
     "ERR NOCREATE cannot be combined with COUNTERBITS";
 inline constexpr std::string_view kDuplicateOption = "ERR option given more than once";
+// SEED and BF.MERGE / CBF.MERGE (ours: RedisBloom has neither; valkey-bloom
+// has a SEED of its own). Merge texts name the first mismatch; seeds are
+// secret, so a seed mismatch never shows either value.
+inline constexpr std::string_view kBadSeed =
+    "ERR SEED must be an integer in the range [1, 18446744073709551615]";
+inline constexpr std::string_view kNoCreateWithSeed = "ERR NOCREATE cannot be combined with SEED";
+inline constexpr std::string_view kMergeMismatch = "ERR filters to merge differ";
+// "ERR BF.MERGE: src2 has 3 layers, dest has 2"
+inline std::string MergeMismatch(std::string_view command, std::string_view key,
+                                 std::string_view what, std::string_view key_value,
+                                 std::string_view reference, std::string_view reference_value) {
+  std::string text = "ERR ";
+  text.append(command).append(": ").append(key).append(" has ").append(what);
+  if (!what.empty()) text.append(" ");
+  text.append(key_value).append(", ").append(reference).append(" has ").append(reference_value);
+  return text;
+}
+// "ERR BF.MERGE: src2 is a windowed filter, which BF.MERGE does not merge"
+inline std::string MergeWindowed(std::string_view command, std::string_view key) {
+  std::string text = "ERR ";
+  text.append(command).append(": ").append(key).append(" is a windowed filter, which ");
+  text.append(command).append(" does not merge");
+  return text;
+}
 // Windowed filters (ours: RedisBloom has none).
 inline constexpr std::string_view kBadWindow =
     "ERR WINDOW must be a number of seconds in [0.001, 315619200]";

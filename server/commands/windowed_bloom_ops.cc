@@ -17,6 +17,7 @@ BloomStatus CreateWindowedBloom(FilterStore& store, const KeyRef& key, const Blo
   options.expansion = params.expansion;
   options.window_ms = params.window_ms;
   options.generations = params.generations;
+  options.hash_seed = params.seed;
   std::unique_ptr<WindowedBloomFilter> filter;
   if (WindowedBloomFilter::Create(options, store.window_now_ms, store.limits, store.budget,
                                   &filter) != FilterStatus::kOk) {

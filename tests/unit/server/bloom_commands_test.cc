@@ -194,11 +194,12 @@ TEST_F(BloomCommands, ReserveRefusesARepeatedOption) {
   EXPECT_EQ(DbSize(), 0u);
 }
 
-TEST_F(BloomCommands, ReserveArityIsFourToEleven) {
+TEST_F(BloomCommands, ReserveArityIsFourToThirteen) {
   EXPECT_EQ(Run({"BF.RESERVE", "k", "0.01"}), WrongArity("bf.reserve"));
-  // Eleven: EXPANSION n, WINDOW s and GENERATIONS n (NONSCALING excludes WINDOW).
+  // Thirteen: EXPANSION n, WINDOW s, GENERATIONS n and SEED s (NONSCALING
+  // excludes WINDOW).
   EXPECT_EQ(Run({"BF.RESERVE", "k", "0.01", "100", "EXPANSION", "2", "WINDOW", "10",
-                 "GENERATIONS", "4", "x", "y"}),
+                 "GENERATIONS", "4", "SEED", "7", "x", "y"}),
             WrongArity("bf.reserve"));
   EXPECT_EQ(Run({"BF.RESERVE", "k", "0.01", "100", "EXPANSION", "2", "NONSCALING", "x"}),
             Err("ERR syntax error"));

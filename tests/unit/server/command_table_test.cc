@@ -196,7 +196,7 @@ TEST(CommandTable, BloomRowsCarryRedisBloomsFlags) {
 
 TEST(CommandTable, BloomRowsHaveRedisBloomsArities) {
   EXPECT_EQ(Row("bf.reserve").arity, -4);
-  EXPECT_EQ(Row("bf.reserve").max_args, 11);
+  EXPECT_EQ(Row("bf.reserve").max_args, 13);  // ... WINDOW s GENERATIONS n SEED s
   EXPECT_EQ(Row("bf.add").arity, 3);
   EXPECT_EQ(Row("bf.madd").arity, -3);
   EXPECT_EQ(Row("bf.insert").arity, -4);
@@ -289,8 +289,22 @@ TEST(CommandTable, ArityMatchesMinimumAndMaximum) {
   EXPECT_FALSE(CommandTable::ArityMatches(info, 4));
   const CommandSpec& reserve = Row("bf.reserve");
   EXPECT_FALSE(CommandTable::ArityMatches(reserve, 3));
-  EXPECT_TRUE(CommandTable::ArityMatches(reserve, 11));
-  EXPECT_FALSE(CommandTable::ArityMatches(reserve, 12));
+  EXPECT_TRUE(CommandTable::ArityMatches(reserve, 13));
+  EXPECT_FALSE(CommandTable::ArityMatches(reserve, 14));
+}
+
+// Every argument of a merge is a key, so transactions, ACLs and the
+// exclusive key locks see the sources as well as dest.
+TEST(CommandTable, MergeRowsNameEveryArgumentAsAKeyAndLockThemExclusively) {
+  for (std::string_view name : {"bf.merge", "cbf.merge"}) {
+    const CommandSpec& spec = Row(name);
+    EXPECT_EQ(spec.arity, -3) << name;
+    EXPECT_EQ(spec.first_key, 1) << name;
+    EXPECT_EQ(spec.last_key, -1) << name;
+    EXPECT_EQ(spec.key_step, 1) << name;
+    EXPECT_EQ(spec.flags & (kCmdWrite | kCmdDenyOom), kCmdWrite | kCmdDenyOom) << name;
+    EXPECT_EQ(spec.flags & kCmdOrderFree, 0u) << name << ": its keys must be locked exclusively";
+  }
 }
 
 TEST(CommandTable, ArityMatchesOnHandBuiltRows) {

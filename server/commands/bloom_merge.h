@@ -1,0 +1,52 @@
+// BF.MERGE's op: the union of Bloom filters that hash alike and have the
+// same layers, as a value (bloom_commands.cc parses and replies).
+#pragma once
+
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "server/commands/bloom_ops.h"
+#include "server/commands/filter_lookup.h"
+
+namespace bloomgate {
+
+struct MergeResult {
+  BloomStatus status = BloomStatus::kOk;
+  // The client-visible text for a status only the merge has (the first
+  // mismatch, a windowed filter); empty for the others, which
+  // BloomStatusText tells.
+  std::string detail;
+};
+
+// BF.MERGE dest src [src ...]: ORs every layer of each source into `dest`,
+// which keeps what it held (as PFMERGE: dest may be one of the sources, and
+// is then merged with itself, a no-op). A missing dest is created first
+// with the first source's parameters and layer shapes (and seed), charged
+// to maxmemory. Refused, with nothing changed: a missing source (kNotFound),
+// a key of another family (kWrongType), a windowed filter, and any source
+// that differs from the reference (dest if it exists, else the first
+// source) in error rate, capacity, expansion, seed, number of layers or a
+// layer's bits and probes (kMergeMismatch; detail names the first one).
+//
+// Items: each layer's count becomes the union's estimate from its bits,
+// n = -(m/k) ln(1 - X/m) for X of m bits set with k probes, clamped to
+// [the largest count of any input, the sum of them]: duplicates across the
+// shards count once (what the sum would overstate), and the count never
+// falls below what one input already reported. The estimate depends only on
+// the bits, so a replay of the logged command reproduces it exactly.
+//
+// The caller holds every key exclusively (the command's row lists them all).
+MergeResult MergeBloom(FilterStore& store, std::string_view command, const KeyRef& dest,
+                       std::span<const KeyRef> sources);
+
+// CBF.MERGE dest src [src ...]: the same rules (and the counter width must
+// match too), but counters add, saturating at the width's maximum (15 or
+// 255), and item counts add: the multiset union, so an item added twice to
+// one shard and once to another has CBF.COUNT >= 3 after. Each distinct
+// filter counts once: dest named as a source, or a source named twice, is
+// not added to itself.
+MergeResult MergeCounting(FilterStore& store, std::string_view command, const KeyRef& dest,
+                          std::span<const KeyRef> sources);
+
+}  // namespace bloomgate

@@ -1,0 +1,218 @@
+// BF.MERGE's op (server/commands/bloom_merge.h) as a value: the union,
+// its item estimate, the refusals naming the first mismatch, and that a
+// refusal changes nothing.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "filters/counting_bloom_filter.h"
+#include "filters/scalable_bloom_filter.h"
+#include "server/commands/bloom_merge.h"
+#include "server/commands/bloom_ops.h"
+#include "server/commands/counting_bloom_ops.h"
+#include "server/commands/errors.h"
+#include "server/keyspace/clock.h"
+#include "session.h"
+
+namespace bloomgate {
+namespace {
+
+using namespace bloomgate::testing;
+
+class BloomMerge : public ::testing::Test {
+ protected:
+  BloomMerge() : server_(MakeServer()) {}
+
+  FilterStore Store() { return StoreOf(*server_, session_, NowMs(), /*write=*/true); }
+
+  ScalableBloomFilter& Reserve(std::string_view key, BloomParams params) {
+    FilterStore store = Store();
+    EXPECT_EQ(ReserveBloom(store, MakeKeyRef(key), params), BloomStatus::kOk);
+    return *server_->keyspace.Find(std::string(key), NowMs())->bloom();
+  }
+
+  static void Add(ScalableBloomFilter& filter, std::string_view prefix, int n) {
+    for (int i = 0; i < n; ++i) {
+      bool added = false;
+      ASSERT_EQ(filter.Add(filter.Hash(std::string(prefix) + std::to_string(i)), &added),
+                FilterStatus::kOk);
+    }
+  }
+
+  MergeResult Merge(std::string_view dest, std::vector<std::string_view> sources) {
+    std::vector<KeyRef> refs;
+    for (std::string_view s : sources) refs.push_back(MakeKeyRef(s));
+    FilterStore store = Store();
+    return MergeBloom(store, "BF.MERGE", MakeKeyRef(dest), refs);
+  }
+
+  static std::vector<uint64_t> Words(const ScalableBloomFilter& filter) {
+    std::vector<uint64_t> words;
+    for (uint32_t l = 0; l < filter.num_layers(); ++l) {
+      const BlockedBloom& layer = filter.layer(l);
+      for (uint64_t w = 0; w < layer.num_words(); ++w) words.push_back(layer.words()[w].load());
+    }
+    return words;
+  }
+
+  std::unique_ptr<ServerContext> server_;
+  JournalSession session_;
+};
+
+constexpr BloomParams kParams{.error_rate = 0.01, .capacity = 1000, .seed = 99};
+
+TEST_F(BloomMerge, UnionHoldsEveryItemAndCountsTheBitsEstimate) {
+  ScalableBloomFilter& a = Reserve("a", kParams);
+  ScalableBloomFilter& b = Reserve("b", kParams);
+  Add(a, "a", 400);
+  Add(b, "b", 400);
+  Add(b, "a", 100);  // 100 items both shards saw
+  MergeResult result = Merge("all", {"a", "b"});
+  ASSERT_EQ(result.status, BloomStatus::kOk) << result.detail;
+  const ScalableBloomFilter& all = *server_->keyspace.Find("all", NowMs())->bloom();
+  EXPECT_EQ(all.hash_seed(), 99u);
+  for (int i = 0; i < 400; ++i) {
+    EXPECT_TRUE(all.MayContain(all.Hash("a" + std::to_string(i))));
+    EXPECT_TRUE(all.MayContain(all.Hash("b" + std::to_string(i))));
+  }
+  // 800 distinct; the sum (900) would count the shared 100 twice.
+  EXPECT_NEAR(static_cast<double>(all.items()), 800.0, 40.0);
+  EXPECT_GE(all.items(), 400u);
+  EXPECT_LE(all.items(), 900u);
+}
+
+TEST_F(BloomMerge, DestKeepsWhatItHeldAndMayBeASource) {
+  ScalableBloomFilter& d = Reserve("d", kParams);
+  ScalableBloomFilter& s = Reserve("s", kParams);
+  Add(d, "d", 50);
+  Add(s, "s", 50);
+  ASSERT_EQ(Merge("d", {"d", "s"}).status, BloomStatus::kOk);
+  EXPECT_TRUE(d.MayContain(d.Hash("d0")));
+  EXPECT_TRUE(d.MayContain(d.Hash("s49")));
+}
+
+TEST_F(BloomMerge, MismatchesAreNamedAndChangeNothing) {
+  ScalableBloomFilter& d = Reserve("d", kParams);
+  Add(d, "d", 10);
+  BloomParams other_seed = kParams;
+  other_seed.seed = 100;
+  Reserve("seed", other_seed);
+  BloomParams other_rate = kParams;
+  other_rate.error_rate = 0.001;
+  Reserve("rate", other_rate);
+  ScalableBloomFilter& grown = Reserve("grown", BloomParams{.capacity = 1000, .seed = 99});
+  Add(grown, "g", 1500);  // a second layer
+  ScalableBloomFilter& fine = Reserve("fine", kParams);
+  Add(fine, "f", 10);
+  const std::vector<uint64_t> before = Words(d);
+  const uint64_t items = d.items();
+
+  MergeResult result = Merge("d", {"fine", "seed"});
+  EXPECT_EQ(result.status, BloomStatus::kMergeMismatch);
+  EXPECT_EQ(result.detail, "ERR BF.MERGE: seed has another seed, d has its own");
+  EXPECT_EQ(Merge("d", {"rate"}).detail, "ERR BF.MERGE: rate has error rate 0.001, d has 0.01");
+  EXPECT_EQ(Merge("d", {"grown"}).detail, "ERR BF.MERGE: grown has 2 layers, d has 1");
+  EXPECT_EQ(Merge("d", {"fine", "missing"}).status, BloomStatus::kNotFound);
+  EXPECT_EQ(Words(d), before) << "a refused merge ORs in no source, not even the good ones";
+  EXPECT_EQ(d.items(), items);
+  EXPECT_EQ(Merge("new", {"fine", "missing"}).status, BloomStatus::kNotFound);
+  EXPECT_EQ(server_->keyspace.Find("new", NowMs()), nullptr) << "no dest created";
+}
+
+TEST_F(BloomMerge, ACreatedDestIsChargedToTheBudgetAndRefusedWhenItDoesNotFit) {
+  Reserve("s", BloomParams{.error_rate = 0.01, .capacity = 100000, .seed = 5});
+  FilterStore store = Store();
+  store.limits.max_filter_bytes = 1024;  // far below the source's ~120 KB
+  std::vector<KeyRef> sources{MakeKeyRef("s")};
+  EXPECT_EQ(MergeBloom(store, "BF.MERGE", MakeKeyRef("d"), sources).status,
+            BloomStatus::kCreateFailed);
+  EXPECT_EQ(server_->keyspace.Find("d", NowMs()), nullptr);
+}
+
+TEST_F(BloomMerge, WindowedFiltersAreRefusedByName) {
+  Reserve("d", kParams);
+  Reserve("w", BloomParams{.window_ms = 10000, .generations = 2});
+  MergeResult result = Merge("d", {"w"});
+  EXPECT_EQ(result.status, BloomStatus::kMergeMismatch);
+  EXPECT_EQ(result.detail, errors::MergeWindowed("BF.MERGE", "w"));
+}
+
+TEST_F(BloomMerge, OneSeedAndOneSetOfItemsGiveIdenticalBits) {
+  ScalableBloomFilter& p = Reserve("p", kParams);
+  ScalableBloomFilter& q = Reserve("q", kParams);
+  Add(p, "x", 300);
+  Add(q, "x", 300);
+  EXPECT_EQ(Words(p), Words(q));
+  BloomParams other = kParams;
+  other.seed = 7;
+  ScalableBloomFilter& r = Reserve("r", other);
+  Add(r, "x", 300);
+  EXPECT_NE(Words(p), Words(r));
+}
+
+// --- CBF.MERGE ------------------------------------------------------------
+
+class CountingMerge : public BloomMerge {
+ protected:
+  CountingBloomFilter& ReserveCbf(std::string_view key, BloomParams params) {
+    FilterStore store = Store();
+    EXPECT_EQ(ReserveCounting(store, MakeKeyRef(key), params), BloomStatus::kOk);
+    return *server_->keyspace.Find(std::string(key), NowMs())->get<CountingBloomFilter>();
+  }
+  static void AddTimes(CountingBloomFilter& filter, std::string_view item, int times) {
+    for (int i = 0; i < times; ++i) {
+      bool was_new = false;
+      ASSERT_EQ(filter.Add(filter.Hash(item), &was_new), FilterStatus::kOk);
+    }
+  }
+  MergeResult MergeCbf(std::string_view dest, std::vector<std::string_view> sources) {
+    std::vector<KeyRef> refs;
+    for (std::string_view s : sources) refs.push_back(MakeKeyRef(s));
+    FilterStore store = Store();
+    return MergeCounting(store, "CBF.MERGE", MakeKeyRef(dest), refs);
+  }
+};
+
+TEST_F(CountingMerge, CountersAndCountsAddAndSaturate) {
+  CountingBloomFilter& a = ReserveCbf("a", kParams);
+  CountingBloomFilter& b = ReserveCbf("b", kParams);
+  AddTimes(a, "x", 2);
+  AddTimes(b, "x", 3);
+  AddTimes(a, "hot", 10);
+  AddTimes(b, "hot", 10);  // 20 > 15, the 4-bit maximum
+  AddTimes(b, "y", 1);
+  ASSERT_EQ(MergeCbf("all", {"a", "b"}).status, BloomStatus::kOk);
+  const CountingBloomFilter& all =
+      *server_->keyspace.Find("all", NowMs())->get<CountingBloomFilter>();
+  EXPECT_GE(all.Count(all.Hash("x")), 5u);
+  EXPECT_EQ(all.Count(all.Hash("hot")), 15u) << "saturated, never wrapped";
+  EXPECT_GE(all.Count(all.Hash("y")), 1u);
+  EXPECT_EQ(all.items(), a.items() + b.items());
+  EXPECT_GT(all.saturated_counters(), 0u);
+  // dest named as a source is not added to itself.
+  const uint64_t before = a.Count(a.Hash("x"));
+  ASSERT_EQ(MergeCbf("a", {"a"}).status, BloomStatus::kOk);
+  EXPECT_EQ(a.Count(a.Hash("x")), before);
+}
+
+TEST_F(CountingMerge, CounterWidthAndSeedMismatchesAreRefused) {
+  CountingBloomFilter& d = ReserveCbf("d", kParams);
+  AddTimes(d, "x", 1);
+  BloomParams wide = kParams;
+  wide.counter_bits = 8;
+  ReserveCbf("wide", wide);
+  BloomParams other = kParams;
+  other.seed = 1;
+  ReserveCbf("other", other);
+  Reserve("bloom", kParams);
+  EXPECT_EQ(MergeCbf("d", {"wide"}).detail, "ERR CBF.MERGE: wide has counter bits 8, d has 4");
+  EXPECT_EQ(MergeCbf("d", {"other"}).detail, "ERR CBF.MERGE: other has another seed, d has its own");
+  EXPECT_EQ(MergeCbf("d", {"bloom"}).status, BloomStatus::kWrongType);
+  EXPECT_EQ(d.Count(d.Hash("x")), 1u);
+  EXPECT_EQ(d.items(), 1u);
+}
+
+}  // namespace
+}  // namespace bloomgate
