@@ -113,7 +113,10 @@ bool ScalableBloomFilter::OrLayersFrom(const ScalableBloomFilter& other) {
   const Chain::List& mine = chain_.Load();
   const Chain::List& theirs = other.chain_.Load();
   if (&other == this) return true;
-  if (other.hash_seed() != hash_seed() || mine.size() != theirs.size()) return false;
+  if (other.hash_seed() != hash_seed() || other.layout() != layout() ||
+      mine.size() != theirs.size()) {
+    return false;
+  }
   for (uint32_t i = 0; i < mine.size(); ++i) {
     if (mine[i].cells->bits() != theirs[i].cells->bits() ||
         mine[i].cells->probes() != theirs[i].cells->probes()) {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <memory>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -100,7 +101,7 @@ std::string FirstMismatch(std::string_view command, std::string_view name, const
 }
 
 // Set bits of one Bloom layer.
-uint64_t BitsSet(const BlockedBloom& layer) {
+uint64_t BitsSet(const BloomLayer& layer) {
   const std::atomic<uint64_t>* words = layer.words();
   uint64_t set = 0;
   for (uint64_t w = 0; w < layer.num_words(); ++w) {
@@ -110,7 +111,7 @@ uint64_t BitsSet(const BlockedBloom& layer) {
 }
 
 // The union's item estimate for one Bloom layer (see MergeBloom).
-uint64_t UnionItems(const BlockedBloom& layer, uint64_t largest, uint64_t sum) {
+uint64_t UnionItems(const BloomLayer& layer, uint64_t largest, uint64_t sum) {
   const double m = static_cast<double>(layer.bits());
   const double x = static_cast<double>(BitsSet(layer));
   if (x >= m) return sum;  // saturated: the bits no longer tell
@@ -134,6 +135,14 @@ MergeResult FindInput(FilterStore& store, std::string_view command, const KeyRef
   if (status != BloomStatus::kOk) return Failed(status);
   if ((*entry)->get<Filter>() == nullptr) {  // served by BF.* but windowed
     return Failed(BloomStatus::kMergeMismatch, errors::MergeWindowed(command, key.name));
+  }
+  if constexpr (std::is_same_v<Filter, ScalableBloomFilter>) {
+    // Imported from RedisBloom: its classic layers cannot be rebuilt as a
+    // new dest's (RestoreLike makes blocked ones), so such filters stay out.
+    if ((*entry)->get<Filter>()->layout() == BloomLayout::kRedisBloom) {
+      return Failed(BloomStatus::kMergeMismatch,
+                    errors::MergeUnsupported(command, key.name, "a filter in RedisBloom's layout"));
+    }
   }
   return {};
 }

@@ -149,11 +149,16 @@ inline std::string MergeMismatch(std::string_view command, std::string_view key,
   return text;
 }
 // "ERR BF.MERGE: src2 is a windowed filter, which BF.MERGE does not merge"
-inline std::string MergeWindowed(std::string_view command, std::string_view key) {
+// (kind: "a windowed filter", "a filter in RedisBloom's layout").
+inline std::string MergeUnsupported(std::string_view command, std::string_view key,
+                                    std::string_view kind) {
   std::string text = "ERR ";
-  text.append(command).append(": ").append(key).append(" is a windowed filter, which ");
+  text.append(command).append(": ").append(key).append(" is ").append(kind).append(", which ");
   text.append(command).append(" does not merge");
   return text;
+}
+inline std::string MergeWindowed(std::string_view command, std::string_view key) {
+  return MergeUnsupported(command, key, "a windowed filter");
 }
 // Windowed filters (ours: RedisBloom has none).
 inline constexpr std::string_view kBadWindow =

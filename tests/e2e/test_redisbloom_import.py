@@ -117,6 +117,19 @@ class RedisBloomImport(ServerTestCase):
                     self.r.execute_command("BF.LOADCHUNK", copy, it, data)
                 self.assert_answers_as_redisbloom(self.r, copy, dump, copy)
 
+    def test_bf_merge_refuses_a_filter_in_redisbloom_layout(self):
+        # BF.MERGE rebuilds a missing dest with blocked layers; an imported
+        # filter's classic layers cannot be merged into or from, so both
+        # directions are refused by name and nothing is created.
+        dump = self.dumps["bf-reserved.json"]
+        self.load(self.r, "rb", dump)
+        self.r.execute_command("BF.ADD", "ours", "x")
+        for args in (("dest", "rb"), ("rb", "ours")):
+            with self.subTest(args=args):
+                with self.assertRaisesRegex(redis.ResponseError, "RedisBloom's layout"):
+                    self.r.execute_command("BF.MERGE", *args)
+        self.assertEqual(self.r.exists("dest"), 0)
+
     def test_adds_after_import_grow_in_redisbloom_layout(self):
         dump = self.dumps["bf-scaled-5-layers.json"]
         self.load(self.r, "k", dump)

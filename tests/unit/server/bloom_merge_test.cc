@@ -51,7 +51,7 @@ class BloomMerge : public ::testing::Test {
   static std::vector<uint64_t> Words(const ScalableBloomFilter& filter) {
     std::vector<uint64_t> words;
     for (uint32_t l = 0; l < filter.num_layers(); ++l) {
-      const BlockedBloom& layer = filter.layer(l);
+      const BloomLayer& layer = filter.layer(l);
       for (uint64_t w = 0; w < layer.num_words(); ++w) words.push_back(layer.words()[w].load());
     }
     return words;
