@@ -148,7 +148,7 @@ class RedisBloomDifferences(ServerTestCase):
         self.assertEqual(modules[0][b"ver"], 80000)
         # What README "Coming from RedisBloom" lists as missing is missing.
         c = self.raw()
-        for command in ("TDIGEST.CREATE", "BF.MERGE"):
+        for command in ("TDIGEST.CREATE", "TDIGEST.ADD"):
             self.assertTrue(c.call(command, "k").startswith("ERR unknown command"), command)
 
 

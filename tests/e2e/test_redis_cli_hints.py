@@ -129,7 +129,7 @@ class RedisCliHints(ServerTestCase):
         self.assertIn("CLIENT SETNAME", names)
         self.assertEqual(dict(commands)["BF.RESERVE"],
                          "key error_rate capacity [EXPANSION expansion] [NONSCALING] "
-                         "[WINDOW seconds [GENERATIONS generations]]")
+                         "[WINDOW seconds [GENERATIONS generations]] [SEED seed]")
         self.assertEqual(dict(commands)["CMS.MERGE"],
                          "destination numKeys source [source ...] [WEIGHTS weight [weight ...]]")
         containers = {name for name, _ in commands if any(other.startswith(name + " ")

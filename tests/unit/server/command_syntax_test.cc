@@ -51,8 +51,9 @@ TEST(CommandSyntax, BfReserveHasRedisBloomsArguments) {
   std::vector<CommandArgument> args;
   std::string error;
   ASSERT_TRUE(ParseCommandSyntax(*FindCommandSyntax("bf.reserve"), 1, &args, &error)) << error;
-  // RedisBloom's five, then ours: [WINDOW seconds [GENERATIONS generations]].
-  ASSERT_EQ(args.size(), 6u);
+  // RedisBloom's five, then ours: [WINDOW seconds [GENERATIONS generations]]
+  // and [SEED seed].
+  ASSERT_EQ(args.size(), 7u);
   EXPECT_EQ(args[0].name, "key");
   EXPECT_EQ(args[0].type, ArgType::kKey);
   EXPECT_EQ(args[0].key_spec_index, 0);
