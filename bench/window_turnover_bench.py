@@ -24,49 +24,8 @@ import threading
 import time
 
 
-def encode(*args):
-    out = [b"*%d\r\n" % len(args)]
-    for a in args:
-        a = a if isinstance(a, bytes) else str(a).encode()
-        out.append(b"$%d\r\n%s\r\n" % (len(a), a))
-    return b"".join(out)
-
-
-class Conn:
-    def __init__(self, port):
-        self.s = socket.create_connection(("127.0.0.1", port))
-        self.s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.buf = b""
-
-    def line(self):
-        while b"\r\n" not in self.buf:
-            self.buf += self.s.recv(1 << 16)
-        head, self.buf = self.buf.split(b"\r\n", 1)
-        return head
-
-    def reply(self):
-        head = self.line()
-        if head[:1] == b"$":
-            n = int(head[1:])
-            if n < 0:
-                return None
-            while len(self.buf) < n + 2:
-                self.buf += self.s.recv(1 << 16)
-            data, self.buf = self.buf[:n], self.buf[n + 2:]
-            return data
-        if head[:1] == b"*":
-            return [self.reply() for _ in range(int(head[1:]))]
-        return head
-
-    def call(self, *args):
-        self.s.sendall(encode(*args))
-        return self.reply()
-
-
-
-def pct(values, p):
-    values = sorted(values)
-    return values[min(len(values) - 1, int(len(values) * p))] if values else 0
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cut_bench import Conn, encode, pct  # noqa: E402  (one RESP client for the bench scripts)
 
 
 def main():
