@@ -29,8 +29,9 @@ from harness import PersistentServer, RespError, ServerTestCase
 
 DUMPS = os.environ.get(
     "BLOOMGATE_REDISBLOOM_DUMPS",
-    os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "shared",
-                 "redisbloom-dumps"))
+    # The in-tree copy of ../shared/redisbloom-dumps (a fresh clone, as CI
+    # has, sees nothing outside the repository).
+    os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "redisbloom-dumps"))
 INFO_FIELDS = ("Size", "Number of buckets", "Number of filters", "Number of items inserted",
                "Number of items deleted", "Bucket size", "Expansion rate", "Max iterations")
 BATCH = 1000  # items per CF.MEXISTS
