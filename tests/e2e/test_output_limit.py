@@ -101,6 +101,11 @@ class OutputLimitTest(unittest.TestCase):
 
         # Its memory is one batch (256 KB under the default 64 MB limit), not
         # the 60 MB it sent or the 8 MB of replies it owes.
+        # The sender can stall for a second on a slow server (TSan, a loaded
+        # machine) before the output limit pauses it: wait for the server's
+        # own sign of the pause, a batch of replies it holds for the client.
+        wait_until(lambda: self.omem_of(greedy.addr) > 0, 30.0, interval_s=0.05,
+                   what="the paused client's batch on the wire")
         omem = self.omem_of(greedy.addr)
         self.assertGreater(omem, 0, "a paused client has a batch on the wire")
         self.assertLessEqual(omem, 256 * 1024 + len(REPLY))
