@@ -133,7 +133,11 @@ TEST_F(BloomMerge, ACreatedDestIsChargedToTheBudgetAndRefusedWhenItDoesNotFit) {
 
 TEST_F(BloomMerge, WindowedFiltersAreRefusedByName) {
   Reserve("d", kParams);
-  Reserve("w", BloomParams{.window_ms = 10000, .generations = 2});
+  // Reserved directly: Reserve() returns the scalable filter, which a
+  // windowed key does not hold (UBSan: a reference to null).
+  FilterStore store = Store();
+  ASSERT_EQ(ReserveBloom(store, MakeKeyRef("w"), BloomParams{.window_ms = 10000, .generations = 2}),
+            BloomStatus::kOk);
   MergeResult result = Merge("d", {"w"});
   EXPECT_EQ(result.status, BloomStatus::kMergeMismatch);
   EXPECT_EQ(result.detail, errors::MergeWindowed("BF.MERGE", "w"));
