@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <vector>
@@ -239,15 +240,44 @@ Status Durability::ReplayLogs(FileSystem& reader, uint64_t first_generation,
     live.push_back(generation);
   }
   uint64_t total_records = 0;
+  size_t replayed_files = 0;
   for (size_t i = 0; i < live.size(); ++i) {
     std::string path = JoinPath(config.dir, LogFileName(config.appendfilename, live[i]));
     // Only the newest log can end in a torn record: an older one was closed
     // (flushed and fsynced) before the next was used.
     bool newest = i + 1 == live.size();
     LogReadResult result;
-    status = ReadAppendLog(
-        reader, path, /*allow_torn_tail=*/newest,
-        apply, &result);
+    // A log started by switching appendonly on continues only the snapshot
+    // of that switch's save. With an older snapshot it (and every later
+    // generation) would be replayed onto a state that lacks the writes made
+    // while the log was off: a CBF.DEL or CF.DEL replayed there takes
+    // counters or fingerprints from other items. Redis likewise does not
+    // use an AOF that `CONFIG SET appendonly yes` started until its rewrite
+    // ends.
+    bool orphaned = false;
+    auto checked_apply = [&](const LogRecord& record) {
+      if (record.type == LogRecordType::kCommand && record.args.size() == 2 &&
+          record.args[0] == kLogNeedsSnapshot) {
+        const std::string& text = record.args[1];
+        uint64_t needed = 0;
+        auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), needed);
+        if (error != std::errc() || end != text.data() + text.size()) {
+          return Status::Error("a " + std::string(kLogNeedsSnapshot) +
+                               " record with a bad generation");
+        }
+        if (needed > first_generation) {
+          orphaned = true;
+          return Status::Error("stop");
+        }
+        return Status::Ok();
+      }
+      return apply(record);
+    };
+    status = ReadAppendLog(reader, path, /*allow_torn_tail=*/newest, checked_apply, &result);
+    if (orphaned) {
+      SetAsideOrphanedLogs(std::span<const uint64_t>(live).subspan(i), first_generation);
+      break;
+    }
     if (!status.ok() && !newest) {
       // Redis's aof-load-truncated covers only the last file too.
       return Status::Error(status.message() + "; this log is not the newest (generation " +
@@ -272,12 +302,34 @@ Status Durability::ReplayLogs(FileSystem& reader, uint64_t first_generation,
     }
     total_records += result.records;
     *last_generation = live[i];
+    ++replayed_files;
   }
-  if (!live.empty()) {
+  if (replayed_files > 0) {
     spdlog::info("replayed {} log records from {} log file(s), generations {}..{}",
-                 total_records, live.size(), live.front(), live.back());
+                 total_records, replayed_files, live.front(), live[replayed_files - 1]);
   }
   return Status::Ok();
+}
+
+void Durability::SetAsideOrphanedLogs(std::span<const uint64_t> generations,
+                                      uint64_t snapshot_generation) {
+  ServerConfig config = parts_.config->Get();
+  for (uint64_t generation : generations) {
+    const std::string path = JoinPath(config.dir, LogFileName(config.appendfilename, generation));
+    // Kept for the operator under a name no start-up reads (and no later log
+    // generation can take); replaying it is never right.
+    const std::string aside = path + ".orphaned";
+    spdlog::warn("not replaying {}: it was started by switching appendonly on and the save "
+                 "that switch began never completed (the snapshot names generation {}); "
+                 "the writes in it were made before they could be durable. Moved to {}",
+                 path, snapshot_generation, aside);
+    Status moved = fs_->Rename(path, aside);
+    if (!moved.ok()) {
+      spdlog::warn("moving {} aside failed ({}); removing it", path, moved.message());
+      (void)fs_->Remove(path);
+    }
+  }
+  (void)fs_->SyncDirectory(config.dir.empty() ? "." : config.dir);
 }
 
 Status Durability::OpenLog(uint64_t generation) {
@@ -435,6 +487,16 @@ Status Durability::Cut(std::unique_ptr<SaveJob>* out) {
     Status status = AppendLogWriter::Create(fs_, config.dir, config.appendfilename, generation,
                                             now, &next);
     if (!status.ok()) return status.WithContext("starting a new log generation: ");
+    if (!logging()) {
+      // appendonly was just switched on: the writes made while it was off
+      // are in no file, so this log continues only the snapshot this cut is
+      // about to write, never an older one (see kLogNeedsSnapshot).
+      const std::string needs = std::to_string(generation);
+      const std::string_view marker[] = {kLogNeedsSnapshot, needs};
+      std::string record;
+      EncodeCommandRecord(now, marker, &record);
+      (void)next->Append(record);  // durable with the first flush, before any write it precedes
+    }
     std::shared_ptr<AppendLogWriter> previous;
     {
       std::lock_guard lock(mutex_);

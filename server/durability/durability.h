@@ -89,6 +89,12 @@ struct DurabilityParts {
   Journal* journal = nullptr;  // Durability subscribes to it
 };
 
+// The first record of a log that switching appendonly on started: a command
+// record {kLogNeedsSnapshot, "N"}, N the generation of the save that switch
+// began. The log continues that snapshot only; loaded with an older one (the
+// save never completed), it and every later log are set aside unreplayed.
+inline constexpr std::string_view kLogNeedsSnapshot = "bloomgate.log.needs-snapshot";
+
 // Applies one record of the log at start-up (server/commands/journal_applier.h).
 using LogRecordApplier = std::function<Status(const LogRecord&)>;
 
@@ -178,6 +184,8 @@ class Durability : public JournalSubscriber {
   Status LoadSnapshot(FileSystem& reader, uint64_t* generation);
   Status ReplayLogs(FileSystem& reader, uint64_t first_generation, const LogRecordApplier& apply,
                     uint64_t* last_generation);
+  // Renames each log to <name>.orphaned (see kLogNeedsSnapshot), with a warning.
+  void SetAsideOrphanedLogs(std::span<const uint64_t> generations, uint64_t snapshot_generation);
   // The bytes Load will read: the snapshot's size plus every log's.
   uint64_t BytesToLoad() const;
   FilterLimits filter_limits() const;

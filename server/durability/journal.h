@@ -65,6 +65,9 @@ inline constexpr std::string_view kBloomAddedEffect = "bloomgate.bf.added";
 //     ReplayAdd), so the log, not the clock at replay, decides the
 //     generations.
 inline constexpr std::string_view kWindowAddedEffect = "bloomgate.bf.wadded";
+//
+// The log itself adds one record no command makes, kLogNeedsSnapshot
+// (server/durability/durability.h); it never reaches the journal applier.
 
 class JournalSubscriber {
  public:

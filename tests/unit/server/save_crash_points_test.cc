@@ -249,6 +249,61 @@ TEST(SaveCrashPoints, EveryStepOfABackgroundSaveLeavesFilesThatLoadToTheAcknowle
   }
 }
 
+// `CONFIG SET appendonly yes` starts a log and a save; kill -9 before that
+// save's rename leaves the older snapshot beside the new log. The writes made
+// while the log was off are in neither, so replaying the log onto the older
+// snapshot would apply counting and cuckoo deletes to a state that never held
+// what they delete. The log is set aside instead (as Redis ignores an AOF
+// whose rewrite after `appendonly yes` did not finish), and loads the older
+// snapshot exactly; once the save completed, everything loads. Shown to fail
+// without the check: the image loaded CBF.COUNT 2 and CF.COUNT 2, expected 1.
+TEST(SaveCrashPoints, ALogStartedBySwitchingAppendOnlyOnNeverReplaysOntoAnOlderSnapshot) {
+  TempDir dir;
+  ServerConfig config = DurableConfigIn(dir, ServerConfig::AppendFsync::kAlways);
+  config.appendonly = false;
+  FaultFileSystem fault(DefaultFileSystem());
+  auto server = StartOn(config, &fault);
+  Session s(server.get());
+  Expected at_snapshot;
+  WriteRound(*server, s, "before-the-save", &at_snapshot);
+  ASSERT_EQ(s.Run({"SAVE"}), kOk);
+  const uint64_t old_generation = SnapshotGeneration(dir.path());
+  Expected live = at_snapshot;
+  WriteRound(*server, s, "log-off", &live);  // in memory only
+  PausePoint before_rename(&fault, FaultOp::kRename, fault.calls(FaultOp::kRename) + 1);
+  ASSERT_EQ(s.Run({"CONFIG", "SET", "appendonly", "yes"}), kOk);
+  server->durability->Tick(NowMs());  // the switch: a cut and a background save
+  ASSERT_TRUE(before_rename.WaitReached());
+  WriteRound(*server, s, "during-the-switch-save", &live);
+  TempDir image;
+  CopyDir(dir.path(), image.path());
+  before_rename.Release();
+  ASSERT_TRUE(WaitForBackgroundSave(s));
+  ASSERT_EQ(InfoField(s, "rdb_last_bgsave_status"), "ok");
+  WriteRound(*server, s, "after-the-switch", &live);
+  server.reset();  // kill -9
+
+  ServerConfig image_config = DurableConfigIn(image, ServerConfig::AppendFsync::kAlways);
+  for (int start = 1; start <= 2; ++start) {
+    auto loaded = StartOn(image_config, DefaultFileSystem());
+    Session t(loaded.get());
+    EXPECT_EQ(SnapshotGeneration(image.path()), old_generation);
+    ExpectState(t, at_snapshot, "crash before the switch's save, start " + std::to_string(start));
+    std::vector<std::string> names = Names(image.path());
+    EXPECT_TRUE(std::any_of(names.begin(), names.end(),
+                            [](const std::string& name) {
+                              return name.ends_with(".orphaned");
+                            }))
+        << ::testing::PrintToString(names);
+  }
+  ServerConfig done_config = DurableConfigIn(dir, ServerConfig::AppendFsync::kAlways);
+  for (int start = 1; start <= 2; ++start) {
+    auto loaded = StartOn(done_config, DefaultFileSystem());
+    Session t(loaded.get());
+    ExpectState(t, live, "after the switch's save, start " + std::to_string(start));
+  }
+}
+
 // Back-to-back cuts. While a background save writes, Redis refuses another
 // BGSAVE and a SAVE ("Background save already in progress") and schedules
 // BGSAVE SCHEDULE / BGREWRITEAOF; the scheduled one starts at the next tick
