@@ -383,7 +383,12 @@ Status Durability::FlushTo(uint64_t generation, uint64_t sequence) {
   std::shared_ptr<AppendLogWriter> log;
   bool sync = false;
   {
-    std::lock_guard lock(mutex_);
+    std::unique_lock lock(mutex_);
+    // A cut closes the old log after its pause (Cut). Until that is done no
+    // write is acknowledged, in either log: the logs together must keep the
+    // prefix property one file has (nothing after a lost record survives),
+    // else a CF.DEL in the new log could outlive the CF.ADD it followed.
+    retired_.wait(lock, [this] { return retiring_ == nullptr; });
     log = log_;
     sync = fsync_policy_ == ServerConfig::AppendFsync::kAlways;
   }
@@ -416,8 +421,11 @@ void Durability::SyncLoop() {
     if (stop_sync_) break;
     std::shared_ptr<AppendLogWriter> log;
     {
-      std::lock_guard guard(mutex_);
+      std::unique_lock guard(mutex_);
       if (fsync_policy_ != ServerConfig::AppendFsync::kEverySec) continue;
+      // Not the new log before the old one is durable (see FlushTo): after
+      // a machine crash the old one would end torn, and it is not the newest.
+      retired_.wait(guard, [this] { return retiring_ == nullptr; });
       log = log_;
     }
     if (log == nullptr) continue;
@@ -456,36 +464,20 @@ Status Durability::Cut(std::unique_ptr<SaveJob>* out) {
   };
   // Declared before the lock guard, so it stops after the guard is released.
   CutTimer cut_timer{cut_start, &last_cut_usec_};
-  // No command runs while this is held: every write so far is in the
-  // current log, every later one will be in the next.
-  const auto requested = std::chrono::steady_clock::now();
-  KeyLocks::Guard all = parts_.key_locks->LockAll(/*exclusive=*/true);
-  const auto locked = std::chrono::steady_clock::now();
-  // For INFO (bench/cut_bench.py): how long the cut waited for the commands
-  // already running, and how long it held every command back.
-  struct PauseMeter {
-    Durability* self;
-    std::chrono::steady_clock::time_point requested, locked;
-    ~PauseMeter() {
-      using std::chrono::duration_cast;
-      using std::chrono::microseconds;
-      self->last_cut_wait_us_.store(duration_cast<microseconds>(locked - requested).count(),
-                                    std::memory_order_relaxed);
-      self->last_cut_pause_us_.store(
-          duration_cast<microseconds>(std::chrono::steady_clock::now() - locked).count(),
-          std::memory_order_relaxed);
-    }
-  } meter{this, requested, locked};
-  int64_t now = NowMs();
   uint64_t generation = 0;
   {
     std::lock_guard lock(mutex_);
-    generation = next_generation_;
+    generation = next_generation_;  // cuts are serialised by save_mutex_
   }
+  // The next log is made before the pause: creating it (the file, its
+  // header, an fsync of each and of the directory) took most of the 14-21 ms
+  // the pause lasted at 1M keys (bench/cut_bench.py). A crash from here to
+  // the switch leaves an empty generation after the current one, which
+  // replays as nothing.
+  std::unique_ptr<AppendLogWriter> next;
   if (config.appendonly) {
-    std::unique_ptr<AppendLogWriter> next;
     Status status = AppendLogWriter::Create(fs_, config.dir, config.appendfilename, generation,
-                                            now, &next);
+                                            NowMs(), &next);
     if (!status.ok()) return status.WithContext("starting a new log generation: ");
     if (!logging()) {
       // appendonly was just switched on: the writes made while it was off
@@ -494,46 +486,77 @@ Status Durability::Cut(std::unique_ptr<SaveJob>* out) {
       const std::string needs = std::to_string(generation);
       const std::string_view marker[] = {kLogNeedsSnapshot, needs};
       std::string record;
-      EncodeCommandRecord(now, marker, &record);
+      EncodeCommandRecord(NowMs(), marker, &record);
       (void)next->Append(record);  // durable with the first flush, before any write it precedes
     }
-    std::shared_ptr<AppendLogWriter> previous;
+  }
+  std::shared_ptr<AppendLogWriter> previous;
+  {
+    // No command runs while this is held: every write so far is in the
+    // current log, every later one will be in the next.
+    const auto requested = std::chrono::steady_clock::now();
+    KeyLocks::Guard all = parts_.key_locks->LockAll(/*exclusive=*/true);
+    const auto locked = std::chrono::steady_clock::now();
+    // For INFO (bench/cut_bench.py): how long the cut waited for the
+    // commands already running, and how long it held every command back.
+    // Declared after the guard, so it stops before the guard is released.
+    struct PauseMeter {
+      Durability* self;
+      std::chrono::steady_clock::time_point requested, locked;
+      ~PauseMeter() {
+        using std::chrono::duration_cast;
+        using std::chrono::microseconds;
+        self->last_cut_wait_us_.store(duration_cast<microseconds>(locked - requested).count(),
+                                      std::memory_order_relaxed);
+        self->last_cut_pause_us_.store(
+            duration_cast<microseconds>(std::chrono::steady_clock::now() - locked).count(),
+            std::memory_order_relaxed);
+      }
+    } meter{this, requested, locked};
+    const int64_t now = NowMs();
     {
       std::lock_guard lock(mutex_);
       previous = std::move(log_);
       log_ = std::move(next);
-      logging_.store(true, std::memory_order_release);
+      logging_.store(config.appendonly, std::memory_order_release);
+      // Until it is closed, no write in a later log is acknowledged (FlushTo).
+      retiring_ = previous;
+      next_generation_ = generation + 1;
     }
-    if (previous != nullptr) {
-      Status closed = previous->Close();
-      if (!closed.ok() && !write_error_.exchange(true, std::memory_order_acq_rel)) {
-        spdlog::error("closing {} failed, refusing writes from now on: {}", previous->path(),
-                      closed.message());
-        std::lock_guard lock(mutex_);
-        last_log_error_ = closed.message();
-      }
-    }
-  } else {
-    std::shared_ptr<AppendLogWriter> previous;
-    {
+    job->meta.created_ms = now;
+    job->meta.log_generation = generation;
+    job->changes_at_cut = changes_.load(std::memory_order_relaxed);
+    // The keys are captured after the pause (Walk); from here on, whatever
+    // reaches a key first captures it for this job.
+    parts_.keyspace->BeginCapture(job.get());
+  }
+  // The old log's last flush and fsync, after the pause: commands run
+  // again, and only those that must reply to a write wait, in FlushTo.
+  if (previous != nullptr) RetireLog(previous, /*still_logging=*/config.appendonly);
+  *out = std::move(job);
+  return Status::Ok();
+}
+
+void Durability::RetireLog(const std::shared_ptr<AppendLogWriter>& previous, bool still_logging) {
+  Status closed = previous->Close();
+  if (!closed.ok()) {
+    if (!still_logging) {
+      // appendonly was switched off: the snapshot this cut starts holds
+      // every write, and no later write goes to a log.
+      spdlog::warn("closing {} failed: {}", previous->path(), closed.message());
+    } else if (!write_error_.exchange(true, std::memory_order_acq_rel)) {
+      // Latched before the waiters are released: each of them sees it.
+      spdlog::error("closing {} failed, refusing writes from now on: {}", previous->path(),
+                    closed.message());
       std::lock_guard lock(mutex_);
-      previous = std::move(log_);
-      logging_.store(false, std::memory_order_release);
+      last_log_error_ = closed.message();
     }
-    if (previous != nullptr) (void)previous->Close();
   }
   {
     std::lock_guard lock(mutex_);
-    next_generation_ = generation + 1;
+    if (retiring_ == previous) retiring_.reset();
   }
-  job->meta.created_ms = now;
-  job->meta.log_generation = generation;
-  job->changes_at_cut = changes_.load(std::memory_order_relaxed);
-  // The keys are captured after the pause (Walk); from here on, whatever
-  // reaches a key first captures it for this job.
-  parts_.keyspace->BeginCapture(job.get());
-  *out = std::move(job);
-  return Status::Ok();
+  retired_.notify_all();
 }
 
 void Durability::Walk(SaveJob& job) {

@@ -19,8 +19,11 @@
 // A snapshot cut (SAVE, BGSAVE, the schedule, shutdown) takes every key
 // lock exclusively for a moment: no command runs, so every write so far is
 // in the log being closed and every later one goes to the new generation.
-// Under the cut it only starts log generation N+1 and advances the
-// keyspace's capture epoch (Keyspace::BeginCapture): O(1) in the keys.
+// Under the cut it only swaps in log generation N+1 (created, with its
+// fsyncs, before the pause) and advances the keyspace's capture epoch
+// (Keyspace::BeginCapture): O(1) in the keys, no system call. The old log's
+// last flush and fsync come after the pause; until they are done, a reply
+// that acknowledges a write waits (FlushTo), in either log.
 // Then, with commands running again, a walk (Keyspace::CaptureRemaining,
 // on the saver's thread for BGSAVE) records every key that existed at the
 // cut with a reference to its entry, shard by shard, 256 keys per hold of a
@@ -184,6 +187,8 @@ class Durability : public JournalSubscriber {
   Status LoadSnapshot(FileSystem& reader, uint64_t* generation);
   Status ReplayLogs(FileSystem& reader, uint64_t first_generation, const LogRecordApplier& apply,
                     uint64_t* last_generation);
+  // Closes the log a cut replaced and releases the flushes waiting for it.
+  void RetireLog(const std::shared_ptr<AppendLogWriter>& previous, bool still_logging);
   // Renames each log to <name>.orphaned (see kLogNeedsSnapshot), with a warning.
   void SetAsideOrphanedLogs(std::span<const uint64_t> generations, uint64_t snapshot_generation);
   // The bytes Load will read: the snapshot's size plus every log's.
@@ -223,6 +228,10 @@ class Durability : public JournalSubscriber {
   // FlushForReply runs without key locks and takes mutex_ to read it.
   mutable std::mutex mutex_;
   std::shared_ptr<AppendLogWriter> log_;  // guarded by mutex_ (read under key locks too)
+  // The log a cut replaced, while the cut closes it after its pause; guarded
+  // by mutex_, signalled on retired_ when it is closed (see FlushTo).
+  std::shared_ptr<AppendLogWriter> retiring_;
+  std::condition_variable retired_;
   uint64_t next_generation_ = 0;          // guarded by mutex_ and the cut
   ServerConfig::AppendFsync fsync_policy_ = ServerConfig::AppendFsync::kEverySec;
   std::string last_log_error_;            // guarded by mutex_

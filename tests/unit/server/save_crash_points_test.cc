@@ -304,6 +304,53 @@ TEST(SaveCrashPoints, ALogStartedBySwitchingAppendOnlyOnNeverReplaysOntoAnOlderS
   }
 }
 
+// The cut's pause ends before the old log's final fsync and close (they took
+// most of its 14-21 ms at 1M keys). Held at that close: commands run, reads
+// reply, and a write runs but its reply waits until the old log is durable,
+// since the logs must keep one file's prefix property. Shown to fail: with
+// the wait in FlushTo removed, the write was acknowledged while the old log
+// was still open; with the close moved back under the pause, the read waited.
+TEST(SaveCrashPoints, TheOldLogClosesAfterThePauseAndHoldsOnlyTheRepliesToWrites) {
+  TempDir dir;
+  ServerConfig config = DurableConfigIn(dir, ServerConfig::AppendFsync::kAlways);
+  FaultFileSystem fault(DefaultFileSystem());
+  auto server = StartOn(config, &fault);
+  Session s(server.get());
+  Session reader(server.get(), /*worker=*/1);
+  Session writer(server.get(), /*worker=*/1);
+  Expected e;
+  WriteRound(*server, s, "before", &e);
+  // The first file close after this is the old log's, inside the cut (the
+  // snapshot's own file is closed later, by the saver).
+  PausePoint closing(&fault, FaultOp::kClose, fault.calls(FaultOp::kClose) + 1);
+  auto bgsave = std::async(std::launch::async, [&] { return s.Run({"BGSAVE"}); });
+  ASSERT_TRUE(closing.WaitReached());
+  auto read = std::async(std::launch::async,
+                         [&] { return reader.Run({"BF.EXISTS", "bf", "before"}); });
+  const bool read_replied = read.wait_for(kNoWait) == std::future_status::ready;
+  auto write = std::async(std::launch::async,
+                          [&] { return RunDurably(*server, writer, {"BF.ADD", "bf", "during"}); });
+  // Released below in every case; a write acknowledged before then is the bug.
+  const bool write_replied_early =
+      write.wait_for(std::chrono::milliseconds(200)) == std::future_status::ready;
+  closing.Release();
+  ASSERT_TRUE(read_replied) << "a read waited for the old log's close";
+  EXPECT_EQ(read.get(), Int(1));
+  EXPECT_FALSE(write_replied_early) << "a write was acknowledged before the old log was closed";
+  EXPECT_EQ(write.get(), Int(1));
+  e.bf_items.push_back("during");
+  EXPECT_EQ(bgsave.get(), Simple("Background saving started"));
+  ASSERT_TRUE(WaitForBackgroundSave(s));
+  ASSERT_EQ(InfoField(s, "rdb_last_bgsave_status"), "ok");
+  WriteRound(*server, s, "after", &e);
+  server.reset();  // kill -9
+  for (int start = 1; start <= 2; ++start) {
+    auto loaded = StartOn(config, DefaultFileSystem());
+    Session t(loaded.get());
+    ExpectState(t, e, "start " + std::to_string(start));
+  }
+}
+
 // Back-to-back cuts. While a background save writes, Redis refuses another
 // BGSAVE and a SAVE ("Background save already in progress") and schedules
 // BGSAVE SCHEDULE / BGREWRITEAOF; the scheduled one starts at the next tick
