@@ -72,6 +72,18 @@ inline uint64_t WindowGenerationCapacity(uint64_t capacity, uint32_t generations
   return std::max<uint64_t>(1, capacity / generations + (capacity % generations != 0 ? 1 : 0));
 }
 
+// Where a new filter's generation 0 starts: `now_ms` rounded down to a
+// whole period of the window clock, so that filters with the same window
+// and generations share their generation boundaries (BF.MERGE / CBF.MERGE
+// need them aligned) however far apart they were created. Generation 0 is
+// then shorter than a period; the guarantee, which rests on the boundaries
+// alone, is the same.
+inline int64_t AlignedWindowOrigin(int64_t now_ms, uint64_t window_ms, uint32_t generations) {
+  const int64_t period = static_cast<int64_t>((window_ms + generations - 1) / generations);
+  if (now_ms <= 0 || period <= 0) return now_ms;
+  return now_ms - now_ms % period;
+}
+
 // One generation slot as a snapshot or INFO sees it.
 template <typename Gen>
 struct WindowSlotView {

@@ -58,7 +58,9 @@ FilterStatus WindowedBloomFilter::Create(const WindowedBloomOptions& options, in
   if (FilterStatus s = Check(options); s != FilterStatus::kOk) return s;
   const uint64_t seed = options.hash_seed ? *options.hash_seed : NewHashSeed();
   std::unique_ptr<WindowedBloomFilter> filter(
-      new (std::nothrow) WindowedBloomFilter(options, seed, now_ms, limits, budget));
+      new (std::nothrow) WindowedBloomFilter(
+      options, seed, AlignedWindowOrigin(now_ms, options.window_ms, options.generations), limits,
+      budget));
   if (filter == nullptr) return FilterStatus::kOutOfMemory;
   std::unique_ptr<ScalableBloomFilter> first;
   if (FilterStatus s = filter->NewGeneration(/*budgeted=*/true, &first); s != FilterStatus::kOk) {

@@ -75,7 +75,8 @@ class WindowedBloomFilter {
   // Validates (error_rate in (0, 1), capacity >= 1, expansion in
   // [1, kMaxBloomExpansion], generations in [1, kMaxWindowGenerations],
   // window_ms in [generations, kMaxWindowMs]; else kInvalidOptions) and
-  // creates generation 0 at `now_ms`, the filter's origin.
+  // creates generation 0 at `now_ms` rounded down to a whole period
+  // (AlignedWindowOrigin, window_generations.h), the filter's origin.
   static FilterStatus Create(const WindowedBloomOptions& options, int64_t now_ms,
                              const FilterLimits& limits, MemoryBudget* budget,
                              std::unique_ptr<WindowedBloomFilter>* out);

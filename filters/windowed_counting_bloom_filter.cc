@@ -54,7 +54,9 @@ FilterStatus WindowedCountingBloomFilter::Create(
   if (FilterStatus s = Check(options); s != FilterStatus::kOk) return s;
   const uint64_t seed = options.hash_seed ? *options.hash_seed : NewHashSeed();
   std::unique_ptr<WindowedCountingBloomFilter> filter(
-      new (std::nothrow) WindowedCountingBloomFilter(options, seed, now_ms, limits, budget));
+      new (std::nothrow) WindowedCountingBloomFilter(
+      options, seed, AlignedWindowOrigin(now_ms, options.window_ms, options.generations), limits,
+      budget));
   if (filter == nullptr) return FilterStatus::kOutOfMemory;
   std::unique_ptr<CountingBloomFilter> first;
   if (FilterStatus s = filter->NewGeneration(/*budgeted=*/true, &first); s != FilterStatus::kOk) {

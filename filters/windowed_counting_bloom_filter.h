@@ -66,7 +66,8 @@ class WindowedCountingBloomFilter {
   using RestoredSlot = Gens::RestoredSlot;
 
   // Validates (as WindowedBloomFilter, plus counter_bits 4 or 8; else
-  // kInvalidOptions) and creates generation 0 at `now_ms`, the origin.
+  // kInvalidOptions) and creates generation 0 at `now_ms` rounded down to a
+  // whole period (AlignedWindowOrigin), the origin.
   static FilterStatus Create(const WindowedCountingBloomOptions& options, int64_t now_ms,
                              const FilterLimits& limits, MemoryBudget* budget,
                              std::unique_ptr<WindowedCountingBloomFilter>* out);

@@ -344,6 +344,7 @@ void CmdMerge(CommandContext& ctx) {
                                    : std::string_view(result.detail));
     return;
   }
+  if (result.journaled) ctx.skip_journal = true;  // a windowed merge logged its result
   ctx.reply.Ok();
 }
 

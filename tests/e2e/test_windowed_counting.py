@@ -195,6 +195,25 @@ class WindowedCountingRestarts(unittest.TestCase):
     def test_restart_from_the_log(self):
         self.check(from_snapshot=False)
 
+    def test_a_windowed_merge_survives_kill9(self):
+        server, r = self.start()
+        for key in ("s1", "s2", "b1", "b2"):
+            family = "CBF" if key.startswith("s") else "BF"
+            r.execute_command(f"{family}.RESERVE", key, "0.01", "1000", "WINDOW", 10,
+                              "GENERATIONS", 2, "SEED", 42)
+        r.execute_command("CBF.INCR", "s1", "x", "x")
+        r.execute_command("CBF.INCR", "s2", "x", "y")
+        r.execute_command("BF.MADD", "b1", "p")
+        r.execute_command("BF.MADD", "b2", "q")
+        self.assertEqual(r.execute_command("CBF.MERGE", "all", "s1", "s2"), b"OK")
+        self.assertEqual(r.execute_command("BF.MERGE", "ball", "b1", "b2"), b"OK")
+        server.kill9()
+        server, r = self.start()  # the merges' results come back from the log
+        self.assertEqual(r.execute_command("CBF.COUNT", "all", "x"), 3)
+        self.assertEqual(r.execute_command("CBF.COUNT", "all", "y"), 1)
+        self.assertEqual(r.execute_command("BF.MEXISTS", "ball", "p", "q", "z"), [1, 1, 0])
+        self.assertEqual(r.type("all"), b"BGcountWB")
+
     def test_restart_from_a_snapshot_and_the_log(self):
         self.check(from_snapshot=True)
 

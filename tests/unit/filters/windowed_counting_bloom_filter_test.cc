@@ -167,5 +167,24 @@ TEST(WindowedCountingBloom, MemoryFlatOverManyWindows) {
   EXPECT_EQ(budget.used(), reserved);
 }
 
+// Created at any moment, generation 0 starts on a whole period of the
+// window clock, so filters of one window share their boundaries (merges need
+// them aligned); the window guarantee rests on the boundaries alone.
+TEST(WindowedCountingBloom, OriginIsAlignedToAWholePeriod) {
+  WindowedCountingBloomOptions o;
+  o.window_ms = 4000;
+  o.generations = 4;  // period 1000 ms
+  o.hash_seed = 7;
+  std::unique_ptr<WindowedCountingBloomFilter> f;
+  ASSERT_EQ(WindowedCountingBloomFilter::Create(o, kOrigin + 737, FilterLimits{}, nullptr, &f),
+            FilterStatus::kOk);
+  EXPECT_EQ(f->origin_ms(), kOrigin);
+  EXPECT_EQ(f->GenerationAgeMs(kOrigin + 737), 737);
+  bool was_new = false;
+  uint64_t count = 0, g = 0;
+  ASSERT_EQ(f->Add(f->Hash("x"), kOrigin + 737, &was_new, &count, &g), FilterStatus::kOk);
+  EXPECT_EQ(f->Count(f->Hash("x"), kOrigin + 737 + 3999), 1u);  // through t + W
+}
+
 }  // namespace
 }  // namespace bloomgate
