@@ -4,6 +4,7 @@
 #include <new>
 #include <utility>
 
+#include "filters/deferred_free.h"
 #include "filters/hash_seed.h"
 #include "filters/memory_reservation.h"
 
@@ -94,7 +95,12 @@ FilterStatus WindowedCountingBloomFilter::AdvanceTo(int64_t now_ms) {
 FilterStatus WindowedCountingBloomFilter::AdvanceToGeneration(uint64_t target, bool budgeted) {
   return gens_.AdvanceTo(target, [&](std::unique_ptr<CountingBloomFilter>* fresh) {
     return NewGeneration(budgeted, fresh);
-  }, [](auto doomed) { doomed.reset(); });  // freed here, outside the slot lock
+  }, [](std::unique_ptr<CountingBloomFilter> doomed) {
+    // Off this thread when big: freeing is munmap of its touched pages
+    // (filters/deferred_free.h), ~1.6 ms for 20 MB.
+    const uint64_t bytes = doomed->memory_bytes();
+    FreeDeferred(std::shared_ptr<void>(std::move(doomed)), bytes);
+  });
 }
 
 uint64_t WindowedCountingBloomFilter::CountIn(const std::vector<Gens::Slot>& slots,
