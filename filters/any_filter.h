@@ -13,12 +13,14 @@
 #include "filters/scalable_bloom_filter.h"
 #include "filters/top_k.h"
 #include "filters/windowed_bloom_filter.h"
+#include "filters/windowed_counting_bloom_filter.h"
 
 namespace bloomgate {
 
 using AnyFilter = std::variant<std::unique_ptr<ScalableBloomFilter>,
                                std::unique_ptr<CountingBloomFilter>, std::unique_ptr<CuckooFilter>,
                                std::unique_ptr<CountMinSketch>, std::unique_ptr<TopK>,
-                               std::unique_ptr<WindowedBloomFilter>>;
+                               std::unique_ptr<WindowedBloomFilter>,
+                               std::unique_ptr<WindowedCountingBloomFilter>>;
 
 }  // namespace bloomgate

@@ -192,6 +192,30 @@ FilterHealth CountingBloomHealth(const CountingBloomFilter& filter, uint64_t max
   return health;
 }
 
+FilterHealth WindowedCountingBloomHealth(const WindowedCountingBloomFilter& filter,
+                                         uint64_t max_scan_bytes) {
+  FilterHealth health;
+  health.fp_rate_design = filter.error_rate();
+  health.scaling = true;
+  const uint64_t current = filter.current_generation();
+  filter.WithSlots([&](const std::vector<WindowCountingSlotInfo>& slots) {
+    // As WindowedBloomHealth: the scan budget shared over the generations.
+    const uint64_t share = max_scan_bytes / slots.size() + (max_scan_bytes != 0 ? 1 : 0);
+    for (const WindowCountingSlotInfo& slot : slots) {
+      if (!slot.present || slot.generation + filter.generations() < current) continue;
+      FilterHealth one = CountingBloomHealth(*slot.filter, share);
+      health.capacity += one.capacity;
+      health.items += one.items;
+      if (one.layers.empty()) health.saturated += one.saturated;  // unscanned; else Finish sums
+      health.bytes_scanned += one.bytes_scanned;
+      health.layers.insert(health.layers.end(), one.layers.begin(), one.layers.end());
+    }
+    return 0;
+  });
+  Finish(&health, /*can_grow=*/true);
+  return health;
+}
+
 FilterHealth CuckooHealth(const CuckooFilter& filter, bool per_sub_filter) {
   FilterHealth health;
   const uint32_t b = filter.bucket_size();

@@ -27,6 +27,7 @@
 #include "filters/cuckoo_filter.h"
 #include "filters/scalable_bloom_filter.h"
 #include "filters/windowed_bloom_filter.h"
+#include "filters/windowed_counting_bloom_filter.h"
 
 namespace bloomgate {
 
@@ -72,6 +73,8 @@ FilterHealth WindowedBloomHealth(const WindowedBloomFilter& filter,
                                  uint64_t max_scan_bytes = kDefaultHealthScanBytes);
 FilterHealth CountingBloomHealth(const CountingBloomFilter& filter,
                                  uint64_t max_scan_bytes = kDefaultHealthScanBytes);
+FilterHealth WindowedCountingBloomHealth(const WindowedCountingBloomFilter& filter,
+                                         uint64_t max_scan_bytes = kDefaultHealthScanBytes);
 // Cuckoo: the occupancy per sub-filter reads every slot (one byte each);
 // without `per_sub_filter` only the totals (items, slots), in O(1).
 FilterHealth CuckooHealth(const CuckooFilter& filter, bool per_sub_filter = true);

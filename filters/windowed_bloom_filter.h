@@ -36,18 +36,17 @@
 // rebuilds the same generations whatever the clock says at replay time.
 //
 // Concurrency: Add, ReplayAdd and MayContain run concurrently from any
-// threads. Bit updates are the generations' own (lock-free); the slot array
+// threads. Bit updates are the generations' own (lock-free); the slot ring
+// (filters/window_generations.h, shared with the windowed counting filter)
 // is guarded by a reader/writer mutex taken shared by every call and
 // exclusively only for the swap at a turnover.
 #pragma once
 
-#include <atomic>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <optional>
-#include <shared_mutex>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "filters/filter_status.h"
@@ -55,20 +54,9 @@
 #include "filters/limits.h"
 #include "filters/memory_budget.h"
 #include "filters/scalable_bloom_filter.h"
+#include "filters/window_generations.h"
 
 namespace bloomgate {
-
-// GENERATIONS' range. 4 by default: the edge of the window is W/4 soft
-// (absent by 1.25 W), memory is (n+1)/n = 1.25 x one window's worth of
-// items, and a lookup probes 5 generations. n = 1 is the two-filter rotation
-// (absent only by 2 W, memory 2 x); n = 16 sharpens the edge to W/16 for
-// 1.06 x the items but 17 probes per lookup and a lower per-generation FP
-// target (more bits per item).
-constexpr uint32_t kDefaultWindowGenerations = 4;
-constexpr uint32_t kMaxWindowGenerations = 64;
-// A period must be at least 1 ms; a window at most 10 years in ms (fits
-// every product below in an int64 with room to spare).
-constexpr uint64_t kMaxWindowMs = uint64_t{10} * 366 * 24 * 3600 * 1000;
 
 struct WindowedBloomOptions {
   double error_rate = 0.01;   // for the union of the live generations
@@ -80,19 +68,15 @@ struct WindowedBloomOptions {
 };
 
 // One generation slot as a snapshot sees it.
-struct WindowSlotInfo {
-  bool present = false;   // false: never used yet (young filter)
-  uint64_t generation = 0;
-  uint64_t new_items = 0;  // adds not seen in any live generation (BF.CARD's share)
-  const ScalableBloomFilter* filter = nullptr;
-};
+using WindowSlotInfo = WindowSlotView<ScalableBloomFilter>;
 
 class WindowedBloomFilter {
  public:
   // Validates (error_rate in (0, 1), capacity >= 1, expansion in
   // [1, kMaxBloomExpansion], generations in [1, kMaxWindowGenerations],
   // window_ms in [generations, kMaxWindowMs]; else kInvalidOptions) and
-  // creates generation 0 at `now_ms`, the filter's origin.
+  // creates generation 0 at `now_ms` rounded down to a whole period
+  // (AlignedWindowOrigin, window_generations.h), the filter's origin.
   static FilterStatus Create(const WindowedBloomOptions& options, int64_t now_ms,
                              const FilterLimits& limits, MemoryBudget* budget,
                              std::unique_ptr<WindowedBloomFilter>* out);
@@ -101,11 +85,7 @@ class WindowedBloomFilter {
   // generation, and `slots` (exactly generations + 1 of them, slot i holding
   // a generation g with g % (n+1) == i, g <= current, present ones with
   // their filter). kInvalidOptions if anything is out of range.
-  struct RestoredSlot {
-    uint64_t generation = 0;
-    uint64_t new_items = 0;
-    std::unique_ptr<ScalableBloomFilter> filter;  // null: never used
-  };
+  using RestoredSlot = WindowGenerations<ScalableBloomFilter>::RestoredSlot;
   static FilterStatus Restore(const WindowedBloomOptions& options, int64_t origin_ms,
                               uint64_t current_generation, std::vector<RestoredSlot> slots,
                               const FilterLimits& limits, MemoryBudget* budget,
@@ -155,38 +135,31 @@ class WindowedBloomFilter {
   double error_rate() const { return error_rate_; }
   uint64_t capacity() const { return capacity_; }
   uint32_t expansion() const { return expansion_; }
-  uint64_t window_ms() const { return window_ms_; }
-  uint32_t generations() const { return generations_; }
-  uint64_t period_ms() const { return period_ms_; }
-  int64_t origin_ms() const { return origin_ms_; }
+  uint64_t window_ms() const { return gens_.window_ms(); }
+  uint32_t generations() const { return gens_.generations(); }
+  uint64_t period_ms() const { return gens_.period_ms(); }
+  int64_t origin_ms() const { return gens_.origin_ms(); }
   uint64_t hash_seed() const { return hash_seed_; }
   const FilterLimits& limits() const { return limits_; }
-  uint64_t current_generation() const { return current_.load(std::memory_order_acquire); }
+  uint64_t current_generation() const { return gens_.current(); }
   // Every slot's generation filter plus this object.
   uint64_t memory_bytes() const;
+
+  // The generation ring itself, for BF.MERGE / CBF.MERGE (server/commands/
+  // bloom_merge.h), which combine generation by generation while holding
+  // every key exclusively.
+  WindowGenerations<ScalableBloomFilter>& ring() { return gens_; }
+  const WindowGenerations<ScalableBloomFilter>& ring() const { return gens_; }
 
   // Runs `fn(slots)` with the slot array held still (no turnover meanwhile):
   // the snapshot codec describes and copies through it, BF.INFO reads it.
   template <typename Fn>
   auto WithSlots(Fn&& fn) const {
-    std::shared_lock lock(slots_mutex_);
-    std::vector<WindowSlotInfo> infos;
-    infos.reserve(slots_.size());
-    for (const Slot& s : slots_) {
-      infos.push_back(WindowSlotInfo{s.filter != nullptr, s.generation,
-                                     s.new_items.load(std::memory_order_relaxed),
-                                     s.filter.get()});
-    }
-    return fn(static_cast<const std::vector<WindowSlotInfo>&>(infos));
+    return gens_.WithViews(std::forward<Fn>(fn));
   }
 
  private:
-  struct Slot {
-    uint64_t generation = 0;
-    // Relaxed: a statistic summed for BF.CARD, publishing nothing.
-    std::atomic<uint64_t> new_items{0};
-    std::unique_ptr<ScalableBloomFilter> filter;
-  };
+  using Gens = WindowGenerations<ScalableBloomFilter>;
 
   WindowedBloomFilter(const WindowedBloomOptions& options, uint64_t seed, int64_t origin_ms,
                       const FilterLimits& limits, MemoryBudget* budget);
@@ -195,26 +168,14 @@ class WindowedBloomFilter {
   FilterStatus NewGeneration(bool budgeted, std::unique_ptr<ScalableBloomFilter>* out) const;
   // Moves the current generation to `target`; `budgeted` false for replay.
   FilterStatus AdvanceToGeneration(uint64_t target, bool budgeted);
-  // Live at generation `at`: g <= at and g + n >= at.
-  bool Live(const Slot& s, uint64_t at) const {
-    return s.filter != nullptr && s.generation <= at && s.generation + generations_ >= at;
-  }
 
   const double error_rate_;
   const uint64_t capacity_;
   const uint32_t expansion_;
-  const uint64_t window_ms_;
-  const uint32_t generations_;
-  const uint64_t period_ms_;  // window_ms / generations, >= 1
-  const int64_t origin_ms_;
   const uint64_t hash_seed_;
   const FilterLimits limits_;
   MemoryBudget* const budget_;
-
-  mutable std::shared_mutex slots_mutex_;  // shared: every call; exclusive: the swap
-  std::mutex advance_mutex_;               // one turnover at a time
-  std::atomic<uint64_t> current_{0};       // written under both mutexes
-  std::vector<Slot> slots_;                // generations + 1; slot g % (n+1)
+  Gens gens_;  // the clock, the slot ring and the turnover
 };
 
 }  // namespace bloomgate

@@ -13,6 +13,7 @@
 #include "config/command_line.h"
 #include "config/config_params.h"
 #include "config/server_config.h"
+#include "filters/deferred_free.h"
 #include "server/commands/journal_applier.h"
 #include "server/data_dir.h"
 #include "server/context/memory_limit.h"
@@ -58,6 +59,24 @@ uint64_t TestLoadRateLimit() {
   unsigned long long value = std::strtoull(text, &end, 10);
   return end != text && *end == '\0' ? value : 0;
 }
+
+}  // namespace
+
+namespace {
+
+// Installs the server's LazyFreer as the filters' deferred freer
+// (filters/deferred_free.h) for as long as it lives.
+class DeferredFreerScope final : public bloomgate::DeferredFreer {
+ public:
+  explicit DeferredFreerScope(bloomgate::LazyFreer* freer) : freer_(freer) {
+    bloomgate::SetDeferredFreer(this);
+  }
+  ~DeferredFreerScope() override { bloomgate::ClearDeferredFreer(this); }
+  void Free(std::shared_ptr<void> doomed) override { freer_->Free(std::move(doomed)); }
+
+ private:
+  bloomgate::LazyFreer* const freer_;
+};
 
 }  // namespace
 
@@ -108,6 +127,9 @@ int main(int argc, char** argv) {
                                        : std::max(1u, std::thread::hardware_concurrency());
 
   ServerContext context(config, threads);
+  // A windowed filter's aged-out generations are freed on the lazy freer's
+  // thread, not on the event loop whose add turned them over.
+  DeferredFreerScope deferred_freer(&context.lazy_freer);
   context.config_file = command_line.config_path;
   context.executable = argv[0];
   context.worker_threads = threads;

@@ -17,6 +17,7 @@ const FamilyCodec& CuckooCodec();
 const FamilyCodec& CountMinSketchCodec();
 const FamilyCodec& TopKCodec();
 const FamilyCodec& WindowedBloomCodec();
+const FamilyCodec& WindowedCountingBloomCodec();
 
 namespace {
 
@@ -29,6 +30,7 @@ struct Registry {
       &CountMinSketchCodec(),
       &TopKCodec(),
       &WindowedBloomCodec(),
+      &WindowedCountingBloomCodec(),
   };
   // By kind byte and by AnyFilter alternative, so a lookup is one load.
   std::array<const FamilyCodec*, 256> by_kind{};

@@ -309,6 +309,7 @@ void CmdMerge(CommandContext& ctx) {
     }
     return;
   }
+  if (result.journaled) ctx.skip_journal = true;  // a windowed merge logged its result
   ctx.reply.Ok();
 }
 

@@ -11,6 +11,9 @@
 #include "filters/counting_bloom_filter.h"
 #include "filters/scalable_bloom_filter.h"
 #include "filters/windowed_bloom_filter.h"
+#include "filters/windowed_counting_bloom_filter.h"
+#include "persistence/append_log.h"
+#include "persistence/filter_codec.h"
 #include "server/commands/errors.h"
 
 namespace bloomgate {
@@ -128,13 +131,14 @@ MergeResult Failed(BloomStatus status, std::string detail = {}) {
 // The family's filter under `key` for a merge: kOk with *entry set, or why not.
 template <typename Filter>
 MergeResult FindInput(FilterStore& store, std::string_view command, const KeyRef& key,
-                      bool missing_ok, EntryPtr* entry) {
+                      bool missing_ok, std::string_view ref_name, EntryPtr* entry) {
   const Lookup lookup = FindFilter<Filter>(store, key, entry);
   if (lookup == Lookup::kMissing && missing_ok) return {};
   const BloomStatus status = BloomLookupStatus(lookup, BloomStatus::kNotFound);
   if (status != BloomStatus::kOk) return Failed(status);
-  if ((*entry)->get<Filter>() == nullptr) {  // served by BF.* but windowed
-    return Failed(BloomStatus::kMergeMismatch, errors::MergeWindowed(command, key.name));
+  if ((*entry)->get<Filter>() == nullptr) {  // served by BF.* / CBF.* but windowed
+    return Failed(BloomStatus::kMergeMismatch,
+                  errors::MergeMismatch(command, key.name, "", "a window", ref_name, "none"));
   }
   if constexpr (std::is_same_v<Filter, ScalableBloomFilter>) {
     // Imported from RedisBloom: its classic layers cannot be rebuilt as a
@@ -201,15 +205,18 @@ template <typename Filter>
 MergeResult Merge(FilterStore& store, std::string_view command, const KeyRef& dest,
                   std::span<const KeyRef> sources) {
   EntryPtr dest_entry;
-  if (MergeResult found = FindInput<Filter>(store, command, dest, /*missing_ok=*/true, &dest_entry);
+  if (MergeResult found = FindInput<Filter>(store, command, dest, /*missing_ok=*/true,
+                                            sources[0].name, &dest_entry);
       found.status != BloomStatus::kOk) {
     return found;
   }
+  const std::string_view ref_name = dest_entry != nullptr ? dest.name : sources[0].name;
   std::vector<EntryPtr> inputs;  // holds the sources' entries while they are read
   inputs.reserve(sources.size());
   for (const KeyRef& source : sources) {
     EntryPtr entry;
-    if (MergeResult found = FindInput<Filter>(store, command, source, /*missing_ok=*/false, &entry);
+    if (MergeResult found =
+            FindInput<Filter>(store, command, source, /*missing_ok=*/false, ref_name, &entry);
         found.status != BloomStatus::kOk) {
       return found;
     }
@@ -218,7 +225,6 @@ MergeResult Merge(FilterStore& store, std::string_view command, const KeyRef& de
   // Every check before the first change: a refused merge changes nothing.
   const Facts ref =
       FactsOf(dest_entry != nullptr ? *dest_entry->get<Filter>() : *inputs[0]->get<Filter>());
-  const std::string_view ref_name = dest_entry != nullptr ? dest.name : sources[0].name;
   for (size_t i = 0; i < inputs.size(); ++i) {
     std::string mismatch =
         FirstMismatch(command, sources[i].name, FactsOf(*inputs[i]->get<Filter>()), ref_name, ref);
@@ -255,15 +261,306 @@ MergeResult Merge(FilterStore& store, std::string_view command, const KeyRef& de
   return {};
 }
 
+
+// ------------------------------------------------------------ windowed ---
+// Windowed filters merge generation by generation: the inputs must have the
+// same parameters, window and generations, hash alike, and have their
+// current generations start at the same instant on the window clock (the
+// same boundaries), so that each input's generation k periods back covers
+// the same period as every other's. The generations at each offset then
+// merge as plain filters do (the same layer shapes, else the mismatch
+// names the offset); a generation the destination lacks is made empty in
+// the shape of the first source's and then merged into.
+
+// The generation filter type of a windowed filter.
+template <typename W>
+struct WindowGen;
+template <>
+struct WindowGen<WindowedBloomFilter> {
+  using type = ScalableBloomFilter;
+};
+template <>
+struct WindowGen<WindowedCountingBloomFilter> {
+  using type = CountingBloomFilter;
+};
+template <typename W>
+using GenOf = typename WindowGen<W>::type;
+
+uint32_t CounterBitsOf(const WindowedBloomFilter&) { return 0; }
+uint32_t CounterBitsOf(const WindowedCountingBloomFilter& f) { return f.counter_bits(); }
+
+// What a windowed input is judged by, at the window clock's `now`.
+struct WindowFacts {
+  double error_rate;
+  uint64_t capacity;
+  uint32_t expansion, counter_bits;
+  uint64_t window_ms;
+  uint32_t generations;
+  uint64_t seed;
+  uint64_t at;             // the generation lookups judge by (LookupAt)
+  int64_t current_start;   // when that generation began on the window clock
+};
+
+template <typename W>
+WindowFacts WindowFactsOf(const W& f, int64_t now) {
+  const uint64_t at = f.ring().LookupAt(now);
+  return WindowFacts{f.error_rate(), f.capacity(), f.expansion(), CounterBitsOf(f),
+                     f.window_ms(), f.generations(), f.hash_seed(), at,
+                     f.origin_ms() + static_cast<int64_t>(at * f.ring().period_ms())};
+}
+
+std::string WindowMismatch(std::string_view command, std::string_view name, const WindowFacts& w,
+                           std::string_view ref_name, const WindowFacts& ref) {
+  auto differ = [&](std::string_view what, const std::string& value, const std::string& theirs) {
+    return errors::MergeMismatch(command, name, what, value, ref_name, theirs);
+  };
+  if (w.error_rate != ref.error_rate) {
+    return differ("error rate", Number(w.error_rate), Number(ref.error_rate));
+  }
+  if (w.capacity != ref.capacity) return differ("capacity", Number(w.capacity), Number(ref.capacity));
+  if (w.expansion != ref.expansion) {
+    return differ("expansion", Number(uint64_t{w.expansion}), Number(uint64_t{ref.expansion}));
+  }
+  if (w.counter_bits != ref.counter_bits) {
+    return differ("counter bits", Number(uint64_t{w.counter_bits}),
+                  Number(uint64_t{ref.counter_bits}));
+  }
+  if (w.window_ms != ref.window_ms) {
+    return differ("window", Number(w.window_ms) + " ms", Number(ref.window_ms) + " ms");
+  }
+  if (w.generations != ref.generations) {
+    return differ("generations", Number(uint64_t{w.generations}),
+                  Number(uint64_t{ref.generations}));
+  }
+  if (w.seed != ref.seed) return differ("", "another seed", "its own");
+  if (w.current_start != ref.current_start) {
+    return differ("its current generation starting at",
+                  Number(static_cast<uint64_t>(w.current_start)) + " ms",
+                  Number(static_cast<uint64_t>(ref.current_start)) + " ms");
+  }
+  return {};
+}
+
+// The live generation `back` periods before `at`, or nullptr.
+template <typename Gen>
+Gen* GenerationBack(const std::vector<typename WindowGenerations<Gen>::Slot>& slots, uint64_t at,
+                    uint64_t back) {
+  if (back > at) return nullptr;
+  const uint64_t g = at - back;
+  const auto& slot = slots[g % slots.size()];
+  return slot.filter != nullptr && slot.generation == g ? slot.filter.get() : nullptr;
+}
+
+// The new_items of generation `at - back` (BF.CARD's share), 0 if absent.
+template <typename Gen>
+uint64_t NewItemsBack(const WindowGenerations<Gen>& ring, uint64_t at, uint64_t back) {
+  using Slots = std::vector<typename WindowGenerations<Gen>::Slot>;
+  return ring.Shared([&](const Slots& slots) -> uint64_t {
+    if (GenerationBack<Gen>(slots, at, back) == nullptr) return 0;
+    return slots[(at - back) % slots.size()].new_items.load(std::memory_order_relaxed);
+  });
+}
+
+template <typename W>
+MergeResult FindWindowedInput(FilterStore& store, std::string_view command, const KeyRef& key,
+                              bool missing_ok, std::string_view ref_name, EntryPtr* entry) {
+  using Served = std::conditional_t<std::is_same_v<W, WindowedBloomFilter>, ScalableBloomFilter,
+                                    CountingBloomFilter>;
+  const Lookup lookup = FindFilter<Served>(store, key, entry);
+  if (lookup == Lookup::kMissing && missing_ok) return {};
+  const BloomStatus status = BloomLookupStatus(lookup, BloomStatus::kNotFound);
+  if (status != BloomStatus::kOk) return Failed(status);
+  if ((*entry)->get<W>() == nullptr) {  // a plain filter among windowed ones
+    return Failed(BloomStatus::kMergeMismatch,
+                  errors::MergeMismatch(command, key.name, "", "no window", ref_name, "one"));
+  }
+  return {};
+}
+
+void SetNewItems(WindowedBloomFilter& f, uint64_t g, uint64_t largest, uint64_t sum) {
+  // BF.CARD's share of the merged generation: its distinct items, as the
+  // bits estimate them, within [the largest input's, the inputs' sum].
+  using Slots = std::vector<WindowGenerations<ScalableBloomFilter>::Slot>;
+  f.ring().Shared([&](Slots& slots) {
+    auto& slot = slots[g % slots.size()];
+    slot.new_items.store(std::clamp(slot.filter->items(), largest, sum),
+                         std::memory_order_relaxed);
+  });
+}
+void SetNewItems(WindowedCountingBloomFilter&, uint64_t, uint64_t, uint64_t) {}
+
+template <typename W>
+MergeResult MergeWindowedFilters(FilterStore& store, std::string_view command, const KeyRef& dest,
+                                 std::span<const KeyRef> sources) {
+  using Gen = GenOf<W>;
+  using Ring = WindowGenerations<Gen>;
+  using Slots = std::vector<typename Ring::Slot>;
+  const int64_t now = store.window_now_ms;
+  EntryPtr dest_entry;
+  const std::string_view first_name = sources[0].name;
+  if (MergeResult found = FindWindowedInput<W>(store, command, dest, /*missing_ok=*/true,
+                                               first_name, &dest_entry);
+      found.status != BloomStatus::kOk) {
+    return found;
+  }
+  const std::string_view ref_name = dest_entry != nullptr ? dest.name : first_name;
+  std::vector<EntryPtr> inputs;
+  for (const KeyRef& source : sources) {
+    EntryPtr entry;
+    if (MergeResult found = FindWindowedInput<W>(store, command, source, /*missing_ok=*/false,
+                                                 ref_name, &entry);
+        found.status != BloomStatus::kOk) {
+      return found;
+    }
+    inputs.push_back(std::move(entry));
+  }
+  const W& ref = dest_entry != nullptr ? *dest_entry->get<W>() : *inputs[0]->get<W>();
+  const WindowFacts ref_facts = WindowFactsOf(ref, now);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    std::string mismatch = WindowMismatch(command, sources[i].name,
+                                          WindowFactsOf(*inputs[i]->get<W>(), now), ref_name,
+                                          ref_facts);
+    if (!mismatch.empty()) return Failed(BloomStatus::kMergeMismatch, std::move(mismatch));
+  }
+  // Each offset's generations against that offset's reference (dest's, else
+  // the first source's that has one), every check before the first change.
+  const uint32_t n = ref.generations();
+  std::vector<std::optional<Facts>> shape(n + 1);
+  std::vector<std::string> shape_name(n + 1);
+  auto check = [&](const W& f, std::string_view name) -> std::string {
+    const uint64_t at = f.ring().LookupAt(now);
+    return f.ring().Shared([&](const Slots& slots) -> std::string {
+      for (uint32_t back = 0; back <= n; ++back) {
+        const Gen* g = GenerationBack<Gen>(slots, at, back);
+        if (g == nullptr) continue;
+        Facts facts = FactsOf(*g);
+        if (!shape[back]) {
+          shape[back] = std::move(facts);
+          shape_name[back] = std::string(name);
+          continue;
+        }
+        std::string what = FirstMismatch(command, name, facts, shape_name[back], *shape[back]);
+        if (!what.empty()) {
+          return what + " (in the generation " + Number(uint64_t{back}) + " back)";
+        }
+      }
+      return {};
+    });
+  };
+  if (dest_entry != nullptr) {
+    if (std::string m = check(*dest_entry->get<W>(), dest.name); !m.empty()) {
+      return Failed(BloomStatus::kMergeMismatch, std::move(m));
+    }
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (std::string m = check(*inputs[i]->get<W>(), sources[i].name); !m.empty()) {
+      return Failed(BloomStatus::kMergeMismatch, std::move(m));
+    }
+  }
+  // The result is logged whole (its generations came from the clock, which
+  // a replay must not ask again), so it must fit one log record: bounded
+  // above by the inputs' sizes together.
+  uint64_t bound = dest_entry != nullptr ? dest_entry->get<W>()->memory_bytes() : 0;
+  for (const EntryPtr& input : inputs) bound += input->get<W>()->memory_bytes();
+  if (store.journal.active() && !store.session.replaying && bound > kMaxLogRecordBodyBytes / 2) {
+    return Failed(BloomStatus::kMergeMismatch, std::string(errors::kTooLargeToLog));
+  }
+  // Filters merged in already: dest itself, and the first source when dest
+  // is made as its copy. A source named twice merges once.
+  std::vector<const W*> merged;
+  if (dest_entry == nullptr) {
+    // A copy of the first source (its generations, counts and clock).
+    AnyFilter copy = CloneFilter(inputs[0]->filter(), store.budget);
+    auto* held = std::get_if<std::unique_ptr<W>>(&copy);
+    if (held == nullptr || *held == nullptr) return Failed(BloomStatus::kOutOfMemory);
+    merged.push_back(inputs[0]->get<W>());
+    switch (StoreNewFilter(store, dest, std::move(*held), /*fail_if_exists=*/false,
+                           &dest_entry)) {
+      case StoreOutcome::kStored:
+      case StoreOutcome::kExisting: break;  // not while we hold the key
+      case StoreOutcome::kItemExists:
+      case StoreOutcome::kWrongType: return Failed(BloomStatus::kWrongType);
+    }
+  }
+  W& target = *dest_entry->get<W>();
+  merged.push_back(&target);
+  std::vector<const W*> others;
+  for (const EntryPtr& input : inputs) {
+    const W* f = input->get<W>();
+    if (std::find(merged.begin(), merged.end(), f) != merged.end()) continue;
+    merged.push_back(f);
+    others.push_back(f);
+  }
+  if (target.AdvanceTo(now) != FilterStatus::kOk) return Failed(BloomStatus::kOutOfMemory);
+  const uint64_t at = target.ring().LookupAt(now);
+  for (uint32_t back = 0; back <= n && back <= at; ++back) {
+    std::vector<const Gen*> gens;  // they stay put: every input's key is held exclusively
+    uint64_t largest = 0, sum = 0;
+    for (const W* f : others) {
+      const uint64_t f_at = f->ring().LookupAt(now);
+      const Gen* g = f->ring().Shared(
+          [&](const Slots& slots) -> const Gen* { return GenerationBack<Gen>(slots, f_at, back); });
+      if (g == nullptr) continue;
+      gens.push_back(g);
+      const uint64_t items = NewItemsBack<Gen>(f->ring(), f_at, back);
+      largest = std::max(largest, items);
+      sum += items;
+    }
+    if (gens.empty()) continue;
+    auto mine_of = [&]() -> Gen* {
+      return target.ring().Shared([&](const Slots& slots) -> Gen* {
+        return const_cast<Gen*>(GenerationBack<Gen>(slots, at, back));
+      });
+    };
+    Gen* mine = mine_of();
+    if (mine == nullptr) {
+      std::unique_ptr<Gen> fresh;
+      if (RestoreLike(FactsOf(*gens[0]), store, &fresh) != FilterStatus::kOk ||
+          !target.ring().Install(at - back, std::move(fresh))) {
+        return Failed(BloomStatus::kOutOfMemory);
+      }
+      mine = mine_of();
+    } else {
+      const uint64_t items = NewItemsBack<Gen>(target.ring(), at, back);
+      largest = std::max(largest, items);
+      sum += items;
+    }
+    if (!Combine(*mine, gens)) return Failed(BloomStatus::kMergeMismatch);
+    SetNewItems(target, at - back, largest, sum);
+  }
+  dest_entry->MarkModified();
+  // Journaled whole, with its bits (the command is not replayed).
+  store.journal.RecordFilter(store.session, store.now_ms, dest.name, dest_entry->filter(),
+                             /*with_payload=*/true);
+  MergeResult done;
+  done.journaled = true;
+  return done;
+}
+
+// Whether the merge is over windowed filters: the reference (dest if it
+// exists, else the first source) decides.
+template <typename W>
+bool WindowedReference(FilterStore& store, const KeyRef& dest, std::span<const KeyRef> sources) {
+  EntryPtr entry = store.keyspace.Find(dest, store.now_ms);
+  if (entry == nullptr && !sources.empty()) entry = store.keyspace.Find(sources[0], store.now_ms);
+  return entry != nullptr && entry->get<W>() != nullptr;
+}
+
 }  // namespace
 
 MergeResult MergeBloom(FilterStore& store, std::string_view command, const KeyRef& dest,
                        std::span<const KeyRef> sources) {
+  if (WindowedReference<WindowedBloomFilter>(store, dest, sources)) {
+    return MergeWindowedFilters<WindowedBloomFilter>(store, command, dest, sources);
+  }
   return Merge<ScalableBloomFilter>(store, command, dest, sources);
 }
 
 MergeResult MergeCounting(FilterStore& store, std::string_view command, const KeyRef& dest,
                           std::span<const KeyRef> sources) {
+  if (WindowedReference<WindowedCountingBloomFilter>(store, dest, sources)) {
+    return MergeWindowedFilters<WindowedCountingBloomFilter>(store, command, dest, sources);
+  }
   return Merge<CountingBloomFilter>(store, command, dest, sources);
 }
 

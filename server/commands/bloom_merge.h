@@ -17,6 +17,10 @@ struct MergeResult {
   // mismatch, a windowed filter); empty for the others, which
   // BloomStatusText tells.
   std::string detail;
+  // A windowed merge journaled its result itself (the whole dest, with its
+  // bits: its generations came from the clock, which replay must not ask);
+  // the command is then not journaled.
+  bool journaled = false;
 };
 
 // BF.MERGE dest src [src ...]: ORs every layer of each source into `dest`,
@@ -24,7 +28,8 @@ struct MergeResult {
 // is then merged with itself, a no-op). A missing dest is created first
 // with the first source's parameters and layer shapes (and seed), charged
 // to maxmemory. Refused, with nothing changed: a missing source (kNotFound),
-// a key of another family (kWrongType), a windowed filter, and any source
+// a key of another family (kWrongType), a windowed filter among plain ones
+// or a plain one among windowed ones, and any source
 // that differs from the reference (dest if it exists, else the first
 // source) in error rate, capacity, expansion, seed, number of layers or a
 // layer's bits and probes (kMergeMismatch; detail names the first one).
@@ -35,6 +40,16 @@ struct MergeResult {
 // shards count once (what the sum would overstate), and the count never
 // falls below what one input already reported. The estimate depends only on
 // the bits, so a replay of the logged command reproduces it exactly.
+//
+// Windowed filters (the reference, dest if it exists else the first source,
+// decides) merge generation by generation: every input windowed, with the
+// same error rate, capacity, expansion, window, generations and seed, and
+// its current generation starting at the same instant on the window clock
+// (aligned boundaries), else kMergeMismatch naming the first difference.
+// The generations at each offset back from the current one merge as plain
+// filters (same layer shapes, else the mismatch names the offset); one the
+// dest lacks is made empty first. A missing dest is a copy of the first
+// source. The result is journaled whole (MergeResult::journaled).
 //
 // The caller holds every key exclusively (the command's row lists them all).
 MergeResult MergeBloom(FilterStore& store, std::string_view command, const KeyRef& dest,

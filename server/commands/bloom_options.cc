@@ -115,10 +115,10 @@ void ParseReserveArgs(ArgParser& parser, bool counting, BloomParams* params) {
     if (parser.Accept("SEED")) {
       if (seed) parser.Fail(errors::kDuplicateOption);
       seed = NextSeed(parser);
-    } else if (!counting && parser.Accept("WINDOW")) {
+    } else if (parser.Accept("WINDOW")) {
       if (window_ms) parser.Fail(errors::kDuplicateOption);
       window_ms = NextWindowMs(parser);
-    } else if (!counting && parser.Accept("GENERATIONS")) {
+    } else if (parser.Accept("GENERATIONS")) {
       if (generations) parser.Fail(errors::kDuplicateOption);
       generations = NextGenerations(parser);
     } else if (parser.Accept("EXPANSION")) {
@@ -183,10 +183,10 @@ void ParseInsertArgs(ArgParser& parser, std::string_view command_name, bool coun
     } else if (parser.Accept("SEED")) {
       if (rule->seed) parser.Fail(errors::kDuplicateOption);
       rule->seed = NextSeed(parser);
-    } else if (!counting && parser.Accept("WINDOW")) {
+    } else if (parser.Accept("WINDOW")) {
       if (rule->window_ms) parser.Fail(errors::kDuplicateOption);
       rule->window_ms = NextWindowMs(parser);
-    } else if (!counting && parser.Accept("GENERATIONS")) {
+    } else if (parser.Accept("GENERATIONS")) {
       if (rule->generations) parser.Fail(errors::kDuplicateOption);
       rule->generations = NextGenerations(parser);
     } else if (parser.Accept("NOCREATE")) {

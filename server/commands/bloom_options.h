@@ -52,7 +52,7 @@ struct CreateRule {
 
 // `RESERVE key error_rate capacity [EXPANSION n] [NONSCALING]
 // [COUNTERBITS 4|8] [WINDOW seconds [GENERATIONS n]] [SEED seed]`: parses from the error rate on into *params (which
-// holds the defaults); COUNTERBITS only when `counting`.
+// holds the defaults); COUNTERBITS only when `counting` (WINDOW for both families).
 void ParseReserveArgs(ArgParser& parser, bool counting, BloomParams* params);
 
 // `INSERT key [CAPACITY c] [ERROR e] [EXPANSION n] [NOCREATE] [NONSCALING]

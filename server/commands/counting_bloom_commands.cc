@@ -16,6 +16,7 @@
 #include "filters/key_hash.h"
 #include "server/commands/bloom_merge.h"
 #include "server/commands/counting_bloom_ops.h"
+#include "server/commands/windowed_counting_ops.h"
 #include "server/commands/chunk_transfer.h"
 #include "server/commands/command_context.h"
 #include "server/commands/errors.h"
@@ -24,8 +25,14 @@
 #include "server/commands/info_reply.h"
 #include "server/context/command_table.h"
 #include "server/context/filter_family.h"
+#include "server/keyspace/clock.h"
 
 namespace bloomgate {
+
+// windowed_counting_commands.cc: CBF.INFO's reply for a windowed filter.
+void ReplyWindowedCountingInfo(CommandContext& ctx, const KeyEntry& entry,
+                               const WindowedCountingBloomFilter& filter);
+
 namespace {
 
 // ---------------------------------------------------------------- cmds ---
@@ -33,6 +40,15 @@ namespace {
 // text with BloomStatusText (the family follows BF.*) and replies.
 
 void Fail(CommandContext& ctx, BloomStatus status) { ctx.Fail(BloomStatusText(status)); }
+
+// A windowed filter's writes are journaled as what they did, each with its
+// generation (kWindowCountEffect), so replay needs no clock; nothing when
+// nothing took effect (a creation journals itself).
+void JournalWindowCount(CommandContext& ctx, std::span<const std::string_view> items,
+                        const WindowCountResult& result, bool deleted) {
+  WindowCountEffect(ctx.args[1], items, result, deleted, &ctx.effect_bytes, &ctx.effect);
+  if (ctx.effect.empty()) ctx.skip_journal = true;
+}
 
 // Finds or creates the filter, adds the items and replies: a boolean for
 // `single`, else one per item that went in, then the error that stopped
@@ -44,6 +60,22 @@ void AddAndReply(CommandContext& ctx, const CreateRule& rule,
   if (BloomStatus status = FindOrCreateCounting(store, ctx.Key(ctx.args[1]), rule, &entry);
       status != BloomStatus::kOk) {
     Fail(ctx, status);
+    return;
+  }
+  if (entry->get<WindowedCountingBloomFilter>() != nullptr) {
+    WindowCountResult result = AddWindowedCountingItems(*entry, items, store.window_now_ms);
+    JournalWindowCount(ctx, items, result, /*deleted=*/false);
+    if (single) {
+      if (result.status != BloomStatus::kOk) {
+        Fail(ctx, result.status);
+      } else {
+        ctx.reply.Bool(result.done[0]);
+      }
+      return;
+    }
+    std::optional<std::string_view> error;
+    if (result.status != BloomStatus::kOk) error = BloomStatusText(result.status);
+    ReplyBoolsThenError(ctx.reply, result.done, error);
     return;
   }
   // Non-scaling fill warning (filter_health_report.h), here rather than in
@@ -80,7 +112,16 @@ void DeleteAndReply(CommandContext& ctx, std::span<const std::string_view> items
     Fail(ctx, status);
     return;
   }
-  std::vector<bool> removed = DeleteCountingItems(*entry, items);
+  std::vector<bool> removed;
+  if (entry->get<WindowedCountingBloomFilter>() != nullptr) {
+    // DEL on a windowed filter: the newest live occurrence (see
+    // windowed_counting_bloom_filter.h).
+    WindowCountResult result = DeleteWindowedCountingItems(*entry, items, store.window_now_ms);
+    JournalWindowCount(ctx, items, result, /*deleted=*/true);
+    removed = std::move(result.done);
+  } else {
+    removed = DeleteCountingItems(*entry, items);
+  }
   if (single) {
     ctx.reply.Bool(removed[0]);
   } else {
@@ -88,9 +129,11 @@ void DeleteAndReply(CommandContext& ctx, std::span<const std::string_view> items
   }
 }
 
-// A read command's filter into *filter (null for a missing key); false when
-// the key holds another type and WRONGTYPE was replied.
-bool FindForRead(CommandContext& ctx, EntryPtr* holder, const CountingBloomFilter** filter) {
+// A read command's filter into *filter, or a windowed one into *windowed
+// (both null for a missing key); false when the key holds another type and
+// WRONGTYPE was replied.
+bool FindForRead(CommandContext& ctx, EntryPtr* holder, const CountingBloomFilter** filter,
+                 const WindowedCountingBloomFilter** windowed) {
   FilterStore store = StoreFor(ctx);
   switch (FindFilter<CountingBloomFilter>(store, ctx.Key(ctx.args[1]), holder)) {
     case Lookup::kWrongType:
@@ -104,10 +147,12 @@ bool FindForRead(CommandContext& ctx, EntryPtr* holder, const CountingBloomFilte
       break;
   }
   *filter = *holder == nullptr ? nullptr : (*holder)->get<CountingBloomFilter>();
+  *windowed = *holder == nullptr ? nullptr : (*holder)->get<WindowedCountingBloomFilter>();
   return true;
 }
 
 // CBF.RESERVE key error_rate capacity [EXPANSION n] [NONSCALING] [COUNTERBITS 4|8]
+//             [WINDOW seconds [GENERATIONS n]] [SEED seed]
 void CmdReserve(CommandContext& ctx) {
   ArgParser parser(ctx.args, 2);
   BloomParams params = DefaultBloomParams(ctx.server.config);
@@ -129,13 +174,26 @@ void CmdReserve(CommandContext& ctx) {
 // CBF.INCR key item [item ...]: one add per item, replying each item's
 // count including this add (an upper bound, as CBF.COUNT), then the error
 // that stopped the adds, if any. Journaled as the command: CBF writes hold
-// the key exclusively, so replaying it on the same state adds the same.
+// the key exclusively, so replaying it on the same state adds the same. On
+// a windowed filter, the count within the window, journaled with each
+// add's generation (replay must not ask the clock).
 void CmdIncr(CommandContext& ctx) {
   FilterStore store = StoreFor(ctx);
   EntryPtr entry;
   if (BloomStatus status = FindOrCreateCounting(store, ctx.Key(ctx.args[1]), CreateRule{}, &entry);
       status != BloomStatus::kOk) {
     Fail(ctx, status);
+    return;
+  }
+  if (entry->get<WindowedCountingBloomFilter>() != nullptr) {
+    // The count within the window, this add included: the n-th-hit answer.
+    WindowCountResult result =
+        AddWindowedCountingItems(*entry, ctx.args.subspan(2), store.window_now_ms);
+    JournalWindowCount(ctx, ctx.args.subspan(2), result, /*deleted=*/false);
+    const bool stopped = result.status != BloomStatus::kOk;
+    ctx.reply.ArrayHeader(result.counts.size() + (stopped ? 1 : 0));
+    for (uint64_t count : result.counts) ctx.reply.Integer(static_cast<int64_t>(count));
+    if (stopped) ctx.reply.Error(BloomStatusText(result.status));
     return;
   }
   CountingIncrResult result = IncrCountingItems(*entry, ctx.args.subspan(2));
@@ -168,7 +226,12 @@ void CmdMDel(CommandContext& ctx) { DeleteAndReply(ctx, ctx.args.subspan(2), fal
 void CmdExists(CommandContext& ctx) {
   EntryPtr holder;
   const CountingBloomFilter* filter = nullptr;
-  if (!FindForRead(ctx, &holder, &filter)) return;
+  const WindowedCountingBloomFilter* windowed = nullptr;
+  if (!FindForRead(ctx, &holder, &filter, &windowed)) return;
+  if (windowed != nullptr) {
+    ctx.reply.Bool(windowed->MayContain(windowed->Hash(ctx.args[2]), WindowClockMs()));
+    return;
+  }
   ctx.reply.Bool(filter != nullptr && filter->MayContain(filter->Hash(ctx.args[2])));
 }
 
@@ -176,11 +239,17 @@ void CmdExists(CommandContext& ctx) {
 void CmdMExists(CommandContext& ctx) {
   EntryPtr holder;
   const CountingBloomFilter* filter = nullptr;
-  if (!FindForRead(ctx, &holder, &filter)) return;
+  const WindowedCountingBloomFilter* windowed = nullptr;
+  if (!FindForRead(ctx, &holder, &filter, &windowed)) return;
   auto items = ctx.args.subspan(2);
+  const int64_t now = WindowClockMs();
   ctx.reply.ArrayHeader(items.size());
   for (std::string_view item : items) {
-    ctx.reply.Bool(filter != nullptr && filter->MayContain(filter->Hash(item)));
+    if (windowed != nullptr) {
+      ctx.reply.Bool(windowed->MayContain(windowed->Hash(item), now));
+    } else {
+      ctx.reply.Bool(filter != nullptr && filter->MayContain(filter->Hash(item)));
+    }
   }
 }
 
@@ -189,7 +258,14 @@ void CmdMExists(CommandContext& ctx) {
 void CmdCount(CommandContext& ctx) {
   EntryPtr holder;
   const CountingBloomFilter* filter = nullptr;
-  if (!FindForRead(ctx, &holder, &filter)) return;
+  const WindowedCountingBloomFilter* windowed = nullptr;
+  if (!FindForRead(ctx, &holder, &filter, &windowed)) return;
+  if (windowed != nullptr) {
+    // Summed over the live generations: the occurrences within the window.
+    ctx.reply.Integer(static_cast<int64_t>(
+        windowed->Count(windowed->Hash(ctx.args[2]), WindowClockMs())));
+    return;
+  }
   ctx.reply.Integer(
       filter == nullptr ? 0 : static_cast<int64_t>(filter->Count(filter->Hash(ctx.args[2]))));
 }
@@ -198,7 +274,12 @@ void CmdCount(CommandContext& ctx) {
 void CmdCard(CommandContext& ctx) {
   EntryPtr holder;
   const CountingBloomFilter* filter = nullptr;
-  if (!FindForRead(ctx, &holder, &filter)) return;
+  const WindowedCountingBloomFilter* windowed = nullptr;
+  if (!FindForRead(ctx, &holder, &filter, &windowed)) return;
+  if (windowed != nullptr) {
+    ctx.reply.Integer(static_cast<int64_t>(windowed->ItemsAt(WindowClockMs())));
+    return;
+  }
   ctx.reply.Integer(filter == nullptr ? 0 : static_cast<int64_t>(filter->items()));
 }
 
@@ -206,7 +287,12 @@ void CmdCard(CommandContext& ctx) {
 void CmdInfo(CommandContext& ctx) {
   EntryPtr holder;
   const CountingBloomFilter* filter = nullptr;
-  if (!FindForRead(ctx, &holder, &filter)) return;
+  const WindowedCountingBloomFilter* windowed = nullptr;
+  if (!FindForRead(ctx, &holder, &filter, &windowed)) return;
+  if (windowed != nullptr) {
+    ReplyWindowedCountingInfo(ctx, *holder, *windowed);
+    return;
+  }
   if (filter == nullptr) {
     Fail(ctx, BloomStatus::kNotFound);
     return;
@@ -237,7 +323,8 @@ void CmdInfo(CommandContext& ctx) {
 }
 
 // CBF.SCANDUMP / CBF.LOADCHUNK take BF.*'s texts: the family follows BF.*.
-constexpr ChunkCommandTexts kChunkTexts = {FilterKind::kCountingBloom, FilterKind::kCountingBloom,
+constexpr ChunkCommandTexts kChunkTexts = {FilterKind::kCountingBloom,
+                                           FilterKind::kWindowedCountingBloom,
                                            errors::kScanDumpBadIterator,
                                            errors::kLoadChunkBadIterator,
                                            errors::kReceivedBadData};
@@ -257,6 +344,7 @@ void CmdMerge(CommandContext& ctx) {
                                    : std::string_view(result.detail));
     return;
   }
+  if (result.journaled) ctx.skip_journal = true;  // a windowed merge logged its result
   ctx.reply.Ok();
 }
 
@@ -273,8 +361,9 @@ std::vector<CommandSpec> CountingBloomCommands() {
                        .summary = summary, .group = "cbf", .since = "0.1.0"};
   };
   std::vector<CommandSpec> rows = {
-      // 11: key error_rate capacity EXPANSION n NONSCALING COUNTERBITS b SEED s.
-      row("cbf.reserve", -4, 11, kWriteOom | kCmdFast, CmdReserve,
+      // 15: key error_rate capacity EXPANSION n NONSCALING COUNTERBITS b
+      // WINDOW s GENERATIONS n SEED s.
+      row("cbf.reserve", -4, 15, kWriteOom | kCmdFast, CmdReserve,
           "Creates a new counting Bloom filter"),
       row("cbf.add", 3, 0, kWriteOom | kCmdFast, CmdAdd,
           "Adds an item to a counting Bloom filter, creating the filter if needed"),

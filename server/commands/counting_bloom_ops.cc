@@ -5,6 +5,7 @@
 
 #include "filters/counting_bloom_filter.h"
 #include "filters/key_hash.h"
+#include "server/commands/windowed_counting_ops.h"
 
 namespace bloomgate {
 
@@ -21,6 +22,9 @@ BloomStatus ReserveCounting(FilterStore& store, const KeyRef& key, const BloomPa
 
 BloomStatus CreateCounting(FilterStore& store, const KeyRef& key, const BloomParams& params,
                            bool fail_if_exists, EntryPtr* entry) {
+  if (params.window_ms != 0) {
+    return CreateWindowedCounting(store, key, params, fail_if_exists, entry);
+  }
   entry->reset();
   CountingBloomOptions options;
   options.error_rate = params.error_rate;

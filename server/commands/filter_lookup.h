@@ -58,7 +58,8 @@ enum class Lookup : uint8_t {
 
 // Whether `entry` holds a filter that `Filter`'s commands serve: the filter
 // itself, or for ScalableBloomFilter also a WindowedBloomFilter (BF.* serves
-// both; the handlers tell them apart).
+// both; the handlers tell them apart), and for CountingBloomFilter also a
+// WindowedCountingBloomFilter (CBF.*).
 template <typename Filter>
 bool HoldsServed(const KeyEntry& entry) {
   return entry.template get<Filter>() != nullptr;
@@ -71,6 +72,16 @@ inline bool HoldsServed<ScalableBloomFilter>(const KeyEntry& entry) {
 template <>
 inline bool HoldsServed<WindowedBloomFilter>(const KeyEntry& entry) {
   return HoldsServed<ScalableBloomFilter>(entry);
+}
+// CBF.* serves windowed counting filters the same way.
+template <>
+inline bool HoldsServed<CountingBloomFilter>(const KeyEntry& entry) {
+  return entry.get<CountingBloomFilter>() != nullptr ||
+         entry.get<WindowedCountingBloomFilter>() != nullptr;
+}
+template <>
+inline bool HoldsServed<WindowedCountingBloomFilter>(const KeyEntry& entry) {
+  return HoldsServed<CountingBloomFilter>(entry);
 }
 
 // The entry under `key` into *entry if it holds a `Filter` (else *entry is

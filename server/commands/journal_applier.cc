@@ -42,6 +42,7 @@ Status JournalApplier::Apply(const LogRecord& record) {
   if (record.args.empty()) return Status::Error("command record with no arguments");
   if (record.args[0] == kBloomAddedEffect) return ApplyBloomAdded(record);
   if (record.args[0] == kWindowAddedEffect) return ApplyWindowAdded(record);
+  if (record.args[0] == kWindowCountEffect) return ApplyWindowCount(record);
   std::vector<std::string_view> args(record.args.begin(), record.args.end());
   client_.replay_time_ms = record.time_ms;
   std::string out;
@@ -128,6 +129,43 @@ Status JournalApplier::ApplyWindowAdded(const LogRecord& record) {
     bool counted = false, flipped = false;
     ParseWindowAddFlag(args[2][i], &counted, &flipped);
     filter->ReplayAdd(filter->Hash(args[4 + 2 * i]), generations[i], /*seen=*/!counted, flipped);
+  }
+  entry->MarkModified();
+  return Status::Ok();
+}
+
+Status JournalApplier::ApplyWindowCount(const LogRecord& record) {
+  // KEY OPS (GENERATION ITEM)...: OPS has one byte per item, '+' or '-'.
+  const std::vector<std::string>& args = record.args;
+  if (args.size() < 5 || (args.size() - 3) % 2 != 0 || args[2].size() != (args.size() - 3) / 2) {
+    return Status::Error(std::string(kWindowCountEffect) + " record with " +
+                         std::to_string(args.size()) + " arguments does not match its counts");
+  }
+  // Checked whole before anything is applied: a damaged record changes nothing.
+  std::vector<uint64_t> generations;
+  generations.reserve(args[2].size());
+  for (size_t i = 0; i < args[2].size(); ++i) {
+    uint64_t generation = 0;
+    if ((args[2][i] != '+' && args[2][i] != '-') || !ParseUint64(args[3 + 2 * i], &generation)) {
+      return Status::Error(std::string(kWindowCountEffect) + " record with a bad op or generation");
+    }
+    generations.push_back(generation);
+  }
+  EntryPtr entry = server_.keyspace.Find(args[1], record.time_ms);
+  WindowedCountingBloomFilter* filter =
+      entry == nullptr ? nullptr : entry->get<WindowedCountingBloomFilter>();
+  if (filter == nullptr) {
+    CountFailure(record, "no windowed counting Bloom filter under the key");
+    return Status::Ok();
+  }
+  for (size_t i = 0; i < generations.size(); ++i) {
+    const KeyHash h = filter->Hash(args[4 + 2 * i]);
+    if (args[2][i] == '-') {
+      filter->ReplayRemove(h, generations[i]);
+    } else if (filter->ReplayAdd(h, generations[i]) != FilterStatus::kOk) {
+      // Only when limits were lowered since the add ran: that add is lost.
+      CountFailure(record, "a generation refused an add (limits lowered since?)");
+    }
   }
   entry->MarkModified();
   return Status::Ok();

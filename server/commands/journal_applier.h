@@ -40,6 +40,7 @@ class JournalApplier {
   Status ApplyFilter(const LogRecord& record);
   Status ApplyBloomAdded(const LogRecord& record);
   Status ApplyWindowAdded(const LogRecord& record);
+  Status ApplyWindowCount(const LogRecord& record);
   void CountFailure(const LogRecord& record, std::string_view why);
 
   ServerContext& server_;

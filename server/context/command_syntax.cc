@@ -51,8 +51,10 @@ const std::vector<CommandSyntax>& CommandSyntaxTable() {
       {"cbf.info", "key [CAPACITY|SIZE|FILTERS|ITEMS|EXPANSION|COUNTERBITS|SATURATED]", ""},
       {"cbf.insert",
        "key [CAPACITY capacity] [ERROR error] [EXPANSION expansion] [NOCREATE] [NONSCALING] "
-       "[COUNTERBITS counterbits] [SEED seed] ITEMS item [item ...]",
-       "capacity:integer error:double expansion:integer counterbits:integer seed:integer"},
+       "[COUNTERBITS counterbits] [WINDOW seconds [GENERATIONS generations]] [SEED seed] "
+       "ITEMS item [item ...]",
+       "capacity:integer error:double expansion:integer counterbits:integer seconds:integer "
+       "generations:integer seed:integer"},
       {"cbf.loadchunk", "key iterator data", "iterator:integer"},
       {"cbf.madd", "key item [item ...]", ""},
       {"cbf.mdel", "key item [item ...]", ""},
@@ -60,8 +62,9 @@ const std::vector<CommandSyntax>& CommandSyntaxTable() {
       {"cbf.mexists", "key item [item ...]", ""},
       {"cbf.reserve",
        "key error_rate capacity [EXPANSION expansion] [NONSCALING] [COUNTERBITS counterbits] "
-       "[SEED seed]",
-       "error_rate:double capacity:integer expansion:integer counterbits:integer seed:integer"},
+       "[WINDOW seconds [GENERATIONS generations]] [SEED seed]",
+       "error_rate:double capacity:integer expansion:integer counterbits:integer "
+       "seconds:integer generations:integer seed:integer"},
       {"cbf.scandump", "key iterator", "iterator:integer"},
       {"cf.add", "key item", ""},
       {"cf.addnx", "key item", ""},

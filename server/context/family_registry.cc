@@ -14,6 +14,7 @@ const FilterFamily& CuckooFamily();
 const FilterFamily& CountMinSketchFamily();
 const FilterFamily& TopKFamily();
 const FilterFamily& WindowedBloomFamily();
+const FilterFamily& WindowedCountingBloomFamily();
 
 namespace {
 
@@ -27,6 +28,8 @@ const std::vector<const FilterFamily*>& Families() {
       &TopKFamily(),
       // After BloomFamily, whose group it shares: FamilyOfGroup("bf") is Bloom's.
       &WindowedBloomFamily(),
+      // After CountingBloomFamily, likewise for "cbf".
+      &WindowedCountingBloomFamily(),
   };
   return families;
 }

@@ -66,6 +66,16 @@ inline constexpr std::string_view kBloomAddedEffect = "bloomgate.bf.added";
 //     generations.
 inline constexpr std::string_view kWindowAddedEffect = "bloomgate.bf.wadded";
 //
+//   bloomgate.cbf.wcount KEY OPS GENERATION ITEM [GENERATION ITEM ...]
+//     Adds to and deletes from KEY's windowed counting Bloom filter, in the
+//     order applied: OPS holds one byte per item, '+' an add (CBF.ADD,
+//     CBF.INCR...), '-' a delete that removed an occurrence; GENERATION is
+//     the decimal generation it went to or came from. Replay advances to
+//     that generation and adds there, or removes from it if it is still
+//     there (WindowedCountingBloomFilter::ReplayAdd / ReplayRemove): the
+//     log, not the clock at replay, decides the generations.
+inline constexpr std::string_view kWindowCountEffect = "bloomgate.cbf.wcount";
+//
 // The log itself adds one record no command makes, kLogNeedsSnapshot
 // (server/durability/durability.h); it never reaches the journal applier.
 

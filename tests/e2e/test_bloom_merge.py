@@ -109,7 +109,7 @@ class BloomMerge(ServerTestCase):
         layers = self.r.execute_command("BF.INFO", "grown", "FILTERS")[0]
         self.assertRefused(f"BF.MERGE: grown has {layers} layers, dest has 1",
                            "BF.MERGE", "dest", "grown")
-        self.assertRefused("BF.MERGE: w is a windowed filter, which BF.MERGE does not merge",
+        self.assertRefused("BF.MERGE: w has a window, dest has none",
                            "BF.MERGE", "dest", "w")
         self.assertRefused("not found", "BF.MERGE", "dest", "missing")
         with self.assertRaises(redis.ResponseError) as ctx:

@@ -98,9 +98,6 @@ class WindowedBloomCommands(ServerTestCase):
             self.r.execute_command("BF.INSERT", "bad", "NOCREATE", "WINDOW", "1", "ITEMS", "x")
         self.assertEqual(str(caught.exception),
                          text("ERR NOCREATE cannot be combined with WINDOW or GENERATIONS"))
-        with self.assertRaises(Exception) as caught:
-            self.r.execute_command("CBF.RESERVE", "bad", "0.01", "100", "WINDOW", "1")
-        self.assertEqual(self.r.exists("bad"), 0)
         self.reserve()
         with self.assertRaises(Exception) as caught:
             self.reserve()

@@ -99,6 +99,28 @@ const std::map<FilterKind, std::function<AnyFilter()>>& Samples() {
          }
          return AnyFilter(std::move(f));
        }},
+      {FilterKind::kWindowedCountingBloom,
+       [] {
+         // Three generations used of three slots' worth, the newest grown
+         // past one layer, 8-bit counters, one occurrence deleted.
+         WindowedCountingBloomOptions options;
+         options.capacity = 40;
+         options.counter_bits = 8;
+         options.window_ms = 3000;
+         options.generations = 3;
+         std::unique_ptr<WindowedCountingBloomFilter> f;
+         EXPECT_EQ(WindowedCountingBloomFilter::Create(options, /*now_ms=*/1000, FilterLimits{},
+                                                       nullptr, &f),
+                   FilterStatus::kOk);
+         bool was_new = false;
+         uint64_t count = 0, generation = 0;
+         for (uint64_t i = 0; i < 90; ++i) {
+           (void)f->Add(ItemHash("item", i % 60), /*now_ms=*/1000 + static_cast<int64_t>(i / 30) * 1000,
+                        &was_new, &count, &generation);
+         }
+         (void)f->Remove(ItemHash("item", 3), /*now_ms=*/3500, &generation);
+         return AnyFilter(std::move(f));
+       }},
   };
   return samples;
 }

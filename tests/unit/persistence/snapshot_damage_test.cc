@@ -314,11 +314,11 @@ TEST_F(SnapshotDamage, ErrorsNameTheRecordAndBothChecksums) {
 
 TEST_F(SnapshotDamage, UnknownVersionIsRefused) {
   std::string bytes = good_;
-  SetU32At(&bytes, 8, 4);
+  SetU32At(&bytes, 8, 5);
   ASSERT_TRUE(Reseal(&bytes));
   Status status = Load(bytes);
   ASSERT_FALSE(status.ok());
-  EXPECT_NE(status.message().find("unknown format version 4"), std::string::npos)
+  EXPECT_NE(status.message().find("unknown format version 5"), std::string::npos)
       << status.message();
   SetU32At(&bytes, 8, 0);
   ASSERT_TRUE(Reseal(&bytes));

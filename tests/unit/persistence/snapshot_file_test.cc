@@ -419,6 +419,9 @@ TEST(SnapshotGolden, GoldenFileLoadsWithTheExpectedAnswers) {
   EXPECT_EQ(Cuckoo(loaded[2].filter).hash_seed(), 0x3333333333333333u);
 }
 
+// Written before FilterKind 7 (windowed counting Bloom) existed: format 3 still loads.
+TEST(SnapshotGolden, VersionThreeGoldenFileStillLoads) { ExpectGoldenLoads(3); }
+
 // Written before FilterKind 6 (windowed Bloom) existed: format 2 still loads.
 TEST(SnapshotGolden, VersionTwoGoldenFileStillLoads) { ExpectGoldenLoads(2); }
 

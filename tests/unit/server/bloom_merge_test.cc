@@ -9,6 +9,8 @@
 
 #include "filters/counting_bloom_filter.h"
 #include "filters/scalable_bloom_filter.h"
+#include "filters/windowed_bloom_filter.h"
+#include "filters/windowed_counting_bloom_filter.h"
 #include "server/commands/bloom_merge.h"
 #include "server/commands/bloom_ops.h"
 #include "server/commands/counting_bloom_ops.h"
@@ -131,7 +133,7 @@ TEST_F(BloomMerge, ACreatedDestIsChargedToTheBudgetAndRefusedWhenItDoesNotFit) {
   EXPECT_EQ(server_->keyspace.Find("d", NowMs()), nullptr);
 }
 
-TEST_F(BloomMerge, WindowedFiltersAreRefusedByName) {
+TEST_F(BloomMerge, AWindowedFilterAmongPlainOnesIsRefusedByName) {
   Reserve("d", kParams);
   // Reserved directly: Reserve() returns the scalable filter, which a
   // windowed key does not hold (UBSan: a reference to null).
@@ -140,7 +142,7 @@ TEST_F(BloomMerge, WindowedFiltersAreRefusedByName) {
             BloomStatus::kOk);
   MergeResult result = Merge("d", {"w"});
   EXPECT_EQ(result.status, BloomStatus::kMergeMismatch);
-  EXPECT_EQ(result.detail, errors::MergeWindowed("BF.MERGE", "w"));
+  EXPECT_EQ(result.detail, "ERR BF.MERGE: w has a window, d has none");
 }
 
 TEST_F(BloomMerge, OneSeedAndOneSetOfItemsGiveIdenticalBits) {
@@ -216,6 +218,152 @@ TEST_F(CountingMerge, CounterWidthAndSeedMismatchesAreRefused) {
   EXPECT_EQ(MergeCbf("d", {"bloom"}).status, BloomStatus::kWrongType);
   EXPECT_EQ(d.Count(d.Hash("x")), 1u);
   EXPECT_EQ(d.items(), 1u);
+}
+
+
+// ---------------------------------------------------------------------------
+// Windowed filters, on an injected window clock.
+
+int64_t window_now = 0;
+int64_t TestWindowClock() { return window_now; }
+
+class WindowedMerge : public BloomMerge {
+ protected:
+  static constexpr int64_t kT = 1'000'000;
+  WindowedMerge() {
+    window_now = kT;
+    SetWindowClockForTesting(TestWindowClock);
+  }
+  ~WindowedMerge() override { SetWindowClockForTesting(nullptr); }
+
+  // A window of 4 s in 2 generations (2 s each), seed 7, created at the clock's now.
+  void ReserveWindowed(std::string_view key, bool counting = false, uint64_t window_ms = 4000) {
+    FilterStore store = Store();
+    const BloomParams params{.capacity = 1000, .window_ms = window_ms, .generations = 2, .seed = 7};
+    ASSERT_EQ(counting ? ReserveCounting(store, MakeKeyRef(key), params)
+                       : ReserveBloom(store, MakeKeyRef(key), params),
+              BloomStatus::kOk);
+  }
+  WindowedBloomFilter& Windowed(std::string_view key) {
+    return *server_->keyspace.Find(std::string(key), NowMs())->get<WindowedBloomFilter>();
+  }
+  WindowedCountingBloomFilter& WindowedCounting(std::string_view key) {
+    return *server_->keyspace.Find(std::string(key), NowMs())->get<WindowedCountingBloomFilter>();
+  }
+  void AddAt(std::string_view key, std::string_view item, int64_t at) {
+    WindowedBloomFilter& f = Windowed(key);
+    bool seen = false, flipped = false;
+    uint64_t g = 0;
+    ASSERT_EQ(f.Add(f.Hash(item), at, &seen, &g, &flipped), FilterStatus::kOk);
+  }
+  static bool Has(const WindowedBloomFilter& f, std::string_view item, int64_t at) {
+    return f.MayContain(f.Hash(item), at);
+  }
+};
+
+TEST_F(WindowedMerge, GenerationsMergeByOffsetIntoANewDest) {
+  ReserveWindowed("wa");
+  ReserveWindowed("wb");
+  AddAt("wa", "a-old", kT);         // generation 0
+  AddAt("wb", "b-old", kT + 100);
+  AddAt("wa", "a-new", kT + 2500);  // generation 1
+  AddAt("wb", "b-new", kT + 2600);
+  window_now = kT + 2700;
+  MergeResult result = Merge("all", {"wa", "wb"});
+  ASSERT_EQ(result.status, BloomStatus::kOk) << result.detail;
+  EXPECT_TRUE(result.journaled) << "the result is logged whole, not the command";
+  const WindowedBloomFilter& all = Windowed("all");
+  for (const char* item : {"a-old", "b-old", "a-new", "b-new"}) {
+    EXPECT_TRUE(Has(all, item, window_now)) << item;
+  }
+  EXPECT_EQ(all.ItemsAt(window_now), 4u);  // BF.CARD over the union
+  // Generation 0 is dropped when generation 3 begins (kT + 6000): its items
+  // age out of the merge exactly as out of the inputs.
+  EXPECT_FALSE(Has(all, "a-old", kT + 6000));
+  EXPECT_FALSE(Has(all, "b-old", kT + 6000));
+  EXPECT_TRUE(Has(all, "b-new", kT + 6000));
+  EXPECT_TRUE(Has(Windowed("wb"), "b-new", kT + 6000));
+  EXPECT_FALSE(Has(Windowed("wa"), "b-new", window_now)) << "sources are left as they were";
+}
+
+TEST_F(WindowedMerge, AnExistingDestGetsTheGenerationsItLacked) {
+  ReserveWindowed("d");
+  ReserveWindowed("s");
+  AddAt("s", "s-old", kT);
+  AddAt("d", "d-new", kT + 2100);  // d has no generation 0 item, s none in 1
+  AddAt("s", "s-new2", kT + 2200);
+  window_now = kT + 2300;
+  ASSERT_EQ(Merge("d", {"s"}).status, BloomStatus::kOk);
+  const WindowedBloomFilter& d = Windowed("d");
+  EXPECT_TRUE(Has(d, "s-old", window_now));
+  EXPECT_TRUE(Has(d, "s-new2", window_now));
+  EXPECT_TRUE(Has(d, "d-new", window_now));
+}
+
+TEST_F(WindowedMerge, MismatchesAreNamedAndChangeNothing) {
+  ReserveWindowed("wa");
+  AddAt("wa", "x", kT);
+  // A filter whose generations start 500 ms off wa's: reserves align to
+  // whole periods, so this one comes from elsewhere (an older snapshot, a
+  // RESTORE) and is rebuilt here with its own origin.
+  {
+    WindowedBloomOptions o;
+    o.capacity = 1000;
+    o.window_ms = 4000;
+    o.generations = 2;
+    o.hash_seed = 7;
+    ScalableBloomOptions g;
+    g.error_rate = WindowedBloomFilter::GenerationErrorRate(0.01, 2);
+    g.capacity = WindowedBloomFilter::GenerationCapacity(1000, 2);
+    g.hash_seed = 7;
+    std::vector<WindowedBloomFilter::RestoredSlot> slots(3);
+    ASSERT_EQ(ScalableBloomFilter::Create(g, FilterLimits{}, nullptr, &slots[0].filter),
+              FilterStatus::kOk);
+    std::unique_ptr<WindowedBloomFilter> late;
+    ASSERT_EQ(WindowedBloomFilter::Restore(o, kT + 500, 0, std::move(slots), FilterLimits{},
+                                           nullptr, &late),
+              FilterStatus::kOk);
+    server_->keyspace.Put("late", std::make_shared<KeyEntry>(AnyFilter(std::move(late))), 0);
+  }
+  window_now = kT + 500;
+  ReserveWindowed("long", /*counting=*/false, /*window_ms=*/6000);
+  Reserve("plain", BloomParams{.capacity = 1000, .seed = 7});
+  EXPECT_EQ(Merge("wa", {"late"}).detail,
+            "ERR BF.MERGE: late has its current generation starting at 1000500 ms, wa has "
+            "1000000 ms");
+  EXPECT_EQ(Merge("wa", {"long"}).detail, "ERR BF.MERGE: long has window 6000 ms, wa has 4000 ms");
+  EXPECT_EQ(Merge("wa", {"plain"}).detail, "ERR BF.MERGE: plain has no window, wa has one");
+  EXPECT_EQ(Merge("plain", {"wa"}).detail, "ERR BF.MERGE: wa has a window, plain has none");
+  EXPECT_EQ(Merge("new", {"wa", "late"}).status, BloomStatus::kMergeMismatch);
+  EXPECT_EQ(server_->keyspace.Find("new", NowMs()), nullptr) << "no dest created";
+  EXPECT_EQ(Windowed("wa").ItemsAt(window_now), 1u);
+  EXPECT_FALSE(Has(Windowed("late"), "x", window_now));
+}
+
+TEST_F(WindowedMerge, CountingGenerationsAddTheirCounts) {
+  ReserveWindowed("ca", /*counting=*/true);
+  ReserveWindowed("cb", /*counting=*/true);
+  auto incr = [&](std::string_view key, std::string_view item, int64_t at) {
+    WindowedCountingBloomFilter& f = WindowedCounting(key);
+    bool was_new = false;
+    uint64_t count = 0, g = 0;
+    ASSERT_EQ(f.Add(f.Hash(item), at, &was_new, &count, &g), FilterStatus::kOk);
+  };
+  incr("ca", "x", kT);
+  incr("ca", "x", kT + 2100);
+  incr("cb", "x", kT + 10);
+  window_now = kT + 2200;
+  std::vector<KeyRef> sources{MakeKeyRef("cb"), MakeKeyRef("cb")};  // named twice: once
+  FilterStore store = Store();
+  MergeResult result = MergeCounting(store, "CBF.MERGE", MakeKeyRef("ca"), sources);
+  ASSERT_EQ(result.status, BloomStatus::kOk) << result.detail;
+  const WindowedCountingBloomFilter& ca = WindowedCounting("ca");
+  EXPECT_EQ(ca.Count(ca.Hash("x"), window_now), 3u);
+  EXPECT_EQ(ca.Count(ca.Hash("x"), kT + 6000), 1u);  // generation 0's two aged out
+  ReserveWindowed("cc", /*counting=*/true, /*window_ms=*/6000);
+  EXPECT_EQ(MergeCounting(store, "CBF.MERGE", MakeKeyRef("ca"),
+                          std::vector<KeyRef>{MakeKeyRef("cc")}).detail,
+            "ERR CBF.MERGE: cc has window 6000 ms, ca has 4000 ms");
 }
 
 }  // namespace
