@@ -27,6 +27,27 @@ bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
   return true;
 }
 
+namespace {
+
+char FoldAscii(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
+
+}  // namespace
+
+size_t AsciiCaseHash::operator()(std::string_view text) const noexcept {
+  // FNV-1a, 64-bit: names are short (at most ~25 bytes) and the table holds
+  // ~200 rows, so a byte-at-a-time hash is both cheap and well spread.
+  uint64_t hash = 14695981039346656037ull;
+  for (char c : text) {
+    hash ^= static_cast<unsigned char>(FoldAscii(c));
+    hash *= 1099511628211ull;
+  }
+  return static_cast<size_t>(hash);
+}
+
+bool AsciiCaseEqual::operator()(std::string_view a, std::string_view b) const noexcept {
+  return EqualsIgnoreCase(a, b);
+}
+
 CommandTable::CommandTable() {
   for (auto group : {ConnectionCommands, IntrospectionCommands, ServerCommands, OperatorCommands,
                      KeyspaceCommands, KeyInspectionCommands, KeyCopyCommands, TransactionCommands,
@@ -72,7 +93,7 @@ CommandTable::CommandTable() {
 }
 
 const CommandSpec* CommandTable::Find(std::string_view name) const {
-  auto it = by_name_.find(AsciiLower(name));
+  auto it = by_name_.find(name);
   return it == by_name_.end() ? nullptr : it->second;
 }
 
