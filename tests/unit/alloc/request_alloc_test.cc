@@ -17,7 +17,13 @@
 #include "../server/session.h"
 #include "server/resp/resp_parser.h"
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || \
+    __has_feature(memory_sanitizer)
+#define BLOOMGATE_SANITIZED 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || defined(BLOOMGATE_SANITIZED)
 #define BLOOMGATE_COUNTING_NEW 0  // the sanitizers bring their own operator new
 #else
 #define BLOOMGATE_COUNTING_NEW 1
@@ -28,6 +34,11 @@ thread_local uint64_t allocations_on_this_thread = 0;
 }  // namespace
 
 #if BLOOMGATE_COUNTING_NEW
+#if defined(__GNUC__) && !defined(__clang__)
+// g++ 12 sees free() on what this operator new returned and calls it a
+// mismatch; here the pair is malloc/free on purpose.
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
 void* operator new(size_t size) {
   ++allocations_on_this_thread;
   if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
