@@ -7,6 +7,7 @@
 # instructions per request and the top functions.
 #
 #   bash bench/profile_server.sh [BLOOMGATE_BIN]      (default build-bench/server/bloomgate)
+#   ONLY='CF|GET' REQUESTS=20000 bash bench/profile_server.sh BIN   (a subset)
 #
 # Output files stay in a temporary directory named at the end (open them with
 # callgrind_annotate or kcachegrind). Needs valgrind, redis-server, redis-tools.
@@ -28,9 +29,11 @@ wait_ready() {  # port: poll PING for up to 60 s (valgrind starts slowly)
 }
 
 # profile NAME SERVER(bloomgate|redis) SETUP-COMMAND... -- BENCH-ARGS...
+# ONLY=REGEX runs only the scenarios whose NAME matches (e.g. ONLY='EXISTS$').
 profile() {
   local name=$1 server=$2
   shift 2
+  if [[ -n ${ONLY:-} && ! $name =~ $ONLY ]]; then return 0; fi
   local setup=()
   while [[ $1 != -- ]]; do setup+=("$1"); shift; done
   shift
@@ -75,6 +78,10 @@ profile redis-GET redis -- -P 16 GET key:__rand_int__
 profile bloomgate-BF.EXISTS bloomgate BF.RESERVE bf 0.01 10000000 -- -P 16 BF.EXISTS bf __rand_int__
 profile redis-SET redis -- -P 16 SET key:__rand_int__ __rand_int__
 profile bloomgate-BF.ADD bloomgate BF.RESERVE bf 0.01 10000000 -- -P 16 BF.ADD bf __rand_int__
+profile bloomgate-CF.EXISTS bloomgate CF.RESERVE cf 10000000 -- -P 16 CF.EXISTS cf __rand_int__
+profile bloomgate-CF.ADD bloomgate CF.RESERVE cf 10000000 -- -P 16 CF.ADD cf __rand_int__
+profile bloomgate-CBF.EXISTS bloomgate CBF.RESERVE cbf 0.01 10000000 -- -P 16 CBF.EXISTS cbf __rand_int__
+profile bloomgate-CBF.ADD bloomgate CBF.RESERVE cbf 0.01 10000000 -- -P 16 CBF.ADD cbf __rand_int__
 # shellcheck disable=SC2086  # the 100 items are meant to split
 profile redis-MGET100 redis -- -P 16 MGET $keys100
 # shellcheck disable=SC2086
@@ -82,6 +89,7 @@ profile bloomgate-BF.MEXISTS100 bloomgate BF.RESERVE bf 0.01 10000000 -- -P 16 B
 # shellcheck disable=SC2086
 profile bloomgate-BF.MADD100 bloomgate BF.RESERVE bf 0.01 10000000 -- -P 16 BF.MADD bf $rand100
 for f in "$out"/*.top; do
+  [[ -e $f ]] || continue
   echo "== $(basename "$f" .top): top functions (self instructions)"
   cat "$f"
 done

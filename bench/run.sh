@@ -86,6 +86,11 @@ if [[ $mode == smoke ]]; then
   run_logged "$out/server.txt" /usr/bin/python3 bench/server_bench.py --smoke --bin "$bin" \
     --out "$out/server.md" "${server_extra[@]}"
   tail -n 1 "$out/server.txt"
+  echo "== per_core_bench.py --smoke (output in $out)"
+  # One-core CPU per request against redis GET/SET; fails if a row has no result.
+  run_logged "$out/per-core.txt" /usr/bin/python3 bench/per_core_bench.py --smoke --bin "$bin" \
+    --out "$out/per-core.md"
+  tail -n 1 "$out/per-core.txt"
   echo "== migrate_bench.py --smoke (output in $out)"
   # Fails if migrate cannot copy a 100,000-item filter between two servers.
   run_logged "$out/migrate.txt" /usr/bin/python3 bench/migrate_bench.py --smoke --bin "$bin"
@@ -111,5 +116,7 @@ echo "== ${filter_cmd[*]}"
 echo "== bench/server_bench.py"
 /usr/bin/python3 bench/server_bench.py --bin "$bin" --out "bench/results/server-$date.md" \
   "${server_extra[@]}"
+echo "== bench/per_core_bench.py"
+/usr/bin/python3 bench/per_core_bench.py --bin "$bin" --out "bench/results/per-core-$date.md"
 echo "== bench/cdn_admission_bench.py"
 /usr/bin/python3 bench/cdn_admission_bench.py --bin "$bin" --out "bench/results/cdn-admission-$date.md"

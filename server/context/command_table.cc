@@ -27,6 +27,22 @@ bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
   return true;
 }
 
+namespace {
+
+char FoldAscii(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
+
+}  // namespace
+
+uint64_t AsciiCaseHash(std::string_view text) {
+  // 64-bit FNV-1a: names are short (at most ~25 bytes) and there are ~160.
+  uint64_t hash = 14695981039346656037ull;
+  for (char c : text) {
+    hash ^= static_cast<unsigned char>(FoldAscii(c));
+    hash *= 1099511628211ull;
+  }
+  return hash;
+}
+
 CommandTable::CommandTable() {
   for (auto group : {ConnectionCommands, IntrospectionCommands, ServerCommands, OperatorCommands,
                      KeyspaceCommands, KeyInspectionCommands, KeyCopyCommands, TransactionCommands,
@@ -44,7 +60,6 @@ CommandTable::CommandTable() {
     spec.id = all_.size();
     spec.acl_categories = AclCategoryMask(spec);
     all_.push_back(&spec);
-    by_name_.emplace(spec.full_name, &spec);
     for (CommandSpec& sub : spec.subcommands) {
       sub.full_name = spec.full_name + "|" + std::string(sub.name);
       sub.id = all_.size();
@@ -52,6 +67,16 @@ CommandTable::CommandTable() {
       sub.acl_categories = AclCategoryMask(sub);
       all_.push_back(&sub);
     }
+  }
+  size_t slots = 16;
+  while (slots < 4 * commands_.size()) slots *= 2;
+  by_name_.assign(slots, NameSlot{});
+  by_name_mask_ = slots - 1;
+  for (const CommandSpec& spec : commands_) {
+    const uint64_t hash = AsciiCaseHash(spec.full_name);
+    size_t i = hash & by_name_mask_;
+    while (by_name_[i].spec != nullptr) i = (i + 1) & by_name_mask_;
+    by_name_[i] = NameSlot{hash, &spec};
   }
   // Arguments from the syntax table; a row without a line (or a line that
   // does not parse) has none, which command_table_test refuses.
@@ -72,8 +97,13 @@ CommandTable::CommandTable() {
 }
 
 const CommandSpec* CommandTable::Find(std::string_view name) const {
-  auto it = by_name_.find(AsciiLower(name));
-  return it == by_name_.end() ? nullptr : it->second;
+  const uint64_t hash = AsciiCaseHash(name);
+  for (size_t i = hash & by_name_mask_; by_name_[i].spec != nullptr; i = (i + 1) & by_name_mask_) {
+    if (by_name_[i].hash == hash && EqualsIgnoreCase(by_name_[i].spec->full_name, name)) {
+      return by_name_[i].spec;
+    }
+  }
+  return nullptr;
 }
 
 const CommandSpec* CommandTable::FindSubcommand(const CommandSpec& container,

@@ -1,6 +1,7 @@
 #include "server/keyspace/key_locks.h"
 
 #include <algorithm>
+#include <cassert>
 
 namespace bloomgate {
 namespace {
@@ -46,7 +47,8 @@ KeyLocks::Guard::Guard(Guard&& other) noexcept
       global_(other.global_),
       writers_shared_(other.writers_shared_),
       writers_exclusive_(other.writers_exclusive_),
-      stripes_(std::move(other.stripes_)),
+      stripes_(other.stripes_),
+      stripe_count_(other.stripe_count_),
       stripes_exclusive_(other.stripes_exclusive_) {
   other.locks_ = nullptr;
 }
@@ -75,7 +77,8 @@ void KeyLocks::Acquire(Guard* guard) {
     writers_.lock_shared();
     ++taken;
   }
-  for (size_t stripe : guard->stripes_) {
+  for (size_t i = 0; i < guard->stripe_count_; ++i) {
+    const size_t stripe = guard->stripes_[i];
     if (guard->stripes_exclusive_) {
       stripes_[stripe].mutex.lock();
     } else {
@@ -88,11 +91,12 @@ void KeyLocks::Acquire(Guard* guard) {
 
 void KeyLocks::Release(Guard* guard) {
   size_t released = 0;
-  for (auto it = guard->stripes_.rbegin(); it != guard->stripes_.rend(); ++it) {
+  for (size_t i = guard->stripe_count_; i-- > 0;) {
+    const size_t stripe = guard->stripes_[i];
     if (guard->stripes_exclusive_) {
-      stripes_[*it].mutex.unlock();
+      stripes_[stripe].mutex.unlock();
     } else {
-      stripes_[*it].mutex.unlock_shared();
+      stripes_[stripe].mutex.unlock_shared();
     }
     ++released;
   }
@@ -115,15 +119,29 @@ void KeyLocks::Release(Guard* guard) {
   if (held_locks == 0 && !release_after_unlock.empty()) ReleaseDeferred();
 }
 
-KeyLocks::Guard KeyLocks::Lock(std::vector<size_t> stripes, bool exclusive) {
-  std::sort(stripes.begin(), stripes.end());
-  stripes.erase(std::unique(stripes.begin(), stripes.end()), stripes.end());
+KeyLocks::Guard KeyLocks::Lock(std::span<const size_t> stripes, bool exclusive) {
   if (stripes.empty()) return Guard();
-  if (stripes.size() > kMaxStripesPerLocker) return LockAll(exclusive);
+  std::vector<uint16_t> wide;  // only for more stripes than the guard holds
+  uint16_t few[kMaxStripesPerLocker];
+  uint16_t* begin = few;
+  if (stripes.size() > kMaxStripesPerLocker) {
+    wide.resize(stripes.size());
+    begin = wide.data();
+  }
+  for (size_t i = 0; i < stripes.size(); ++i) {
+    assert(stripes[i] < kStripes);
+    begin[i] = static_cast<uint16_t>(stripes[i]);
+  }
+  uint16_t* end = begin + stripes.size();
+  std::sort(begin, end);
+  end = std::unique(begin, end);
+  const size_t count = static_cast<size_t>(end - begin);
+  if (count > kMaxStripesPerLocker) return LockAll(exclusive);
   Guard guard;
   guard.global_ = Guard::Global::kShared;
   guard.writers_shared_ = exclusive;
-  guard.stripes_ = std::move(stripes);
+  std::copy(begin, end, guard.stripes_.begin());
+  guard.stripe_count_ = static_cast<uint8_t>(count);
   guard.stripes_exclusive_ = exclusive;
   Acquire(&guard);
   return guard;
@@ -145,7 +163,7 @@ void KeyLocks::MakeExclusive(Guard* guard) {
   if (guard->locks_ == nullptr) return;
   if (guard->global_ == Guard::Global::kExclusive || guard->stripes_exclusive_) return;
   Release(guard);
-  if (guard->stripes_.empty()) {  // a wide set: the whole keyspace, exclusively
+  if (guard->stripe_count_ == 0) {  // a wide set: the whole keyspace, exclusively
     guard->global_ = Guard::Global::kExclusive;
     guard->writers_exclusive_ = false;
   } else {

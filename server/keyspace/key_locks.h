@@ -33,7 +33,9 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -87,12 +89,18 @@ class KeyLocks {
     Global global_ = Global::kNone;
     bool writers_shared_ = false;
     bool writers_exclusive_ = false;
-    std::vector<size_t> stripes_;  // sorted, distinct
+    // Sorted, distinct; inline so that taking a command's locks allocates
+    // nothing (a wider set takes the whole-keyspace lock instead).
+    std::array<uint16_t, kMaxStripesPerLocker> stripes_{};
+    uint8_t stripe_count_ = 0;
     bool stripes_exclusive_ = false;
   };
 
   // `stripes` may be unsorted and hold duplicates; an empty set takes no lock.
-  Guard Lock(std::vector<size_t> stripes, bool exclusive);
+  Guard Lock(std::span<const size_t> stripes, bool exclusive);
+  Guard Lock(std::initializer_list<size_t> stripes, bool exclusive) {
+    return Lock(std::span<const size_t>(stripes.begin(), stripes.size()), exclusive);
+  }
   Guard LockAll(bool exclusive);
   // Turns a shared lock set into the exclusive one of the same keys: lets
   // go of it, then waits for the exclusive locks (an upgrade in place

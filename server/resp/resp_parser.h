@@ -107,6 +107,12 @@ class RespParser {
     size_t length;
   };
 
+  // The fast path, tried when a multibulk starts: if the whole command is
+  // in `input` with short (at most 18-digit), well-formed headers, records
+  // its arguments and moves pos_ past it in one pass, without memchr or the
+  // general integer parser. Otherwise changes nothing and returns false: the
+  // state machine then reads the same bytes, and gives any error.
+  bool TryWholeMultibulk(std::string_view input);
   Step ParseMultibulkCount(std::string_view input);
   Step ParseBulkHeader(std::string_view input);
   Step ParseBulkData(std::string_view input);

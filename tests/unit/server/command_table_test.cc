@@ -50,6 +50,31 @@ TEST(CommandTable, AllListsEveryRowOnceWithDenseIds) {
   }
 }
 
+TEST(CommandTable, FindsEveryRowByItsNameInAnyCaseAndNothingElse) {
+  CommandTable table;
+  for (const CommandSpec& spec : table.commands()) {
+    std::string upper = spec.full_name, mixed = spec.full_name;
+    for (size_t i = 0; i < upper.size(); ++i) {
+      upper[i] = static_cast<char>(std::toupper(static_cast<unsigned char>(upper[i])));
+      if (i % 2 == 0) mixed[i] = upper[i];
+    }
+    EXPECT_EQ(table.Find(spec.full_name), &spec) << spec.full_name;
+    EXPECT_EQ(table.Find(upper), &spec) << upper;
+    EXPECT_EQ(table.Find(mixed), &spec) << mixed;
+    // Near misses: a byte more, a byte less, the last byte changed.
+    EXPECT_EQ(table.Find(spec.full_name + "x"), nullptr) << spec.full_name;
+    const std::string shorter = spec.full_name.substr(0, spec.full_name.size() - 1);
+    const CommandSpec* found = table.Find(shorter);
+    EXPECT_TRUE(found == nullptr || found->full_name == shorter) << shorter;
+    std::string changed = spec.full_name;
+    changed.back() = changed.back() == '~' ? '!' : '~';
+    EXPECT_EQ(table.Find(changed), nullptr) << changed;
+  }
+  EXPECT_EQ(table.Find(""), nullptr);
+  // Case folding is ASCII letters only: '[' (0x5b) is not '{' (0x7b).
+  EXPECT_EQ(table.Find("PING["), nullptr);
+}
+
 TEST(CommandTable, NamesAreLowerCaseAndFullNamesAreUnique) {
   std::set<std::string> seen;
   for (const CommandSpec* spec : EveryRow()) {

@@ -670,5 +670,98 @@ TEST(RespParser, ParseStatusHasReadableNames) {
   EXPECT_STREQ(ToString(ParseStatus::kError), "error");
 }
 
+
+// --- The fast path for a whole multibulk (TryWholeMultibulk). ---
+
+// Pipelined commands whose bulks have 0, 1, 2, 3 and 5-digit lengths, with
+// CR, LF and NUL inside the data: what the fast path reads whole.
+std::string FastPathStream(std::vector<Command>* commands) {
+  *commands = {{"BF.EXISTS", "bf", "item:1"},
+               {"BF.ADD", std::string(10, 'k'), std::string(99, 'v')},
+               {"ECHO", ""},
+               {"SET", "a\r\nb", std::string(12345, '\n')},
+               {"X", "\0\r"s, std::string(100, '\r'), "z"}};
+  std::string out;
+  for (const Command& c : *commands) out += Multibulk(c);
+  return out;
+}
+
+TEST(RespParser, WholePipelinedCommandsComeOutExactlyAsSent) {
+  std::vector<Command> expected;
+  const std::string input = FastPathStream(&expected);
+  ExpectCommands(input, expected);
+}
+
+TEST(RespParser, ABulkSplitAtEveryByteGivesTheSameCommands) {
+  // Every way to cut the stream into two reads (the first part taken by the
+  // state machine, the rest often whole again), and every byte on its own.
+  std::vector<Command> expected;
+  const std::string input = FastPathStream(&expected);
+  for (size_t cut = 1; cut < input.size(); ++cut) {
+    Connection connection;
+    ASSERT_EQ(connection.Feed(std::string_view(input).substr(0, cut)), ParseStatus::kNeedMore)
+        << "cut at " << cut;
+    ASSERT_EQ(connection.Feed(std::string_view(input).substr(cut)), ParseStatus::kNeedMore)
+        << "cut at " << cut;
+    ASSERT_EQ(connection.commands(), expected) << "cut at " << cut;
+    ASSERT_TRUE(connection.buffer().empty()) << "cut at " << cut;
+  }
+  Connection bytewise;
+  EXPECT_EQ(bytewise.FeedInPieces(input, 1), ParseStatus::kNeedMore);
+  EXPECT_EQ(bytewise.commands(), expected);
+}
+
+TEST(RespParser, ABulkSplitIntoThreeReadsAtEveryPairOfBytesGivesTheSameCommand) {
+  const Command command = {"BF.ADD", "bf", "0123456789ab"};
+  const std::string input = Multibulk(command) + Multibulk(command);
+  for (size_t a = 1; a < input.size(); ++a) {
+    for (size_t b = a + 1; b < input.size(); ++b) {
+      Connection connection;
+      connection.Feed(std::string_view(input).substr(0, a));
+      connection.Feed(std::string_view(input).substr(a, b - a));
+      ASSERT_EQ(connection.Feed(std::string_view(input).substr(b)), ParseStatus::kNeedMore);
+      ASSERT_EQ(connection.commands(), (std::vector<Command>{command, command}))
+          << "cuts at " << a << " and " << b;
+    }
+  }
+}
+
+TEST(RespParser, CompleteCommandsWithBadHeadersGetTheStateMachinesErrors) {
+  // Each input holds every byte its command claims, so the fast path sees a
+  // whole command and must refuse it exactly as the byte-by-byte parse does.
+  EXPECT_EQ(ErrorFor("*1\r\n$01\r\na\r\n"), "ERR Protocol error: invalid bulk length");
+  EXPECT_EQ(ErrorFor("*01\r\n$1\r\na\r\n"), "ERR Protocol error: invalid multibulk length");
+  EXPECT_EQ(ErrorFor("*1\r\n$+1\r\na\r\n"), "ERR Protocol error: invalid bulk length");
+  EXPECT_EQ(ErrorFor("*1\r\n$1 \r\na\r\n"), "ERR Protocol error: invalid bulk length");
+  EXPECT_EQ(ErrorFor("*2\r\n$3\r\nabc\r\n:1\r\nxxxxxx"),
+            "ERR Protocol error: expected '$', got ':'");
+  EXPECT_EQ(ErrorFor("*1\r\n$3\r\nabcXYzzzzzz"),
+            "ERR Protocol error: expected CRLF after bulk data");
+  EXPECT_EQ(ErrorFor("*1\r\n$3\r\nabc\rXzzzzzz"),
+            "ERR Protocol error: expected CRLF after bulk data");
+  EXPECT_EQ(ErrorFor("*1\r\n$3\r\nabcX\nzzzzzz"),
+            "ERR Protocol error: expected CRLF after bulk data");
+  EXPECT_EQ(ErrorFor("*1\n$3\r\nabc\r\n"), "ERR Protocol error: invalid multibulk length");
+  EXPECT_EQ(ErrorFor("*1\r\n$3\rxabc\r\n"), "ERR Protocol error: invalid bulk length");
+  // Over the limits, with the data present.
+  RespLimits small;
+  small.max_bulk_len = 4;
+  EXPECT_EQ(ErrorFor("*1\r\n$5\r\nabcde\r\n", small), "ERR Protocol error: invalid bulk length");
+  std::string eleven = "*11\r\n";
+  for (int i = 0; i < 11; ++i) eleven += "$1\r\na\r\n";
+  EXPECT_EQ(ErrorFor(eleven, kUnauthenticatedLimits),
+            "ERR Protocol error: unauthenticated multibulk length");
+  // 19 digits: past what the fast path reads, and past every limit.
+  EXPECT_EQ(ErrorFor("*1\r\n$1000000000000000000\r\na\r\n"),
+            "ERR Protocol error: invalid bulk length");
+}
+
+TEST(RespParser, LengthsAtTheLimitsAreStillAccepted) {
+  RespLimits small;
+  small.max_bulk_len = 4;
+  small.max_multibulk_len = 2;
+  ExpectCommands("*2\r\n$4\r\nabcd\r\n$0\r\n\r\n", {{"abcd", ""}}, small);
+}
+
 }  // namespace
 }  // namespace bloomgate
