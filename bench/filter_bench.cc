@@ -62,6 +62,7 @@
 #include "filters/bloom_math.h"
 #include "filters/key_hash.h"
 #include "filters/limits.h"
+#include "filters/redisbloom_layout.h"
 #include "filters/scalable_bloom_filter.h"
 
 namespace bloomgate {
@@ -88,6 +89,8 @@ struct Options {
   uint64_t layer_items = 32 * kMiB;  // total items of the layered filters
   uint64_t accuracy_items = 2 * kMiB;
   uint64_t accuracy_queries = 20 * kMiB;
+  uint64_t layout_items = 1'000'000;   // capacity of each accuracy/layout filter
+  uint64_t layout_queries = 4 * kMiB;  // negative queries per accuracy/layout rate
   bool smoke = false;
 };
 
@@ -1327,6 +1330,68 @@ void RegisterAccuracy(const Options& o) {
   }
 }
 
+// Issue 14 target 3: BF.RESERVE k <rate> 1000000 (scaling, expansion 2) as
+// the server builds it (PreferredBloomLayout picks blocked or classic),
+// filled to capacity and probed with layout_queries absent items: the
+// measured FP against the requested rate, and the filter's bytes against
+// RedisBloom's BF.INFO Size for the same command, computed from its formula
+// (redisbloom_layout.h: chain 32 + link 64 + the layer's bits, bpe =
+// ln(1/p) / ln(2)^2 at p = rate / 2, rounded up to 64 bits). `bytes` is
+// memory_bytes() (filter object, layer, list and bits); BF.INFO Size adds
+// the key's entry (server/keyspace, ~200 bytes), which results/memory-*.md
+// reads from a live server. One run each (counters, not timings).
+void RegisterLayoutAccuracy(const Options& o) {
+  for (const double rate : {0.1, 0.01, 1e-3, 1e-4, 1e-5, 1e-6, 1e-7, 1e-9}) {
+    char label[32];
+    std::snprintf(label, sizeof label, "e=%g", rate);
+    const uint64_t n = o.layout_items;
+    const uint64_t queries = o.layout_queries;
+    Register(std::string("accuracy/layout/") + label, [n, queries, rate](benchmark::State& state) {
+      for (auto _ : state) {
+        ScalableBloomOptions options;
+        options.error_rate = rate;
+        options.capacity = n;
+        options.expansion = 2;
+        options.layout = PreferredBloomLayout(rate, options.expansion);
+        FilterLimits limits;
+        limits.max_filter_bytes = 0;
+        std::unique_ptr<ScalableBloomFilter> filter;
+        if (ScalableBloomFilter::Create(options, limits, nullptr, &filter) != FilterStatus::kOk) {
+          state.SkipWithError("create failed");
+          return;
+        }
+        bool added = false;
+        for (uint64_t id = 0; id < n; ++id) {
+          (void)filter->Add(filter->Hash(std::to_string(id)), &added);
+        }
+        uint64_t fps = 0;
+        for (uint64_t q = 0; q < queries; ++q) {
+          fps += filter->MayContain(filter->Hash("absent:" + std::to_string(q)));
+        }
+        const BlockedShape rb = ChooseRedisBloomShape(rate * kErrorTighteningRatio, n);
+        const double rb_size = static_cast<double>(RedisBloomInfoSize(1, rb.cells / 8));
+        const double fp = static_cast<double>(fps) / static_cast<double>(queries);
+        state.counters["classic"] = filter->layout() == BloomLayout::kClassic ? 1 : 0;
+        state.counters["layers"] = filter->num_layers();
+        state.counters["probes"] = filter->Layers()[0].probes;
+        state.counters["bits_per_item"] =
+            static_cast<double>(filter->Layers()[0].bits) / static_cast<double>(n);
+        state.counters["bytes"] = static_cast<double>(filter->memory_bytes());
+        state.counters["redisbloom_size"] = rb_size;
+        state.counters["bytes_vs_redisbloom"] = static_cast<double>(filter->memory_bytes()) / rb_size;
+        state.counters["bits_vs_redisbloom"] =
+            static_cast<double>(filter->Layers()[0].bits) / static_cast<double>(rb.cells);
+        state.counters["fp_requested"] = rate;
+        state.counters["fp_measured"] = fp;
+        state.counters["false_positives"] = static_cast<double>(fps);
+        state.counters["fp_vs_requested"] = fp / rate;
+      }
+    })
+        ->Iterations(1)
+        ->Repetitions(1);
+  }
+}
+
 void RegisterAll(const Options& o) {
   Register("hash/HashKey_16B", [](benchmark::State& state) {
     uint64_t id = 0;
@@ -1349,6 +1414,7 @@ void RegisterAll(const Options& o) {
   RegisterLayers(o);
   RegisterKeyspace();
   RegisterAccuracy(o);
+  RegisterLayoutAccuracy(o);
 }
 
 void PrintUsage() {
@@ -1361,8 +1427,11 @@ void PrintUsage() {
       "  --layer_items=32m         total items of each layered filter\n"
       "  --accuracy_items=2m       items in each accuracy filter\n"
       "  --accuracy_queries=20m    negative queries per accuracy filter\n"
+      "  --layout_items=1000000    capacity (= items added) of each accuracy/layout filter\n"
+      "  --layout_queries=4m       negative queries per accuracy/layout rate\n"
       "  --smoke                   tiny sizes for CI: 256k,64m footprints, 64k items per\n"
-      "                            filter, 64k layer items, 64k accuracy items, 1m queries\n"
+      "                            filter, 64k layer items, 64k accuracy items, 1m queries,\n"
+      "                            20,000-item layout filters with 64k queries\n"
       "Then every Google Benchmark flag (--benchmark_filter, --benchmark_out, ...).\n");
 }
 
@@ -1400,6 +1469,10 @@ int main(int argc, char** argv) {
       sizes_ok &= ParseSize(value, &o.accuracy_items);
     } else if (value_of("--accuracy_queries", &value)) {
       sizes_ok &= ParseSize(value, &o.accuracy_queries);
+    } else if (value_of("--layout_items", &value)) {
+      sizes_ok &= ParseSize(value, &o.layout_items);
+    } else if (value_of("--layout_queries", &value)) {
+      sizes_ok &= ParseSize(value, &o.layout_queries);
     } else {
       rest.push_back(argv[i]);
     }
@@ -1412,6 +1485,8 @@ int main(int argc, char** argv) {
     o.layer_items = 64 * kKiB;
     o.accuracy_items = 64 * kKiB;
     o.accuracy_queries = 1 * kMiB;
+    o.layout_items = 20'000;
+    o.layout_queries = 64 * kKiB;
   }
   if (footprints.empty()) {
     footprints = "256k,1m,4m,16m,64m,256m,1g,2g";
@@ -1437,6 +1512,8 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext("layer_items", std::to_string(o.layer_items));
   benchmark::AddCustomContext("accuracy_items", std::to_string(o.accuracy_items));
   benchmark::AddCustomContext("accuracy_queries", std::to_string(o.accuracy_queries));
+  benchmark::AddCustomContext("layout_items", std::to_string(o.layout_items));
+  benchmark::AddCustomContext("layout_queries", std::to_string(o.layout_queries));
   benchmark::AddCustomContext("transparent_hugepage",
                               ReadFirstLine("/sys/kernel/mm/transparent_hugepage/enabled"));
   benchmark::AddCustomContext("mem_available_bytes", std::to_string(MemAvailableBytes()));
