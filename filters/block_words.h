@@ -1,12 +1,11 @@
-// The word array under BlockedBloom and BlockedCountingBloom: 64-bit atomic
-// words, 64-byte aligned so that each 64-byte block is one cache line,
-// zeroed when allocated.
+// The word array under BlockedBloom, ClassicBloom and BlockedCountingBloom:
+// 64-bit atomic words, 64-byte aligned so that each 64-byte block is one
+// cache line, zeroed when allocated. Big arrays get 2 MiB pages.
 #pragma once
 
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <new>
 #include <type_traits>
 
 namespace bloomgate::internal {
@@ -19,24 +18,30 @@ static_assert(std::is_trivially_destructible_v<std::atomic<uint64_t>>);
 
 inline constexpr std::align_val_t kBlockWordsAlignment{64};  // one cache line
 
+// x86-64's transparent huge page.
+inline constexpr uint64_t kHugePageBytes = uint64_t{2} << 20;
+
+// Arrays of at least this many bytes get their own mapping, aligned to
+// 2 MiB and advised MADV_HUGEPAGE before the first write, so the kernel backs
+// them with 2 MiB pages where transparent huge pages are "always" or
+// "madvise" (and falls back to 4 KiB pages silently where they are "never"
+// or none are free). Why: a random line of a big filter also misses the TLB,
+// and on 4 KiB pages under KVM that is a two-dimensional page walk: a 4 GiB
+// filter's lookup cost 1.30-1.35x a dependent DRAM miss on 4 KiB pages and
+// 1.00-1.03x on 2 MiB ones (bench/README.md, issue 5 target 3a). 8 MiB is
+// where 4 KiB pages run out of reach of a 2048-entry L2 TLB (Zen 3: 8 MiB),
+// and the mapping's length is the array's rounded up to 4 KiB, so no
+// partial huge page is ever made resident past the array: the bytes a budget
+// counts stay the bytes the process holds (to within 4 KiB).
+inline constexpr uint64_t kHugePageArrayBytes = uint64_t{8} << 20;
+
 // `bytes` (a multiple of 8) of zeroed words, or nullptr if that is more than
 // an allocation may ask for (PTRDIFF_MAX) or the allocation fails. Every word
 // is written here, so the memory is resident from the start (what a budget
 // counts is what the process holds). Never throws. Free with
-// DeleteBlockWords.
-inline std::atomic<uint64_t>* NewZeroedBlockWords(uint64_t bytes) {
-  if (bytes > PTRDIFF_MAX) return nullptr;
-  void* raw = ::operator new(static_cast<size_t>(bytes), kBlockWordsAlignment, std::nothrow);
-  if (raw == nullptr) return nullptr;
-  auto* words = static_cast<std::atomic<uint64_t>*>(raw);
-  // Start each word's lifetime, zeroed (the compiler turns this into memset).
-  for (uint64_t i = 0; i < bytes / sizeof(uint64_t); ++i) new (&words[i]) std::atomic<uint64_t>(0);
-  return words;
-}
+// DeleteBlockWords and the same `bytes`.
+std::atomic<uint64_t>* NewZeroedBlockWords(uint64_t bytes);
 
-inline void DeleteBlockWords(std::atomic<uint64_t>* words) {
-  // std::atomic<uint64_t> is trivially destructible: just free the array.
-  ::operator delete(static_cast<void*>(words), kBlockWordsAlignment);
-}
+void DeleteBlockWords(std::atomic<uint64_t>* words, uint64_t bytes);
 
 }  // namespace bloomgate::internal

@@ -98,7 +98,7 @@ std::unique_ptr<ClassicBloom> ClassicBloom::Create(uint64_t bits, uint32_t probe
   if (words == nullptr) return nullptr;
   auto* filter = new (std::nothrow) ClassicBloom(words, num_words, probes, probing);
   if (filter == nullptr) {
-    internal::DeleteBlockWords(words);
+    internal::DeleteBlockWords(words, alloc_words * 8);
     return nullptr;
   }
   return std::unique_ptr<ClassicBloom>(filter);
@@ -108,6 +108,7 @@ ClassicBloom::ClassicBloom(std::atomic<uint64_t>* words, uint64_t num_words, uin
                            ClassicProbing probing)
     : words_(words), num_words_(num_words), probes_(probes), probing_(probing) {}
 
-ClassicBloom::~ClassicBloom() { internal::DeleteBlockWords(words_); }
+// The allocation was rounded up to whole 64-byte lines (Create).
+ClassicBloom::~ClassicBloom() { internal::DeleteBlockWords(words_, (num_words_ + 7) / 8 * 64); }
 
 }  // namespace bloomgate
