@@ -29,8 +29,8 @@ inline constexpr uint64_t kHugePageBytes = uint64_t{2} << 20;
 // and on 4 KiB pages under KVM that is a two-dimensional page walk: a 4 GiB
 // filter's lookup cost 1.30-1.35x a dependent DRAM miss on 4 KiB pages and
 // 1.00-1.03x on 2 MiB ones (bench/README.md, issue 5 target 3a). 8 MiB is
-// where 4 KiB pages run out of reach of a 2048-entry L2 TLB (Zen 3: 8 MiB),
-// and the mapping's length is the array's rounded up to 4 KiB, so no
+// where 4 KiB pages run out of reach of a 1536-2048-entry L2 TLB (6-8 MiB on
+// current x86-64 cores), and the mapping's length is the array's rounded up to 4 KiB, so no
 // partial huge page is ever made resident past the array: the bytes a budget
 // counts stay the bytes the process holds (to within 4 KiB).
 inline constexpr uint64_t kHugePageArrayBytes = uint64_t{8} << 20;
