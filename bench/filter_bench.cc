@@ -62,6 +62,7 @@
 #include "filters/bloom_math.h"
 #include "filters/key_hash.h"
 #include "filters/limits.h"
+#include "filters/redisbloom_layout.h"
 #include "filters/scalable_bloom_filter.h"
 
 namespace bloomgate {
@@ -88,6 +89,8 @@ struct Options {
   uint64_t layer_items = 32 * kMiB;  // total items of the layered filters
   uint64_t accuracy_items = 2 * kMiB;
   uint64_t accuracy_queries = 20 * kMiB;
+  uint64_t layout_items = 1'000'000;   // capacity of each accuracy/layout filter
+  uint64_t layout_queries = 4 * kMiB;  // negative queries per accuracy/layout rate
   bool smoke = false;
 };
 
@@ -980,6 +983,82 @@ void RegisterPaired(uint64_t bytes, const Options& o) {
   });
 }
 
+// Issue 14 target 7: a filter as the library allocates it (BlockedBloom::
+// Create: arrays of kHugePageArrayBytes or more get their own 2 MiB-aligned
+// mapping, MADV_HUGEPAGE before the first write) against the dependent-miss
+// latency of a chase ring of the same size on 2 MiB pages, in alternating
+// blocks of 2048 as the paired rows do. Both objects live at once (2x the
+// footprint), so the row is only registered when MemAvailable leaves 4 GiB
+// beside them. huge_MiB is the process's AnonHugePages with both in place:
+// about 2x the footprint when both got huge pages.
+struct HugePairFixture {
+  std::unique_ptr<ChaseRing> ring;
+  std::unique_ptr<BlockedBloom> filter;
+  uint64_t filled = 0;
+  uint64_t huge_kib = 0;
+};
+
+void RegisterPairedHuge(uint64_t bytes, const Options& o) {
+  const uint64_t max_fill = o.max_fill;
+  Register("paired_huge/" + SizeLabel(bytes), [bytes, max_fill](benchmark::State& state) {
+    HugePairFixture& fx = TheSlot().Get<HugePairFixture>("paired_huge/" + SizeLabel(bytes), [&] {
+      auto made = std::make_shared<HugePairFixture>();
+      made->ring = std::make_unique<ChaseRing>(bytes, /*huge_pages=*/true);
+      const BloomShape shape = OnePercentShape(bytes);
+      made->filter = BlockedBloom::Create(shape);
+      if (made->filter == nullptr) throw std::bad_alloc();
+      made->filled = std::min(CapacityFor(shape), max_fill);
+      for (uint64_t id = 0; id < made->filled; ++id) {
+        made->filter->Add(HashItem(id, kPositiveSalt));
+      }
+      made->huge_kib = AnonHugePagesKiB();
+      return made;
+    });
+    const BlockedBloom& filter = *fx.filter;
+    constexpr int kBlock = 2048;
+    enum { kChase, kSingleNeg, kSinglePos, kKinds };
+    uint64_t ns[kKinds] = {};
+    uint64_t ops[kKinds] = {};
+    Rng rng(0x7a9e + bytes);
+    uint64_t sink = 0;
+    ChaseNode* p = fx.ring->entry(0);
+    auto timed = [&](int kind, auto body) {
+      const uint64_t t0 = ThreadCpuNs();
+      body();
+      ns[kind] += ThreadCpuNs() - t0;
+      ops[kind] += kBlock;
+    };
+    for (auto _ : state) {
+      timed(kChase, [&] {
+        for (int i = 0; i < kBlock; ++i) p = p->next;
+      });
+      timed(kSingleNeg, [&] {
+        for (int i = 0; i < kBlock; ++i) {
+          sink += filter.MayContain(HashItem(rng.Below(kNegativeUniverse), kNegativeSalt));
+          SerializeExecution();
+        }
+      });
+      timed(kSinglePos, [&] {
+        for (int i = 0; i < kBlock; ++i) {
+          sink += filter.MayContain(HashItem(rng.Below(fx.filled), kPositiveSalt));
+          SerializeExecution();
+        }
+      });
+    }
+    benchmark::DoNotOptimize(sink);
+    benchmark::DoNotOptimize(p);
+    auto per = [&](int kind) {
+      return ops[kind] ? static_cast<double>(ns[kind]) / static_cast<double>(ops[kind]) : 0.0;
+    };
+    state.counters["chase_2m_ns"] = per(kChase);
+    state.counters["single_neg_ns"] = per(kSingleNeg);
+    state.counters["single_pos_ns"] = per(kSinglePos);
+    state.counters["single_neg_vs_chase"] = per(kSingleNeg) / per(kChase);
+    state.counters["single_pos_vs_chase"] = per(kSinglePos) / per(kChase);
+    state.counters["huge_MiB"] = static_cast<double>(fx.huge_kib) / 1024;
+  });
+}
+
 void RegisterFootprint(uint64_t bytes, const Options& o) {
   // Memory references first (they share a fixture with the blocked rows).
   RegisterChase(bytes, o, /*huge=*/false, /*parallel=*/false);
@@ -1002,6 +1081,9 @@ void RegisterFootprint(uint64_t bytes, const Options& o) {
   // filter would evict each other and the pair would measure that.
   if (bytes >= 64 * kMiB && 2 * bytes <= kPairedLimitBytes) RegisterPaired(bytes, o);
   if (bytes >= 4 * kMiB) RegisterChase(bytes, o, /*huge=*/true, /*parallel=*/false);
+  if (bytes >= 64 * kMiB && 2 * bytes + 4 * kGiB <= MemAvailableBytes()) {
+    RegisterPairedHuge(bytes, o);
+  }
   if (bytes >= 64 * kMiB) {
     // The same filter with its array collapsed into 2 MiB pages.
     RegisterBlockedLookups<Mode::kSingle>("blocked_2m_pages", bytes, o, true);
@@ -1327,6 +1409,68 @@ void RegisterAccuracy(const Options& o) {
   }
 }
 
+// Issue 14 target 3: BF.RESERVE k <rate> 1000000 (scaling, expansion 2) as
+// the server builds it (PreferredBloomLayout picks blocked or classic),
+// filled to capacity and probed with layout_queries absent items: the
+// measured FP against the requested rate, and the filter's bytes against
+// RedisBloom's BF.INFO Size for the same command, computed from its formula
+// (redisbloom_layout.h: chain 32 + link 64 + the layer's bits, bpe =
+// ln(1/p) / ln(2)^2 at p = rate / 2, rounded up to 64 bits). `bytes` is
+// memory_bytes() (filter object, layer, list and bits); BF.INFO Size adds
+// the key's entry (server/keyspace, ~200 bytes), which results/memory-*.md
+// reads from a live server. One run each (counters, not timings).
+void RegisterLayoutAccuracy(const Options& o) {
+  for (const double rate : {0.1, 0.01, 1e-3, 1e-4, 1e-5, 1e-6, 1e-7, 1e-9}) {
+    char label[32];
+    std::snprintf(label, sizeof label, "e=%g", rate);
+    const uint64_t n = o.layout_items;
+    const uint64_t queries = o.layout_queries;
+    Register(std::string("accuracy/layout/") + label, [n, queries, rate](benchmark::State& state) {
+      for (auto _ : state) {
+        ScalableBloomOptions options;
+        options.error_rate = rate;
+        options.capacity = n;
+        options.expansion = 2;
+        options.layout = PreferredBloomLayout(rate, options.expansion);
+        FilterLimits limits;
+        limits.max_filter_bytes = 0;
+        std::unique_ptr<ScalableBloomFilter> filter;
+        if (ScalableBloomFilter::Create(options, limits, nullptr, &filter) != FilterStatus::kOk) {
+          state.SkipWithError("create failed");
+          return;
+        }
+        bool added = false;
+        for (uint64_t id = 0; id < n; ++id) {
+          (void)filter->Add(filter->Hash(std::to_string(id)), &added);
+        }
+        uint64_t fps = 0;
+        for (uint64_t q = 0; q < queries; ++q) {
+          fps += filter->MayContain(filter->Hash("absent:" + std::to_string(q)));
+        }
+        const BlockedShape rb = ChooseRedisBloomShape(rate * kErrorTighteningRatio, n);
+        const double rb_size = static_cast<double>(RedisBloomInfoSize(1, rb.cells / 8));
+        const double fp = static_cast<double>(fps) / static_cast<double>(queries);
+        state.counters["classic"] = filter->layout() == BloomLayout::kClassic ? 1 : 0;
+        state.counters["layers"] = filter->num_layers();
+        state.counters["probes"] = filter->Layers()[0].probes;
+        state.counters["bits_per_item"] =
+            static_cast<double>(filter->Layers()[0].bits) / static_cast<double>(n);
+        state.counters["bytes"] = static_cast<double>(filter->memory_bytes());
+        state.counters["redisbloom_size"] = rb_size;
+        state.counters["bytes_vs_redisbloom"] = static_cast<double>(filter->memory_bytes()) / rb_size;
+        state.counters["bits_vs_redisbloom"] =
+            static_cast<double>(filter->Layers()[0].bits) / static_cast<double>(rb.cells);
+        state.counters["fp_requested"] = rate;
+        state.counters["fp_measured"] = fp;
+        state.counters["false_positives"] = static_cast<double>(fps);
+        state.counters["fp_vs_requested"] = fp / rate;
+      }
+    })
+        ->Iterations(1)
+        ->Repetitions(1);
+  }
+}
+
 void RegisterAll(const Options& o) {
   Register("hash/HashKey_16B", [](benchmark::State& state) {
     uint64_t id = 0;
@@ -1349,6 +1493,7 @@ void RegisterAll(const Options& o) {
   RegisterLayers(o);
   RegisterKeyspace();
   RegisterAccuracy(o);
+  RegisterLayoutAccuracy(o);
 }
 
 void PrintUsage() {
@@ -1361,8 +1506,11 @@ void PrintUsage() {
       "  --layer_items=32m         total items of each layered filter\n"
       "  --accuracy_items=2m       items in each accuracy filter\n"
       "  --accuracy_queries=20m    negative queries per accuracy filter\n"
+      "  --layout_items=1000000    capacity (= items added) of each accuracy/layout filter\n"
+      "  --layout_queries=4m       negative queries per accuracy/layout rate\n"
       "  --smoke                   tiny sizes for CI: 256k,64m footprints, 64k items per\n"
-      "                            filter, 64k layer items, 64k accuracy items, 1m queries\n"
+      "                            filter, 64k layer items, 64k accuracy items, 1m queries,\n"
+      "                            20,000-item layout filters with 64k queries\n"
       "Then every Google Benchmark flag (--benchmark_filter, --benchmark_out, ...).\n");
 }
 
@@ -1400,6 +1548,10 @@ int main(int argc, char** argv) {
       sizes_ok &= ParseSize(value, &o.accuracy_items);
     } else if (value_of("--accuracy_queries", &value)) {
       sizes_ok &= ParseSize(value, &o.accuracy_queries);
+    } else if (value_of("--layout_items", &value)) {
+      sizes_ok &= ParseSize(value, &o.layout_items);
+    } else if (value_of("--layout_queries", &value)) {
+      sizes_ok &= ParseSize(value, &o.layout_queries);
     } else {
       rest.push_back(argv[i]);
     }
@@ -1412,6 +1564,8 @@ int main(int argc, char** argv) {
     o.layer_items = 64 * kKiB;
     o.accuracy_items = 64 * kKiB;
     o.accuracy_queries = 1 * kMiB;
+    o.layout_items = 20'000;
+    o.layout_queries = 64 * kKiB;
   }
   if (footprints.empty()) {
     footprints = "256k,1m,4m,16m,64m,256m,1g,2g";
@@ -1437,6 +1591,8 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext("layer_items", std::to_string(o.layer_items));
   benchmark::AddCustomContext("accuracy_items", std::to_string(o.accuracy_items));
   benchmark::AddCustomContext("accuracy_queries", std::to_string(o.accuracy_queries));
+  benchmark::AddCustomContext("layout_items", std::to_string(o.layout_items));
+  benchmark::AddCustomContext("layout_queries", std::to_string(o.layout_queries));
   benchmark::AddCustomContext("transparent_hugepage",
                               ReadFirstLine("/sys/kernel/mm/transparent_hugepage/enabled"));
   benchmark::AddCustomContext("mem_available_bytes", std::to_string(MemAvailableBytes()));

@@ -1,8 +1,8 @@
-// The word array under BlockedBloom and BlockedCountingBloom: 64-bit atomic
-// words, 64-byte aligned so that each 64-byte block is one cache line,
-// zeroed when allocated.
+// The word array under BlockedBloom, ClassicBloom and BlockedCountingBloom:
+// 64-bit atomic words, 64-byte aligned so that each 64-byte block is one
+// cache line, zeroed when allocated.
 //
-// Two ways to get them, told apart by a tag just before the words:
+// Three sizes, three sources (block_words.cc):
 //  - under kMappedBlockWordsBytes: the heap (operator new, 64-byte aligned),
 //    every word written here;
 //  - from kMappedBlockWordsBytes on: fresh anonymous pages from mmap, which
@@ -12,10 +12,11 @@
 //    thread: 20 MB of a 100 MB filter in 5, ~40 ms to fault in and zero
 //    before (bench/results/window-turnover-2026-12-01.md), 22-54 us now. The
 //    memory budget still counts the array whole from its creation, so it
-//    stays an upper bound on what the process holds.
+//    stays an upper bound on what the process holds;
+//  - from kHugePageArrayBytes on: the same, but the mapping starts on a
+//    2 MiB boundary and is advised MADV_HUGEPAGE before its first touch (see
+//    kHugePageArrayBytes).
 #pragma once
-
-#include <sys/mman.h>
 
 #include <atomic>
 #include <cstddef>
@@ -36,59 +37,28 @@ inline constexpr std::align_val_t kBlockWordsAlignment{64};  // one cache line
 // array; above it, glibc mmaps the chunk anyway but then writes every page.
 inline constexpr uint64_t kMappedBlockWordsBytes = uint64_t{1} << 20;
 
-namespace block_words_detail {
+// x86-64's transparent huge page.
+inline constexpr uint64_t kHugePageBytes = uint64_t{2} << 20;
 
-// What lies just before the words: how they were allocated and how much.
-struct Tag {
-  uint64_t mapped_bytes;  // 0: operator new; else the whole mapping's length
-  uint64_t base;          // the address to free (the allocation's start)
-};
-inline constexpr uint64_t kHeapPrefix = 64;    // keeps the words 64-byte aligned
-inline constexpr uint64_t kMappedPrefix = 4096;  // one page: the words start a page
-
-inline Tag* TagOf(std::atomic<uint64_t>* words) {
-  return reinterpret_cast<Tag*>(reinterpret_cast<char*>(words) - sizeof(Tag));
-}
-
-}  // namespace block_words_detail
+// Arrays of at least this many bytes get a mapping aligned to 2 MiB and
+// advised MADV_HUGEPAGE before the first touch, so the kernel backs them
+// with 2 MiB pages where transparent huge pages are "always" or "madvise"
+// (and falls back to 4 KiB pages silently where they are "never" or none are
+// free). Why: a random line of a big filter also misses the TLB, and on
+// 4 KiB pages under KVM that is a two-dimensional page walk: a 4 GiB
+// filter's lookup cost 1.30-1.35x a dependent DRAM miss on 4 KiB pages and
+// 1.00-1.03x on 2 MiB ones (bench/results/memory-2026-12-01.md, issue 14
+// target 7). 8 MiB is where 4 KiB pages run out of reach of a
+// 1536-2048-entry L2 TLB (6-8 MiB on current x86-64 cores). The mapping's
+// length is the array's rounded up to 4 KiB, so no partial huge page is made
+// resident past the array.
+inline constexpr uint64_t kHugePageArrayBytes = uint64_t{8} << 20;
 
 // `bytes` (a multiple of 8) of zeroed words, or nullptr if that is more than
 // an allocation may ask for (PTRDIFF_MAX) or the allocation fails. Never
-// throws. Free with DeleteBlockWords.
-inline std::atomic<uint64_t>* NewZeroedBlockWords(uint64_t bytes) {
-  using namespace block_words_detail;
-  if (bytes > PTRDIFF_MAX - kMappedPrefix) return nullptr;
-  if (bytes >= kMappedBlockWordsBytes) {
-    const uint64_t length = bytes + kMappedPrefix;
-    void* raw = ::mmap(nullptr, static_cast<size_t>(length), PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (raw == MAP_FAILED) return nullptr;
-    // Zero pages are zero words: an atomic<uint64_t> of 0 is its bytes.
-    auto* words = reinterpret_cast<std::atomic<uint64_t>*>(static_cast<char*>(raw) + kMappedPrefix);
-    *TagOf(words) = Tag{length, reinterpret_cast<uint64_t>(raw)};
-    return words;
-  }
-  void* raw = ::operator new(static_cast<size_t>(bytes + kHeapPrefix), kBlockWordsAlignment,
-                             std::nothrow);
-  if (raw == nullptr) return nullptr;
-  auto* words = reinterpret_cast<std::atomic<uint64_t>*>(static_cast<char*>(raw) + kHeapPrefix);
-  *TagOf(words) = Tag{0, reinterpret_cast<uint64_t>(raw)};
-  // Start each word's lifetime, zeroed (the compiler turns this into memset).
-  for (uint64_t i = 0; i < bytes / sizeof(uint64_t); ++i) new (&words[i]) std::atomic<uint64_t>(0);
-  return words;
-}
+// throws. Free with DeleteBlockWords and the same `bytes`.
+std::atomic<uint64_t>* NewZeroedBlockWords(uint64_t bytes);
 
-inline void DeleteBlockWords(std::atomic<uint64_t>* words) {
-  using namespace block_words_detail;
-  if (words == nullptr) return;
-  const Tag tag = *TagOf(words);
-  void* base = reinterpret_cast<void*>(tag.base);
-  if (tag.mapped_bytes != 0) {
-    ::munmap(base, static_cast<size_t>(tag.mapped_bytes));
-    return;
-  }
-  // std::atomic<uint64_t> is trivially destructible: just free the array.
-  ::operator delete(base, kBlockWordsAlignment);
-}
+void DeleteBlockWords(std::atomic<uint64_t>* words, uint64_t bytes);
 
 }  // namespace bloomgate::internal

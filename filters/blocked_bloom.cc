@@ -22,7 +22,7 @@ std::unique_ptr<BlockedBloom> BlockedBloom::Create(const BloomShape& shape) {
   if (words == nullptr) return nullptr;
   auto* filter = new (std::nothrow) BlockedBloom(words, bytes / kBlockBytes, shape.probes);
   if (filter == nullptr) {
-    internal::DeleteBlockWords(words);
+    internal::DeleteBlockWords(words, bytes);
     return nullptr;
   }
   return std::unique_ptr<BlockedBloom>(filter);
@@ -32,7 +32,7 @@ BlockedBloom::BlockedBloom(std::atomic<uint64_t>* words, uint64_t num_blocks, ui
     : words_(words), num_blocks_(num_blocks), probes_(probes) {}
 
 BlockedBloom::~BlockedBloom() {
-  internal::DeleteBlockWords(words_);
+  internal::DeleteBlockWords(words_, bytes());
 }
 
 }  // namespace bloomgate

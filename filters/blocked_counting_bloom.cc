@@ -81,7 +81,7 @@ std::unique_ptr<BlockedCountingBloom> BlockedCountingBloom::Create(const Blocked
   auto* layer = new (std::nothrow)
       BlockedCountingBloom(words, bytes / kBlockBytes, shape.probes, counter_bits);
   if (layer == nullptr) {
-    internal::DeleteBlockWords(words);
+    internal::DeleteBlockWords(words, bytes);
     return nullptr;
   }
   return std::unique_ptr<BlockedCountingBloom>(layer);
@@ -96,7 +96,7 @@ BlockedCountingBloom::BlockedCountingBloom(std::atomic<uint64_t>* words, uint64_
       block_cells_(BlockCellsFor(counter_bits)) {}
 
 BlockedCountingBloom::~BlockedCountingBloom() {
-  internal::DeleteBlockWords(words_);
+  internal::DeleteBlockWords(words_, num_blocks_ * kBlockBytes);
 }
 
 // Memory order: relaxed for every counter access, as for BlockedBloom's bits.

@@ -1,8 +1,10 @@
-// One layer of a ScalableBloomFilter: either our blocked layout
-// (BlockedBloom) or RedisBloom's classic one (ClassicBloom, for filters
-// imported from RedisBloom). A filter's layers are all of one kind -- the
-// chain's block_cells says which (kBloomBlockBits or kRedisBloomWordBits) --
-// so the branch below always goes the same way for a given filter.
+// One layer of a ScalableBloomFilter: our blocked layout (BlockedBloom), or
+// a classic one (ClassicBloom): RedisBloom's, for filters imported from
+// RedisBloom, or ours, for filters created at error rates where one block per
+// item stops paying (bloom_math.h's ClassicBloomPays). A filter's layers are
+// all of one kind -- the chain's block_cells says which (kBloomBlockBits,
+// kRedisBloomWordBits or kClassicBloomGranuleBits) -- so the branches below
+// always go the same way for a given filter.
 #pragma once
 
 #include <atomic>
@@ -18,13 +20,17 @@ namespace bloomgate {
 class BloomLayer {
  public:
   // A zeroed layer for a chain shape: shape.block_cells picks the kind
-  // (kRedisBloomWordBits: classic with shape.cells bits; else blocked).
+  // (kRedisBloomWordBits: RedisBloom's classic, kClassicBloomGranuleBits:
+  // ours, both with shape.cells bits; else blocked).
   // nullptr if the shape is invalid or an allocation fails. Never throws.
   static std::unique_ptr<BloomLayer> Create(const BlockedShape& shape) {
     std::unique_ptr<BloomLayer> layer(new (std::nothrow) BloomLayer);
     if (layer == nullptr) return nullptr;
-    if (shape.block_cells == kRedisBloomWordBits) {
-      layer->classic_ = ClassicBloom::Create(shape.cells, shape.probes);
+    if (IsClassic(shape.block_cells)) {
+      layer->classic_ = ClassicBloom::Create(shape.cells, shape.probes,
+                                             shape.block_cells == kRedisBloomWordBits
+                                                 ? ClassicProbing::kModulo
+                                                 : ClassicProbing::kFastRange);
       if (layer->classic_ == nullptr) return nullptr;
     } else {
       layer->blocked_ = BlockedBloom::Create(
@@ -36,7 +42,7 @@ class BloomLayer {
   // Bytes a shape gets beyond this wrapper (which the chain counts as its
   // Cells): the bit array and the one inner layer object that owns it.
   static uint64_t BytesFor(const BlockedShape& shape) {
-    if (shape.block_cells == kRedisBloomWordBits) return shape.cells / 8 + sizeof(ClassicBloom);
+    if (IsClassic(shape.block_cells)) return shape.cells / 8 + sizeof(ClassicBloom);
     return BlockedBloom::BytesFor(
                BloomShape{shape.cells, shape.probes, shape.cells_per_key, shape.predicted_fp}) +
            sizeof(BlockedBloom);
@@ -47,7 +53,14 @@ class BloomLayer {
     return blocked_ ? blocked_->MayContain(h) : classic_->MayContain(h);
   }
 
-  bool redisbloom_layout() const { return classic_ != nullptr; }
+  static bool IsClassic(uint32_t block_cells) {
+    return block_cells == kRedisBloomWordBits || block_cells == kClassicBloomGranuleBits;
+  }
+
+  bool redisbloom_layout() const {
+    return classic_ != nullptr && classic_->probing() == ClassicProbing::kModulo;
+  }
+  bool classic() const { return classic_ != nullptr; }
   uint64_t bits() const { return blocked_ ? blocked_->bits() : classic_->bits(); }
   uint32_t probes() const { return blocked_ ? blocked_->probes() : classic_->probes(); }
   uint64_t bytes() const { return blocked_ ? blocked_->bytes() : classic_->bytes(); }

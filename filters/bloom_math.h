@@ -91,6 +91,40 @@ struct BloomShape {
 // the most, which is one reason kMaxBloomLayers is finite.
 BloomShape ChooseBlockedBloomShape(double fp_rate, uint64_t capacity);
 
+// WHERE ONE BLOCK PER ITEM STOPS PAYING. A blocked layer touches one cache
+// line per add and lookup; a classic layer (k probes over the whole array,
+// redisbloom_layout.h's ChooseClassicBloomShape, sized as RedisBloom sizes
+// it) touches up to k lines for a present item and ~2 for an absent one (each
+// probe finds a set bit with probability ~1/2), but needs fewer bits. Bits/key
+// at capacity 1M, layer error rate p (a scaling filter's layer 0 gets half the
+// requested rate: BF.RESERVE k 0.01 -> p = 0.005):
+//
+//   requested  layer p   blocked (k)   classic = RedisBloom's (k)   blocked/classic
+//   0.1        0.05        6.47  (4)     6.24  (4)                     1.038
+//   0.01       0.005      11.75  (7)    11.03  (8)                     1.066
+//   1e-3       5e-4       17.72 (10)    15.82 (11)                     1.120
+//   1e-4       5e-5       24.70 (13)    20.61 (14)                     1.198
+//   1e-6       5e-7       43.06 (17)    30.20 (21)                     1.426
+//   1e-9       5e-10      89.34 (23)    44.58 (31)                     2.004
+//
+// (filters_test BloomLayoutChoice.CrossoverTable prints it.) Where the
+// blocked layout's premium is at most 10% of the memory it buys one line
+// per operation instead of ~2 (absent item) to k (present); below that the
+// premium grows fast (+20% at 5e-5, +43% at 5e-7, +100% at 5e-10) while the
+// lines saved stay ~1-2 per absent item (the common case of a lookup), so a
+// new filter there gets classic layers. The premium crosses 10% at a layer
+// rate of ~1.0e-3 (1.096 at 1.2e-3, 1.101 at 1e-3, 1.105 at 9e-4): a scaling
+// BF.RESERVE under 0.002 (a NONSCALING one under 0.001) is classic. The
+// price of the blocked layout above the crossover is that BF.INFO Size there
+// is 4-7% over RedisBloom's (bench/README.md, issue 14 target 3).
+constexpr double kClassicBloomBelowErrorRate = 1e-3;
+
+// True iff a new filter whose layer 0 has error rate `layer_error_rate` gets
+// classic layers (see the table above).
+inline bool ClassicBloomPays(double layer_error_rate) {
+  return layer_error_rate < kClassicBloomBelowErrorRate;
+}
+
 // The blocked layout with `block_cells` cells per 64-byte block instead of
 // 512 bits: a counting Bloom filter packs 128 4-bit or 64 8-bit counters into
 // one cache line, and an item's counters all fall into one block. A query is a

@@ -1,5 +1,6 @@
 #include "filters/redisbloom_layout.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <new>
@@ -55,11 +56,37 @@ BlockedShape ChooseRedisBloomShape(double error_rate, uint64_t capacity) {
   return shape;
 }
 
+BlockedShape ChooseClassicBloomShape(double error_rate, uint64_t capacity) {
+  const BlockedShape redisbloom = ChooseRedisBloomShape(error_rate, capacity);
+  const uint64_t max_cells = MaxBlockedCells(kClassicBloomGranuleBits);
+  BlockedShape shape{max_cells, kClassicBloomGranuleBits, 1, redisbloom.cells_per_key, 1.0};
+  if (redisbloom.cells >= MaxBlockedCells(kRedisBloomWordBits) || redisbloom.cells >= max_cells) {
+    return shape;
+  }
+  const uint64_t granules = std::max<uint64_t>(redisbloom.cells / kClassicBloomGranuleBits, 1);
+  shape.cells = granules * kClassicBloomGranuleBits;
+  const double keys = static_cast<double>(std::max<uint64_t>(capacity, 1));
+  shape.cells_per_key = static_cast<double>(shape.cells) / keys;
+  // The two whole hash counts around the real optimum ln 2 x bits/entry.
+  const double optimum = kRedisBloomLn2 * shape.cells_per_key;
+  const auto clamp_k = [](double k) {
+    return static_cast<uint32_t>(std::clamp(k, 1.0, static_cast<double>(kMaxBloomProbes)));
+  };
+  const uint32_t lower = clamp_k(std::floor(optimum));
+  const uint32_t upper = clamp_k(std::ceil(optimum));
+  const double fp_lower = StandardBloomFpRate(shape.cells_per_key, static_cast<int>(lower));
+  const double fp_upper = StandardBloomFpRate(shape.cells_per_key, static_cast<int>(upper));
+  shape.probes = fp_lower < fp_upper ? lower : upper;
+  shape.predicted_fp = std::min(fp_lower, fp_upper);
+  return shape;
+}
+
 uint64_t RedisBloomInfoSize(uint32_t layers, uint64_t bit_array_bytes) {
   return kRedisBloomChainBytes + kRedisBloomLinkBytes * layers + bit_array_bytes;
 }
 
-std::unique_ptr<ClassicBloom> ClassicBloom::Create(uint64_t bits, uint32_t probes) {
+std::unique_ptr<ClassicBloom> ClassicBloom::Create(uint64_t bits, uint32_t probes,
+                                                   ClassicProbing probing) {
   if (bits == 0 || bits % 64 != 0 || bits >= MaxBlockedCells(kRedisBloomWordBits) || probes < 1 ||
       probes > kMaxBloomProbes) {
     return nullptr;
@@ -69,17 +96,19 @@ std::unique_ptr<ClassicBloom> ClassicBloom::Create(uint64_t bits, uint32_t probe
   const uint64_t alloc_words = (num_words + 7) / 8 * 8;
   std::atomic<uint64_t>* words = internal::NewZeroedBlockWords(alloc_words * 8);
   if (words == nullptr) return nullptr;
-  auto* filter = new (std::nothrow) ClassicBloom(words, num_words, probes);
+  auto* filter = new (std::nothrow) ClassicBloom(words, num_words, probes, probing);
   if (filter == nullptr) {
-    internal::DeleteBlockWords(words);
+    internal::DeleteBlockWords(words, alloc_words * 8);
     return nullptr;
   }
   return std::unique_ptr<ClassicBloom>(filter);
 }
 
-ClassicBloom::ClassicBloom(std::atomic<uint64_t>* words, uint64_t num_words, uint32_t probes)
-    : words_(words), num_words_(num_words), probes_(probes) {}
+ClassicBloom::ClassicBloom(std::atomic<uint64_t>* words, uint64_t num_words, uint32_t probes,
+                           ClassicProbing probing)
+    : words_(words), num_words_(num_words), probes_(probes), probing_(probing) {}
 
-ClassicBloom::~ClassicBloom() { internal::DeleteBlockWords(words_); }
+// The allocation was rounded up to whole 64-byte lines (Create).
+ClassicBloom::~ClassicBloom() { internal::DeleteBlockWords(words_, (num_words_ + 7) / 8 * 64); }
 
 }  // namespace bloomgate

@@ -24,7 +24,8 @@ FilterStatus ScalableBloomFilter::Create(const ScalableBloomOptions& options,
   Chain::Pending first;
   const FilterStatus status =
       Chain::Start(options.capacity, Chain::FirstErrorRate(error_rate, options.expansion),
-                   /*block_cells=*/redisbloom ? kRedisBloomWordBits : kBloomBlockBits, /*owner_bytes=*/sizeof(ScalableBloomFilter),
+                   /*block_cells=*/BloomLayoutCells(options.layout),
+                   /*owner_bytes=*/sizeof(ScalableBloomFilter),
                    limits, budget, &first);
   // RedisBloom's hash takes no seed: such a filter's seed stays 0.
   return Adopt(status, error_rate, options.expansion,
@@ -44,8 +45,7 @@ FilterStatus ScalableBloomFilter::Restore(double error_rate, uint32_t expansion,
   Chain::Pending chain;
   const FilterStatus status =
       Chain::Restore(layers, expansion,
-                     /*block_cells=*/layout == BloomLayout::kRedisBloom ? kRedisBloomWordBits
-                                                                       : kBloomBlockBits,
+                     /*block_cells=*/BloomLayoutCells(layout),
                      /*owner_bytes=*/sizeof(ScalableBloomFilter), limits, budget, &chain);
   return Adopt(status, error_rate, expansion, hash_seed, limits, &chain, out);
 }

@@ -23,7 +23,29 @@ namespace bloomgate {
 enum class BloomLayout : uint8_t {
   kBlocked,     // ours: BlockedBloom, XXH3-128 with the filter's seed
   kRedisBloom,  // imported from RedisBloom: ClassicBloom, its seedless hash
+  // Ours at low error rates: ClassicBloom (kFastRange) sized as RedisBloom
+  // sizes a layer (ChooseClassicBloomShape), XXH3-128 with the filter's seed.
+  kClassic,
 };
+
+// The chain's block_cells for a layout: what tells the layer kinds apart.
+constexpr uint32_t BloomLayoutCells(BloomLayout layout) {
+  switch (layout) {
+    case BloomLayout::kRedisBloom: return kRedisBloomWordBits;
+    case BloomLayout::kClassic: return kClassicBloomGranuleBits;
+    case BloomLayout::kBlocked: break;
+  }
+  return kBloomBlockBits;
+}
+
+// The layout a NEW filter gets (BF.RESERVE, BF.ADD/BF.INSERT creating one,
+// bloomgate build): blocked while one 512-bit block per item pays, classic
+// below that (bloom_math.h's ClassicBloomPays, judged on layer 0's rate:
+// every later layer keeps layer 0's kind).
+inline BloomLayout PreferredBloomLayout(double error_rate, uint32_t expansion) {
+  const double layer0 = expansion == 0 ? error_rate : error_rate * kErrorTighteningRatio;
+  return ClassicBloomPays(layer0) ? BloomLayout::kClassic : BloomLayout::kBlocked;
+}
 
 struct ScalableBloomOptions {
   double error_rate = 0.01;  // RedisBloom's default bf-error-rate
@@ -56,8 +78,9 @@ struct BloomLayerTraits {
   using Cells = BloomLayer;
   using Count = uint64_t;
   static BlockedShape ChooseShape(double fp_rate, uint64_t capacity, uint32_t block_cells) {
-    return block_cells == kRedisBloomWordBits ? ChooseRedisBloomShape(fp_rate, capacity)
-                                              : ChooseBlockedShape(fp_rate, capacity, block_cells);
+    if (block_cells == kRedisBloomWordBits) return ChooseRedisBloomShape(fp_rate, capacity);
+    if (block_cells == kClassicBloomGranuleBits) return ChooseClassicBloomShape(fp_rate, capacity);
+    return ChooseBlockedShape(fp_rate, capacity, block_cells);
   }
   static uint64_t BytesFor(const BlockedShape& shape) { return BloomLayer::BytesFor(shape); }
   static std::unique_ptr<BloomLayer> Create(const BlockedShape& shape) {
@@ -173,7 +196,11 @@ class ScalableBloomFilter : public ChainedFilter<BloomLayerTraits> {
   // The layer kind; a kRedisBloom filter grows RedisBloom-layout layers too
   // (same hash, same sizing rule), so it stays exportable to RedisBloom.
   BloomLayout layout() const {
-    return block_cells() == kRedisBloomWordBits ? BloomLayout::kRedisBloom : BloomLayout::kBlocked;
+    switch (block_cells()) {
+      case kRedisBloomWordBits: return BloomLayout::kRedisBloom;
+      case kClassicBloomGranuleBits: return BloomLayout::kClassic;
+      default: return BloomLayout::kBlocked;
+    }
   }
   // The item's hash for this filter's layers: XXH3 with the seed (ours) or
   // RedisBloom's seedless MurmurHash64A pair. Hides ChainedFilter::Hash.

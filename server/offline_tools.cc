@@ -229,6 +229,8 @@ int Build(int argc, char** argv) {
   }
   FilterLimits unlimited;
   unlimited.max_filter_bytes = 0;
+  // The layout BF.RESERVE would give the same filter.
+  options.layout = PreferredBloomLayout(options.error_rate, options.expansion);
   std::unique_ptr<ScalableBloomFilter> filter;
   FilterStatus status = ScalableBloomFilter::Create(options, unlimited, nullptr, &filter);
   if (status != FilterStatus::kOk) {

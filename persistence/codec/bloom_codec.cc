@@ -1,8 +1,9 @@
 // The scalable Bloom filter's codec (FilterKind::kScalableBloom = 1).
 //
 // HEADER BYTES, layout version 2 (version 1 differs only in its seed):
-// the common prefix (header_fields.h, 12 bytes, block_layout 1, or 5 with
-// hash_algorithm 2 for a filter in RedisBloom's layout), then
+// the common prefix (header_fields.h, 12 bytes, block_layout 1, 6 for our
+// classic layout, or 5 with hash_algorithm 2 for a filter in RedisBloom's
+// layout), then
 //
 // Scalable Bloom (kind 1), 28 + 40 x layers bytes:
 //
@@ -14,8 +15,9 @@
 //       +8  u64 items        their sum must fit in a u64
 //       +16 f64 error_rate   (0, 0.25]
 //       +24 u64 bits         whole 512-bit blocks, > 0, < 2^55 blocks
-//                            (layout 5: whole 64-bit words, > 0)
-//       +32 u32 block_bits   512 (layout 5: 64)
+//                            (layout 5: whole 64-bit words, > 0;
+//                            layout 6: whole 128-bit granules, > 0)
+//       +32 u32 block_bits   512 (layout 5: 64, layout 6: 128)
 //       +36 u32 probes       [1, 64]
 //   payload: each layer's bits / 8 bytes, oldest layer first
 //
@@ -56,8 +58,10 @@ Status DecodeBloomHeader(std::string_view bytes, uint64_t payload_bytes, BloomHe
   uint8_t block_layout = 0;
   if (Status s = GetBloomCommon(&r, &block_layout, &out->hash_seed); !s.ok()) return s;
   const bool redisbloom = block_layout == kRedisBloomLayout;
-  out->layout = redisbloom ? BloomLayout::kRedisBloom : BloomLayout::kBlocked;
-  const uint32_t expected_block_bits = redisbloom ? kRedisBloomWordBits : BlockedBloom::kBlockBits;
+  out->layout = redisbloom                              ? BloomLayout::kRedisBloom
+                : block_layout == kClassicBloomLayout ? BloomLayout::kClassic
+                                                        : BloomLayout::kBlocked;
+  const uint32_t expected_block_bits = BloomLayoutCells(out->layout);
   uint32_t num_layers = 0;
   r.F64("error_rate", &out->error_rate);
   r.U32("expansion", &out->expansion);
@@ -156,11 +160,12 @@ class Codec final : public TypedCodec<ScalableBloomFilter> {
     ByteWriter w(&header.bytes);
     const std::vector<BloomLayerInfo> layers = bloom.Layers();
     header.kind = FilterKind::kScalableBloom;
-    const bool redisbloom = bloom.layout() == BloomLayout::kRedisBloom;
-    if (redisbloom) {
-      PutCommon(&w, kRedisBloomLayout, /*hash_seed=*/0, kHashMurmur64A);
-    } else {
-      PutCommon(&w, kBlockedBloomLayout, bloom.hash_seed());
+    switch (bloom.layout()) {
+      case BloomLayout::kRedisBloom:
+        PutCommon(&w, kRedisBloomLayout, /*hash_seed=*/0, kHashMurmur64A);
+        break;
+      case BloomLayout::kClassic: PutCommon(&w, kClassicBloomLayout, bloom.hash_seed()); break;
+      case BloomLayout::kBlocked: PutCommon(&w, kBlockedBloomLayout, bloom.hash_seed()); break;
     }
     w.PutF64(bloom.error_rate());
     w.PutU32(bloom.expansion());
@@ -170,7 +175,7 @@ class Codec final : public TypedCodec<ScalableBloomFilter> {
       w.PutU64(layer.items);
       w.PutF64(layer.error_rate);
       w.PutU64(layer.bits);
-      w.PutU32(redisbloom ? kRedisBloomWordBits : static_cast<uint32_t>(BlockedBloom::kBlockBits));
+      w.PutU32(bloom.block_cells());
       w.PutU32(layer.probes);
       header.payload_bytes += layer.bytes;
     }

@@ -71,8 +71,11 @@ void PutCommon(ByteWriter* w, uint8_t layout, uint64_t hash_seed, uint8_t hash_a
 namespace {
 
 // GetCommon's work; redisbloom_layout 0 = the family has no RedisBloom form.
+// `classic_layout` 0 = the family has no second XXH3 layout; otherwise
+// *layout says which of the two the header names.
 Status ReadCommon(FieldReader* r, uint8_t expected_layout, uint8_t redisbloom_layout,
-                  uint64_t* hash_seed, bool* redisbloom) {
+                  uint64_t* hash_seed, bool* redisbloom, uint8_t classic_layout = 0,
+                  uint8_t* layout_out = nullptr) {
   *redisbloom = false;
   uint16_t version = 0;
   uint8_t hash = 0;
@@ -117,16 +120,19 @@ Status ReadCommon(FieldReader* r, uint8_t expected_layout, uint8_t redisbloom_la
     return Status::Error("hash_seed " + Num(seed) +
                          " in a layout_version 1 header (version 1 filters have seed 0)");
   }
-  if (layout != expected_layout) {
+  if (layout != expected_layout && (classic_layout == 0 || layout != classic_layout)) {
     return Status::Error("block_layout " + Num(uint64_t{layout}) +
                          " not supported for this family (expected " +
                          Num(uint64_t{expected_layout}) +
+                         (classic_layout != 0 ? " or " + Num(uint64_t{classic_layout})
+                                              : std::string()) +
                          (redisbloom_layout != 0
                               ? ", or " + Num(uint64_t{redisbloom_layout}) + " with hash_algorithm 2"
                               : std::string()) +
                          ")");
   }
   *hash_seed = seed;
+  if (layout_out != nullptr) *layout_out = layout;
   return Status::Ok();
 }
 
@@ -144,8 +150,10 @@ Status GetCommonOrRedisBloom(FieldReader* r, uint8_t expected_layout, uint8_t re
 
 Status GetBloomCommon(FieldReader* r, uint8_t* layout, uint64_t* hash_seed) {
   bool redisbloom = false;
-  Status status = ReadCommon(r, kBlockedBloomLayout, kRedisBloomLayout, hash_seed, &redisbloom);
-  *layout = redisbloom ? kRedisBloomLayout : kBlockedBloomLayout;
+  uint8_t xxh3_layout = kBlockedBloomLayout;
+  Status status = ReadCommon(r, kBlockedBloomLayout, kRedisBloomLayout, hash_seed, &redisbloom,
+                             kClassicBloomLayout, &xxh3_layout);
+  *layout = redisbloom ? kRedisBloomLayout : xxh3_layout;
   return status;
 }
 

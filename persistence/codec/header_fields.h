@@ -39,7 +39,13 @@
 //                                255 + 1, i1 = h, i2 = i1 ^ (fp x 0x5bd1e995),
 //                                bucket = i % buckets, victims round-robin
 //                                (CuckooScheme::kRedisBloom)
-// Hash 2 / layout 5 came without a layout_version bump: no byte or field
+//                            6 = Bloom only, with hash_algorithm 1: our classic
+//                                k-probe bit array, probe i = fastrange64(lo +
+//                                i hi, bits) over the whole layer, bits a
+//                                multiple of 128 (a filter created at an error
+//                                rate where one block per item stops paying:
+//                                filters/bloom_math.h ClassicBloomPays)
+// Hash 2 / layout 5, and layout 6, came without a layout_version bump: no byte or field
 // meaning of an existing filter changed, and a build that predates them
 // refuses such a header by name (hash_algorithm 2 not supported).
 //
@@ -74,6 +80,8 @@ inline constexpr uint8_t kCountMinLayout = 3;
 inline constexpr uint8_t kHeavyKeeperLayout = 4;
 // The family's RedisBloom layout (Bloom and cuckoo), with kHashMurmur64A.
 inline constexpr uint8_t kRedisBloomLayout = 5;
+// Our classic Bloom layout (kHashXxh3_128, the filter's seed).
+inline constexpr uint8_t kClassicBloomLayout = 6;
 inline constexpr size_t kCommonBytes = 12;
 
 // ---- Message pieces ---------------------------------------------------------

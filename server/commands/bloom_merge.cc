@@ -33,6 +33,7 @@ struct Facts {
   uint32_t expansion;
   uint64_t seed;
   uint32_t counter_bits;  // 0 for a Bloom filter
+  BloomLayout layout;     // kBlocked for a counting filter
   struct Layer {
     uint64_t capacity, items, cells;
     uint32_t probes;
@@ -42,7 +43,8 @@ struct Facts {
 };
 
 Facts FactsOf(const ScalableBloomFilter& filter) {
-  Facts facts{filter.error_rate(), 0, filter.expansion(), filter.hash_seed(), 0, {}};
+  Facts facts{filter.error_rate(), 0, filter.expansion(), filter.hash_seed(), 0, filter.layout(),
+              {}};
   for (const BloomLayerInfo& layer : filter.Layers()) {
     facts.layers.push_back({layer.capacity, layer.items, layer.bits, layer.probes,
                             layer.error_rate});
@@ -53,7 +55,7 @@ Facts FactsOf(const ScalableBloomFilter& filter) {
 
 Facts FactsOf(const CountingBloomFilter& filter) {
   Facts facts{filter.error_rate(), 0, filter.expansion(), filter.hash_seed(),
-              filter.counter_bits(), {}};
+              filter.counter_bits(), BloomLayout::kBlocked, {}};
   for (const CountingBloomLayerInfo& layer : filter.Layers()) {
     // net_items: the count a snapshot saves; sums stay exact under a merge.
     facts.layers.push_back({layer.capacity, static_cast<uint64_t>(layer.net_items), layer.cells,
@@ -82,6 +84,14 @@ std::string FirstMismatch(std::string_view command, std::string_view name, const
   if (facts.counter_bits != ref.counter_bits) {
     return differ("counter bits", Number(uint64_t{facts.counter_bits}),
                   Number(uint64_t{ref.counter_bits}));
+  }
+  // Filters from before the classic layout existed stay blocked at any rate.
+  if (facts.layout != ref.layout) {
+    auto name_of = [](BloomLayout layout) {
+      return std::string(layout == BloomLayout::kClassic ? "the classic layout"
+                                                         : "the blocked layout");
+    };
+    return differ("", name_of(facts.layout), name_of(ref.layout));
   }
   // Seeds are secret (hash_seed.h): say that they differ, never what they are.
   if (facts.seed != ref.seed) return differ("", "another seed", "its own");
@@ -158,7 +168,7 @@ FilterStatus RestoreLike(const Facts& ref, FilterStore& store,
     shapes.push_back(BloomLayerShape{l.capacity, 0, l.error_rate, l.cells, l.probes});
   }
   return ScalableBloomFilter::Restore(ref.error_rate, ref.expansion, shapes, store.limits,
-                                      store.budget, out, ref.seed);
+                                      store.budget, out, ref.seed, ref.layout);
 }
 
 FilterStatus RestoreLike(const Facts& ref, FilterStore& store,

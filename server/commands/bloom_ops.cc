@@ -82,6 +82,7 @@ BloomStatus CreateBloom(FilterStore& store, const KeyRef& key, const BloomParams
   options.capacity = params.capacity;
   options.expansion = params.expansion;
   options.hash_seed = params.seed;
+  options.layout = PreferredBloomLayout(params.error_rate, params.expansion);
   std::unique_ptr<ScalableBloomFilter> filter;
   if (ScalableBloomFilter::Create(options, store.limits, store.budget, &filter) !=
       FilterStatus::kOk) {

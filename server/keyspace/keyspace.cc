@@ -137,7 +137,7 @@ void Keyspace::CaptureLocked(const std::string& name, const EntryPtr& entry) con
   // what the capture did (a copy armed, counts described) before it writes.
   const uint64_t epoch = capture_epoch_.load(std::memory_order_acquire);
   if (entry->capture_epoch_.load(std::memory_order_acquire) >= epoch) return;
-  std::lock_guard lock(entry->capture_mutex_);
+  std::lock_guard lock(CaptureStripe(entry.get()));
   if (entry->capture_epoch_.load(std::memory_order_relaxed) >= epoch) return;  // beaten to it
   if (SnapshotCapture* sink = capture_sink_.load(std::memory_order_acquire)) {
     sink->Capture(name, entry);

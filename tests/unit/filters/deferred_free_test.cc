@@ -73,7 +73,7 @@ TEST(BlockWords, BigArraysAreZeroedAlignedAndWritable) {
     for (uint64_t i = 0; i < bytes / 8; ++i) sum |= words[i].load(std::memory_order_relaxed);
     EXPECT_EQ(sum, 0u) << bytes;
     words[bytes / 8 - 1].store(7, std::memory_order_relaxed);
-    internal::DeleteBlockWords(words);
+    internal::DeleteBlockWords(words, bytes);
   }
 }
 

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "persistence/byte_io.h"
+#include "persistence/codec/header_fields.h"
 #include "tests/unit/filters/filter_test_support.h"
 
 namespace bloomgate {
@@ -232,6 +233,32 @@ TEST(FilterCodec, ScalableBloomWithSeveralLayersRoundTrips) {
   const AnyFilter restored = RoundTrip(b.filter);
   ExpectSameFilter(b.filter, restored, b.added);
   ExpectSameInfo(As<ScalableBloomFilter>(b.filter), As<ScalableBloomFilter>(restored));
+}
+
+TEST(FilterCodec, ClassicLayoutBloomRoundTripsAsClassicWithItsSeed) {
+  // Our classic layout (block_layout 6): what BF.RESERVE makes at 0.001 and
+  // below. The header must say so, or the loader would rebuild blocked
+  // layers and every lookup would probe the wrong bits.
+  ScalableBloomOptions options{1e-4, 100, 2};
+  options.layout = BloomLayout::kClassic;
+  options.hash_seed = 77;
+  std::unique_ptr<ScalableBloomFilter> f;
+  ASSERT_EQ(ScalableBloomFilter::Create(options, FilterLimits{}, nullptr, &f), FilterStatus::kOk);
+  Built b;
+  bool added = false;
+  for (; b.added < 1000; ++b.added) {
+    ASSERT_EQ(f->Add(ItemHash("item", b.added), &added), FilterStatus::kOk);
+  }
+  b.filter = std::move(f);
+  const FilterHeader header = DescribeFilter(b.filter);
+  ASSERT_GT(header.bytes.size(), 11u);
+  EXPECT_EQ(static_cast<uint8_t>(header.bytes[11]), codec::kClassicBloomLayout);
+  const AnyFilter restored = RoundTrip(b.filter);
+  const auto& got = As<ScalableBloomFilter>(restored);
+  EXPECT_EQ(got.layout(), BloomLayout::kClassic);
+  EXPECT_EQ(got.hash_seed(), 77u);
+  ExpectSameFilter(b.filter, restored, b.added);
+  ExpectSameInfo(As<ScalableBloomFilter>(b.filter), got);
 }
 
 TEST(FilterCodec, NonScalingBloomRoundTripsAndStaysFull) {
@@ -458,7 +485,7 @@ TEST(FilterCodec, BeginRejectsEveryBadHeaderFieldWithAPreciseMessage) {
        [](auto h) { return Patched<uint64_t>(Patched<uint16_t>(h, 0, 1), 3, 42); }, 0,
        "hash_seed 42 in a layout_version 1 header (version 1 filters have seed 0)"},
       {"block layout", K::kScalableBloom, [](auto h) { return Patched<uint8_t>(h, 11, 2); }, 0,
-       "block_layout 2 not supported for this family (expected 1, or 5 with hash_algorithm 2)"},
+       "block_layout 2 not supported for this family (expected 1 or 6, or 5 with hash_algorithm 2)"},
       {"cuckoo layout", K::kCuckoo, [](auto h) { return Patched<uint8_t>(h, 11, 1); }, 0,
        "block_layout 1 not supported for this family (expected 2, or 5 with hash_algorithm 2)"},
       {"error rate 0", K::kScalableBloom, [](auto h) { return Patched<double>(h, 12, 0.0); }, 0,
