@@ -48,6 +48,8 @@ class BloomLayer {
   }
 
   bool redisbloom_layout() const { return classic_ != nullptr; }
+  // The blocked layer inside, or nullptr for a classic one.
+  BlockedBloom* blocked() const { return blocked_.get(); }
   uint64_t bits() const { return blocked_ ? blocked_->bits() : classic_->bits(); }
   uint32_t probes() const { return blocked_ ? blocked_->probes() : classic_->probes(); }
   uint64_t bytes() const { return blocked_ ? blocked_->bytes() : classic_->bytes(); }
