@@ -80,8 +80,10 @@ class BlockedBloom {
 
   // Raw write access, same layout, ONLY for a loader filling a restored
   // filter before it is published to other threads (persistence/
-  // filter_codec.cc). Once published, bits change only through Add, which is
-  // what keeps "bits are never cleared" true for concurrent readers.
+  // filter_codec.cc), and for the inline copy a scalable filter's layer keeps
+  // (BloomLayerTraits::Probe), which sets bits only through BlockSet. Once
+  // published, bits change only through Add / BlockSet, which is what keeps
+  // "bits are never cleared" true for concurrent readers.
   std::atomic<uint64_t>* mutable_words() { return words_; }
 
   // The probe half on its own, over a layer's {words, num_blocks, probes}

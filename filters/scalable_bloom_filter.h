@@ -113,8 +113,8 @@ using BloomLayerShape = LayerShape<BloomLayerTraits::Count>;
 // threads adding the same new item at the same moment may both report
 // *added = true (each flipped a different bit), so items() can count it twice,
 // and racing adds can push a layer a few items (at most one per racing
-// thread) past its capacity before one of them grows the filter. No added
-// item is ever lost.
+// Add, one pass of an AddBatch: see there) past its capacity before one of
+// them grows the filter. No added item is ever lost.
 class ScalableBloomFilter : public ChainedFilter<BloomLayerTraits> {
  public:
   // Validates options and checks every limit BEFORE allocating anything:
