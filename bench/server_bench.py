@@ -225,8 +225,8 @@ class Server:
 # measured (commit be85b72, --threads 1, -P 16, 3 rounds; 2026-12-01, see
 # bench/results/batches-2026-12-01.md): MEXISTS per item / BF.EXISTS = B_MX,
 # MADD per item / BF.ADD = B_MA. (key: (redis row, factor, what it stands for))
-B_MX = 0.171
-B_MA = 0.164
+B_MX = 0.19
+B_MA = 0.17
 REDISBLOOM_PER_ITEM = {
     "bf.mexists100": ("get", 0.8 * 0.90 / 0.49 * B_MX, "RedisBloom BF.MEXISTS"),
     "cf.mexists100": ("get", 0.8 * 0.90 / 0.49 * B_MX, "RedisBloom BF.MEXISTS"),
