@@ -38,6 +38,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cinttypes>
 #include <cmath>
 #include <cstdint>
@@ -51,6 +52,7 @@
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -853,6 +855,49 @@ void RegisterScalableLookups(uint64_t bytes, const Options& o) {
   }
 }
 
+// ScalableBloomFilter's own batch API (what BF.MEXISTS / BF.MADD call): 100
+// items hashed, then MayContainBatch / AddBatch, which prefetch every line
+// of every layer and then probe. The `batch100` rows of `blocked` do the
+// same from outside over a bare BlockedBloom.
+void RunBatchApiLookups(benchmark::State& state, const ScalableBloomFilter& filter,
+                        uint64_t universe, uint64_t salt) {
+  constexpr int kBatch = 100;
+  Rng rng(0x100c ^ salt);
+  KeyHash hashes[kBatch];
+  bool found[kBatch];
+  uint64_t hits = 0;
+  for (auto _ : state) {
+    for (int i = 0; i < kBatch; ++i) hashes[i] = HashItem(rng.Below(universe), salt);
+    filter.MayContainBatch({hashes, kBatch}, found);
+    for (int i = 0; i < kBatch; ++i) hits += found[i];
+  }
+  benchmark::DoNotOptimize(hits);
+  const double items = static_cast<double>(state.iterations()) * kBatch;
+  state.SetItemsProcessed(static_cast<int64_t>(items));
+  state.counters["hit_rate"] = items > 0 ? static_cast<double>(hits) / items : 0;
+}
+
+void RegisterScalableBatchLookups(uint64_t bytes, const Options& o) {
+  const std::string key = "scalable/" + SizeLabel(bytes);
+  auto get = [key, bytes, o]() -> ScalableFixture& {
+    return TheSlot().Get<ScalableFixture>(key, [&] { return MakeScalableFixture(bytes, o.max_fill); });
+  };
+  for (const bool positive : {true, false}) {
+    Register(std::string("scalable") + (positive ? "/lookup_pos/" : "/lookup_neg/") +
+                 "batch100_api/" + SizeLabel(bytes),
+             [get, positive](benchmark::State& state) {
+               ScalableFixture& fx = get();
+               if (positive) {
+                 RunBatchApiLookups(state, *fx.filter, fx.filled, kPositiveSalt);
+               } else {
+                 RunBatchApiLookups(state, *fx.filter, kNegativeUniverse, kNegativeSalt);
+               }
+               state.counters["fill"] =
+                   static_cast<double>(fx.filled) / static_cast<double>(fx.capacity);
+             });
+  }
+}
+
 template <Mode kMode, class Filter, class Make, class AddOne, class PrefetchOne>
 void RegisterAdd(const std::string& structure, uint64_t bytes, Make make, uint64_t capacity,
                  AddOne add, PrefetchOne prefetch) {
@@ -1138,6 +1183,41 @@ void RegisterFootprint(uint64_t bytes, const Options& o) {
                                                   scalable_add, no_prefetch);
   RegisterAdd<Mode::kLoop, ScalableBloomFilter>("scalable", bytes, make_scalable, capacity,
                                                 scalable_add, no_prefetch);
+  RegisterScalableBatchLookups(bytes, o);
+  // AddBatch of 100 (BF.MADD): RunAdds's batch form with the filter's own
+  // batch call in place of prefetch + add per item.
+  const std::string batch_key = "scalable/add_batch/" + SizeLabel(bytes);
+  Register("scalable/add/batch100_api/" + SizeLabel(bytes),
+           [batch_key, make_scalable, capacity](benchmark::State& state) {
+             AddFixture<ScalableBloomFilter>& fx =
+                 TheSlot().Get<AddFixture<ScalableBloomFilter>>(batch_key, [&] {
+                   auto made = std::make_shared<AddFixture<ScalableBloomFilter>>();
+                   made->make = make_scalable;
+                   made->filter = make_scalable();
+                   made->capacity = capacity;
+                   return made;
+                 });
+             constexpr int kBatch = 100;
+             KeyHash hashes[kBatch];
+             bool added[kBatch];
+             uint64_t fresh = 0;
+             for (auto _ : state) {
+               if (fx.added + kBatch > fx.capacity) {
+                 state.PauseTiming();
+                 fx.filter.reset();
+                 fx.filter = fx.make();
+                 fx.added = 0;
+                 state.ResumeTiming();
+               }
+               for (int i = 0; i < kBatch; ++i) hashes[i] = HashItem(fx.next_id++, kPositiveSalt);
+               size_t done = 0;
+               fx.filter->AddBatch({hashes, kBatch}, added, &done);
+               for (int i = 0; i < kBatch; ++i) fresh += added[i];
+               fx.added += kBatch;
+             }
+             benchmark::DoNotOptimize(fresh);
+             state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * kBatch);
+           });
 }
 
 // Every layer count of one growth rule, ours and the textbook's, kept
@@ -1167,10 +1247,12 @@ void RegisterLayers(const Options& o) {
       const uint32_t layers = kLayerCounts[index];
       char label[64];
       std::snprintf(label, sizeof label, "exp%u/L%u", expansion, layers);
-      for (const Mode mode : {Mode::kSingle, Mode::kLoop}) {
+      // kBatch100 here is MayContainBatch (the `batch100_api` rows).
+      for (const Mode mode : {Mode::kSingle, Mode::kLoop, Mode::kBatch100}) {
         for (const bool positive : {false, true}) {
           const std::string name = std::string("layers/") +
-                                   (positive ? "lookup_pos/" : "lookup_neg/") + ModeName(mode) +
+                                   (positive ? "lookup_pos/" : "lookup_neg/") +
+                                   (mode == Mode::kBatch100 ? "batch100_api" : ModeName(mode)) +
                                    "/" + label;
           Register(name, [=](benchmark::State& state) {
             LayeredFixture& fx = *GetLayerSet(total, expansion).ours[index];
@@ -1182,8 +1264,10 @@ void RegisterLayers(const Options& o) {
             const uint64_t salt = positive ? kPositiveSalt : kNegativeSalt;
             if (mode == Mode::kSingle) {
               RunLookups<Mode::kSingle, ScalableOps>(state, *fx.filter, universe, salt);
-            } else {
+            } else if (mode == Mode::kLoop) {
               RunLookups<Mode::kLoop, ScalableOps>(state, *fx.filter, universe, salt);
+            } else {
+              RunBatchApiLookups(state, *fx.filter, universe, salt);
             }
             state.counters["layers"] = fx.layers;
             state.counters["MiB"] = static_cast<double>(fx.bytes) / kMiB;
@@ -1216,7 +1300,19 @@ void RegisterLayers(const Options& o) {
       const TextbookLayeredFixture& t_one = *set.textbook.front();
       const TextbookLayeredFixture& t_sixteen = *set.textbook.back();
       constexpr int kBlock = 2048;
-      enum { kOneSingle, kSixteenSingle, kOneLoop, kSixteenLoop, kTOne, kTSixteen, kKinds };
+      enum {
+        kOneSingle,
+        kSixteenSingle,
+        kOneLoop,
+        kSixteenLoop,
+        kOneBatch,
+        kSixteenBatch,
+        kTOne,
+        kTSixteen,
+        kKinds
+      };
+      KeyHash batch[100];
+      bool found[100];
       uint64_t ns[kKinds] = {};
       Rng rng(0x1a7e5 + expansion);
       uint64_t sink = 0;
@@ -1245,6 +1341,21 @@ void RegisterLayers(const Options& o) {
         timed(kSixteenLoop, [&] {
           for (int i = 0; i < kBlock; ++i) sink += sixteen.MayContain(negative());
         });
+        // MayContainBatch in batches of 100 (BF.MEXISTS's form).
+        timed(kOneBatch, [&] {
+          for (int b = 0; b < kBlock / 100; ++b) {
+            for (auto& h : batch) h = negative();
+            one.MayContainBatch(batch, found);
+            for (bool f : found) sink += f;
+          }
+        });
+        timed(kSixteenBatch, [&] {
+          for (int b = 0; b < kBlock / 100; ++b) {
+            for (auto& h : batch) h = negative();
+            sixteen.MayContainBatch(batch, found);
+            for (bool f : found) sink += f;
+          }
+        });
         timed(kTOne, [&] {
           for (int i = 0; i < kBlock; ++i) {
             sink += TextbookLayeredOps::MayContain(t_one, negative());
@@ -1265,12 +1376,115 @@ void RegisterLayers(const Options& o) {
       state.counters["L16_single_ns"] = per(kSixteenSingle);
       state.counters["L1_loop_ns"] = per(kOneLoop);
       state.counters["L16_loop_ns"] = per(kSixteenLoop);
+      const double batched = static_cast<double>(state.iterations()) * (kBlock / 100 * 100);
+      auto per_batched = [&](int kind) {
+        return batched > 0 ? static_cast<double>(ns[kind]) / batched : 0.0;
+      };
+      state.counters["L1_batch100_ns"] = per_batched(kOneBatch);
+      state.counters["L16_batch100_ns"] = per_batched(kSixteenBatch);
+      state.counters["L16_vs_L1_batch100"] = per_batched(kSixteenBatch) / per_batched(kOneBatch);
       state.counters["textbook_L1_single_ns"] = per(kTOne);
       state.counters["textbook_L16_single_ns"] = per(kTSixteen);
       state.counters["L16_vs_L1_single"] = per(kSixteenSingle) / per(kOneSingle);
       state.counters["L16_vs_L1_loop"] = per(kSixteenLoop) / per(kOneLoop);
       state.counters["textbook_L16_vs_L1_single"] = per(kTSixteen) / per(kTOne);
     });
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Many writers on one filter (issue 14's target 6): T = 1 .. max(2, nproc)
+// threads add distinct new items to one ScalableBloomFilter (NONSCALING,
+// 1%, ~16 MiB: bigger than L2, so the bit lines are spread and rarely
+// shared), each thread timed on its own CPU clock. Every iteration runs
+// each T in turn on the same filter (replaced when it would pass its
+// capacity), so the ratios come from blocks milliseconds apart.
+//   T<n>_cpu_ns        CPU ns per item in one of the n threads: grows with
+//                      contention (a cache line bouncing between cores costs
+//                      CPU time in the thread that waits for it);
+//   T<n>_rate_vs_T1    n x T1_cpu_ns / T<n>_cpu_ns: n threads' rate against
+//                      one thread's, if each had a core of its own (target
+//                      6: T2 >= 1.8);
+//   T<n>_wall_vs_T1    the same from wall-clock time, meaningful only on an
+//                      otherwise idle machine with n free cores.
+// `add_single` calls Add per item (the item counter is one atomic add per
+// new item); `add_batch100` calls AddBatch with 100 (BF.MADD: one atomic
+// add per pass).
+void RegisterThreads(const Options& o) {
+  const uint32_t max_threads = std::max(2u, std::thread::hardware_concurrency());
+  const uint64_t per_thread = o.smoke ? 16 * kKiB : 256 * kKiB;
+  const uint64_t capacity = CapacityFor(OnePercentShape(16 * kMiB));
+  for (const bool batch : {false, true}) {
+    Register(std::string("paired/threads/") + (batch ? "add_batch100" : "add_single"),
+             [=](benchmark::State& state) {
+               std::unique_ptr<ScalableBloomFilter> filter;
+               uint64_t filled = capacity;  // forces a fresh filter first
+               uint64_t next_id = 0;
+               std::vector<double> cpu_ns(max_threads + 1, 0), wall_ns(max_threads + 1, 0);
+               for (auto _ : state) {
+                 for (uint32_t t = 1; t <= max_threads; ++t) {
+                   const uint64_t items = per_thread * t;
+                   if (filled + items > capacity) {
+                     state.PauseTiming();
+                     filter.reset();
+                     filter = MakeScalable(0.01, capacity, /*expansion=*/0);
+                     filled = 0;
+                     state.ResumeTiming();
+                   }
+                   std::vector<uint64_t> spent(t, 0);
+                   std::vector<std::thread> workers;
+                   std::atomic<uint32_t> ready{0};
+                   const uint64_t base = next_id;
+                   const auto w0 = std::chrono::steady_clock::now();
+                   for (uint32_t w = 0; w < t; ++w) {
+                     workers.emplace_back([&, w] {
+                       // Start together, so the threads do overlap.
+                       ready.fetch_add(1);
+                       while (ready.load() < t) {
+                       }
+                       const uint64_t first = base + w * per_thread;
+                       const uint64_t t0 = ThreadCpuNs();
+                       if (batch) {
+                         KeyHash hashes[100];
+                         bool added[100];
+                         for (uint64_t i = 0; i + 100 <= per_thread; i += 100) {
+                           for (int j = 0; j < 100; ++j) {
+                             hashes[j] = HashItem(first + i + j, kPositiveSalt);
+                           }
+                           size_t done = 0;
+                           filter->AddBatch({hashes, 100}, added, &done);
+                         }
+                       } else {
+                         bool added = false;
+                         for (uint64_t i = 0; i < per_thread; ++i) {
+                           filter->Add(HashItem(first + i, kPositiveSalt), &added);
+                         }
+                       }
+                       spent[w] = ThreadCpuNs() - t0;
+                     });
+                   }
+                   for (std::thread& worker : workers) worker.join();
+                   wall_ns[t] += static_cast<double>(
+                       std::chrono::duration_cast<std::chrono::nanoseconds>(
+                           std::chrono::steady_clock::now() - w0)
+                           .count());
+                   for (uint64_t ns : spent) cpu_ns[t] += static_cast<double>(ns) / t;
+                   next_id += items;
+                   filled += items;
+                 }
+               }
+               const double n = static_cast<double>(state.iterations()) * per_thread;
+               if (n == 0) return;
+               for (uint32_t t = 1; t <= max_threads; ++t) {
+                 const std::string label = "T" + std::to_string(t);
+                 state.counters[label + "_cpu_ns"] = cpu_ns[t] / n;
+                 state.counters[label + "_rate_vs_T1"] = t * cpu_ns[1] / cpu_ns[t];
+                 // wall per item of the whole run: T1 does n items in
+                 // wall[1], Tt does t*n in wall[t].
+                 state.counters[label + "_wall_vs_T1"] = t * wall_ns[1] / wall_ns[t];
+               }
+               state.counters["threads_max"] = max_threads;
+             });
   }
 }
 
@@ -1491,6 +1705,7 @@ void RegisterAll(const Options& o) {
   });
   for (uint64_t bytes : o.footprints) RegisterFootprint(bytes, o);
   RegisterLayers(o);
+  RegisterThreads(o);
   RegisterKeyspace();
   RegisterAccuracy(o);
   RegisterLayoutAccuracy(o);

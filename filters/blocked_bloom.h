@@ -80,20 +80,49 @@ class BlockedBloom {
 
   // Raw write access, same layout, ONLY for a loader filling a restored
   // filter before it is published to other threads (persistence/
-  // filter_codec.cc). Once published, bits change only through Add, which is
-  // what keeps "bits are never cleared" true for concurrent readers.
+  // filter_codec.cc), and for the inline copy a scalable filter's layer keeps
+  // (BloomLayerTraits::Probe), which sets bits only through BlockSet. Once
+  // published, bits change only through Add / BlockSet, which is what keeps
+  // "bits are never cleared" true for concurrent readers.
   std::atomic<uint64_t>* mutable_words() { return words_; }
+
+  // The probe half on its own, over a layer's {words, num_blocks, probes}
+  // held by the caller (ScalableBloomFilter keeps one such triple per layer
+  // inline, so a lookup over 16 layers does not chase 16 x 3 pointers to
+  // reach them). Add, MayContain and Prefetch are exactly these over the
+  // members: the bits set and tested are the same.
+  static std::atomic<uint64_t>* BlockIn(std::atomic<uint64_t>* words, uint64_t num_blocks,
+                                        uint64_t hi) {
+    // Lemire's fastrange: the high half of hi * num_blocks maps hi uniformly
+    // to [0, num_blocks) with one multiplication, where % would cost a
+    // division.
+    const uint64_t block =
+        static_cast<uint64_t>((static_cast<unsigned __int128>(hi) * num_blocks) >> 64);
+    return words + block * kWordsPerBlock;
+  }
+  // The probes' bits, gathered into one mask per word of the block.
+  struct BlockMasks {
+    uint64_t word[kWordsPerBlock];
+  };
+  static BlockMasks MasksFor(uint64_t lo, uint32_t probes) {
+    BlockMasks m = {};
+    uint64_t x = lo;
+    for (uint32_t i = 0; i < probes; ++i) {
+      const uint32_t bit = static_cast<uint32_t>(x >> (64 - 9));
+      m.word[bit >> 6] |= uint64_t{1} << (bit & 63);
+      x *= kProbeMultiplier;
+    }
+    return m;
+  }
+  static bool BlockHas(const std::atomic<uint64_t>* block, const BlockMasks& m);
+  // Sets the masks' bits; true iff at least one flipped from 0 to 1.
+  static bool BlockSet(std::atomic<uint64_t>* block, const BlockMasks& m);
+  static bool BlockMayContain(const std::atomic<uint64_t>* block, uint64_t lo, uint32_t probes);
 
  private:
   BlockedBloom(std::atomic<uint64_t>* words, uint64_t num_blocks, uint32_t probes);
 
-  // Lemire's fastrange: the high half of hi * num_blocks maps hi uniformly to
-  // [0, num_blocks) with one multiplication, where % would cost a division.
-  std::atomic<uint64_t>* BlockFor(uint64_t hi) const {
-    const uint64_t block =
-        static_cast<uint64_t>((static_cast<unsigned __int128>(hi) * num_blocks_) >> 64);
-    return words_ + block * kWordsPerBlock;
-  }
+  std::atomic<uint64_t>* BlockFor(uint64_t hi) const { return BlockIn(words_, num_blocks_, hi); }
 
   std::atomic<uint64_t>* const words_;  // 64-byte aligned, num_blocks_ * 8 words
   const uint64_t num_blocks_;
@@ -109,20 +138,20 @@ class BlockedBloom {
 // this lookup", it already has that edge (a lock, a reply round-trip, a
 // release/acquire in the layer list), and coherence then guarantees the
 // lookup sees the bits.
-inline bool BlockedBloom::Add(const KeyHash& h) {
-  std::atomic<uint64_t>* const block = BlockFor(h.hi);
-  // Gather the probes into one mask per word: at most 8 RMWs instead of k,
-  // and none for a word whose bits are all set already.
-  uint64_t masks[kWordsPerBlock] = {};
-  uint64_t x = h.lo;
-  for (uint32_t i = 0; i < probes_; ++i) {
-    const uint32_t bit = static_cast<uint32_t>(x >> (64 - 9));
-    masks[bit >> 6] |= uint64_t{1} << (bit & 63);
-    x *= kProbeMultiplier;
+inline bool BlockedBloom::BlockHas(const std::atomic<uint64_t>* block, const BlockMasks& m) {
+  for (uint64_t w = 0; w < kWordsPerBlock; ++w) {
+    // Relaxed (see above).
+    if ((block[w].load(std::memory_order_relaxed) & m.word[w]) != m.word[w]) return false;
   }
+  return true;
+}
+
+inline bool BlockedBloom::BlockSet(std::atomic<uint64_t>* block, const BlockMasks& m) {
+  // At most 8 RMWs instead of k, and none for a word whose bits are all set
+  // already.
   bool flipped = false;
   for (uint64_t w = 0; w < kWordsPerBlock; ++w) {
-    const uint64_t mask = masks[w];
+    const uint64_t mask = m.word[w];
     if (mask == 0) continue;
     // Relaxed (see above). A plain load first: re-adding a present item, the
     // common case for hot keys, then writes nothing and the line stays shared.
@@ -134,10 +163,10 @@ inline bool BlockedBloom::Add(const KeyHash& h) {
   return flipped;
 }
 
-inline bool BlockedBloom::MayContain(const KeyHash& h) const {
-  const std::atomic<uint64_t>* const block = BlockFor(h.hi);
-  uint64_t x = h.lo;
-  for (uint32_t i = 0; i < probes_; ++i) {
+inline bool BlockedBloom::BlockMayContain(const std::atomic<uint64_t>* block, uint64_t lo,
+                                          uint32_t probes) {
+  uint64_t x = lo;
+  for (uint32_t i = 0; i < probes; ++i) {
     const uint32_t bit = static_cast<uint32_t>(x >> (64 - 9));
     // Relaxed (see above). Stop at the first clear bit: most misses stop after
     // one or two probes.
@@ -147,6 +176,14 @@ inline bool BlockedBloom::MayContain(const KeyHash& h) const {
     x *= kProbeMultiplier;
   }
   return true;
+}
+
+inline bool BlockedBloom::Add(const KeyHash& h) {
+  return BlockSet(BlockFor(h.hi), MasksFor(h.lo, probes_));
+}
+
+inline bool BlockedBloom::MayContain(const KeyHash& h) const {
+  return BlockMayContain(BlockFor(h.hi), h.lo, probes_);
 }
 
 inline void BlockedBloom::Prefetch(const KeyHash& h) const {

@@ -61,6 +61,8 @@ class BloomLayer {
     return classic_ != nullptr && classic_->probing() == ClassicProbing::kModulo;
   }
   bool classic() const { return classic_ != nullptr; }
+  // The blocked layer inside, or nullptr for a classic one.
+  BlockedBloom* blocked() const { return blocked_.get(); }
   uint64_t bits() const { return blocked_ ? blocked_->bits() : classic_->bits(); }
   uint32_t probes() const { return blocked_ ? blocked_->probes() : classic_->probes(); }
   uint64_t bytes() const { return blocked_ ? blocked_->bytes() : classic_->bytes(); }

@@ -78,6 +78,11 @@ bool CountingBloomFilter::MayContain(const KeyHash& h) const {
   return false;
 }
 
+void CountingBloomFilter::Prefetch(const KeyHash& h) const {
+  const Chain::List& list = chain_.Load();
+  for (uint32_t i = 0; i < list.size(); ++i) list[i].cells->Prefetch(h);
+}
+
 uint64_t CountingBloomFilter::Count(const KeyHash& h) const {
   const Chain::List& list = chain_.Load();
   uint64_t total = 0;

@@ -191,6 +191,9 @@ class CountingBloomFilter : public ChainedFilter<CountingBloomLayerTraits> {
   // True if some layer reports the item (all its counters there non-zero).
   // No false negatives while THE RULE is kept. Never blocks.
   bool MayContain(const KeyHash& h) const;
+  // Prefetches the item's block in every layer (for batches: hash every
+  // item, prefetch them all, then Add / MayContain each).
+  void Prefetch(const KeyHash& h) const;
 
   // Sum over the layers of the item's smallest counter in that layer: 0 iff
   // !MayContain(h); otherwise an upper bound on its adds minus its removes

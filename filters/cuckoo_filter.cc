@@ -337,6 +337,25 @@ bool CuckooFilter::MayContain(const KeyHash& h) const {
   return Contains(fp, h.hi);
 }
 
+void CuckooFilter::MayContainBatch(std::span<const KeyHash> hashes, bool* out) const {
+  // 64 items x 2 buckets: 128 lines in flight at most per sub-filter (as
+  // ScalableBloomFilter's passes).
+  constexpr size_t kPass = 64;
+  std::shared_lock lock(mutex_);
+  for (size_t start = 0; start < hashes.size(); start += kPass) {
+    const size_t end = std::min(hashes.size(), start + kPass);
+    for (size_t i = start; i < end; ++i) {
+      const uint8_t fp = FingerprintOf(hashes[i]);
+      const uint64_t i1 = hashes[i].hi;
+      for (uint32_t k = num_filters_; k-- > 0;) {
+        __builtin_prefetch(Bucket(filters_[k], i1), /*rw=*/0, /*locality=*/3);
+        __builtin_prefetch(Bucket(filters_[k], Alt(i1, fp)), /*rw=*/0, /*locality=*/3);
+      }
+    }
+    for (size_t i = start; i < end; ++i) out[i] = Contains(FingerprintOf(hashes[i]), hashes[i].hi);
+  }
+}
+
 uint64_t CuckooFilter::Count(const KeyHash& h) const {
   const uint8_t fp = FingerprintOf(h);
   std::shared_lock lock(mutex_);

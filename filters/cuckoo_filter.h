@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <optional>
 #include <shared_mutex>
 #include <string_view>
@@ -229,6 +230,10 @@ class CuckooFilter {
 
   // True if the item's fingerprint is in one of its buckets in any sub-filter.
   bool MayContain(const KeyHash& h) const;
+  // CF.MEXISTS: out[i] = MayContain(hashes[i]), under one shared lock for
+  // the whole batch, in passes: both candidate buckets of every item in
+  // every sub-filter prefetched, then each item probed.
+  void MayContainBatch(std::span<const KeyHash> hashes, bool* out) const;
 
   // CF.COUNT (see the class comment).
   uint64_t Count(const KeyHash& h) const;

@@ -103,17 +103,38 @@ BlockedShape ChooseLayerShape(double error_rate, uint64_t capacity, uint32_t blo
   }
 }
 
+// What a lookup needs of a layer's cells, kept inline in the Layer when the
+// traits define `Probe` and `static Probe ProbeOf(Cells&)` (Bloom layers:
+// their bit array, block count and probes), so a lookup over L layers reads
+// L inline records instead of following cells -> inner object -> array in
+// each. Otherwise an empty member that takes no room.
+struct NoLayerProbe {};
+template <typename Traits>
+struct LayerProbeOf {
+  using type = NoLayerProbe;
+};
+template <typename Traits>
+  requires requires { typename Traits::Probe; }
+struct LayerProbeOf<Traits> {
+  using type = typename Traits::Probe;
+};
+
 template <typename Traits>
 class LayerChain {
  public:
   using Cells = typename Traits::Cells;
   using Count = typename Traits::Count;
   using Shape = LayerShape<Count>;
+  using Probe = typename LayerProbeOf<Traits>::type;
 
   struct Layer {
     std::unique_ptr<Cells> cells;
     uint64_t capacity;
     double error_rate;
+    // Set once when the layer is built, before it is published (see
+    // LayerProbeOf); it lives in the padding in front of `items`, so a Layer
+    // is no bigger for it (static_assert below).
+    [[no_unique_address]] Probe probe{};
     // On its own cache line: every new item bumps it, while every lookup
     // reads the fields above, which would otherwise bounce between cores.
     alignas(64) std::atomic<Count> items{0};
@@ -130,14 +151,19 @@ class LayerChain {
     }
     // Relaxed read (see item_count): racing adders may each see "room" and
     // overshoot the capacity by one item apiece.
-    bool HasRoom() const {
-      const Count n = item_count();
+    // `pending`: items a batch has put in but not counted yet (see
+    // ScalableBloomFilter::AddBatch), so its own fill level stays exact.
+    bool HasRoom(Count pending = 0) const {
+      const Count n = item_count() + pending;
       if constexpr (std::is_signed_v<Count>) {
         if (n < 0) return true;
       }
       return static_cast<uint64_t>(n) < capacity;
     }
   };
+  // The inline probe rides in padding: the chain's memory_bytes() (BF.INFO
+  // Size) counts sizeof(Layer), which must not change for it.
+  static_assert(sizeof(Layer) == 128, "Layer is its fields' line plus the counter's line");
 
   // An immutable snapshot of the layers, oldest first.
   class List {
@@ -320,6 +346,9 @@ std::unique_ptr<typename LayerChain<Traits>::List> LayerChain<Traits>::Append(
   std::unique_ptr<Cells> cells = Traits::Create(shape);
   if (cells == nullptr) return nullptr;
   std::unique_ptr<Layer> layer(new (std::nothrow) Layer{std::move(cells), capacity, error_rate});
+  if constexpr (!std::is_same_v<Probe, NoLayerProbe>) {
+    if (layer != nullptr) layer->probe = Traits::ProbeOf(*layer->cells);
+  }
   std::unique_ptr<List> list(new (std::nothrow) List);
   if (layer == nullptr || list == nullptr) return nullptr;
   list->layers_.reset(new (std::nothrow) Layer*[count]);

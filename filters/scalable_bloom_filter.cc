@@ -53,30 +53,151 @@ FilterStatus ScalableBloomFilter::Restore(double error_rate, uint32_t expansion,
 // The chain gives memory_bytes() back to the budget.
 ScalableBloomFilter::~ScalableBloomFilter() = default;
 
-bool ScalableBloomFilter::Contains(const Chain::List& list, const KeyHash& h) {
-  // Newest to oldest, as RedisBloom: with EXPANSION >= 2 the newest layer
-  // holds about half the items, so present items usually hit first.
+namespace {
+
+using Probe = BloomLayerTraits::Probe;
+
+std::atomic<uint64_t>* BlockOf(const Probe& probe, const KeyHash& h) {
+  return BlockedBloom::BlockIn(probe.words, probe.num_blocks, h.hi);
+}
+
+}  // namespace
+
+void ScalableBloomFilter::PrefetchLayers(const Chain::List& list, const KeyHash& h) {
+  // Newest first, the order they are probed in. Read intent, all cache
+  // levels (as BlockedBloom::Prefetch).
   for (uint32_t i = list.size(); i-- > 0;) {
-    if (list[i].cells->MayContain(h)) return true;
+    __builtin_prefetch(BlockOf(list[i].probe, h), /*rw=*/0, /*locality=*/3);
+  }
+}
+
+bool ScalableBloomFilter::Contains(const Chain::List& list, const KeyHash& h, bool prefetch) {
+  const uint32_t n = list.size();
+  // Newest to oldest, as RedisBloom: with EXPANSION >= 2 the newest layer
+  // holds about half the items, so present items usually hit first. All of
+  // a filter's layers are one kind; classic (RedisBloom-layout) ones have no
+  // inline probe and are asked through their BloomLayer.
+  if (list[0].probe.words == nullptr) {
+    for (uint32_t i = n; i-- > 0;) {
+      if (list[i].cells->MayContain(h)) return true;
+    }
+    return false;
+  }
+  // One layer: nothing to overlap, the probe's own load is the miss.
+  if (prefetch && n > 1) PrefetchLayers(list, h);
+  for (uint32_t i = n; i-- > 0;) {
+    const Probe& probe = list[i].probe;
+    if (BlockedBloom::BlockMayContain(BlockOf(probe, h), h.lo, probe.probes)) return true;
   }
   return false;
 }
 
 bool ScalableBloomFilter::MayContain(const KeyHash& h) const {
-  return Contains(chain_.Load(), h);
+  return Contains(chain_.Load(), h, /*prefetch=*/true);
+}
+
+void ScalableBloomFilter::MayContainBatch(std::span<const KeyHash> hashes, bool* out) const {
+  size_t start = 0;
+  while (start < hashes.size()) {
+    const Chain::List& list = chain_.Load();
+    const size_t end = std::min(hashes.size(), start + BatchPassItems(list.size()));
+    if (list[0].probe.words != nullptr) {
+      for (size_t i = start; i < end; ++i) PrefetchLayers(list, hashes[i]);
+    }
+    for (size_t i = start; i < end; ++i) out[i] = Contains(list, hashes[i], /*prefetch=*/false);
+    start = end;
+  }
+}
+
+FilterStatus ScalableBloomFilter::AddOne(const Chain::List** list, const KeyHash& h, bool* added,
+                                         uint64_t* pending, bool prefetched) {
+  *added = false;
+  const Chain::List& seen = **list;
+  Chain::Layer* const newest = &seen.newest();
+  // The newest layer's block and masks, computed once: they answer "is it
+  // there?" for that layer and are what the insert sets (one probe pass).
+  std::atomic<uint64_t>* block = nullptr;
+  BlockedBloom::BlockMasks masks;
+  if (newest->probe.words != nullptr) {
+    const uint32_t n = seen.size();
+    if (!prefetched && n > 1) PrefetchLayers(seen, h);
+    block = BlockOf(newest->probe, h);
+    masks = BlockedBloom::MasksFor(h.lo, newest->probe.probes);
+    if (BlockedBloom::BlockHas(block, masks)) return FilterStatus::kOk;
+    for (uint32_t i = n - 1; i-- > 0;) {
+      const Probe& probe = seen[i].probe;
+      if (BlockedBloom::BlockMayContain(BlockOf(probe, h), h.lo, probe.probes)) {
+        return FilterStatus::kOk;
+      }
+    }
+  } else if (Contains(seen, h, /*prefetch=*/false)) {
+    return FilterStatus::kOk;
+  }
+  // New to every layer: LayerChain::InsertIntoNewest's loop, with the
+  // batch's uncounted items in the fill check and counted before a growth
+  // (whose new layer starts the count afresh).
+  for (;;) {
+    Chain::Layer& into = (*list)->newest();
+    if (into.HasRoom(*pending)) {
+      const bool flipped =
+          &into == newest && block != nullptr ? BlockedBloom::BlockSet(block, masks)
+                                              : into.cells->Add(h);
+      // Only adds that flipped a bit count (counted by the caller, after the
+      // bits are in place).
+      if (flipped) {
+        ++*pending;
+        *added = true;
+      }
+      return FilterStatus::kOk;
+    }
+    if (*pending != 0) {
+      into.CountItems(*pending);
+      *pending = 0;
+    }
+    // Checked before Grow, which takes the mutex: a full NONSCALING filter
+    // answers every new item without locking.
+    if (!scaling()) return FilterStatus::kFull;
+    // Either we append a layer or another thread already did; loop to
+    // re-check the (new) newest layer, which may itself be full by now.
+    const FilterStatus status = chain_.Grow(*list, list);
+    if (status != FilterStatus::kOk) return status;
+  }
 }
 
 FilterStatus ScalableBloomFilter::Add(const KeyHash& h, bool* added) {
-  *added = false;
   const Chain::List* list = &chain_.Load();
-  if (Contains(*list, h)) return FilterStatus::kOk;
-  return chain_.InsertIntoNewest(&list, [&](Chain::Layer& newest) {
-    if (newest.cells->Add(h)) {
-      // Counted after the bits are in place; only adds that flipped a bit.
-      newest.CountItems(1);
-      *added = true;
+  uint64_t pending = 0;
+  const FilterStatus status = AddOne(&list, h, added, &pending, /*prefetched=*/false);
+  if (pending != 0) list->newest().CountItems(pending);
+  return status;
+}
+
+FilterStatus ScalableBloomFilter::AddBatch(std::span<const KeyHash> hashes, bool* added,
+                                           size_t* done) {
+  *done = 0;
+  size_t start = 0;
+  while (start < hashes.size()) {
+    const Chain::List* list = &chain_.Load();
+    const size_t end = std::min(hashes.size(), start + BatchPassItems(list->size()));
+    if (list->newest().probe.words != nullptr) {
+      for (size_t i = start; i < end; ++i) PrefetchLayers(*list, hashes[i]);
     }
-  });
+    uint64_t pending = 0;
+    FilterStatus status = FilterStatus::kOk;
+    size_t i = start;
+    for (; i < end; ++i) {
+      status = AddOne(&list, hashes[i], &added[i], &pending, /*prefetched=*/true);
+      if (status != FilterStatus::kOk) break;
+    }
+    // One atomic add for the pass: with one thread adding, the counter's
+    // line is no longer written 128 times; with several, it bounces once
+    // per pass instead of once per item.
+    if (pending != 0) list->newest().CountItems(pending);
+    *done = i;
+    if (status != FilterStatus::kOk) return status;
+    start = end;
+  }
+  return FilterStatus::kOk;
 }
 
 void ScalableBloomFilter::ReplayAdd(const KeyHash& h, bool counted) {
@@ -90,7 +211,7 @@ void ScalableBloomFilter::ReplayAdd(const KeyHash& h, bool counted) {
   }
   // Bits the item already has (a snapshot written while it was being added
   // holds them) are set again harmlessly.
-  if (!Contains(*list, h)) newest->cells->Add(h);
+  if (!Contains(*list, h, /*prefetch=*/true)) newest->cells->Add(h);
   if (counted) newest->CountItems(1);
 }
 

@@ -1,5 +1,7 @@
 #pragma once
 
+#include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -86,6 +88,19 @@ struct BloomLayerTraits {
   static std::unique_ptr<BloomLayer> Create(const BlockedShape& shape) {
     return BloomLayer::Create(shape);
   }
+  // A blocked layer's bits as the chain keeps them inline (LayerProbeOf):
+  // 24 bytes in the Layer's padding. words == nullptr: a classic layer,
+  // probed through its BloomLayer.
+  struct Probe {
+    std::atomic<uint64_t>* words = nullptr;
+    uint64_t num_blocks = 0;
+    uint32_t probes = 0;
+  };
+  static Probe ProbeOf(BloomLayer& cells) {
+    BlockedBloom* blocked = cells.blocked();
+    if (blocked == nullptr) return Probe{};
+    return Probe{blocked->mutable_words(), blocked->num_blocks(), blocked->probes()};
+  }
 };
 
 // One layer as saved by a snapshot or a dump, for ScalableBloomFilter::Restore:
@@ -121,8 +136,8 @@ using BloomLayerShape = LayerShape<BloomLayerTraits::Count>;
 // threads adding the same new item at the same moment may both report
 // *added = true (each flipped a different bit), so items() can count it twice,
 // and racing adds can push a layer a few items (at most one per racing
-// thread) past its capacity before one of them grows the filter. No added
-// item is ever lost.
+// Add, one pass of an AddBatch: see there) past its capacity before one of
+// them grows the filter. No added item is ever lost.
 class ScalableBloomFilter : public ChainedFilter<BloomLayerTraits> {
  public:
   // Validates options and checks every limit BEFORE allocating anything:
@@ -181,8 +196,33 @@ class ScalableBloomFilter : public ChainedFilter<BloomLayerTraits> {
   void ReplayAdd(const KeyHash& h, bool counted);
 
   // Checks the layers newest to oldest and stops at the first hit. Never
-  // blocks, not even while another thread grows the filter.
+  // blocks, not even while another thread grows the filter. With several
+  // blocked layers, every layer's line is prefetched first, so a negative
+  // lookup's L misses overlap instead of following one another.
   bool MayContain(const KeyHash& h) const;
+
+  // Batches (BF.MEXISTS, BF.MADD): the same answers as one call per item in
+  // order, in three phases per pass of at most BatchPassItems(layers) items
+  // (the items are hashed by the caller): prefetch every item's line in
+  // every layer, back to back, then probe item after item. out[i] /
+  // added[i] for hashes[i].
+  void MayContainBatch(std::span<const KeyHash> hashes, bool* out) const;
+  // As Add for each item in order, stopping at the first non-kOk status
+  // (that item is not added); *done is how many items were handled (their
+  // added[] set). One probe pass per item: its masks for the newest layer
+  // serve both the "already there?" check and the insert. An item's count
+  // joins its layer's counter at the end of its pass, not one atomic add
+  // per item (the batch's own fill check includes what it has not counted
+  // yet, so a lone client's layers fill exactly as with Add); racing adders
+  // may therefore push a layer past its capacity by up to one pass of items
+  // each, rather than one item each.
+  FilterStatus AddBatch(std::span<const KeyHash> hashes, bool* added, size_t* done);
+  // Items per pass for a filter of `layers` layers: kBatchPassLines lines
+  // in flight at most (1 layer: 128 items, 16 layers: 8), at least 4 items.
+  static constexpr size_t kBatchPassLines = 128;
+  static size_t BatchPassItems(uint32_t layers) {
+    return std::max<size_t>(4, kBatchPassLines / std::max<uint32_t>(layers, 1));
+  }
 
   uint64_t items() const;  // items that flipped a bit (BF.CARD, BF.INFO items)
   // From ChainedFilter: capacity() (BF.INFO Capacity), num_layers() (BF.INFO
@@ -223,7 +263,15 @@ class ScalableBloomFilter : public ChainedFilter<BloomLayerTraits> {
  private:
   using ChainedFilter::ChainedFilter;  // for Adopt() alone (protected there)
 
-  static bool Contains(const Chain::List& list, const KeyHash& h);
+  // Any layer says "present"; `prefetch`: first prefetch every layer's line
+  // (false when a batch already did).
+  static bool Contains(const Chain::List& list, const KeyHash& h, bool prefetch);
+  static void PrefetchLayers(const Chain::List& list, const KeyHash& h);
+  // One item of Add / AddBatch, *list the list to start from (updated when
+  // it grows): *pending is what has been added to (*list)'s newest layer
+  // and not counted yet, for the caller to count.
+  FilterStatus AddOne(const Chain::List** list, const KeyHash& h, bool* added, uint64_t* pending,
+                      bool prefetched);
 };
 
 }  // namespace bloomgate

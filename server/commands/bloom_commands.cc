@@ -193,8 +193,17 @@ void CmdMExists(CommandContext& ctx) {
   EntryPtr entry;
   if (!FindForRead(ctx, &entry)) return;
   auto items = ctx.args.subspan(2);
-  const int64_t now = WindowClockMs();
   ctx.reply.ArrayHeader(items.size());
+  if (entry != nullptr && entry->get<WindowedBloomFilter>() == nullptr) {
+    bool found[kBloomBatchItems];
+    for (size_t start = 0; start < items.size(); start += kBloomBatchItems) {
+      const auto chunk = items.subspan(start, std::min(kBloomBatchItems, items.size() - start));
+      MayContainBloomChunk(*entry->bloom(), chunk, found);
+      for (size_t i = 0; i < chunk.size(); ++i) ctx.reply.Bool(found[i]);
+    }
+    return;
+  }
+  const int64_t now = WindowClockMs();
   for (std::string_view item : items) ctx.reply.Bool(MayContain(entry, item, now));
 }
 

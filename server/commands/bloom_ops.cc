@@ -1,5 +1,6 @@
 #include "server/commands/bloom_ops.h"
 
+#include <algorithm>
 #include <memory>
 #include <utility>
 
@@ -122,15 +123,23 @@ BloomAddResult AddBloomItems(KeyEntry& entry, std::span<const std::string_view> 
   result.added.reserve(items.size());
   ScalableBloomFilter& filter = *entry.bloom();
   bool changed = false;
-  for (std::string_view item : items) {
-    bool added = false;
-    const FilterStatus status = filter.Add(filter.Hash(item), &added);
+  // In chunks of kBloomBatchItems: every item of a chunk hashed first, then
+  // the filter's AddBatch (prefetch every line, then one probe pass each).
+  KeyHash hashes[kBloomBatchItems];
+  bool added[kBloomBatchItems];
+  for (size_t start = 0; start < items.size(); start += kBloomBatchItems) {
+    const size_t count = std::min(kBloomBatchItems, items.size() - start);
+    for (size_t i = 0; i < count; ++i) hashes[i] = filter.Hash(items[start + i]);
+    size_t done = 0;
+    const FilterStatus status = filter.AddBatch({hashes, count}, added, &done);
+    for (size_t i = 0; i < done; ++i) {
+      result.added.push_back(added[i]);
+      changed |= added[i];
+    }
     if (status != FilterStatus::kOk) {
       result.status = BloomAddStatus(status);
       break;
     }
-    result.added.push_back(added);
-    changed |= added;
   }
   if (changed) {
     entry.MarkModified();
@@ -138,6 +147,14 @@ BloomAddResult AddBloomItems(KeyEntry& entry, std::span<const std::string_view> 
     entry.MarkTouched();  // every item was present: WATCH still sees the write
   }
   return result;
+}
+
+void MayContainBloomChunk(const ScalableBloomFilter& filter,
+                          std::span<const std::string_view> items, bool* found) {
+  KeyHash hashes[kBloomBatchItems];
+  const size_t count = std::min(kBloomBatchItems, items.size());
+  for (size_t i = 0; i < count; ++i) hashes[i] = filter.Hash(items[i]);
+  filter.MayContainBatch({hashes, count}, found);
 }
 
 void BloomAddedEffect(std::string_view key, std::span<const std::string_view> items,

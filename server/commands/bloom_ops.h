@@ -6,6 +6,7 @@
 // shares these statuses and texts (counting_bloom_ops.h).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "filters/filter_status.h"
+#include "filters/scalable_bloom_filter.h"
 #include "server/commands/bloom_options.h"
 #include "server/commands/filter_lookup.h"
 
@@ -65,6 +67,16 @@ struct BloomAddResult {
   BloomStatus status = BloomStatus::kOk;  // why the adds stopped early, if they did
   std::vector<bool> added;                // per item that went in, in order: new to the filter?
 };
+
+// Items per batch handed to the filter at once (hash all, prefetch all
+// lines, then probe: ScalableBloomFilter::AddBatch / MayContainBatch); 128
+// hashes and answers on the stack, 2.2 KB.
+inline constexpr size_t kBloomBatchItems = 128;
+
+// BF.MEXISTS's lookups for up to kBloomBatchItems items (the rest are
+// ignored): found[i] for items[i], the filter's answers as one lookup each.
+void MayContainBloomChunk(const ScalableBloomFilter& filter,
+                          std::span<const std::string_view> items, bool* found);
 
 // Adds items in order, stopping at the first failure. The entry is marked
 // modified (WATCH) only if the filter changed: an item it already holds

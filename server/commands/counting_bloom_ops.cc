@@ -1,5 +1,7 @@
 #include "server/commands/counting_bloom_ops.h"
 
+#include <algorithm>
+
 #include <memory>
 #include <utility>
 
@@ -60,14 +62,23 @@ BloomAddResult AddCountingItems(KeyEntry& entry, std::span<const std::string_vie
   BloomAddResult result;
   result.added.reserve(items.size());
   CountingBloomFilter& filter = *entry.get<CountingBloomFilter>();
-  for (std::string_view item : items) {
-    bool was_new = false;
-    const FilterStatus status = filter.Add(filter.Hash(item), &was_new);
-    if (status != FilterStatus::kOk) {
-      result.status = BloomAddStatus(status);
-      break;
+  // Three phases per chunk, as BF.MADD: hash every item, prefetch its block
+  // in every layer, then add them in order.
+  KeyHash hashes[kBloomBatchItems];
+  for (size_t start = 0; start < items.size() && result.status == BloomStatus::kOk;
+       start += kBloomBatchItems) {
+    const size_t count = std::min(kBloomBatchItems, items.size() - start);
+    for (size_t i = 0; i < count; ++i) hashes[i] = filter.Hash(items[start + i]);
+    for (size_t i = 0; i < count; ++i) filter.Prefetch(hashes[i]);
+    for (size_t i = 0; i < count; ++i) {
+      bool was_new = false;
+      const FilterStatus status = filter.Add(hashes[i], &was_new);
+      if (status != FilterStatus::kOk) {
+        result.status = BloomAddStatus(status);
+        break;
+      }
+      result.added.push_back(was_new);
     }
-    result.added.push_back(was_new);
   }
   if (!result.added.empty()) entry.MarkModified();
   return result;

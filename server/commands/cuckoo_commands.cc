@@ -5,6 +5,7 @@
 // "Maximum expansions reached" is only answered when the filter actually
 // needs a new sub-filter (RedisBloom refuses every add once the count is
 // reached, even one that would fit).
+#include <algorithm>
 #include <cstdio>
 #include <optional>
 #include <vector>
@@ -231,8 +232,20 @@ void CmdMExists(CommandContext& ctx) {
   if (!FindForRead(ctx, &holder, &filter)) return;
   auto items = ctx.args.subspan(2);
   ctx.reply.ArrayHeader(items.size());
-  for (std::string_view item : items) {
-    ctx.reply.Bool(filter != nullptr && filter->MayContain(filter->Hash(item)));
+  if (filter == nullptr) {
+    for (size_t i = 0; i < items.size(); ++i) ctx.reply.Bool(false);
+    return;
+  }
+  // Hash a chunk, then the filter's batch (one lock, every bucket
+  // prefetched, then probed).
+  constexpr size_t kChunk = 128;
+  KeyHash hashes[kChunk];
+  bool found[kChunk];
+  for (size_t start = 0; start < items.size(); start += kChunk) {
+    const size_t count = std::min(kChunk, items.size() - start);
+    for (size_t i = 0; i < count; ++i) hashes[i] = filter->Hash(items[start + i]);
+    filter->MayContainBatch({hashes, count}, found);
+    for (size_t i = 0; i < count; ++i) ctx.reply.Bool(found[i]);
   }
 }
 

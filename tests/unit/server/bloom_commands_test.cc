@@ -430,6 +430,56 @@ TEST_F(BloomCommands, NoAddedItemIsEverReportedMissing) {
   }
 }
 
+// The multi-item commands work in chunks of kBloomBatchItems (128) items
+// (hash all, prefetch all, probe): across chunk boundaries every answer must
+// be the one the single-item command gives for that item.
+TEST_F(BloomCommands, MultiItemAnswersAcrossChunksMatchOneItemAtATime) {
+  Run({"BF.RESERVE", "k", "0.01", "1000"});
+  Run({"CF.RESERVE", "c", "1000"});
+  Run(Items("BF.MADD", "k", 300));
+  for (int i = 0; i < 300; ++i) Run({"CF.ADD", "c", "item" + std::to_string(i)});
+  for (const char* family : {"BF", "CF"}) {
+    const std::string prefix = family;
+    const std::string key = prefix == "BF" ? "k" : "c";
+    // Items 150..449: present ones, then absent ones, over three chunks.
+    ArrayReply reply = ParseFlatArray(Run(Items(prefix + ".MEXISTS", key, 300, 150)));
+    ASSERT_EQ(reply.elements.size(), 300u);
+    int absent = 0;
+    for (int i = 0; i < 300; ++i) {
+      const std::string item = "item" + std::to_string(150 + i);
+      ASSERT_EQ(reply.elements[i], Run({prefix + ".EXISTS", key, item})) << family << " " << item;
+      absent += reply.elements[i] == Int(0);
+    }
+    EXPECT_GE(absent, 140) << family << ": items 300..449 were never added";
+  }
+}
+
+TEST_F(BloomCommands, MultiItemAddsStopInALaterChunkAsOneItemAtATime) {
+  // Non-scaling, capacity 200: the add that finds the filter full comes in
+  // the second chunk of 128. The reply and what went in must be those of
+  // adding the items one by one (into a twin filter with the same seed).
+  for (const char* family : {"BF", "CBF"}) {
+    const std::string prefix = family;
+    for (const char* key : {"batch", "one"}) {
+      ASSERT_EQ(Run({prefix + ".RESERVE", key, "0.01", "200", "NONSCALING", "SEED", "42"}), kOk);
+    }
+    ArrayReply batch = ParseFlatArray(Run(Items(prefix + ".MADD", "batch", 300)));
+    std::vector<std::string> one;
+    for (int i = 0; i < 300; ++i) {
+      one.push_back(Run({prefix + ".MADD", "one", "item" + std::to_string(i)}));
+      if (one.back().find("full") != std::string::npos) break;
+    }
+    ASSERT_EQ(batch.elements.size(), one.size()) << family;
+    ASSERT_GT(one.size(), 128u) << family << ": the stop must fall past the first chunk";
+    for (size_t i = 0; i + 1 < one.size(); ++i) {
+      EXPECT_EQ(Arr(1) + batch.elements[i], one[i]) << family << " item" << i;
+    }
+    EXPECT_NE(batch.elements.back().find("full"), std::string::npos) << batch.elements.back();
+    EXPECT_EQ(Run({prefix + ".CARD", "batch"}), Run({prefix + ".CARD", "one"})) << family;
+    Run({"DEL", "batch", "one"});
+  }
+}
+
 // -------------------------------------------------------------- BF.CARD ---
 
 TEST_F(BloomCommands, CardCountsItemsThatFlippedABit) {
