@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh --test
 
 jobs=$(nproc)
-unit_tests=(filters_test persistence_test server_test config_test)
+unit_tests=(filters_test persistence_test server_test config_test alloc_test)
 
 # Every ctest call fails when it finds no test (--no-tests=error): a stage
 # that silently ran nothing (a build dir configured without tests, e.g. by
