@@ -9,6 +9,27 @@ namespace {
 
 constexpr uint64_t kSmallPageBytes = 4096;
 
+// Debian 12's libc headers may predate it; the number is the kernel's
+// (include/uapi/asm-generic/mman-common.h, Linux 5.14).
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+
+thread_local bool populate_fresh_arrays = false;  // see PopulateFreshArraysScope
+
+// Makes the fresh mapping [array, array + length) resident, written, so no
+// later access faults. The kernel's populate takes huge pages where the
+// mapping was advised for them; an older kernel (EINVAL) gets one write per
+// small page, which faults in the same pages one by one.
+void Populate(void* array, uint64_t length) {
+  if (madvise(array, length, MADV_POPULATE_WRITE) == 0) return;
+  auto* words = static_cast<std::atomic<uint64_t>*>(array);
+  // Relaxed: nobody else can see the array yet (it is not published).
+  for (uint64_t off = 0; off < length; off += kSmallPageBytes) {
+    words[off / sizeof(uint64_t)].store(0, std::memory_order_relaxed);
+  }
+}
+
 uint64_t MappedBytes(uint64_t bytes) {
   return (bytes + kSmallPageBytes - 1) / kSmallPageBytes * kSmallPageBytes;
 }
@@ -23,7 +44,9 @@ void* MapZeroed(uint64_t bytes) {
   const uint64_t length = MappedBytes(bytes);
   if (bytes < kHugePageArrayBytes) {
     void* raw = mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    return raw == MAP_FAILED ? nullptr : raw;
+    if (raw == MAP_FAILED) return nullptr;
+    if (populate_fresh_arrays) Populate(raw, length);
+    return raw;
   }
   const uint64_t padded = length + kHugePageBytes;
   void* raw = mmap(nullptr, padded, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -39,10 +62,16 @@ void* MapZeroed(uint64_t bytes) {
   // a huge page. A failure (THP compiled out, "never") only means 4 KiB pages.
   (void)madvise(array, length, MADV_HUGEPAGE);
 #endif
+  if (populate_fresh_arrays) Populate(array, length);
   return array;
 }
 
 }  // namespace
+
+PopulateFreshArraysScope::PopulateFreshArraysScope() : was_(populate_fresh_arrays) {
+  populate_fresh_arrays = true;
+}
+PopulateFreshArraysScope::~PopulateFreshArraysScope() { populate_fresh_arrays = was_; }
 
 std::atomic<uint64_t>* NewZeroedBlockWords(uint64_t bytes) {
   if (bytes > PTRDIFF_MAX - kHugePageBytes) return nullptr;

@@ -61,4 +61,20 @@ std::atomic<uint64_t>* NewZeroedBlockWords(uint64_t bytes);
 
 void DeleteBlockWords(std::atomic<uint64_t>* words, uint64_t bytes);
 
+// While one lives on a thread, the mapped arrays that thread creates are
+// made resident at once (MADV_POPULATE_WRITE, Linux 5.14+; else one write
+// per 4 KiB page) instead of page by page under their first adds. Only the
+// generation preparer (filters/generation_preparer.h) uses it: there the
+// faults, and THP compaction inside them, cost no client anything.
+class PopulateFreshArraysScope {
+ public:
+  PopulateFreshArraysScope();
+  ~PopulateFreshArraysScope();
+  PopulateFreshArraysScope(const PopulateFreshArraysScope&) = delete;
+  PopulateFreshArraysScope& operator=(const PopulateFreshArraysScope&) = delete;
+
+ private:
+  bool was_;
+};
+
 }  // namespace bloomgate::internal

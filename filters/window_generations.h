@@ -23,6 +23,15 @@
 // gets them after the unlock, so neither building nor freeing a generation
 // happens while readers wait.
 //
+// Preparation (EnablePreparation): once a generation becomes current, the
+// one that will replace the oldest is built ahead on the generation
+// preparer's thread (filters/generation_preparer.h) with its pages made
+// resident, and the next turnover takes it instead of calling `make`: the
+// adds of a new period then fault nothing in. The prepared generation lives
+// outside the slot array (prepared_), so lookups, adds, snapshots, INFO and
+// copies never see it; it is charged to the budget from its allocation and
+// counted in memory_bytes() (one more generation per windowed filter).
+//
 // Concurrency: every public call may run from any thread. The slot array is
 // guarded by a reader/writer mutex: shared for lookups and adds (the
 // generations' own updates are lock-free or their own business), exclusive
@@ -33,13 +42,16 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
 #include <utility>
 #include <vector>
 
+#include "filters/block_words.h"
 #include "filters/filter_status.h"
+#include "filters/generation_preparer.h"
 
 namespace bloomgate {
 
@@ -123,7 +135,30 @@ class WindowGenerations {
   WindowGenerations(const WindowGenerations&) = delete;
   WindowGenerations& operator=(const WindowGenerations&) = delete;
 
-  ~WindowGenerations() = default;
+  ~WindowGenerations() {
+    std::unique_ptr<Gen> unused;  // freed after the unlock
+    std::lock_guard lock(prepared_->mutex);
+    prepared_->cancelled = true;  // a job still running drops what it built
+    unused = std::move(prepared_->gen);
+  }
+
+  // Builds a fresh, budgeted generation. It runs on the preparer's thread,
+  // perhaps after the filter is gone: it must hold copies of what it needs,
+  // never the filter.
+  using Maker = std::function<FilterStatus(std::unique_ptr<Gen>*)>;
+
+  // Turns preparation on (after SetFirst or Restore, before the filter is
+  // shared) and prepares the first spare at once.
+  void EnablePreparation(Maker maker) {
+    maker_ = std::move(maker);
+    PrepareNext();
+  }
+
+  // The prepared spare, or nullptr (tests and memory figures).
+  const Gen* prepared() const {
+    std::lock_guard lock(prepared_->mutex);
+    return prepared_->gen.get();
+  }
 
   // Generation 0 of a new filter.
   void SetFirst(std::unique_ptr<Gen> first) { slots_[0].filter = std::move(first); }
@@ -194,8 +229,10 @@ class WindowGenerations {
     if (current_now >= target) return FilterStatus::kOk;  // another thread did it
     const uint64_t slots = slots_.size();
     const uint64_t first = std::max(current_now + 1, target >= slots ? target - slots + 1 : 0);
-    std::unique_ptr<Gen> fresh;
-    if (FilterStatus s = make(&fresh); s != FilterStatus::kOk) return s;
+    std::unique_ptr<Gen> fresh = TakePrepared();
+    if (fresh == nullptr) {  // no preparer, or it has not finished: build it here
+      if (FilterStatus s = make(&fresh); s != FilterStatus::kOk) return s;
+    }
     std::vector<std::unique_ptr<Gen>> dropped;  // disposed of after the unlock
     dropped.reserve(target - first + 1);
     {
@@ -210,6 +247,7 @@ class WindowGenerations {
       current_.store(target, std::memory_order_release);
     }
     for (std::unique_ptr<Gen>& gen : dropped) dispose(std::move(gen));
+    PrepareNext();
     return FilterStatus::kOk;
   }
 
@@ -275,10 +313,57 @@ class WindowGenerations {
     for (const Slot& s : slots_) {
       if (s.filter != nullptr) sum += s.filter->memory_bytes();
     }
+    std::lock_guard prepared_lock(prepared_->mutex);
+    if (prepared_->gen != nullptr) sum += prepared_->gen->memory_bytes();
     return sum;
   }
 
  private:
+  // What a filter and its preparation job share: the job holds it, never
+  // the filter, so it outlives either.
+  struct Prepared {
+    std::mutex mutex;
+    bool scheduled = false;  // a job is queued or running
+    bool cancelled = false;  // the filter is gone: a finishing job drops its work
+    std::unique_ptr<Gen> gen;
+  };
+
+  std::unique_ptr<Gen> TakePrepared() {
+    std::lock_guard lock(prepared_->mutex);
+    return std::move(prepared_->gen);
+  }
+
+  // Queues the building of a spare if preparation is on and none is ready
+  // or under way. A failed build (the budget refused) leaves none: the next
+  // turnover builds inline, as without a preparer, and tries again.
+  void PrepareNext() {
+    if (!maker_) return;
+    {
+      std::lock_guard lock(prepared_->mutex);
+      if (prepared_->cancelled || prepared_->scheduled || prepared_->gen != nullptr) return;
+      prepared_->scheduled = true;
+    }
+    const bool queued = PrepareAhead([state = prepared_, maker = maker_] {
+      std::unique_ptr<Gen> built;
+      {
+        internal::PopulateFreshArraysScope populate;  // fault it all in here
+        if (maker(&built) != FilterStatus::kOk) built.reset();
+      }
+      std::unique_ptr<Gen> unused;  // freed after the unlock
+      std::lock_guard lock(state->mutex);
+      state->scheduled = false;
+      if (state->cancelled) {
+        unused = std::move(built);
+      } else {
+        state->gen = std::move(built);
+      }
+    });
+    if (!queued) {
+      std::lock_guard lock(prepared_->mutex);
+      prepared_->scheduled = false;
+    }
+  }
+
   const uint64_t window_ms_;
   const uint32_t generations_;
   const uint64_t period_ms_;  // ceil(window_ms / generations), >= 1
@@ -288,6 +373,8 @@ class WindowGenerations {
   std::mutex advance_mutex_;               // one turnover at a time
   std::atomic<uint64_t> current_{0};       // written under both mutexes
   std::vector<Slot> slots_;                // generations + 1; slot g % (n+1)
+  Maker maker_;                            // empty: no preparation; set before sharing
+  const std::shared_ptr<Prepared> prepared_ = std::make_shared<Prepared>();
 };
 
 }  // namespace bloomgate

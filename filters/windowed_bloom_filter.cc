@@ -40,16 +40,29 @@ WindowedBloomFilter::WindowedBloomFilter(const WindowedBloomOptions& o, uint64_t
 
 WindowedBloomFilter::~WindowedBloomFilter() = default;
 
-FilterStatus WindowedBloomFilter::NewGeneration(bool budgeted,
-                                                std::unique_ptr<ScalableBloomFilter>* out) const {
+ScalableBloomOptions WindowedBloomFilter::GenerationOptions() const {
   ScalableBloomOptions options;
   options.error_rate = GenerationErrorRate(error_rate_, generations());
   options.capacity = GenerationCapacity(capacity_, generations());
   options.expansion = expansion_;
   options.hash_seed = hash_seed_;
+  return options;
+}
+
+FilterStatus WindowedBloomFilter::NewGeneration(bool budgeted,
+                                                std::unique_ptr<ScalableBloomFilter>* out) const {
   FilterLimits limits = limits_;
   if (!budgeted) limits.max_filter_bytes = 0;  // replay never refuses
-  return ScalableBloomFilter::Create(options, limits, budgeted ? budget_ : nullptr, out);
+  return ScalableBloomFilter::Create(GenerationOptions(), limits, budgeted ? budget_ : nullptr,
+                                     out);
+}
+
+void WindowedBloomFilter::EnablePreparation() {
+  // Copies, not `this`: the job may outlive the filter (window_generations.h).
+  gens_.EnablePreparation([options = GenerationOptions(), limits = limits_, budget = budget_](
+                              std::unique_ptr<ScalableBloomFilter>* out) {
+    return ScalableBloomFilter::Create(options, limits, budget, out);
+  });
 }
 
 FilterStatus WindowedBloomFilter::Create(const WindowedBloomOptions& options, int64_t now_ms,
@@ -68,6 +81,7 @@ FilterStatus WindowedBloomFilter::Create(const WindowedBloomOptions& options, in
     return s;
   }
   filter->gens_.SetFirst(std::move(first));
+  filter->EnablePreparation();
   *out = std::move(filter);
   return FilterStatus::kOk;
 }
@@ -87,6 +101,7 @@ FilterStatus WindowedBloomFilter::Restore(const WindowedBloomOptions& options, i
     return g.hash_seed() == *options.hash_seed && g.expansion() == options.expansion;
   });
   if (!ok) return FilterStatus::kInvalidOptions;
+  filter->EnablePreparation();
   *out = std::move(filter);
   return FilterStatus::kOk;
 }

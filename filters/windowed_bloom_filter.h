@@ -165,7 +165,10 @@ class WindowedBloomFilter {
                       const FilterLimits& limits, MemoryBudget* budget);
 
   static FilterStatus Check(const WindowedBloomOptions& options);
+  ScalableBloomOptions GenerationOptions() const;
   FilterStatus NewGeneration(bool budgeted, std::unique_ptr<ScalableBloomFilter>* out) const;
+  // Has the ring build each next generation ahead (window_generations.h).
+  void EnablePreparation();
   // Moves the current generation to `target`; `budgeted` false for replay.
   FilterStatus AdvanceToGeneration(uint64_t target, bool budgeted);
 

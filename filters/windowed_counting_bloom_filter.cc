@@ -35,17 +35,30 @@ WindowedCountingBloomFilter::WindowedCountingBloomFilter(const WindowedCountingB
 
 WindowedCountingBloomFilter::~WindowedCountingBloomFilter() = default;
 
-FilterStatus WindowedCountingBloomFilter::NewGeneration(
-    bool budgeted, std::unique_ptr<CountingBloomFilter>* out) const {
+CountingBloomOptions WindowedCountingBloomFilter::GenerationOptions() const {
   CountingBloomOptions options;
   options.error_rate = WindowGenerationErrorRate(error_rate_, kMaxBloomErrorRate, generations());
   options.capacity = WindowGenerationCapacity(capacity_, generations());
   options.expansion = expansion_;
   options.counter_bits = counter_bits_;
   options.hash_seed = hash_seed_;
+  return options;
+}
+
+FilterStatus WindowedCountingBloomFilter::NewGeneration(
+    bool budgeted, std::unique_ptr<CountingBloomFilter>* out) const {
   FilterLimits limits = limits_;
   if (!budgeted) limits.max_filter_bytes = 0;  // replay never refuses
-  return CountingBloomFilter::Create(options, limits, budgeted ? budget_ : nullptr, out);
+  return CountingBloomFilter::Create(GenerationOptions(), limits, budgeted ? budget_ : nullptr,
+                                     out);
+}
+
+void WindowedCountingBloomFilter::EnablePreparation() {
+  // Copies, not `this`: the job may outlive the filter (window_generations.h).
+  gens_.EnablePreparation([options = GenerationOptions(), limits = limits_, budget = budget_](
+                              std::unique_ptr<CountingBloomFilter>* out) {
+    return CountingBloomFilter::Create(options, limits, budget, out);
+  });
 }
 
 FilterStatus WindowedCountingBloomFilter::Create(
@@ -64,6 +77,7 @@ FilterStatus WindowedCountingBloomFilter::Create(
     return s;
   }
   filter->gens_.SetFirst(std::move(first));
+  filter->EnablePreparation();
   *out = std::move(filter);
   return FilterStatus::kOk;
 }
@@ -84,6 +98,7 @@ FilterStatus WindowedCountingBloomFilter::Restore(
                g.counter_bits() == options.counter_bits;
       });
   if (!ok) return FilterStatus::kInvalidOptions;
+  filter->EnablePreparation();
   *out = std::move(filter);
   return FilterStatus::kOk;
 }

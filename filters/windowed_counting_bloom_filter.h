@@ -152,7 +152,10 @@ class WindowedCountingBloomFilter {
                               int64_t origin_ms, const FilterLimits& limits, MemoryBudget* budget);
 
   static FilterStatus Check(const WindowedCountingBloomOptions& options);
+  CountingBloomOptions GenerationOptions() const;
   FilterStatus NewGeneration(bool budgeted, std::unique_ptr<CountingBloomFilter>* out) const;
+  // Has the ring build each next generation ahead (window_generations.h).
+  void EnablePreparation();
   FilterStatus AdvanceToGeneration(uint64_t target, bool budgeted);
   // The window count at generation `at`; call inside gens_.Shared.
   uint64_t CountIn(const std::vector<Gens::Slot>& slots, const KeyHash& h, uint64_t at) const;

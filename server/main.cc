@@ -14,6 +14,7 @@
 #include "config/config_params.h"
 #include "config/server_config.h"
 #include "filters/deferred_free.h"
+#include "filters/generation_preparer.h"
 #include "server/commands/journal_applier.h"
 #include "server/data_dir.h"
 #include "server/context/memory_limit.h"
@@ -130,6 +131,11 @@ int main(int argc, char** argv) {
   // A windowed filter's aged-out generations are freed on the lazy freer's
   // thread, not on the event loop whose add turned them over.
   DeferredFreerScope deferred_freer(&context.lazy_freer);
+  // Builds windowed filters' next generations ahead (filters/generation_preparer.h).
+  // Declared after the context: stopped and joined before the budget its jobs
+  // charge is gone.
+  GenerationPreparer generation_preparer;
+  SetGenerationPreparer(&generation_preparer);
   context.config_file = command_line.config_path;
   context.executable = argv[0];
   context.worker_threads = threads;
