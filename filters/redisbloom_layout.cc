@@ -34,7 +34,12 @@ double RedisBloomBitsPerEntry(double error_rate) {
 }
 
 uint32_t RedisBloomHashes(double bits_per_entry) {
-  return static_cast<uint32_t>(std::ceil(kRedisBloomLn2 * bits_per_entry));
+  // A dump's bpe is client input (LOADCHUNK): outside [0, 2^32), or NaN, the
+  // cast would be undefined (dump_chunk_fuzz found 2.8e247). 0 is no valid
+  // hash count, so every caller refuses it.
+  const double hashes = std::ceil(kRedisBloomLn2 * bits_per_entry);
+  if (!(hashes >= 0 && hashes < 4294967296.0)) return 0;
+  return static_cast<uint32_t>(hashes);
 }
 
 BlockedShape ChooseRedisBloomShape(double error_rate, uint64_t capacity) {

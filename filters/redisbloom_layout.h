@@ -58,7 +58,8 @@ inline constexpr uint32_t kClassicBloomGranuleBits = 128;
 
 // RedisBloom's bits per entry for a layer error rate (calc_bpe).
 double RedisBloomBitsPerEntry(double error_rate);
-// RedisBloom's hash count for that bpe: ceil(ln 2 x bpe).
+// RedisBloom's hash count for that bpe: ceil(ln 2 x bpe); 0 when that is not
+// a uint32_t (a bpe out of range or NaN, as a damaged dump may carry).
 uint32_t RedisBloomHashes(double bits_per_entry);
 
 // The shape RedisBloom's bloom_init gives a layer of `capacity` entries at

@@ -3,6 +3,8 @@
 // answer in ../shared/redisbloom-dumps (tests/e2e/test_redisbloom_import.py
 // checks those answers end to end); the sizes are those dumps' headers.
 #include <bit>
+#include <cmath>
+#include <limits>
 #include <memory>
 #include <string>
 
@@ -22,6 +24,18 @@ TEST(RedisBloomLayout, HashIsMurmur64ASeededThenReseededWithItsOwnValue) {
   EXPECT_EQ(RedisBloomHash("hello").hi, 0xa7d451d588a0c2a4ull);
   EXPECT_EQ(RedisBloomHash("item:12345678").lo, 0xd3698f56d6278166ull);
   EXPECT_EQ(RedisBloomHash("item:12345678").hi, 0x2352c14e214f9391ull);
+}
+
+// A dump's bpe is client input: a huge, negative or NaN one gives 0 hashes
+// (refused by every caller), never an undefined cast (dump_chunk_fuzz found
+// a chunk with bpe 2.8e247: UBSan's float-cast-overflow in the fresh-clone CI).
+TEST(RedisBloomLayout, AHashCountOutOfRangeIsZeroNotUndefined) {
+  EXPECT_EQ(RedisBloomHashes(RedisBloomBitsPerEntry(0.01)), 7u);
+  EXPECT_EQ(RedisBloomHashes(2.8e247), 0u);
+  EXPECT_EQ(RedisBloomHashes(1e10), 0u);  // ceil(ln 2 x 1e10) > 2^32
+  EXPECT_EQ(RedisBloomHashes(-5.0), 0u);
+  EXPECT_EQ(RedisBloomHashes(std::nan("")), 0u);
+  EXPECT_EQ(RedisBloomHashes(std::numeric_limits<double>::infinity()), 0u);
 }
 
 TEST(RedisBloomLayout, SizesALayerAsBfReserve001Capacity1000) {
