@@ -88,7 +88,12 @@ FilterStatus CuckooFilter::Create(const CuckooFilterOptions& options, const Filt
 
 uint64_t CuckooFilter::SubFilterBuckets(uint64_t base_buckets, uint32_t expansion,
                                         uint32_t index) {
-  // Stop multiplying once saturated: index can be up to 65535.
+  // Stop multiplying once saturated: index can be up to 65535, and callers
+  // ask for every index of a filter (O(n^2) steps for n sub-filters: a
+  // LOADCHUNK header claiming 65535 took over 10 s, dump_chunk_fuzz). With
+  // expansion >= 2 the product saturates within 64 steps; expansion 1 (or a
+  // zero product) never changes it.
+  if (expansion <= 1 || base_buckets == 0) return expansion == 0 && index > 0 ? 0 : base_buckets;
   uint64_t buckets = base_buckets;
   for (uint32_t i = 0; i < index && buckets != UINT64_MAX; ++i) {
     buckets = SaturatingMul(buckets, expansion);
