@@ -89,13 +89,7 @@ BloomStatus CreateBloom(FilterStore& store, const KeyRef& key, const BloomParams
       FilterStatus::kOk) {
     return BloomStatus::kCreateFailed;
   }
-  switch (StoreNewFilter(store, key, std::move(filter), fail_if_exists, entry)) {
-    case StoreOutcome::kStored:
-    case StoreOutcome::kExisting: return BloomStatus::kOk;
-    case StoreOutcome::kItemExists: return BloomStatus::kItemExists;
-    case StoreOutcome::kWrongType: break;
-  }
-  return BloomStatus::kWrongType;
+  return BloomStatusOf(StoreNewFilter(store, key, std::move(filter), fail_if_exists, entry));
 }
 
 BloomStatus ReserveBloom(FilterStore& store, const KeyRef& key, const BloomParams& params) {

@@ -33,6 +33,19 @@ enum class BloomStatus : uint8_t {
   kMergeMismatch,       // BF.MERGE / CBF.MERGE inputs differ (or one is windowed)
 };
 
+// What storing a newly created Bloom-like filter (StoreNewFilter) means for
+// the command: kOk (stored, or a live filter of the family was already
+// there), kItemExists or kWrongType.
+inline BloomStatus BloomStatusOf(StoreOutcome outcome) {
+  switch (outcome) {
+    case StoreOutcome::kStored:
+    case StoreOutcome::kExisting: return BloomStatus::kOk;
+    case StoreOutcome::kItemExists: return BloomStatus::kItemExists;
+    case StoreOutcome::kWrongType: break;
+  }
+  return BloomStatus::kWrongType;
+}
+
 // A short name for test messages and logs; not a client-visible text.
 std::string_view ToString(BloomStatus status);
 

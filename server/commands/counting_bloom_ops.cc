@@ -39,13 +39,7 @@ BloomStatus CreateCounting(FilterStore& store, const KeyRef& key, const BloomPar
       FilterStatus::kOk) {
     return BloomStatus::kCreateFailed;
   }
-  switch (StoreNewFilter(store, key, std::move(filter), fail_if_exists, entry)) {
-    case StoreOutcome::kStored:
-    case StoreOutcome::kExisting: return BloomStatus::kOk;
-    case StoreOutcome::kItemExists: return BloomStatus::kItemExists;
-    case StoreOutcome::kWrongType: break;
-  }
-  return BloomStatus::kWrongType;
+  return BloomStatusOf(StoreNewFilter(store, key, std::move(filter), fail_if_exists, entry));
 }
 
 BloomStatus FindOrCreateCounting(FilterStore& store, const KeyRef& key, const CreateRule& rule,

@@ -23,13 +23,7 @@ BloomStatus CreateWindowedBloom(FilterStore& store, const KeyRef& key, const Blo
                                   &filter) != FilterStatus::kOk) {
     return BloomStatus::kCreateFailed;
   }
-  switch (StoreNewFilter(store, key, std::move(filter), fail_if_exists, entry)) {
-    case StoreOutcome::kStored:
-    case StoreOutcome::kExisting: return BloomStatus::kOk;
-    case StoreOutcome::kItemExists: return BloomStatus::kItemExists;
-    case StoreOutcome::kWrongType: break;
-  }
-  return BloomStatus::kWrongType;
+  return BloomStatusOf(StoreNewFilter(store, key, std::move(filter), fail_if_exists, entry));
 }
 
 WindowAddResult AddWindowedItems(KeyEntry& entry, std::span<const std::string_view> items,
