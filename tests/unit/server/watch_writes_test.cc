@@ -119,10 +119,25 @@ TEST_F(WatchWrites, AFilterLoadedWithLoadChunkOntoAWatchedKeyAbortsExec) {
 TEST_F(WatchWrites, AWatchedKeyThatExpiresBeforeExecAbortsItInBothProtocols) {
   for (bool resp3 : {false, true}) {
     a_.set_resp3(resp3);
-    ASSERT_EQ(a_.Run({"CF.ADD", "k", "a"}), resp3 ? kTrue3 : Int(1));
-    ASSERT_EQ(a_.Run({"PEXPIRE", "k", "1"}), Int(1));
-    ASSERT_EQ(a_.Run({"WATCH", "k"}), kOk);
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));  // k's deadline passes
+    // Redis does not abort for a key that was already expired when WATCHed
+    // (watchForKey records it as expired), so k must outlive the WATCH: PTTL
+    // after the WATCH proves it did. Under a sanitizer the gap between the
+    // PEXPIRE and the WATCH can exceed a short TTL, so the TTL grows until
+    // it is long enough.
+    bool watched_alive = false;
+    for (int ttl_ms = 5; ttl_ms <= 5'000 && !watched_alive; ttl_ms *= 10) {
+      a_.Run({"DEL", "k"});
+      ASSERT_EQ(a_.Run({"CF.ADD", "k", "a"}), resp3 ? kTrue3 : Int(1));
+      ASSERT_EQ(a_.Run({"PEXPIRE", "k", std::to_string(ttl_ms)}), Int(1));
+      ASSERT_EQ(a_.Run({"WATCH", "k"}), kOk);
+      watched_alive = a_.Run({"PTTL", "k"}) != Int(-2);
+      if (watched_alive) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(ttl_ms + 5));  // deadline passes
+      } else {
+        ASSERT_EQ(a_.Run({"UNWATCH"}), kOk);
+      }
+    }
+    ASSERT_TRUE(watched_alive);
     ASSERT_EQ(a_.Run({"MULTI"}), kOk);
     ASSERT_EQ(a_.Run({"EXISTS", "k"}), kQueued);
     EXPECT_EQ(a_.Run({"EXEC"}), resp3 ? kNull3 : kNilArray);
