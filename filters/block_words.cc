@@ -16,6 +16,7 @@ constexpr uint64_t kSmallPageBytes = 4096;
 #endif
 
 thread_local bool populate_fresh_arrays = false;  // see PopulateFreshArraysScope
+thread_local bool small_pages_only = false;       // see SmallPagesScope
 
 // Makes the fresh mapping [array, array + length) resident, written, so no
 // later access faults. The kernel's populate takes huge pages where the
@@ -42,7 +43,7 @@ uint64_t MappedBytes(uint64_t bytes) {
 // faulted in, zeroed by the kernel, by the first add that reaches it.
 void* MapZeroed(uint64_t bytes) {
   const uint64_t length = MappedBytes(bytes);
-  if (bytes < kHugePageArrayBytes) {
+  if (bytes < kHugePageArrayBytes || small_pages_only) {
     void* raw = mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (raw == MAP_FAILED) return nullptr;
     if (populate_fresh_arrays) Populate(raw, length);
@@ -72,6 +73,9 @@ PopulateFreshArraysScope::PopulateFreshArraysScope() : was_(populate_fresh_array
   populate_fresh_arrays = true;
 }
 PopulateFreshArraysScope::~PopulateFreshArraysScope() { populate_fresh_arrays = was_; }
+
+SmallPagesScope::SmallPagesScope() : was_(small_pages_only) { small_pages_only = true; }
+SmallPagesScope::~SmallPagesScope() { small_pages_only = was_; }
 
 std::atomic<uint64_t>* NewZeroedBlockWords(uint64_t bytes) {
   if (bytes > PTRDIFF_MAX - kHugePageBytes) return nullptr;

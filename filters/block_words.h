@@ -77,4 +77,25 @@ class PopulateFreshArraysScope {
   bool was_;
 };
 
+// While one lives on a thread, the mapped arrays that thread creates are not
+// advised MADV_HUGEPAGE: their first touches fault in zeroed 4 KiB pages
+// (about a microsecond each) and never a 2 MiB page, which the kernel may
+// first have to compact memory for. A windowed filter's turnover uses it
+// when its prepared spare is late and it must build the generation on the
+// adding thread: with huge pages, the adds that first touched such a
+// generation took 0.1-1.04 s at load average 12 (direct compaction inside
+// the faults), against 0.4-0.7 ms with the spare ready
+// (bench/results/window-turnover-2026-12-01.md). That generation keeps its
+// small pages, and so its TLB misses, until it ages out.
+class SmallPagesScope {
+ public:
+  SmallPagesScope();
+  ~SmallPagesScope();
+  SmallPagesScope(const SmallPagesScope&) = delete;
+  SmallPagesScope& operator=(const SmallPagesScope&) = delete;
+
+ private:
+  bool was_;
+};
+
 }  // namespace bloomgate::internal

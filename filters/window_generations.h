@@ -31,6 +31,9 @@
 // outside the slot array (prepared_), so lookups, adds, snapshots, INFO and
 // copies never see it; it is charged to the budget from its allocation and
 // counted in memory_bytes() (one more generation per windowed filter).
+// A turnover that finds the spare not ready yet (a starved preparer) builds
+// the generation itself on 4 KiB pages (SmallPagesScope), so no add waits
+// for a 2 MiB fault's compaction; the next spare is prepared as usual.
 //
 // Concurrency: every public call may run from any thread. The slot array is
 // guarded by a reader/writer mutex: shared for lookups and adds (the
@@ -230,7 +233,13 @@ class WindowGenerations {
     const uint64_t slots = slots_.size();
     const uint64_t first = std::max(current_now + 1, target >= slots ? target - slots + 1 : 0);
     std::unique_ptr<Gen> fresh = TakePrepared();
-    if (fresh == nullptr) {  // no preparer, or it has not finished: build it here
+    if (fresh == nullptr && maker_) {
+      // The preparer is late: build the generation here, on small pages, so
+      // the adds that first touch it fault 4 KiB at a time and never wait
+      // for a compaction (internal::SmallPagesScope, block_words.h).
+      internal::SmallPagesScope small_pages;
+      if (FilterStatus s = make(&fresh); s != FilterStatus::kOk) return s;
+    } else if (fresh == nullptr) {  // no preparer (tests, offline tools)
       if (FilterStatus s = make(&fresh); s != FilterStatus::kOk) return s;
     }
     std::vector<std::unique_ptr<Gen>> dropped;  // disposed of after the unlock

@@ -9,11 +9,10 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
-#include <fstream>
-#include <sstream>
 #include <string>
 
 #include "filters/blocked_bloom.h"
+#include "vm_flags.h"
 
 namespace bloomgate {
 namespace {
@@ -23,33 +22,8 @@ using internal::kHugePageArrayBytes;
 using internal::kHugePageBytes;
 using internal::NewZeroedBlockWords;
 
-// The VmFlags line of the mapping holding `p`, or "" if smaps is unreadable.
-std::string VmFlagsOf(const void* p) {
-  std::ifstream smaps("/proc/self/smaps");
-  const auto at = reinterpret_cast<uintptr_t>(p);
-  std::string line;
-  bool inside = false;
-  while (std::getline(smaps, line)) {
-    uintptr_t begin = 0, end = 0;
-    char dash = 0;
-    std::istringstream head(line);
-    if (head >> std::hex >> begin >> dash >> end && dash == '-') {
-      inside = begin <= at && at < end;
-      continue;
-    }
-    if (inside && line.rfind("VmFlags:", 0) == 0) return line;
-  }
-  return "";
-}
-
-bool HasFlag(const std::string& vm_flags, const std::string& flag) {
-  std::istringstream words(vm_flags);
-  std::string word;
-  while (words >> word) {
-    if (word == flag) return true;
-  }
-  return false;
-}
+using testing::HasVmFlag;
+using testing::VmFlagsOf;
 
 TEST(BlockWords, SmallArraysAreLineAlignedAndZeroed) {
   const uint64_t bytes = 64 * 1000;
@@ -74,7 +48,7 @@ TEST(BlockWords, BigArraysStartOnA2MiBBoundaryAreZeroedAndAdvisedHugePages) {
     DeleteBlockWords(words, bytes);
     GTEST_SKIP() << "/proc/self/smaps not readable";
   }
-  EXPECT_TRUE(HasFlag(flags, "hg")) << flags;  // MADV_HUGEPAGE
+  EXPECT_TRUE(HasVmFlag(flags, "hg")) << flags;  // MADV_HUGEPAGE
   DeleteBlockWords(words, bytes);
 }
 
@@ -88,8 +62,28 @@ TEST(BlockWords, ABigBloomLayerGetsTheHugePageMapping) {
   ASSERT_NE(small, nullptr);
   const std::string flags = VmFlagsOf(filter->words());
   if (!flags.empty()) {
-    EXPECT_TRUE(HasFlag(flags, "hg")) << flags;
+    EXPECT_TRUE(HasVmFlag(flags, "hg")) << flags;
   }
+}
+
+TEST(BlockWords, UnderASmallPagesScopeABigArrayIsNotAdvisedHugePages) {
+  const uint64_t bytes = kHugePageArrayBytes;
+  std::atomic<uint64_t>* words = nullptr;
+  {
+    internal::SmallPagesScope small_pages;
+    words = NewZeroedBlockWords(bytes);
+  }
+  ASSERT_NE(words, nullptr);
+  for (uint64_t i = 0; i < bytes / 8; i += 4099) ASSERT_EQ(words[i].load(), 0u) << i;
+  const std::string flags = VmFlagsOf(words);
+  std::atomic<uint64_t>* after = NewZeroedBlockWords(bytes);  // the scope has ended
+  ASSERT_NE(after, nullptr);
+  const std::string after_flags = VmFlagsOf(after);
+  DeleteBlockWords(words, bytes);
+  DeleteBlockWords(after, bytes);
+  if (flags.empty()) GTEST_SKIP() << "/proc/self/smaps not readable";
+  EXPECT_FALSE(HasVmFlag(flags, "hg")) << flags;
+  EXPECT_TRUE(HasVmFlag(after_flags, "hg")) << after_flags;
 }
 
 }  // namespace

@@ -19,6 +19,7 @@
 #include "filters/memory_budget.h"
 #include "filters/windowed_bloom_filter.h"
 #include "filters/windowed_counting_bloom_filter.h"
+#include "vm_flags.h"
 
 namespace bloomgate {
 namespace {
@@ -45,10 +46,11 @@ class QueuedPreparer final : public GenerationPreparer {
   std::vector<std::function<void()>> jobs;
 };
 
-std::unique_ptr<WindowedBloomFilter> MakeBloom(MemoryBudget* budget = nullptr) {
+std::unique_ptr<WindowedBloomFilter> MakeBloom(MemoryBudget* budget = nullptr,
+                                               uint64_t capacity = 1000) {
   WindowedBloomOptions o;
   o.error_rate = 0.01;
-  o.capacity = 1000;
+  o.capacity = capacity;
   o.window_ms = kWindowMs;
   o.generations = kGenerations;
   o.hash_seed = 42;
@@ -89,6 +91,29 @@ TEST(WindowPreparation, TurnoverBeforeTheJobRanBuildsInline) {
   EXPECT_EQ(preparer.jobs.size(), 1u) << "one job at a time, however many turnovers";
   preparer.RunAll();
   EXPECT_NE(f->ring().prepared(), nullptr);
+}
+
+// A spare that is late (its job has not run) makes the turnover build the
+// generation on the adding thread: on 4 KiB pages, so no add there waits for
+// a huge page's compaction; a prepared spare keeps the huge-page advice.
+TEST(WindowPreparation, ALateSpareIsBuiltOnSmallPagesAndAPreparedOneOnHugePages) {
+  QueuedPreparer preparer;
+  // 24M per window: each generation's layer is ~10 MB, over the 8 MiB at
+  // which arrays get their own huge-page mapping. Mapped, never touched.
+  auto f = MakeBloom(nullptr, 24'000'000);
+  ASSERT_EQ(f->AdvanceTo(kOrigin + 1000), FilterStatus::kOk);
+  const ScalableBloomFilter* late = CurrentGeneration(*f);
+  ASSERT_NE(late, nullptr);
+  ASSERT_GE(late->layer(0).bytes(), internal::kHugePageArrayBytes);
+  const std::string late_flags = testing::VmFlagsOf(late->layer(0).words());
+  preparer.RunAll();
+  ASSERT_EQ(f->AdvanceTo(kOrigin + 2000), FilterStatus::kOk);
+  const ScalableBloomFilter* prepared = CurrentGeneration(*f);
+  ASSERT_NE(prepared, nullptr);
+  const std::string prepared_flags = testing::VmFlagsOf(prepared->layer(0).words());
+  if (late_flags.empty()) GTEST_SKIP() << "/proc/self/smaps not readable";
+  EXPECT_FALSE(testing::HasVmFlag(late_flags, "hg")) << late_flags;
+  EXPECT_TRUE(testing::HasVmFlag(prepared_flags, "hg")) << prepared_flags;
 }
 
 TEST(WindowPreparation, AnswersAreThoseOfAFilterWithoutPreparation) {
