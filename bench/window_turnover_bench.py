@@ -193,7 +193,7 @@ def size_filter(c, fam, args):
     """The capacity whose n + 1 generations take args.mb MB: reserve a
     1,000,000-item probe filter, wait for its spare generation to be
     prepared (MEMORY USAGE stops growing), and scale (a generation's bytes
-    are linear in its capacity)."""
+    are linear in its capacity). Returns it and one generation's bytes."""
     n = args.generations
     probe_cap = 1_000_000
     check(c.call(fam["reserve"], "size", "0.01", probe_cap, "WINDOW", args.window, "GENERATIONS", n),
@@ -208,7 +208,8 @@ def size_filter(c, fam, args):
         time.sleep(0.05)
     c.call("DEL", "size")
     one = last / 2  # generation 0 and the prepared spare
-    return max(1000, int(probe_cap * (args.mb * 1e6 / (n + 1)) / one))
+    capacity = max(1000, int(probe_cap * (args.mb * 1e6 / (n + 1)) / one))
+    return capacity, one * capacity / probe_cap
 
 
 def run(name, fam, args, c, port):
@@ -216,7 +217,7 @@ def run(name, fam, args, c, port):
     n = args.generations
     period = args.window / n
     near = args.near_ms / 1000
-    capacity = size_filter(c, fam, args)
+    capacity, one_gen = size_filter(c, fam, args)
     check(c.call(fam["reserve"], key, "0.01", capacity, "WINDOW", args.window, "GENERATIONS", n),
           fam["reserve"])
     phase, rtt = boundary_phase(c, fam, key, period)
@@ -361,12 +362,11 @@ def run(name, fam, args, c, port):
 
     ms = lambda v: f"{v * 1000:.3f} ms"
     med = lambda v: sorted(v)[len(v) // 2]
-    one_gen = final / (n + 2)
     gen_mb = one_gen / 1e6
     print(f"== {name.upper()}: {fam['reserve']} {key} 0.01 {capacity} WINDOW {args.window:g} "
           f"GENERATIONS {n}; adds {fam['add']}, probe {fam['probe']}")
-    print(f"  one generation ~{gen_mb:.1f} MB; {n + 1} live + 1 prepared spare = {final / 1e6:.1f} MB "
-          f"at the end; MEMORY USAGE once per window: {[round(m / 1e6, 1) for _, m, _ in pre[::n]]} MB")
+    print(f"  one generation ~{gen_mb:.1f} MB; {final / 1e6:.1f} MB at the end = {final / one_gen:.1f} "
+          f"generations ({n + 1} live + the prepared spare, if ready); MEMORY USAGE once per window: {[round(m / 1e6, 1) for _, m, _ in pre[::n]]} MB")
     late = {round(b, 3) for b, m, live in pre if m <= (live + 0.5) * one_gen}
     print(f"  next generation already prepared 40 ms before the boundary: {len(pre) - len(late)} of "
           f"{len(pre)} (INFO Size > live generations + 1/2)")
