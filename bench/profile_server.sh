@@ -88,6 +88,8 @@ profile redis-MGET100 redis -- -P 16 MGET $keys100
 profile bloomgate-BF.MEXISTS100 bloomgate BF.RESERVE bf 0.01 10000000 -- -P 16 BF.MEXISTS bf $rand100
 # shellcheck disable=SC2086
 profile bloomgate-BF.MADD100 bloomgate BF.RESERVE bf 0.01 10000000 -- -P 16 BF.MADD bf $rand100
+# shellcheck disable=SC2086
+profile bloomgate-CBF.MADD100 bloomgate CBF.RESERVE cbf 0.01 10000000 -- -P 16 CBF.MADD cbf $rand100
 for f in "$out"/*.top; do
   [[ -e $f ]] || continue
   echo "== $(basename "$f" .top): top functions (self instructions)"

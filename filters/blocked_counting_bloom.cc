@@ -14,45 +14,14 @@ namespace {
 
 static_assert(BlockedCountingBloom::kBlockBytes == 64, "a block is one line of block_words.h");
 
-// Lane arithmetic for kBits-bit counters packed in a 64-bit word (SWAR). A
-// "lane mask" has only the lowest bit of each selected lane set, so adding or
-// subtracting it changes each selected counter by exactly one; the callers
-// never add to a lane at its max or subtract from a lane at 0, so no carry or
-// borrow ever crosses into the neighbouring lane.
-template <uint32_t kBits>
-struct Lanes {
-  static_assert(kBits == 4 || kBits == 8);
-  static constexpr uint32_t kPerWord = 64 / kBits;                  // 16 or 8
-  static constexpr uint32_t kBlockCells = 512 / kBits;              // 128 or 64
-  static constexpr uint32_t kCellShift = 64 - std::countr_zero(kBlockCells);  // 57 or 58
-  static constexpr uint64_t kMax = (uint64_t{1} << kBits) - 1;      // 15 or 255
-  static constexpr uint64_t kLow = UINT64_MAX / kMax;  // 0x1111... or 0x0101...
-
-  // The low bit of every lane whose bits are all ones (a saturated counter).
-  static uint64_t Saturated(uint64_t x) {
-    uint64_t m = x;
-    for (uint32_t i = 1; i < kBits; ++i) m &= x >> i;
-    return m & kLow;
-  }
-  // The low bit of every lane that is not zero.
-  static uint64_t NonZero(uint64_t x) {
-    uint64_t m = x;
-    for (uint32_t i = 1; i < kBits; ++i) m |= x >> i;
-    return m & kLow;
-  }
-  static uint64_t Lane(uint64_t word, uint32_t lane) { return (word >> (lane * kBits)) & kMax; }
-};
+using internal::Lanes;
+static_assert(internal::kCounterProbeMultiplier == BlockedCountingBloom::kProbeMultiplier,
+              "counter_lanes.h gathers the probes drawn in blocked_counting_bloom.h");
 
 // The item's distinct cells as one lane mask per word of its block.
 template <uint32_t kBits>
-void GatherCells(uint64_t lo, uint32_t probes, uint64_t (&masks)[8]) {
-  using L = Lanes<kBits>;
-  uint64_t x = lo;
-  for (uint32_t i = 0; i < probes; ++i) {
-    const uint32_t cell = static_cast<uint32_t>(x >> L::kCellShift);
-    masks[cell / L::kPerWord] |= uint64_t{1} << ((cell % L::kPerWord) * kBits);
-    x *= BlockedCountingBloom::kProbeMultiplier;
-  }
+internal::CellMasks GatherCells(uint64_t lo, uint32_t probes) {
+  return internal::ProbeCells<kBits>(lo).For(probes);
 }
 
 }  // namespace
@@ -111,46 +80,19 @@ BlockedCountingBloom::~BlockedCountingBloom() {
 
 template <uint32_t kBits>
 void BlockedCountingBloom::IncrementImpl(const KeyHash& h) {
-  using L = Lanes<kBits>;
-  uint64_t masks[kWordsPerBlock] = {};
-  GatherCells<kBits>(h.lo, probes_, masks);
-  std::atomic<uint64_t>* const block = BlockFor(h.hi);
-  uint64_t newly_saturated = 0;
-  for (uint64_t w = 0; w < kWordsPerBlock; ++w) {
-    const uint64_t mine = masks[w];
-    if (mine == 0) continue;
-    // Relaxed (see above).
-    uint64_t old = block[w].load(std::memory_order_relaxed);
-    for (;;) {
-      // Saturated counters stay where they are: add only below the max.
-      const uint64_t add = mine & ~L::Saturated(old);
-      if (add == 0) break;  // all of this word's cells are saturated
-      const uint64_t next = old + add;
-      // Relaxed on success and failure (see above); a failure refreshes `old`.
-      if (block[w].compare_exchange_weak(old, next, std::memory_order_relaxed,
-                                         std::memory_order_relaxed)) {
-        // Exactly the lanes this CAS moved to the max: counted once, ever,
-        // since a saturated lane is never changed again.
-        newly_saturated += static_cast<uint64_t>(std::popcount(add & L::Saturated(next)));
-        break;
-      }
-    }
-  }
-  if (newly_saturated != 0) {
-    // Relaxed: a statistic, published through nothing.
-    saturated_.fetch_add(newly_saturated, std::memory_order_relaxed);
-  }
+  const uint64_t newly_saturated = BlockIncrement<kBits, CounterWrites::kShared>(
+      BlockFor(h.hi), GatherCells<kBits>(h.lo, probes_));
+  if (newly_saturated != 0) NoteSaturated(newly_saturated);
 }
 
 template <uint32_t kBits>
 bool BlockedCountingBloom::DecrementImpl(const KeyHash& h) {
   using L = Lanes<kBits>;
-  uint64_t masks[kWordsPerBlock] = {};
-  GatherCells<kBits>(h.lo, probes_, masks);
+  const internal::CellMasks masks = GatherCells<kBits>(h.lo, probes_);
   std::atomic<uint64_t>* const block = BlockFor(h.hi);
   bool emptied = false;
   for (uint64_t w = 0; w < kWordsPerBlock; ++w) {
-    const uint64_t mine = masks[w];
+    const uint64_t mine = masks.word[w];
     if (mine == 0) continue;
     // Relaxed (see above).
     uint64_t old = block[w].load(std::memory_order_relaxed);

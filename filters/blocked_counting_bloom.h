@@ -1,13 +1,26 @@
 #pragma once
 
 #include <atomic>
+#include <bit>
 #include <cstdint>
 #include <memory>
 
 #include "filters/bloom_math.h"
+#include "filters/counter_lanes.h"
 #include "filters/key_hash.h"
 
 namespace bloomgate {
+
+// How a batch's counter updates reach the words (CountingBloomFilter::
+// AddBatch). kShared: one compare-and-swap loop per word, as Increment, safe
+// beside any other call from any thread. kExclusive: a relaxed load and a
+// relaxed store per word, for a caller that no other writer of the filter can
+// run beside (CBF.* commands hold their key exclusively, FamilyWrites::
+// kExclusive): a racing Add or Remove could lose its update, a racing reader
+// sees each word before or after, as with kShared. Why it exists: CBF.MADD
+// increments ~6 words per item (7 probes, 4-bit counters), and each `lock
+// cmpxchg` costs some 20 cycles of a core whatever the line's state.
+enum class CounterWrites { kShared, kExclusive };
 
 // One counting Bloom filter layer in the blocked layout of BlockedBloom: the
 // counters are packed into 64-bit words, eight words (one 64-byte cache line)
@@ -95,6 +108,32 @@ class BlockedCountingBloom {
   // Prefetches the item's block (see BlockedBloom::Prefetch).
   void Prefetch(const KeyHash& h) const;
 
+  // The probe half on its own, over a layer's {words, num_blocks} held by the
+  // caller (CountingBloomFilter keeps them inline in each layer), for
+  // CountingBloomFilter::AddBatch: an item's cells are gathered once
+  // (internal::ProbeCells) and the same masks answer "does this layer report
+  // it?" and are what the increment adds.
+  static std::atomic<uint64_t>* BlockIn(std::atomic<uint64_t>* words, uint64_t num_blocks,
+                                        uint64_t hi) {
+    // Lemire's fastrange, as BlockedBloom::BlockIn.
+    const uint64_t block =
+        static_cast<uint64_t>((static_cast<unsigned __int128>(hi) * num_blocks) >> 64);
+    return words + block * kWordsPerBlock;
+  }
+  // True iff every cell of `m` is non-zero in `block`.
+  template <uint32_t kBits>
+  static bool BlockHas(const std::atomic<uint64_t>* block, const internal::CellMasks& m);
+  // Adds one to each cell of `m` that is below the max (see CounterWrites)
+  // and returns how many cells it took to the max, for NoteSaturated.
+  template <uint32_t kBits, CounterWrites kWrites>
+  static uint64_t BlockIncrement(std::atomic<uint64_t>* block, const internal::CellMasks& m);
+  // Adds `cells` newly saturated cells (BlockIncrement's result) to
+  // saturated_counters().
+  void NoteSaturated(uint64_t cells) {
+    // Relaxed: a statistic, published through nothing.
+    saturated_.fetch_add(cells, std::memory_order_relaxed);
+  }
+
   uint64_t cells() const { return num_blocks_ * block_cells_; }
   uint32_t block_cells() const { return block_cells_; }
   uint32_t probes() const { return probes_; }
@@ -126,12 +165,7 @@ class BlockedCountingBloom {
   BlockedCountingBloom(std::atomic<uint64_t>* words, uint64_t num_blocks, uint32_t probes,
                        uint32_t counter_bits);
 
-  // Lemire's fastrange, as BlockedBloom::BlockFor.
-  std::atomic<uint64_t>* BlockFor(uint64_t hi) const {
-    const uint64_t block =
-        static_cast<uint64_t>((static_cast<unsigned __int128>(hi) * num_blocks_) >> 64);
-    return words_ + block * kWordsPerBlock;
-  }
+  std::atomic<uint64_t>* BlockFor(uint64_t hi) const { return BlockIn(words_, num_blocks_, hi); }
 
   template <uint32_t kBits>
   void IncrementImpl(const KeyHash& h);
@@ -150,5 +184,58 @@ class BlockedCountingBloom {
   // Relaxed fetch_add: a statistic, published through nothing.
   alignas(64) std::atomic<uint64_t> saturated_{0};
 };
+
+// ---------------------------------------------------------------- details ---
+// Memory order: relaxed for every counter access (see the .cc).
+
+template <uint32_t kBits>
+inline bool BlockedCountingBloom::BlockHas(const std::atomic<uint64_t>* block,
+                                           const internal::CellMasks& m) {
+  using L = internal::Lanes<kBits>;
+  for (uint64_t w = 0; w < kWordsPerBlock; ++w) {
+    const uint64_t mine = m.word[w];
+    if (mine == 0) continue;
+    // Relaxed (see blocked_counting_bloom.cc).
+    if ((L::NonZero(block[w].load(std::memory_order_relaxed)) & mine) != mine) return false;
+  }
+  return true;
+}
+
+template <uint32_t kBits, CounterWrites kWrites>
+inline uint64_t BlockedCountingBloom::BlockIncrement(std::atomic<uint64_t>* block,
+                                                     const internal::CellMasks& m) {
+  using L = internal::Lanes<kBits>;
+  uint64_t newly_saturated = 0;
+  for (uint64_t w = 0; w < kWordsPerBlock; ++w) {
+    const uint64_t mine = m.word[w];
+    if (mine == 0) continue;
+    // Relaxed (see blocked_counting_bloom.cc).
+    uint64_t old = block[w].load(std::memory_order_relaxed);
+    for (;;) {
+      // Saturated counters stay where they are: add only below the max.
+      const uint64_t add = mine & ~L::Saturated(old);
+      if (add == 0) break;  // all of this word's cells are saturated
+      const uint64_t next = old + add;
+      if constexpr (kWrites == CounterWrites::kExclusive) {
+        // No other writer (the caller's promise): nothing can come between
+        // the load and this store.
+        block[w].store(next, std::memory_order_relaxed);
+      } else if (!block[w].compare_exchange_weak(old, next, std::memory_order_relaxed,
+                                                 std::memory_order_relaxed)) {
+        continue;  // a failure refreshed `old`: recompute from what is there
+      }
+      // Exactly the lanes this update moved to the max: counted once, ever,
+      // since a saturated lane is never changed again. Almost always none:
+      // popcount only then (a libgcc call on baseline x86-64, ~20
+      // instructions, which was 12% of CBF.MADD's instructions when it ran
+      // for every word).
+      if (const uint64_t saturated = add & L::Saturated(next); saturated != 0) {
+        newly_saturated += static_cast<uint64_t>(std::popcount(saturated));
+      }
+      break;
+    }
+  }
+  return newly_saturated;
+}
 
 }  // namespace bloomgate

@@ -107,6 +107,129 @@ FilterStatus CountingBloomFilter::Add(const KeyHash& h, bool* was_new) {
   });
 }
 
+namespace {
+
+using Probe = CountingBloomLayerTraits::Probe;
+
+std::atomic<uint64_t>* BlockOf(const Probe& probe, const KeyHash& h) {
+  return BlockedCountingBloom::BlockIn(probe.words, probe.num_blocks, h.hi);
+}
+
+}  // namespace
+
+// Per layer (by index, which growth never changes: layers are only appended),
+// the items a pass has put in and not counted yet. 64 layers at most: 512
+// bytes on the stack, zeroed per batch, not per pass (Flush leaves zeros).
+struct CountingBloomFilter::PassCounts {
+  int64_t pending[kMaxBloomLayers] = {};
+  uint32_t used = 0;  // layers [0, used) may hold a non-zero count
+
+  void Add(uint32_t layer) {
+    ++pending[layer];
+    used = std::max(used, layer + 1);
+  }
+  // Into the layers' counters, after the counters themselves are in place.
+  void Flush(const Chain::List& list) {
+    for (uint32_t i = 0; i < used; ++i) {
+      if (pending[i] != 0) list[i].CountItems(pending[i]);
+      pending[i] = 0;
+    }
+    used = 0;
+  }
+};
+
+void CountingBloomFilter::PrefetchLayers(const Chain::List& list, const KeyHash& h) {
+  // Oldest first, the order AddOne asks them in. Write intent: the item's
+  // counters are incremented in one of them. Keep in all levels (locality 3).
+  for (uint32_t i = 0; i < list.size(); ++i) {
+    __builtin_prefetch(BlockOf(list[i].probe, h), /*rw=*/1, /*locality=*/3);
+  }
+}
+
+template <uint32_t kBits, CounterWrites kWrites>
+FilterStatus CountingBloomFilter::AddOne(const Chain::List** list, const KeyHash& h,
+                                         bool* was_new, PassCounts* pending) {
+  *was_new = false;
+  internal::ProbeCells<kBits> cells(h.lo);
+  const auto increment = [&](Chain::Layer& layer) {
+    const Probe& probe = layer.probe;
+    const uint64_t saturated = BlockedCountingBloom::BlockIncrement<kBits, kWrites>(
+        BlockOf(probe, h), cells.For(probe.probes));
+    if (saturated != 0) layer.cells->NoteSaturated(saturated);
+  };
+  // The oldest layer that reports the item holds it (see the header), as in
+  // Add's OldestHolder; its masks are gathered once, extended per layer.
+  const Chain::List& seen = **list;
+  for (uint32_t i = 0; i < seen.size(); ++i) {
+    const Probe& probe = seen[i].probe;
+    if (BlockedCountingBloom::BlockHas<kBits>(BlockOf(probe, h), cells.For(probe.probes))) {
+      increment(seen[i]);
+      pending->Add(i);
+      return FilterStatus::kOk;
+    }
+  }
+  // New to every layer: LayerChain::InsertIntoNewest's loop, with the pass's
+  // uncounted items in the fill check and counted before a growth.
+  for (;;) {
+    const uint32_t newest = (*list)->size() - 1;
+    Chain::Layer& into = (*list)->newest();
+    if (into.HasRoom(pending->pending[newest])) {
+      increment(into);
+      pending->Add(newest);
+      *was_new = true;
+      return FilterStatus::kOk;
+    }
+    pending->Flush(**list);
+    // Checked before Grow, which takes the mutex: a full NONSCALING filter
+    // answers every new item without locking.
+    if (!scaling()) return FilterStatus::kFull;
+    // Either we append a layer or another thread already did; loop to
+    // re-check the (new) newest layer, which may itself be full by now.
+    if (const FilterStatus status = chain_.Grow(*list, list); status != FilterStatus::kOk) {
+      return status;
+    }
+  }
+}
+
+template <uint32_t kBits, CounterWrites kWrites>
+FilterStatus CountingBloomFilter::AddBatchImpl(std::span<const KeyHash> hashes, bool* was_new,
+                                               size_t* done) {
+  *done = 0;
+  PassCounts pending;
+  size_t start = 0;
+  while (start < hashes.size()) {
+    const Chain::List* list = &chain_.Load();
+    const size_t end = std::min(hashes.size(), start + BatchPassItems(list->size()));
+    for (size_t i = start; i < end; ++i) PrefetchLayers(*list, hashes[i]);
+    FilterStatus status = FilterStatus::kOk;
+    size_t i = start;
+    for (; i < end; ++i) {
+      status = AddOne<kBits, kWrites>(&list, hashes[i], &was_new[i], &pending);
+      if (status != FilterStatus::kOk) break;
+    }
+    // One atomic add per layer touched in the pass instead of one per item:
+    // the counter's line is written once per pass (one layer: 128 items).
+    pending.Flush(*list);
+    *done = i;
+    if (status != FilterStatus::kOk) return status;
+    start = end;
+  }
+  return FilterStatus::kOk;
+}
+
+FilterStatus CountingBloomFilter::AddBatch(std::span<const KeyHash> hashes, bool* was_new,
+                                           size_t* done, CounterWrites writes) {
+  constexpr uint32_t kNarrow = kCountingBloomNarrowCounterBits;
+  constexpr uint32_t kWide = kCountingBloomWideCounterBits;
+  const bool narrow = counter_bits() == kNarrow;
+  if (writes == CounterWrites::kExclusive) {
+    return narrow ? AddBatchImpl<kNarrow, CounterWrites::kExclusive>(hashes, was_new, done)
+                  : AddBatchImpl<kWide, CounterWrites::kExclusive>(hashes, was_new, done);
+  }
+  return narrow ? AddBatchImpl<kNarrow, CounterWrites::kShared>(hashes, was_new, done)
+                : AddBatchImpl<kWide, CounterWrites::kShared>(hashes, was_new, done);
+}
+
 bool CountingBloomFilter::Remove(const KeyHash& h) {
   Chain::Layer* holder = OldestHolder(chain_.Load(), h);
   if (holder == nullptr) return false;

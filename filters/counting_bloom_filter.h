@@ -1,5 +1,8 @@
 #pragma once
 
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -48,6 +51,17 @@ struct CountingBloomLayerInfo {
 struct CountingBloomLayerTraits {
   using Cells = BlockedCountingBloom;
   using Count = int64_t;
+  // What AddBatch reads of a layer, kept inline in its Layer (layer_chain.h's
+  // LayerProbeOf, in padding: sizes unchanged), so a batch over L layers
+  // reads L inline records instead of L cells objects.
+  struct Probe {
+    std::atomic<uint64_t>* words = nullptr;
+    uint64_t num_blocks = 0;
+    uint32_t probes = 0;
+  };
+  static Probe ProbeOf(BlockedCountingBloom& cells) {
+    return Probe{cells.mutable_words(), cells.num_blocks(), cells.probes()};
+  }
   static uint64_t BytesFor(const BlockedShape& shape) {
     return BlockedCountingBloom::BytesFor(shape);
   }
@@ -120,8 +134,9 @@ using CountingBloomLayerShape = LayerShape<CountingBloomLayerTraits::Count>;
 // -1. Measured with 8 threads adding 160k items and removing them again, that
 // drifted 9% below the truth, without bound over time.
 //
-// Concurrency: Add, Remove, MayContain and Count run concurrently from any
-// threads. Counter updates never lock: each word of an item's block is
+// Concurrency: Add, AddBatch (with CounterWrites::kShared), Remove,
+// MayContain and Count run concurrently from any threads; AddBatch with
+// kExclusive only beside readers (see CounterWrites). Counter updates never lock: each word of an item's block is
 // updated with one compare-and-swap loop, so concurrent adds and removes from
 // many threads never lose or double an update to any counter (every counter
 // receives each of its increments and decrements exactly once, in one order
@@ -183,6 +198,31 @@ class CountingBloomFilter : public ChainedFilter<CountingBloomLayerTraits> {
   // changed. *was_new is false on any status but kOk.
   FilterStatus Add(const KeyHash& h, bool* was_new);
 
+  // CBF.MADD: as Add for each item in order, stopping at the first non-kOk
+  // status (that item is not added); *done is how many items were handled
+  // (their was_new[] set), so was_new[i] and the counters come out exactly as
+  // from Add(hashes[i]) one after the other. In passes of at most
+  // BatchPassItems(layers) items (hashed by the caller): every item's block
+  // in every layer is prefetched back to back, then each item takes one pass
+  // whose gathered cells both find the oldest layer reporting it and are what
+  // the increment adds there (or in the newest layer, for a new item). What a
+  // pass put into each layer joins that layer's item count once, at the end
+  // of the pass or before a growth, not one atomic add per item; the fill
+  // check includes what the pass has not counted yet, so a lone writer's
+  // layers fill and grow exactly as with Add, while racing adders may push a
+  // layer past its capacity by up to one pass of items each. `writes`: see
+  // CounterWrites (blocked_counting_bloom.h); kExclusive only for a caller
+  // that no other Add, AddBatch or Remove of this filter can run beside.
+  FilterStatus AddBatch(std::span<const KeyHash> hashes, bool* was_new, size_t* done,
+                        CounterWrites writes = CounterWrites::kShared);
+  // Items per pass for a filter of `layers` layers: kBatchPassLines lines in
+  // flight at most (1 layer: 128 items, 16 layers: 8), at least 4 items; as
+  // ScalableBloomFilter's batches.
+  static constexpr size_t kBatchPassLines = 128;
+  static size_t BatchPassItems(uint32_t layers) {
+    return std::max<size_t>(4, kBatchPassLines / std::max<uint32_t>(layers, 1));
+  }
+
   // Removes one occurrence: decrements the item's counters in the oldest layer
   // that reports it and returns true; returns false, changing nothing, if no
   // layer reports it. See THE RULE above.
@@ -227,6 +267,17 @@ class CountingBloomFilter : public ChainedFilter<CountingBloomLayerTraits> {
 
   // The oldest layer of `list` that reports the item, or nullptr.
   static Chain::Layer* OldestHolder(const Chain::List& list, const KeyHash& h);
+
+  // AddBatch's parts (counting_bloom_filter.cc): the pass's uncounted items
+  // per layer; the batch for one counter width and write mode; one item of
+  // it, *list the list to start from (updated when it grows).
+  struct PassCounts;
+  template <uint32_t kBits, CounterWrites kWrites>
+  FilterStatus AddBatchImpl(std::span<const KeyHash> hashes, bool* was_new, size_t* done);
+  template <uint32_t kBits, CounterWrites kWrites>
+  FilterStatus AddOne(const Chain::List** list, const KeyHash& h, bool* was_new,
+                      PassCounts* pending);
+  static void PrefetchLayers(const Chain::List& list, const KeyHash& h);
 };
 
 }  // namespace bloomgate

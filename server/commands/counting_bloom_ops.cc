@@ -56,22 +56,23 @@ BloomAddResult AddCountingItems(KeyEntry& entry, std::span<const std::string_vie
   BloomAddResult result;
   result.added.reserve(items.size());
   CountingBloomFilter& filter = *entry.get<CountingBloomFilter>();
-  // Three phases per chunk, as BF.MADD: hash every item, prefetch its block
-  // in every layer, then add them in order.
+  // In chunks of kBloomBatchItems, as BF.MADD: every item of a chunk hashed
+  // first, then the filter's AddBatch (prefetch every layer's line, then one
+  // pass per item). Exclusive writes: CBF.* writes hold their key
+  // exclusively (FamilyWrites::kExclusive), and so does replay, which runs
+  // the command again on one thread.
   KeyHash hashes[kBloomBatchItems];
-  for (size_t start = 0; start < items.size() && result.status == BloomStatus::kOk;
-       start += kBloomBatchItems) {
+  bool was_new[kBloomBatchItems];
+  for (size_t start = 0; start < items.size(); start += kBloomBatchItems) {
     const size_t count = std::min(kBloomBatchItems, items.size() - start);
     for (size_t i = 0; i < count; ++i) hashes[i] = filter.Hash(items[start + i]);
-    for (size_t i = 0; i < count; ++i) filter.Prefetch(hashes[i]);
-    for (size_t i = 0; i < count; ++i) {
-      bool was_new = false;
-      const FilterStatus status = filter.Add(hashes[i], &was_new);
-      if (status != FilterStatus::kOk) {
-        result.status = BloomAddStatus(status);
-        break;
-      }
-      result.added.push_back(was_new);
+    size_t done = 0;
+    const FilterStatus status =
+        filter.AddBatch({hashes, count}, was_new, &done, CounterWrites::kExclusive);
+    for (size_t i = 0; i < done; ++i) result.added.push_back(was_new[i]);
+    if (status != FilterStatus::kOk) {
+      result.status = BloomAddStatus(status);
+      break;
     }
   }
   if (!result.added.empty()) entry.MarkModified();

@@ -201,6 +201,43 @@ TEST_F(FamilyOps, CountingAddsStopAtAFullNonScalingFilter) {
   EXPECT_EQ(result.added, std::vector<bool>{true});
 }
 
+// CBF.MADD's batch path (hash a chunk of 128, prefetch, one pass per item)
+// against CBF.ADD's one call per item: same replies and the same counters,
+// across chunks and two growths.
+TEST_F(FamilyOps, CountingAddsInOneCallMatchOneCallPerItemAcrossChunksAndGrowths) {
+  FilterStore store = Store();
+  const BloomParams params{.capacity = 60, .expansion = 2, .seed = 99};
+  ASSERT_EQ(ReserveCounting(store, Key("batch"), params), BloomStatus::kOk);
+  ASSERT_EQ(ReserveCounting(store, Key("each"), params), BloomStatus::kOk);
+  EntryPtr batch = server_->keyspace.Find("batch", NowMs());
+  EntryPtr each = server_->keyspace.Find("each", NowMs());
+  std::vector<std::string> names;
+  for (int i = 0; i < 450; ++i) names.push_back("item" + std::to_string(i * 7 % 200));
+  const Items items(names.begin(), names.end());
+  const BloomAddResult all = AddCountingItems(*batch, items);
+  std::vector<bool> one_by_one;
+  for (std::string_view item : items) {
+    const BloomAddResult one = AddCountingItems(*each, Items{item});
+    ASSERT_EQ(one.status, BloomStatus::kOk);
+    one_by_one.push_back(one.added.at(0));
+  }
+  EXPECT_EQ(all.status, BloomStatus::kOk);
+  EXPECT_EQ(all.added, one_by_one);
+  const CountingBloomFilter& a = *batch->get<CountingBloomFilter>();
+  const CountingBloomFilter& b = *each->get<CountingBloomFilter>();
+  ASSERT_EQ(a.num_layers(), 3u) << "60 + 120 + 240 for 200 distinct items";
+  ASSERT_EQ(b.num_layers(), a.num_layers());
+  EXPECT_EQ(a.items(), 450u);
+  for (uint32_t layer = 0; layer < a.num_layers(); ++layer) {
+    EXPECT_EQ(a.Layers()[layer].net_items, b.Layers()[layer].net_items) << "layer " << layer;
+    for (uint64_t w = 0; w < a.layer(layer).num_words(); ++w) {
+      ASSERT_EQ(a.layer(layer).words()[w].load(std::memory_order_relaxed),
+                b.layer(layer).words()[w].load(std::memory_order_relaxed))
+          << "layer " << layer << " word " << w;
+    }
+  }
+}
+
 // --- Cuckoo -------------------------------------------------------------
 
 TEST_F(FamilyOps, CuckooAutoCreateRefusesACapacityBelowTwoBuckets) {
