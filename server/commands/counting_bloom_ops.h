@@ -26,7 +26,10 @@ BloomStatus FindOrCreateCounting(FilterStore& store, const KeyRef& key, const Cr
 
 // Adds items in order, stopping at the first failure; `added` says per item
 // that went in whether it was new to the filter. Every add increments
-// counters, so the entry is marked modified if any went in.
+// counters, so the entry is marked modified if any went in. The caller
+// holds `key` exclusively (every CBF.* write does): the batch add then
+// writes counter words with plain stores, not compare-and-swap
+// (CounterWrites::kExclusive), which a concurrent writer would break.
 BloomAddResult AddCountingItems(KeyEntry& entry, std::span<const std::string_view> items);
 
 // Deletes one occurrence of each item: per item, whether it was there to
