@@ -130,6 +130,9 @@ class StreamConnection final : public Connection {
   // After a batch: write its replies, or close, or read more.
   void SendOrContinue();
   void DrainForStop();
+  // CLIENT LIST's flags b and c follow the connection's state.
+  void SetBlocked(bool blocked);
+  void NoteCloseAfterReply();
   void Close();
   void UpdateParserLimits();
 
@@ -286,6 +289,7 @@ void StreamConnection<Stream>::Kill() {
     // Replies of the batch already run are sent first; then it closes. A
     // parked command never runs: ProcessInput stops at close_after_reply.
     client_.close_after_reply = true;
+    NoteCloseAfterReply();
     return;
   }
   Close();
@@ -453,6 +457,7 @@ void StreamConnection<Stream>::ProcessInput() {
     if (parser_unauthenticated_ == client_.authenticated) UpdateParserLimits();
     if (client_.monitor != (monitor_sink_ != nullptr)) SyncMonitor();
   }
+  if (client_.close_after_reply) NoteCloseAfterReply();
   if (client_.journal.log_sequence != 0) {
     // The replies wait until the log holds the batch's writes. The manager
     // flushes once for every connection of this thread that is waiting (one
@@ -468,6 +473,7 @@ void StreamConnection<Stream>::ProcessInput() {
 template <typename Stream>
 void StreamConnection<Stream>::Park() {
   parked_ = true;
+  SetBlocked(true);
   auto self = std::static_pointer_cast<StreamConnection>(shared_from_this());
   auto executor = this->executor();
   // The copier calls back on its own thread; the connection resumes on its
@@ -481,6 +487,7 @@ void StreamConnection<Stream>::Park() {
 template <typename Stream>
 void StreamConnection<Stream>::ParkForPause() {
   paused_ = true;
+  SetBlocked(true);
   const uint64_t generation = ++pause_generation_;
   auto self = std::static_pointer_cast<StreamConnection>(shared_from_this());
   std::weak_ptr<StreamConnection> weak = self;
@@ -521,6 +528,7 @@ void StreamConnection<Stream>::ParkForPause() {
 template <typename Stream>
 void StreamConnection<Stream>::EndPause() {
   paused_ = false;
+  SetBlocked(false);
   ++pause_generation_;
   server_.pause.RemoveWaiter(pause_waiter_);
   pause_timer_.cancel();
@@ -579,6 +587,7 @@ void StreamConnection<Stream>::DrainMonitor() {
 template <typename Stream>
 void StreamConnection<Stream>::ResumeAfterCopy() {
   parked_ = false;
+  SetBlocked(false);
   if (closed_) return;
   ProcessInput();
 }
@@ -636,6 +645,16 @@ void StreamConnection<Stream>::DoWrite() {
         // high-water mark); ProcessInput reads again when there are none.
         ProcessInput();
       });
+}
+
+template <typename Stream>
+void StreamConnection<Stream>::SetBlocked(bool blocked) {
+  if (client_.info) client_.info->blocked.store(blocked, std::memory_order_relaxed);
+}
+
+template <typename Stream>
+void StreamConnection<Stream>::NoteCloseAfterReply() {
+  if (client_.info) client_.info->close_after_reply.store(true, std::memory_order_relaxed);
 }
 
 template <typename Stream>
