@@ -65,8 +65,11 @@ class StreamConnection final : public Connection {
   static constexpr bool kTls = std::is_same_v<Stream, TlsStream>;
 
   StreamConnection(tcp::socket socket, std::shared_ptr<ssl::context> tls_context,
-                   ServerContext& server, ConnectionManager& manager, size_t worker_index)
-      : tls_context_(std::move(tls_context)),
+                   ServerContext& server, ConnectionManager& manager, size_t worker_index,
+                   std::string refusal = {}, std::shared_ptr<void> refusal_slot = nullptr)
+      : refusal_(std::move(refusal)),
+        refusal_slot_(std::move(refusal_slot)),
+        tls_context_(std::move(tls_context)),
         stream_(MakeStream(std::move(socket), tls_context_.get())),
         handshake_timer_(stream_.get_executor()),
         pause_timer_(stream_.get_executor()),
@@ -74,8 +77,9 @@ class StreamConnection final : public Connection {
         manager_(manager),
         reply_(&out_) {
     client_.worker_index = worker_index;
-    // Protocol errors are counted in INFO errorstats too.
-    reply_.set_error_observer(&server_.error_stats);
+    // Protocol errors are counted in INFO errorstats too; a refusal is not
+    // (the plain port's is written before there is a connection).
+    if (refusal_.empty()) reply_.set_error_observer(&server_.error_stats);
   }
 
   void Start() override;
@@ -136,6 +140,10 @@ class StreamConnection final : public Connection {
   void Close();
   void UpdateParserLimits();
 
+  // Not empty: a refused TLS client (MakeTlsRefusal) that reads this after
+  // its handshake; its slot is released at Close.
+  std::string refusal_;
+  std::shared_ptr<void> refusal_slot_;
   // Declared before stream_, which is built over it.
   std::shared_ptr<ssl::context> tls_context_;  // null for plain TCP
   Stream stream_;
@@ -184,9 +192,14 @@ void StreamConnection<Stream>::Start() {
   tcp::endpoint local = socket().local_endpoint(ec);
   socket().set_option(tcp::no_delay(true), ec);
   last_activity_ms_ = NowMs();
+  ServerConfig config = server_.config.Get();
+  if (!refusal_.empty()) {
+    // Not a client: no registration, no count, nothing to kill.
+    DoHandshake(config.tls_handshake_timeout_ms);
+    return;
+  }
   client_.info = server_.clients.Register(EndpointText(remote), EndpointText(local),
                                           last_activity_ms_);
-  ServerConfig config = server_.config.Get();
   // Every connection starts as the default user, authenticated at once if
   // that user is on and has nopass (Redis's rule).
   client_.acl_version = server_.acl.version();
@@ -253,8 +266,10 @@ void StreamConnection<Stream>::OnHandshake(const boost::system::error_code& ec) 
                                  ? "not finished within " +
                                        std::to_string(handshake_timeout_ms_) + " ms"
                                  : ec.message();
+        boost::system::error_code peer_error;
+        const tcp::endpoint peer = socket().remote_endpoint(peer_error);
         spdlog::warn("TLS handshake with {} failed: {} ({} similar suppressed)",
-                     client_.info ? client_.info->addr : "?", reason, suppressed);
+                     peer_error ? "?" : EndpointText(peer), reason, suppressed);
       }
     }
     Close();
@@ -265,6 +280,12 @@ void StreamConnection<Stream>::OnHandshake(const boost::system::error_code& ec) 
     return;
   }
   last_activity_ms_ = NowMs();
+  if (!refusal_.empty()) {
+    reply_.Error(refusal_);
+    client_.close_after_reply = true;
+    DoWrite();
+    return;
+  }
   boost::system::error_code peer_error;
   const tcp::endpoint peer = socket().remote_endpoint(peer_error);
   if (!peer_error && ProtectedModeRefuses(server_.config.Get(), server_.acl.DefaultUserNoPass(), peer)) {
@@ -676,10 +697,21 @@ void StreamConnection<Stream>::Close() {
     client_.info->set_close_hook(nullptr);  // a later CLIENT KILL finds it gone
     server_.clients.Unregister(client_.info->id);
   }
+  refusal_slot_.reset();
   manager_.Remove(shared_from_this());
 }
 
 }  // namespace
+
+std::shared_ptr<Connection> MakeTlsRefusal(tcp::socket socket,
+                                           std::shared_ptr<ssl::context> context,
+                                           std::string error, std::shared_ptr<void> slot,
+                                           ServerContext& server, ConnectionManager& manager,
+                                           size_t worker_index) {
+  return std::make_shared<StreamConnection<TlsStream>>(std::move(socket), std::move(context),
+                                                       server, manager, worker_index,
+                                                       std::move(error), std::move(slot));
+}
 
 std::shared_ptr<Connection> MakeTcpConnection(tcp::socket socket, ServerContext& server,
                                               ConnectionManager& manager, size_t worker_index) {

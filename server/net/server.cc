@@ -21,18 +21,23 @@ constexpr size_t kExpireKeysPerRound = 2000;
 
 LogLimiter refused_client_log(/*interval_ms=*/1000);
 
-// Answers a client that is refused before it gets a connection, with a short
-// blocking write on its fresh socket (the text fits the send buffer), and
-// closes it. A TLS client is closed without the text: before its handshake
-// plain bytes would only read as a protocol failure.
-void Refuse(tcp::socket& socket, std::string_view text, Server::Transport transport) {
+// Answers a plain-TCP client that is refused before it gets a connection,
+// with a short blocking write on its fresh socket (the text fits the send
+// buffer), and closes it. (A TLS client reads its text after its handshake:
+// Server::RefuseTls.)
+void Refuse(tcp::socket& socket, std::string_view text) {
   boost::system::error_code ignored;
-  if (transport == Server::Transport::kTcp) {
-    std::string reply = "-" + std::string(text) + "\r\n";
-    asio::write(socket, asio::buffer(reply), ignored);
-  }
+  std::string reply = "-" + std::string(text) + "\r\n";
+  asio::write(socket, asio::buffer(reply), ignored);
   socket.close(ignored);
 }
+
+// Holds one of Server::kMaxTlsRefusals until the refused connection closes.
+struct TlsRefusalSlot {
+  explicit TlsRefusalSlot(std::atomic<size_t>* count) : count(count) {}
+  ~TlsRefusalSlot() { count->fetch_sub(1, std::memory_order_relaxed); }
+  std::atomic<size_t>* count;
+};
 
 // The tls-* settings the context is built from; setting any of them with
 // CONFIG SET reloads it, even to the same value (that is how a renewed
@@ -136,7 +141,7 @@ void Server::DoAccept(Listener& listener) {
           // that they can read the -DENIED text.
           if (transport == Transport::kTcp && !peer_error &&
               ProtectedModeRefuses(config, context_.acl.DefaultUserNoPass(), peer)) {
-            Refuse(socket, errors::kProtectedMode, transport);
+            Refuse(socket, errors::kProtectedMode);
           } else if (context_.clients.count() >= config.maxclients) {
             context_.stats.rejected_connections.fetch_add(1, std::memory_order_relaxed);
             uint64_t suppressed = 0;
@@ -144,7 +149,11 @@ void Server::DoAccept(Listener& listener) {
               spdlog::warn("refusing a client: maxclients ({}) reached ({} similar suppressed)",
                            config.maxclients, suppressed);
             }
-            Refuse(socket, errors::kMaxClients, transport);
+            if (transport == Transport::kTcp) {
+              Refuse(socket, errors::kMaxClients);
+            } else {
+              RefuseTls(std::move(socket), worker);
+            }
           } else {
             asio::post(pool_.context(worker),
                        [this, transport, worker, socket = std::move(socket)]() mutable {
@@ -170,6 +179,24 @@ void Server::Serve(Transport transport, tcp::socket socket, size_t worker) {
   } else {
     manager.Add(MakeTlsConnection(std::move(socket), tls_.current(), context_, manager, worker));
   }
+}
+
+void Server::RefuseTls(tcp::socket socket, size_t worker) {
+  boost::system::error_code ignored;
+  if (tls_refusals_.fetch_add(1, std::memory_order_relaxed) >= kMaxTlsRefusals) {
+    tls_refusals_.fetch_sub(1, std::memory_order_relaxed);
+    socket.close(ignored);
+    return;
+  }
+  auto slot = std::make_shared<TlsRefusalSlot>(&tls_refusals_);
+  asio::post(pool_.context(worker), [this, worker, slot = std::move(slot),
+                                     socket = std::move(socket)]() mutable {
+    if (stopping_.load(std::memory_order_acquire)) return;
+    ConnectionManager& manager = *managers_[worker];
+    manager.Add(MakeTlsRefusal(std::move(socket), tls_.current(),
+                               std::string(errors::kMaxClients), std::move(slot), context_,
+                               manager, worker));
+  });
 }
 
 void Server::ScheduleHousekeeping() {

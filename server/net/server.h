@@ -27,6 +27,10 @@ namespace bloomgate {
 class Server {
  public:
   static constexpr int64_t kStopGraceMs = 5000;
+  // TLS clients over maxclients answered at once at most: each holds ~83 KB
+  // (bench/tls_bench.py --memory) for up to tls-handshake-timeout, so a
+  // flood costs at most ~5 MB; the rest are closed without the text.
+  static constexpr size_t kMaxTlsRefusals = 64;
 
   enum class Transport { kTcp, kTls };
 
@@ -67,6 +71,9 @@ class Server {
   void DoAccept(Listener& listener);
   // A connection for a socket accepted on `listener`, bound to `worker`.
   void Serve(Transport transport, tcp::socket socket, size_t worker);
+  // A TLS client over maxclients: answered after its handshake if fewer
+  // than kMaxTlsRefusals are in flight, else closed at once.
+  void RefuseTls(tcp::socket socket, size_t worker);
   bool ReloadTls(const ServerConfig& next, const std::vector<std::string>& names,
                  std::string* param, std::string* why);
   void ScheduleHousekeeping();
@@ -86,6 +93,8 @@ class Server {
   // Set on the main loop when the stop begins; accept and timer handlers
   // that were already queued check it instead of re-arming.
   std::atomic<bool> stopping_{false};
+  // TLS refusals between accept and close (RefuseTls).
+  std::atomic<size_t> tls_refusals_{0};
 
   std::mutex stop_mutex_;
   std::condition_variable stop_requested_cv_;

@@ -339,6 +339,23 @@ class TlsLimitsTest(CertsTestCase):
         self.assertEqual(tls_call(server.tls_port, context, "PING", source="127.0.0.2")[:7],
                          b"-NOAUTH", "with a password, protected mode lets others in")
 
+    def test_a_client_over_maxclients_on_the_tls_port_reads_the_error_over_tls(self):
+        server = self.start(extra=["--maxclients", "2"])
+        admin = server.client()
+        first = tls_client(server.tls_port, self.certs)
+        self.addCleanup(first.close)
+        self.assertTrue(first.ping())
+        wait_until(lambda: len(admin.client_list()) == 2, 5, what="two clients listed")
+        context = client_context(self.certs)
+        self.assertEqual(tls_call(server.tls_port, context, "PING"),
+                         b"-ERR max number of clients reached\r\n")
+        # Refused: never a client, so not listed, and counted as Redis counts it.
+        self.assertEqual(len(admin.client_list()), 2)
+        self.assertEqual(admin.info("stats")["rejected_connections"], 1)
+        first.connection_pool.disconnect()
+        wait_until(lambda: len(admin.client_list()) == 1, 5, what="the slot released")
+        self.assertEqual(tls_call(server.tls_port, context, "PING"), b"+PONG\r\n")
+
     def test_output_limit_pauses_a_tls_client_that_does_not_read(self):
         # 1kb, the floor: one TLS record brings up to 16 KB of commands (~540
         # of them, ~2 KB of replies), so only the limit keeps a batch this small.
