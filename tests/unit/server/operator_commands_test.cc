@@ -408,6 +408,45 @@ TEST(ClientFlags, AChangedWatchedKeyShowsDUntilExecOrUnwatch) {
   EXPECT_EQ(FlagsOf(writer.Run({"CLIENT", "LIST"}), id), "N");
 }
 
+// A non-scaling Bloom filter made for 100 items at 1% holding 2,000: what
+// a log replayed after a lowered limit leaves (ReplayAdd never refuses an
+// acknowledged item; it goes in past the capacity).
+EntryPtr OverfullBloomEntry() {
+  ScalableBloomOptions options;
+  options.capacity = 100;
+  options.error_rate = 0.01;
+  options.expansion = 0;  // NONSCALING
+  options.hash_seed = 7;
+  std::unique_ptr<ScalableBloomFilter> filter;
+  EXPECT_EQ(ScalableBloomFilter::Create(options, FilterLimits{}, nullptr, &filter),
+            FilterStatus::kOk);
+  for (int i = 0; i < 2000; ++i) {
+    filter->ReplayAdd(filter->Hash("item-" + std::to_string(i)), /*counted=*/true);
+  }
+  return std::make_shared<KeyEntry>(std::move(filter));
+}
+
+TEST(MemoryDoctor, NamesTheFilterOverItsFalsePositiveTargetAndTheOneOverCapacity) {
+  auto server = MakeServer();
+  Session s(server.get());
+  ASSERT_EQ(s.Run({"BF.ADD", "healthy", "a"}), Int(1));
+  server->keyspace.Put("overfull", OverfullBloomEntry(), /*expire_at_ms=*/0);
+  const std::string text = s.Run({"MEMORY", "DOCTOR"});
+  EXPECT_EQ(text.find("No memory problem found"), std::string::npos) << text;
+  // 2,000 items in bits sized for 100 set nearly every bit: the estimate is
+  // near 1, far past 1.25 x 0.01.
+  EXPECT_NE(text.find("* 1 filter(s) answer with more false positives than they were created "
+                      "for: the worst, 'overfull', has an estimated false-positive rate of "),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find(" against its 0.01. Rebuild it with a larger capacity"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("* 1 non-scaling filter(s) hold more items than their capacity."),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("'healthy'"), std::string::npos) << text;
+}
+
 TEST(Reset, DropsTheTransactionProtocolNameAndAuthentication) {
   ServerConfig config;
   config.requirepass = "pw";
