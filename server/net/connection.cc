@@ -44,6 +44,14 @@ constexpr uint64_t kQueryBufferLimit = 1ull << 30;
 constexpr uint64_t kUnauthenticatedMaxArgs = 10;
 constexpr uint64_t kUnauthenticatedMaxBulk = 16 * 1024;
 
+// How long a TLS connection the server closes waits for the peer's answer
+// to its close_notify. The alert itself goes out at once; the wait only lets
+// a polite peer answer (one round trip: 1 s is three times an
+// intercontinental RTT), and bounds what a peer that never answers holds:
+// its socket and ~83 KB of TLS buffers, not a maxclients slot (the client is
+// unregistered when the close begins).
+constexpr auto kCloseNotifyWait = std::chrono::milliseconds(1000);
+
 LogLimiter protocol_error_log(/*interval_ms=*/1000);
 LogLimiter handshake_log(/*interval_ms=*/1000);
 LogLimiter monitor_log(/*interval_ms=*/1000);
@@ -73,6 +81,7 @@ class StreamConnection final : public Connection {
         stream_(MakeStream(std::move(socket), tls_context_.get())),
         handshake_timer_(stream_.get_executor()),
         pause_timer_(stream_.get_executor()),
+        shutdown_timer_(stream_.get_executor()),
         server_(server),
         manager_(manager),
         reply_(&out_) {
@@ -137,7 +146,13 @@ class StreamConnection final : public Connection {
   // CLIENT LIST's flags b and c follow the connection's state.
   void SetBlocked(bool blocked);
   void NoteCloseAfterReply();
+  // The client is done with: unregistered at once; the socket closed now,
+  // or over TLS after a close_notify (SendCloseNotify).
   void Close();
+  // TLS: sends close_notify and waits at most kCloseNotifyWait for the
+  // peer's, then closes the socket.
+  void SendCloseNotify();
+  void CloseSocket();
   void UpdateParserLimits();
 
   // Not empty: a refused TLS client (MakeTlsRefusal) that reads this after
@@ -149,7 +164,14 @@ class StreamConnection final : public Connection {
   Stream stream_;
   asio::steady_timer handshake_timer_;
   asio::steady_timer pause_timer_;
+  asio::steady_timer shutdown_timer_;
   bool handshaking_ = false;
+  // TLS: the handshake succeeded and no read or write failed since, so a
+  // close_notify can still be sent.
+  bool session_open_ = false;
+  // Close found a TLS read pending: its handler sends the close_notify (one
+  // TLS operation reading the stream at a time).
+  bool close_notify_after_read_ = false;
   bool handshake_timed_out_ = false;
   uint32_t handshake_timeout_ms_ = 0;
   ServerContext& server_;
@@ -275,6 +297,7 @@ void StreamConnection<Stream>::OnHandshake(const boost::system::error_code& ec) 
     Close();
     return;
   }
+  session_open_ = true;
   if (stopping_) {
     Close();
     return;
@@ -409,12 +432,22 @@ void StreamConnection<Stream>::DoRead() {
       asio::buffer(in_.data() + in_end_, in_.size() - in_end_),
       [this, self](const boost::system::error_code& ec, size_t bytes) {
         read_in_flight_ = false;
+        if (closed_) {
+          // Cancelled by Close (or it raced in with data, which nobody
+          // asked for any more).
+          if (close_notify_after_read_) {
+            if (ec && ec != asio::error::operation_aborted) session_open_ = false;
+            session_open_ ? SendCloseNotify() : CloseSocket();
+          }
+          return;
+        }
         if (ec == asio::error::operation_aborted && stopping_ && !closed_) {
           DrainForStop();
           return;
         }
         if (ec) {
           // EOF or reset: the client is gone, not a server failure.
+          session_open_ = false;
           Close();
           return;
         }
@@ -658,6 +691,7 @@ void StreamConnection<Stream>::DoWrite() {
         } else {
           writing_.clear();
         }
+        if (ec) session_open_ = false;
         if (ec || stopping_ || client_.close_after_reply) {
           Close();
           return;
@@ -688,17 +722,58 @@ void StreamConnection<Stream>::Close() {
     server_.monitors.Remove(monitor_sink_.get());
     monitor_sink_.reset();
   }
-  // TLS sessions end without a close_notify, as Redis's do: waiting for the
-  // peer's answer would let a client hold the connection open.
-  boost::system::error_code ignored;
-  socket().shutdown(tcp::socket::shutdown_both, ignored);
-  socket().close(ignored);
   if (client_.info) {
     client_.info->set_close_hook(nullptr);  // a later CLIENT KILL finds it gone
     server_.clients.Unregister(client_.info->id);
   }
   refusal_slot_.reset();
-  manager_.Remove(shared_from_this());
+  auto self = shared_from_this();  // the manager may hold the last reference
+  manager_.Remove(self);
+  if constexpr (kTls) {
+    // QUIT, CLIENT KILL, a refusal, the idle timeout, shutdown: the session
+    // ends with a close_notify, so the peer can tell the end from a cut
+    // (Redis omits it). Not after a failed read or write (the session is
+    // broken), nor with a write still in flight (a monitor over its output
+    // limit): the alert would queue behind bytes the peer is not reading.
+    if (session_open_ && !write_in_flight_) {
+      if (read_in_flight_) {
+        close_notify_after_read_ = true;
+        boost::system::error_code ignored;
+        socket().cancel(ignored);
+      } else {
+        SendCloseNotify();
+      }
+      return;
+    }
+  }
+  CloseSocket();
+}
+
+template <typename Stream>
+void StreamConnection<Stream>::SendCloseNotify() {
+  if constexpr (kTls) {
+    auto self = shared_from_this();
+    shutdown_timer_.expires_after(kCloseNotifyWait);
+    shutdown_timer_.async_wait([this, self](const boost::system::error_code& ec) {
+      if (ec) return;
+      // The peer did not answer: ends the shutdown's read with operation_aborted.
+      boost::system::error_code ignored;
+      socket().cancel(ignored);
+    });
+    // Completes when the peer's close_notify arrives, it closes the TCP
+    // connection, or the timer cancels it.
+    stream_.async_shutdown([this, self](const boost::system::error_code&) {
+      shutdown_timer_.cancel();
+      CloseSocket();
+    });
+  }
+}
+
+template <typename Stream>
+void StreamConnection<Stream>::CloseSocket() {
+  boost::system::error_code ignored;
+  socket().shutdown(tcp::socket::shutdown_both, ignored);
+  socket().close(ignored);
 }
 
 }  // namespace

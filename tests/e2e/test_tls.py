@@ -7,6 +7,7 @@ certificates are made with the openssl CLI for each test class
 Python's ssl module."""
 
 import shutil
+import signal
 import socket
 import ssl
 import subprocess
@@ -355,6 +356,48 @@ class TlsLimitsTest(CertsTestCase):
         first.connection_pool.disconnect()
         wait_until(lambda: len(admin.client_list()) == 1, 5, what="the slot released")
         self.assertEqual(tls_call(server.tls_port, context, "PING"), b"+PONG\r\n")
+
+    def test_the_server_ends_tls_sessions_with_close_notify(self):
+        """QUIT, CLIENT KILL, a maxclients refusal and shutdown: the client
+        reads a clean end of the session (with suppress_ragged_eofs off and
+        without Debian's default OP_IGNORE_UNEXPECTED_EOF, a TCP close
+        without close_notify raises SSLEOFError)."""
+        server = self.start(extra=["--maxclients", "2"])
+        admin = server.client()
+        context = client_context(self.certs)
+        context.options &= ~ssl.OP_IGNORE_UNEXPECTED_EOF
+
+        def session():
+            raw = socket.create_connection(("127.0.0.1", server.tls_port), timeout=5)
+            return context.wrap_socket(raw, server_hostname="localhost",
+                                       suppress_ragged_eofs=False)
+
+        def read_to_the_end(sock):
+            data = b""
+            while True:
+                chunk = sock.recv(65536)
+                if not chunk:
+                    return data
+                data += chunk
+
+        with session() as quitting:
+            quitting.sendall(encode_command("QUIT"))
+            self.assertEqual(read_to_the_end(quitting), b"+OK\r\n")
+        with session() as killed:
+            killed.sendall(encode_command("CLIENT", "ID"))
+            client_id = int(killed.recv(64)[1:-2])
+            self.assertEqual(admin.execute_command("CLIENT", "KILL", "ID", client_id), 1)
+            self.assertEqual(read_to_the_end(killed), b"")
+        with session() as idle, session() as refused:
+            idle.sendall(encode_command("PING"))
+            self.assertEqual(idle.recv(64), b"+PONG\r\n")
+            refused.sendall(encode_command("PING"))
+            self.assertEqual(read_to_the_end(refused),
+                             b"-ERR max number of clients reached\r\n")
+            admin.close()
+            server.proc.send_signal(signal.SIGTERM)
+            self.assertEqual(read_to_the_end(idle), b"")
+        self.assertEqual(server.wait_exit(), 0)
 
     def test_output_limit_pauses_a_tls_client_that_does_not_read(self):
         # 1kb, the floor: one TLS record brings up to 16 KB of commands (~540
