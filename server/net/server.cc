@@ -74,10 +74,18 @@ bool Server::EnableTls(const ServerConfig& config, std::string* error) {
 
 bool Server::ReloadTls(const ServerConfig& next, const std::vector<std::string>& names,
                        std::string* param, std::string* why) {
-  // As in Redis, with no TLS listener the files are only stored; they are
-  // loaded, and must be valid, when the server starts with a tls-port.
-  if (!tls_enabled_) return true;
   auto it = std::find_if(names.begin(), names.end(), BuildsTlsContext);
+  if (std::find(names.begin(), names.end(), "tls-port") != names.end() &&
+      next.tls_port != tls_port_.load()) {
+    if (!ChangeTlsPort(next, it != names.end(), why)) {
+      *param = "tls-port";
+      return false;
+    }
+    return true;  // a context it needed was built from `next`
+  }
+  // As in Redis, with no TLS listener the files are only stored; they are
+  // loaded, and must be valid, when a tls-port is set.
+  if (!tls_enabled_) return true;
   if (it == names.end()) return true;
   std::string error;
   std::shared_ptr<ssl::context> context = BuildTlsContext(next, &error);
@@ -92,8 +100,59 @@ bool Server::ReloadTls(const ServerConfig& next, const std::vector<std::string>&
   return true;
 }
 
-bool Server::Listen(const std::vector<std::string>& addresses, uint16_t port,
-                    Transport transport, std::string* error) {
+bool Server::ChangeTlsPort(const ServerConfig& next, bool context_changed, std::string* why) {
+  if (next.tls_port == 0 && next.port == 0) {
+    *why = "port is 0: closing the TLS listener would leave no listener";
+    return false;
+  }
+  std::vector<std::unique_ptr<tcp::acceptor>> acceptors;
+  uint16_t bound = 0;
+  std::shared_ptr<ssl::context> context;
+  if (next.tls_port != 0) {
+    std::string error;
+    if (!tls_enabled_ || context_changed) {
+      context = BuildTlsContext(next, &error);
+      if (!context) {
+        *why = "Unable to update TLS configuration: " + error;
+        return false;
+      }
+    }
+    if (!Bind(next.bind, next.tls_port, Transport::kTls, &acceptors, &bound, &error)) {
+      spdlog::warn("tls-port not changed: {}", error);
+      *why = "Unable to listen on this port: " + error;
+      return false;
+    }
+  }
+  if (context) {
+    tls_.Install(std::move(context));
+    tls_enabled_ = true;
+  }
+  const uint16_t old_port = tls_port_.exchange(bound);
+  context_.tls_port.store(bound);
+  spdlog::info("tls-port changed from {} to {}", old_port, bound);
+  // The acceptors run on worker 0: the swap happens there. New clients
+  // wait in the new socket's backlog meanwhile.
+  auto opened = std::make_shared<std::vector<std::unique_ptr<tcp::acceptor>>>(std::move(acceptors));
+  asio::post(pool_.context(0), [this, opened] {
+    boost::system::error_code ignored;
+    for (Listener& listener : listeners_) {
+      if (listener.transport == Transport::kTls) listener.acceptor->close(ignored);
+    }
+    for (auto& acceptor : *opened) {
+      if (stopping_.load(std::memory_order_acquire)) {
+        acceptor->close(ignored);
+        continue;
+      }
+      listeners_.push_back({std::move(acceptor), Transport::kTls});
+      DoAccept(listeners_.back());
+    }
+  });
+  return true;
+}
+
+bool Server::Bind(const std::vector<std::string>& addresses, uint16_t port, Transport transport,
+                  std::vector<std::unique_ptr<tcp::acceptor>>* acceptors, uint16_t* bound,
+                  std::string* error) {
   const char* kind = transport == Transport::kTcp ? "" : " (TLS)";
   uint16_t bound_port = 0;
   for (const std::string& text : addresses) {
@@ -118,9 +177,23 @@ bool Server::Listen(const std::vector<std::string>& addresses, uint16_t port,
     }
     bound_port = acceptor->local_endpoint().port();
     spdlog::info("listening on {}:{}{}", text, bound_port, kind);
-    listeners_.push_back({std::move(acceptor), transport});
+    acceptors->push_back(std::move(acceptor));
   }
-  (transport == Transport::kTcp ? tcp_port_ : tls_port_) = bound_port;
+  *bound = bound_port;
+  return true;
+}
+
+bool Server::Listen(const std::vector<std::string>& addresses, uint16_t port,
+                    Transport transport, std::string* error) {
+  std::vector<std::unique_ptr<tcp::acceptor>> acceptors;
+  uint16_t bound = 0;
+  if (!Bind(addresses, port, transport, &acceptors, &bound, error)) return false;
+  for (auto& acceptor : acceptors) listeners_.push_back({std::move(acceptor), transport});
+  if (transport == Transport::kTcp) {
+    tcp_port_ = bound;
+  } else {
+    tls_port_.store(bound);
+  }
   return true;
 }
 

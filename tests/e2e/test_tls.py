@@ -292,6 +292,51 @@ class TlsProtocolsTest(CertsTestCase):
                                admin.config_set, "tls-ciphers", "NOPE")
 
 
+def refused(port):
+    """Nothing listens on `port` any more."""
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+    except ConnectionRefusedError:
+        return True
+    return False
+
+
+class TlsPortChangeTest(CertsTestCase):
+    def test_config_set_tls_port_opens_moves_and_closes_the_tls_listener(self):
+        # Started with the files but no TLS port: CONFIG SET opens it.
+        server = BloomgateServer(tls_args(self.certs, 0)).start()
+        self.addCleanup(server.stop)
+        admin = server.client()
+        context = client_context(self.certs)
+        first, second = free_port(), free_port()
+        self.assertTrue(admin.config_set("tls-port", first))
+        self.assertEqual(tls_call(first, context, "PING"), b"+PONG\r\n")
+        self.assertEqual(admin.config_get("tls-port"), {"tls-port": str(first)})
+        self.assertEqual(admin.info("server")["listener1"],
+                         {"name": "tls", "bind": "127.0.0.1", "port": first})
+        kept = tls_client(first, self.certs)
+        self.addCleanup(kept.close)
+        self.assertTrue(kept.ping())
+
+        # Moved: the new port serves, the old one is closed, open sessions stay.
+        self.assertTrue(admin.config_set("tls-port", second))
+        self.assertEqual(tls_call(second, context, "PING"), b"+PONG\r\n")
+        wait_until(lambda: refused(first), 5, what="the old TLS port closed")
+        self.assertTrue(kept.ping())
+
+        # A port that cannot be bound: refused, nothing changed.
+        self.assertRaisesRegex(redis.ResponseError, "Unable to listen on this port",
+                               admin.config_set, "tls-port", server.port)
+        self.assertEqual(admin.config_get("tls-port"), {"tls-port": str(second)})
+        self.assertEqual(tls_call(second, context, "PING"), b"+PONG\r\n")
+
+        # 0 closes the listener; the open session goes on.
+        self.assertTrue(admin.config_set("tls-port", 0))
+        wait_until(lambda: refused(second), 5, what="the TLS port closed")
+        self.assertNotIn("listener1", admin.info("server"))
+        self.assertTrue(kept.ping())
+
+
 class TlsLimitsTest(CertsTestCase):
     def test_a_client_that_never_finishes_its_handshake_is_closed(self):
         server = self.start(extra=["--tls-handshake-timeout", "300"])
