@@ -626,7 +626,7 @@ const std::vector<ConfigParam>& BuildTable() {
        [](C* c, V v, S* e) { return SetFileName(v, &c->appendfilename, e); },
        [](const C& c) { return c.appendfilename; }},
       {"tls-port", "TLS port to listen on; 0 = no TLS",
-       /*runtime_settable=*/false, ConfigType::kInteger, "<0-65535>",
+       /*runtime_settable=*/true, ConfigType::kInteger, "<0-65535>",
        [](C* c, V v, S* e) { return SetInteger(v, 0, 65535, &c->tls_port, e); },
        [](const C& c) { return std::to_string(c.tls_port); }},
       {"tls-cert-file", "PEM certificate chain the server presents",

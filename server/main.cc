@@ -175,7 +175,7 @@ int main(int argc, char** argv) {
   }
   spdlog::info("bloomgate {} started: port {}, tls-port {}, {} worker threads, config {}, "
                "maxmemory {} bytes",
-               kBloomgateVersion, context.port, context.tls_port, threads,
+               kBloomgateVersion, context.port, context.tls_port.load(), threads,
                command_line.config_path.empty() ? "(defaults)" : command_line.config_path,
                context.budget.limit());
   if (config.maxmemory == 0) {

@@ -412,6 +412,9 @@ CommandOutcome DispatchCommand(ServerContext& server, ClientState& client,
     queued.spec = spec;
     queued.args.assign(args.begin(), args.end());
     client.queued.push_back(std::move(queued));
+    if (client.info) {
+      client.info->multi_commands.store(client.queued.size(), std::memory_order_relaxed);
+    }
     reply.SimpleString("QUEUED");
     return CommandOutcome::kQueued;
   }

@@ -238,7 +238,7 @@ void CmdClientList(CommandContext& ctx) {
   std::string text;
   for (const auto& info : ctx.server.clients.Snapshot()) {
     if (!ids.empty() && std::find(ids.begin(), ids.end(), info->id) == ids.end()) continue;
-    text += info->Describe(ctx.now_ms);
+    text += info->Describe(ctx.now_ms, ctx.server.keyspace);
     text += '\n';
   }
   ctx.reply.Verbatim(text);
@@ -369,6 +369,7 @@ void CmdReset(CommandContext& ctx) {
     ctx.client.info->set_name("");
     ctx.client.info->resp.store(2, std::memory_order_relaxed);
     ctx.client.info->no_evict.store(false, std::memory_order_relaxed);
+    ctx.client.info->monitor.store(false, std::memory_order_relaxed);
   }
   ctx.reply.SimpleString("RESET");
 }
@@ -422,11 +423,13 @@ void CmdMonitor(CommandContext& ctx) {
     return;
   }
   ctx.client.monitor = true;
+  if (ctx.client.info) ctx.client.info->monitor.store(true, std::memory_order_relaxed);
   ctx.reply.Ok();
 }
 
 void CmdClientInfo(CommandContext& ctx) {
-  ctx.reply.Verbatim(ctx.client.info ? ctx.client.info->Describe(ctx.now_ms) + "\n" : "");
+  ctx.reply.Verbatim(
+      ctx.client.info ? ctx.client.info->Describe(ctx.now_ms, ctx.server.keyspace) + "\n" : "");
 }
 
 }  // namespace

@@ -333,7 +333,7 @@ std::string ListenerLines(const ServerContext& server, const ServerConfig& confi
   std::string lines;
   int index = 0;
   for (auto [name, port] : {std::pair<std::string_view, uint16_t>{"tcp", server.port},
-                            std::pair<std::string_view, uint16_t>{"tls", server.tls_port}}) {
+                            std::pair<std::string_view, uint16_t>{"tls", server.tls_port.load()}}) {
     if (port == 0) continue;
     lines += fmt::format("listener{}:name={}", index++, name);
     for (const std::string& address : config.bind) lines += ",bind=" + address;

@@ -40,8 +40,7 @@ void CmdDiscard(CommandContext& ctx) {
 bool WatchedKeysUnchanged(CommandContext& ctx) {
   for (const WatchedKey& watched : ctx.client.watched) {
     EntryPtr now = ctx.server.keyspace.Find(KeyRef{watched.key, watched.hash}, ctx.now_ms);
-    if ((now == nullptr ? 0 : now->id()) != watched.entry_id) return false;
-    if (now != nullptr && now->watch_version() != watched.version) return false;
+    if (WatchedKeyChanged(watched, now.get())) return false;
   }
   return true;
 }
@@ -121,11 +120,13 @@ void CmdWatch(CommandContext& ctx) {
     watched.version = entry == nullptr ? 0 : entry->watch_version();
     ctx.client.watched.push_back(std::move(watched));
   }
+  if (ctx.client.info) ctx.client.info->set_watched(ctx.client.watched);
   ctx.reply.Ok();
 }
 
 void CmdUnwatch(CommandContext& ctx) {
   ctx.client.watched.clear();
+  if (ctx.client.info) ctx.client.info->set_watched({});
   ctx.reply.Ok();
 }
 

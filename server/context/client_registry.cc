@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "server/context/command_table.h"
+#include "server/keyspace/keyspace.h"
 
 namespace bloomgate {
 
@@ -41,6 +42,11 @@ void ClientInfo::set_user(std::string user) {
   user_ = std::move(user);
 }
 
+void ClientInfo::set_watched(std::vector<WatchedKey> watched) {
+  std::lock_guard lock(mutex_);
+  watched_ = std::move(watched);
+}
+
 void ClientInfo::set_close_hook(std::function<void()> hook) {
   std::lock_guard lock(mutex_);
   close_hook_ = std::move(hook);
@@ -58,23 +64,55 @@ bool ClientInfo::RequestClose() {
   return true;
 }
 
-std::string ClientInfo::Describe(int64_t now_ms) const {
+std::string ClientFlagsText(const ClientFlags& flags) {
+  std::string text;
+  if (flags.monitor) text += 'O';
+  if (flags.multi) text += 'x';
+  if (flags.blocked) text += 'b';
+  if (flags.dirty_watch) text += 'd';
+  if (flags.close_after_reply) text += 'c';
+  if (flags.no_evict) text += 'e';
+  if (text.empty()) text += 'N';
+  return text;
+}
+
+std::string ClientInfo::Describe(int64_t now_ms, const Keyspace& keyspace) const {
   const CommandSpec* cmd = last_command.load(std::memory_order_relaxed);
   int64_t last = last_interaction_ms.load(std::memory_order_relaxed);
-  bool multi = in_multi.load(std::memory_order_relaxed);
+  ClientFlags flags;
+  flags.monitor = monitor.load(std::memory_order_relaxed);
+  flags.multi = in_multi.load(std::memory_order_relaxed);
+  flags.blocked = blocked.load(std::memory_order_relaxed);
+  flags.close_after_reply = close_after_reply.load(std::memory_order_relaxed);
+  flags.no_evict = no_evict.load(std::memory_order_relaxed);
+  const uint64_t queued = multi_commands.load(std::memory_order_relaxed);
   uint64_t omem = output_bytes.load(std::memory_order_relaxed);
-  std::string flags;
-  if (multi) flags += 'x';
-  if (no_evict.load(std::memory_order_relaxed)) flags += 'e';
-  if (flags.empty()) flags += 'N';
+  std::vector<WatchedKey> watched_keys;
+  {
+    std::lock_guard lock(mutex_);
+    watched_keys = watched_;
+  }
+  // Peek neither removes an expired key nor counts an access: a look from
+  // outside the key locks that changes nothing. An expired key reads as
+  // missing, as EXEC will find it (Redis shows `d` only once the key is
+  // touched; here it shows as soon as EXEC would abort). The shard locks
+  // are taken with this client's mutex released.
+  for (const WatchedKey& watched : watched_keys) {
+    EntryPtr now = keyspace.Peek(KeyRef{watched.key, watched.hash}, now_ms);
+    if (WatchedKeyChanged(watched, now.get())) {
+      flags.dirty_watch = true;
+      break;
+    }
+  }
   std::lock_guard lock(mutex_);
   return fmt::format(
       "id={} addr={} laddr={} fd=-1 name={} age={} idle={} flags={} db=0 sub=0 psub=0 "
       "ssub=0 multi={} qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 "
       "omem={} tot-mem={} events=r cmd={} user={} redir=-1 resp={} lib-name={} lib-ver={}",
       id, addr, laddr, name_, (now_ms - created_ms) / 1000, (now_ms - last) / 1000,
-      flags, multi ? 0 : -1, omem, omem, cmd == nullptr ? "NULL" : cmd->full_name, user_,
-      resp.load(std::memory_order_relaxed), lib_name_, lib_ver_);
+      ClientFlagsText(flags), flags.multi ? static_cast<int64_t>(queued) : -1, omem, omem,
+      cmd == nullptr ? "NULL" : cmd->full_name, user_, resp.load(std::memory_order_relaxed),
+      lib_name_, lib_ver_);
 }
 
 std::shared_ptr<ClientInfo> ClientRegistry::Register(std::string addr, std::string laddr,

@@ -13,9 +13,30 @@
 #include <string>
 #include <vector>
 
+#include "server/context/watched_key.h"
+
 namespace bloomgate {
 
 struct CommandSpec;
+class Keyspace;
+
+// What CLIENT LIST's `flags=` field says of a client, in Redis's letters and
+// order (networking.c catClientInfoString): O a monitor, x inside MULTI,
+// b blocked (here: a command held by CLIENT PAUSE, or waiting for a
+// snapshot's copy of its filter), d a WATCHed key changed (EXEC will
+// abort), c closing once its last reply is out, e CLIENT NO-EVICT on; N
+// when none is. Those Redis also has are never true here: S/M (no
+// replication), P (no pub/sub), t/R/B (no client tracking), u, A, U (no
+// Unix socket), r (no cluster), T (no CLIENT NO-TOUCH).
+struct ClientFlags {
+  bool monitor = false;
+  bool multi = false;
+  bool blocked = false;
+  bool dirty_watch = false;
+  bool close_after_reply = false;
+  bool no_evict = false;
+};
+std::string ClientFlagsText(const ClientFlags& flags);
 
 struct ClientInfo {
   uint64_t id = 0;
@@ -27,6 +48,16 @@ struct ClientInfo {
   std::atomic<const CommandSpec*> last_command{nullptr};
   std::atomic<int> resp{2};
   std::atomic<bool> in_multi{false};
+  // Commands queued since MULTI (CLIENT LIST multi=, -1 outside MULTI).
+  std::atomic<uint64_t> multi_commands{0};
+  // MONITOR ran and RESET did not end it yet.
+  std::atomic<bool> monitor{false};
+  // The connection holds a command that cannot run yet (CLIENT PAUSE, a
+  // snapshot copy): Redis's blocked client.
+  std::atomic<bool> blocked{false};
+  // QUIT, a protocol error or CLIENT KILL: the connection closes once the
+  // replies it owes are out.
+  std::atomic<bool> close_after_reply{false};
   // Reply bytes built or on the wire and not yet taken by the socket (CLIENT
   // LIST omem): at most client-output-buffer-limit plus one reply.
   std::atomic<uint64_t> output_bytes{0};
@@ -44,6 +75,9 @@ struct ClientInfo {
   void set_lib_name(std::string lib_name);
   void set_lib_ver(std::string lib_ver);
   void set_user(std::string user);
+  // A copy of the connection's WATCH records (ClientState::watched), so
+  // another thread's CLIENT LIST can tell whether EXEC would abort.
+  void set_watched(std::vector<WatchedKey> watched);
 
   // How another thread closes this connection (ACL DELUSER of its user,
   // CLIENT KILL): the connection installs a function that posts the close
@@ -53,13 +87,16 @@ struct ClientInfo {
   void set_close_hook(std::function<void()> hook);
   bool RequestClose();
 
-  // Redis's CLIENT LIST line for this client (without the newline).
-  std::string Describe(int64_t now_ms) const;
+  // Redis's CLIENT LIST line for this client (without the newline); the
+  // WATCHed keys are judged against `keyspace` as at `now_ms`, without
+  // changing it.
+  std::string Describe(int64_t now_ms, const Keyspace& keyspace) const;
 
  private:
   mutable std::mutex mutex_;
   std::string name_, lib_name_, lib_ver_;
   std::string user_ = "default";
+  std::vector<WatchedKey> watched_;
   std::function<void()> close_hook_;  // guarded by mutex_
 };
 

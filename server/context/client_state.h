@@ -10,6 +10,7 @@
 
 #include "server/context/acl_user.h"
 #include "server/context/client_registry.h"
+#include "server/context/watched_key.h"
 #include "server/durability/journal.h"
 #include "server/keyspace/keyspace.h"
 
@@ -20,18 +21,6 @@ struct CommandSpec;
 struct QueuedCommand {
   const CommandSpec* spec = nullptr;
   std::vector<std::string> args;  // owned copies: the read buffer moves on
-};
-
-// WATCH remembers which entry a key named (its unique id, 0 if the key was
-// missing) and that entry's version; EXEC aborts if either changed. Ids are
-// never reused, so a deleted and re-created key is always seen as changed,
-// and a watcher holds no reference that would keep a deleted filter's
-// memory alive.
-struct WatchedKey {
-  std::string key;
-  uint64_t hash = 0;  // of `key` (keyspace/key_ref.h), so EXEC need not hash it again
-  uint64_t entry_id = 0;
-  uint64_t version = 0;
 };
 
 struct ClientState {
@@ -83,7 +72,11 @@ struct ClientState {
     multi_dirty = false;
     queued.clear();
     watched.clear();
-    if (info) info->in_multi.store(false, std::memory_order_relaxed);
+    if (info) {
+      info->in_multi.store(false, std::memory_order_relaxed);
+      info->multi_commands.store(0, std::memory_order_relaxed);
+      info->set_watched({});
+    }
   }
 };
 

@@ -147,7 +147,8 @@ class ServerContext {
   std::string config_file;
   std::string executable;
   uint16_t port = 0;      // plain TCP port bound; 0 = none
-  uint16_t tls_port = 0;  // TLS port bound; 0 = none
+  // TLS port bound; 0 = none. CONFIG SET tls-port moves it (Server::ChangeTlsPort).
+  std::atomic<uint16_t> tls_port{0};
   size_t worker_threads = 0;
 
  private:

@@ -44,6 +44,14 @@ constexpr uint64_t kQueryBufferLimit = 1ull << 30;
 constexpr uint64_t kUnauthenticatedMaxArgs = 10;
 constexpr uint64_t kUnauthenticatedMaxBulk = 16 * 1024;
 
+// How long a TLS connection the server closes waits for the peer's answer
+// to its close_notify. The alert itself goes out at once; the wait only lets
+// a polite peer answer (one round trip: 1 s is three times an
+// intercontinental RTT), and bounds what a peer that never answers holds:
+// its socket and ~83 KB of TLS buffers, not a maxclients slot (the client is
+// unregistered when the close begins).
+constexpr auto kCloseNotifyWait = std::chrono::milliseconds(1000);
+
 LogLimiter protocol_error_log(/*interval_ms=*/1000);
 LogLimiter handshake_log(/*interval_ms=*/1000);
 LogLimiter monitor_log(/*interval_ms=*/1000);
@@ -65,17 +73,22 @@ class StreamConnection final : public Connection {
   static constexpr bool kTls = std::is_same_v<Stream, TlsStream>;
 
   StreamConnection(tcp::socket socket, std::shared_ptr<ssl::context> tls_context,
-                   ServerContext& server, ConnectionManager& manager, size_t worker_index)
-      : tls_context_(std::move(tls_context)),
+                   ServerContext& server, ConnectionManager& manager, size_t worker_index,
+                   std::string refusal = {}, std::shared_ptr<void> refusal_slot = nullptr)
+      : refusal_(std::move(refusal)),
+        refusal_slot_(std::move(refusal_slot)),
+        tls_context_(std::move(tls_context)),
         stream_(MakeStream(std::move(socket), tls_context_.get())),
         handshake_timer_(stream_.get_executor()),
         pause_timer_(stream_.get_executor()),
+        shutdown_timer_(stream_.get_executor()),
         server_(server),
         manager_(manager),
         reply_(&out_) {
     client_.worker_index = worker_index;
-    // Protocol errors are counted in INFO errorstats too.
-    reply_.set_error_observer(&server_.error_stats);
+    // Protocol errors are counted in INFO errorstats too; a refusal is not
+    // (the plain port's is written before there is a connection).
+    if (refusal_.empty()) reply_.set_error_observer(&server_.error_stats);
   }
 
   void Start() override;
@@ -130,15 +143,35 @@ class StreamConnection final : public Connection {
   // After a batch: write its replies, or close, or read more.
   void SendOrContinue();
   void DrainForStop();
+  // CLIENT LIST's flags b and c follow the connection's state.
+  void SetBlocked(bool blocked);
+  void NoteCloseAfterReply();
+  // The client is done with: unregistered at once; the socket closed now,
+  // or over TLS after a close_notify (SendCloseNotify).
   void Close();
+  // TLS: sends close_notify and waits at most kCloseNotifyWait for the
+  // peer's, then closes the socket.
+  void SendCloseNotify();
+  void CloseSocket();
   void UpdateParserLimits();
 
+  // Not empty: a refused TLS client (MakeTlsRefusal) that reads this after
+  // its handshake; its slot is released at Close.
+  std::string refusal_;
+  std::shared_ptr<void> refusal_slot_;
   // Declared before stream_, which is built over it.
   std::shared_ptr<ssl::context> tls_context_;  // null for plain TCP
   Stream stream_;
   asio::steady_timer handshake_timer_;
   asio::steady_timer pause_timer_;
+  asio::steady_timer shutdown_timer_;
   bool handshaking_ = false;
+  // TLS: the handshake succeeded and no read or write failed since, so a
+  // close_notify can still be sent.
+  bool session_open_ = false;
+  // Close found a TLS read pending: its handler sends the close_notify (one
+  // TLS operation reading the stream at a time).
+  bool close_notify_after_read_ = false;
   bool handshake_timed_out_ = false;
   uint32_t handshake_timeout_ms_ = 0;
   ServerContext& server_;
@@ -181,9 +214,14 @@ void StreamConnection<Stream>::Start() {
   tcp::endpoint local = socket().local_endpoint(ec);
   socket().set_option(tcp::no_delay(true), ec);
   last_activity_ms_ = NowMs();
+  ServerConfig config = server_.config.Get();
+  if (!refusal_.empty()) {
+    // Not a client: no registration, no count, nothing to kill.
+    DoHandshake(config.tls_handshake_timeout_ms);
+    return;
+  }
   client_.info = server_.clients.Register(EndpointText(remote), EndpointText(local),
                                           last_activity_ms_);
-  ServerConfig config = server_.config.Get();
   // Every connection starts as the default user, authenticated at once if
   // that user is on and has nopass (Redis's rule).
   client_.acl_version = server_.acl.version();
@@ -250,18 +288,27 @@ void StreamConnection<Stream>::OnHandshake(const boost::system::error_code& ec) 
                                  ? "not finished within " +
                                        std::to_string(handshake_timeout_ms_) + " ms"
                                  : ec.message();
+        boost::system::error_code peer_error;
+        const tcp::endpoint peer = socket().remote_endpoint(peer_error);
         spdlog::warn("TLS handshake with {} failed: {} ({} similar suppressed)",
-                     client_.info ? client_.info->addr : "?", reason, suppressed);
+                     peer_error ? "?" : EndpointText(peer), reason, suppressed);
       }
     }
     Close();
     return;
   }
+  session_open_ = true;
   if (stopping_) {
     Close();
     return;
   }
   last_activity_ms_ = NowMs();
+  if (!refusal_.empty()) {
+    reply_.Error(refusal_);
+    client_.close_after_reply = true;
+    DoWrite();
+    return;
+  }
   boost::system::error_code peer_error;
   const tcp::endpoint peer = socket().remote_endpoint(peer_error);
   if (!peer_error && ProtectedModeRefuses(server_.config.Get(), server_.acl.DefaultUserNoPass(), peer)) {
@@ -286,6 +333,7 @@ void StreamConnection<Stream>::Kill() {
     // Replies of the batch already run are sent first; then it closes. A
     // parked command never runs: ProcessInput stops at close_after_reply.
     client_.close_after_reply = true;
+    NoteCloseAfterReply();
     return;
   }
   Close();
@@ -384,12 +432,22 @@ void StreamConnection<Stream>::DoRead() {
       asio::buffer(in_.data() + in_end_, in_.size() - in_end_),
       [this, self](const boost::system::error_code& ec, size_t bytes) {
         read_in_flight_ = false;
+        if (closed_) {
+          // Cancelled by Close (or it raced in with data, which nobody
+          // asked for any more).
+          if (close_notify_after_read_) {
+            if (ec && ec != asio::error::operation_aborted) session_open_ = false;
+            session_open_ ? SendCloseNotify() : CloseSocket();
+          }
+          return;
+        }
         if (ec == asio::error::operation_aborted && stopping_ && !closed_) {
           DrainForStop();
           return;
         }
         if (ec) {
           // EOF or reset: the client is gone, not a server failure.
+          session_open_ = false;
           Close();
           return;
         }
@@ -453,6 +511,7 @@ void StreamConnection<Stream>::ProcessInput() {
     if (parser_unauthenticated_ == client_.authenticated) UpdateParserLimits();
     if (client_.monitor != (monitor_sink_ != nullptr)) SyncMonitor();
   }
+  if (client_.close_after_reply) NoteCloseAfterReply();
   if (client_.journal.log_sequence != 0) {
     // The replies wait until the log holds the batch's writes. The manager
     // flushes once for every connection of this thread that is waiting (one
@@ -468,6 +527,7 @@ void StreamConnection<Stream>::ProcessInput() {
 template <typename Stream>
 void StreamConnection<Stream>::Park() {
   parked_ = true;
+  SetBlocked(true);
   auto self = std::static_pointer_cast<StreamConnection>(shared_from_this());
   auto executor = this->executor();
   // The copier calls back on its own thread; the connection resumes on its
@@ -481,6 +541,7 @@ void StreamConnection<Stream>::Park() {
 template <typename Stream>
 void StreamConnection<Stream>::ParkForPause() {
   paused_ = true;
+  SetBlocked(true);
   const uint64_t generation = ++pause_generation_;
   auto self = std::static_pointer_cast<StreamConnection>(shared_from_this());
   std::weak_ptr<StreamConnection> weak = self;
@@ -521,6 +582,7 @@ void StreamConnection<Stream>::ParkForPause() {
 template <typename Stream>
 void StreamConnection<Stream>::EndPause() {
   paused_ = false;
+  SetBlocked(false);
   ++pause_generation_;
   server_.pause.RemoveWaiter(pause_waiter_);
   pause_timer_.cancel();
@@ -579,6 +641,7 @@ void StreamConnection<Stream>::DrainMonitor() {
 template <typename Stream>
 void StreamConnection<Stream>::ResumeAfterCopy() {
   parked_ = false;
+  SetBlocked(false);
   if (closed_) return;
   ProcessInput();
 }
@@ -628,6 +691,7 @@ void StreamConnection<Stream>::DoWrite() {
         } else {
           writing_.clear();
         }
+        if (ec) session_open_ = false;
         if (ec || stopping_ || client_.close_after_reply) {
           Close();
           return;
@@ -636,6 +700,16 @@ void StreamConnection<Stream>::DoWrite() {
         // high-water mark); ProcessInput reads again when there are none.
         ProcessInput();
       });
+}
+
+template <typename Stream>
+void StreamConnection<Stream>::SetBlocked(bool blocked) {
+  if (client_.info) client_.info->blocked.store(blocked, std::memory_order_relaxed);
+}
+
+template <typename Stream>
+void StreamConnection<Stream>::NoteCloseAfterReply() {
+  if (client_.info) client_.info->close_after_reply.store(true, std::memory_order_relaxed);
 }
 
 template <typename Stream>
@@ -648,19 +722,71 @@ void StreamConnection<Stream>::Close() {
     server_.monitors.Remove(monitor_sink_.get());
     monitor_sink_.reset();
   }
-  // TLS sessions end without a close_notify, as Redis's do: waiting for the
-  // peer's answer would let a client hold the connection open.
-  boost::system::error_code ignored;
-  socket().shutdown(tcp::socket::shutdown_both, ignored);
-  socket().close(ignored);
   if (client_.info) {
     client_.info->set_close_hook(nullptr);  // a later CLIENT KILL finds it gone
     server_.clients.Unregister(client_.info->id);
   }
-  manager_.Remove(shared_from_this());
+  refusal_slot_.reset();
+  auto self = shared_from_this();  // the manager may hold the last reference
+  manager_.Remove(self);
+  if constexpr (kTls) {
+    // QUIT, CLIENT KILL, a refusal, the idle timeout, shutdown: the session
+    // ends with a close_notify, so the peer can tell the end from a cut
+    // (Redis omits it). Not after a failed read or write (the session is
+    // broken), nor with a write still in flight (a monitor over its output
+    // limit): the alert would queue behind bytes the peer is not reading.
+    if (session_open_ && !write_in_flight_) {
+      if (read_in_flight_) {
+        close_notify_after_read_ = true;
+        boost::system::error_code ignored;
+        socket().cancel(ignored);
+      } else {
+        SendCloseNotify();
+      }
+      return;
+    }
+  }
+  CloseSocket();
+}
+
+template <typename Stream>
+void StreamConnection<Stream>::SendCloseNotify() {
+  if constexpr (kTls) {
+    auto self = shared_from_this();
+    shutdown_timer_.expires_after(kCloseNotifyWait);
+    shutdown_timer_.async_wait([this, self](const boost::system::error_code& ec) {
+      if (ec) return;
+      // The peer did not answer: ends the shutdown's read with operation_aborted.
+      boost::system::error_code ignored;
+      socket().cancel(ignored);
+    });
+    // Completes when the peer's close_notify arrives, it closes the TCP
+    // connection, or the timer cancels it.
+    stream_.async_shutdown([this, self](const boost::system::error_code&) {
+      shutdown_timer_.cancel();
+      CloseSocket();
+    });
+  }
+}
+
+template <typename Stream>
+void StreamConnection<Stream>::CloseSocket() {
+  boost::system::error_code ignored;
+  socket().shutdown(tcp::socket::shutdown_both, ignored);
+  socket().close(ignored);
 }
 
 }  // namespace
+
+std::shared_ptr<Connection> MakeTlsRefusal(tcp::socket socket,
+                                           std::shared_ptr<ssl::context> context,
+                                           std::string error, std::shared_ptr<void> slot,
+                                           ServerContext& server, ConnectionManager& manager,
+                                           size_t worker_index) {
+  return std::make_shared<StreamConnection<TlsStream>>(std::move(socket), std::move(context),
+                                                       server, manager, worker_index,
+                                                       std::move(error), std::move(slot));
+}
 
 std::shared_ptr<Connection> MakeTcpConnection(tcp::socket socket, ServerContext& server,
                                               ConnectionManager& manager, size_t worker_index) {

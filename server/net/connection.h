@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "server/net/asio.h"
 
@@ -62,5 +63,16 @@ std::shared_ptr<Connection> MakeTlsConnection(tcp::socket socket,
                                               std::shared_ptr<boost::asio::ssl::context> context,
                                               ServerContext& server, ConnectionManager& manager,
                                               size_t worker_index);
+
+// A client refused on the TLS port (maxclients): it is not a client (not
+// registered, not counted, runs no command), but it completes its
+// handshake within tls-handshake-timeout, reads `error` as an error reply
+// over TLS and is closed, as the plain port answers at accept. `slot` is
+// released when it closes: the acceptor bounds how many are in flight.
+std::shared_ptr<Connection> MakeTlsRefusal(tcp::socket socket,
+                                           std::shared_ptr<boost::asio::ssl::context> context,
+                                           std::string error, std::shared_ptr<void> slot,
+                                           ServerContext& server, ConnectionManager& manager,
+                                           size_t worker_index);
 
 }  // namespace bloomgate

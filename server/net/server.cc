@@ -21,18 +21,23 @@ constexpr size_t kExpireKeysPerRound = 2000;
 
 LogLimiter refused_client_log(/*interval_ms=*/1000);
 
-// Answers a client that is refused before it gets a connection, with a short
-// blocking write on its fresh socket (the text fits the send buffer), and
-// closes it. A TLS client is closed without the text: before its handshake
-// plain bytes would only read as a protocol failure.
-void Refuse(tcp::socket& socket, std::string_view text, Server::Transport transport) {
+// Answers a plain-TCP client that is refused before it gets a connection,
+// with a short blocking write on its fresh socket (the text fits the send
+// buffer), and closes it. (A TLS client reads its text after its handshake:
+// Server::RefuseTls.)
+void Refuse(tcp::socket& socket, std::string_view text) {
   boost::system::error_code ignored;
-  if (transport == Server::Transport::kTcp) {
-    std::string reply = "-" + std::string(text) + "\r\n";
-    asio::write(socket, asio::buffer(reply), ignored);
-  }
+  std::string reply = "-" + std::string(text) + "\r\n";
+  asio::write(socket, asio::buffer(reply), ignored);
   socket.close(ignored);
 }
+
+// Holds one of Server::kMaxTlsRefusals until the refused connection closes.
+struct TlsRefusalSlot {
+  explicit TlsRefusalSlot(std::atomic<size_t>* count) : count(count) {}
+  ~TlsRefusalSlot() { count->fetch_sub(1, std::memory_order_relaxed); }
+  std::atomic<size_t>* count;
+};
 
 // The tls-* settings the context is built from; setting any of them with
 // CONFIG SET reloads it, even to the same value (that is how a renewed
@@ -69,10 +74,18 @@ bool Server::EnableTls(const ServerConfig& config, std::string* error) {
 
 bool Server::ReloadTls(const ServerConfig& next, const std::vector<std::string>& names,
                        std::string* param, std::string* why) {
-  // As in Redis, with no TLS listener the files are only stored; they are
-  // loaded, and must be valid, when the server starts with a tls-port.
-  if (!tls_enabled_) return true;
   auto it = std::find_if(names.begin(), names.end(), BuildsTlsContext);
+  if (std::find(names.begin(), names.end(), "tls-port") != names.end() &&
+      next.tls_port != tls_port_.load()) {
+    if (!ChangeTlsPort(next, it != names.end(), why)) {
+      *param = "tls-port";
+      return false;
+    }
+    return true;  // a context it needed was built from `next`
+  }
+  // As in Redis, with no TLS listener the files are only stored; they are
+  // loaded, and must be valid, when a tls-port is set.
+  if (!tls_enabled_) return true;
   if (it == names.end()) return true;
   std::string error;
   std::shared_ptr<ssl::context> context = BuildTlsContext(next, &error);
@@ -87,8 +100,59 @@ bool Server::ReloadTls(const ServerConfig& next, const std::vector<std::string>&
   return true;
 }
 
-bool Server::Listen(const std::vector<std::string>& addresses, uint16_t port,
-                    Transport transport, std::string* error) {
+bool Server::ChangeTlsPort(const ServerConfig& next, bool context_changed, std::string* why) {
+  if (next.tls_port == 0 && next.port == 0) {
+    *why = "port is 0: closing the TLS listener would leave no listener";
+    return false;
+  }
+  std::vector<std::unique_ptr<tcp::acceptor>> acceptors;
+  uint16_t bound = 0;
+  std::shared_ptr<ssl::context> context;
+  if (next.tls_port != 0) {
+    std::string error;
+    if (!tls_enabled_ || context_changed) {
+      context = BuildTlsContext(next, &error);
+      if (!context) {
+        *why = "Unable to update TLS configuration: " + error;
+        return false;
+      }
+    }
+    if (!Bind(next.bind, next.tls_port, Transport::kTls, &acceptors, &bound, &error)) {
+      spdlog::warn("tls-port not changed: {}", error);
+      *why = "Unable to listen on this port: " + error;
+      return false;
+    }
+  }
+  if (context) {
+    tls_.Install(std::move(context));
+    tls_enabled_ = true;
+  }
+  const uint16_t old_port = tls_port_.exchange(bound);
+  context_.tls_port.store(bound);
+  spdlog::info("tls-port changed from {} to {}", old_port, bound);
+  // The acceptors run on worker 0: the swap happens there. New clients
+  // wait in the new socket's backlog meanwhile.
+  auto opened = std::make_shared<std::vector<std::unique_ptr<tcp::acceptor>>>(std::move(acceptors));
+  asio::post(pool_.context(0), [this, opened] {
+    boost::system::error_code ignored;
+    for (Listener& listener : listeners_) {
+      if (listener.transport == Transport::kTls) listener.acceptor->close(ignored);
+    }
+    for (auto& acceptor : *opened) {
+      if (stopping_.load(std::memory_order_acquire)) {
+        acceptor->close(ignored);
+        continue;
+      }
+      listeners_.push_back({std::move(acceptor), Transport::kTls});
+      DoAccept(listeners_.back());
+    }
+  });
+  return true;
+}
+
+bool Server::Bind(const std::vector<std::string>& addresses, uint16_t port, Transport transport,
+                  std::vector<std::unique_ptr<tcp::acceptor>>* acceptors, uint16_t* bound,
+                  std::string* error) {
   const char* kind = transport == Transport::kTcp ? "" : " (TLS)";
   uint16_t bound_port = 0;
   for (const std::string& text : addresses) {
@@ -113,9 +177,23 @@ bool Server::Listen(const std::vector<std::string>& addresses, uint16_t port,
     }
     bound_port = acceptor->local_endpoint().port();
     spdlog::info("listening on {}:{}{}", text, bound_port, kind);
-    listeners_.push_back({std::move(acceptor), transport});
+    acceptors->push_back(std::move(acceptor));
   }
-  (transport == Transport::kTcp ? tcp_port_ : tls_port_) = bound_port;
+  *bound = bound_port;
+  return true;
+}
+
+bool Server::Listen(const std::vector<std::string>& addresses, uint16_t port,
+                    Transport transport, std::string* error) {
+  std::vector<std::unique_ptr<tcp::acceptor>> acceptors;
+  uint16_t bound = 0;
+  if (!Bind(addresses, port, transport, &acceptors, &bound, error)) return false;
+  for (auto& acceptor : acceptors) listeners_.push_back({std::move(acceptor), transport});
+  if (transport == Transport::kTcp) {
+    tcp_port_ = bound;
+  } else {
+    tls_port_.store(bound);
+  }
   return true;
 }
 
@@ -136,7 +214,7 @@ void Server::DoAccept(Listener& listener) {
           // that they can read the -DENIED text.
           if (transport == Transport::kTcp && !peer_error &&
               ProtectedModeRefuses(config, context_.acl.DefaultUserNoPass(), peer)) {
-            Refuse(socket, errors::kProtectedMode, transport);
+            Refuse(socket, errors::kProtectedMode);
           } else if (context_.clients.count() >= config.maxclients) {
             context_.stats.rejected_connections.fetch_add(1, std::memory_order_relaxed);
             uint64_t suppressed = 0;
@@ -144,7 +222,11 @@ void Server::DoAccept(Listener& listener) {
               spdlog::warn("refusing a client: maxclients ({}) reached ({} similar suppressed)",
                            config.maxclients, suppressed);
             }
-            Refuse(socket, errors::kMaxClients, transport);
+            if (transport == Transport::kTcp) {
+              Refuse(socket, errors::kMaxClients);
+            } else {
+              RefuseTls(std::move(socket), worker);
+            }
           } else {
             asio::post(pool_.context(worker),
                        [this, transport, worker, socket = std::move(socket)]() mutable {
@@ -170,6 +252,24 @@ void Server::Serve(Transport transport, tcp::socket socket, size_t worker) {
   } else {
     manager.Add(MakeTlsConnection(std::move(socket), tls_.current(), context_, manager, worker));
   }
+}
+
+void Server::RefuseTls(tcp::socket socket, size_t worker) {
+  boost::system::error_code ignored;
+  if (tls_refusals_.fetch_add(1, std::memory_order_relaxed) >= kMaxTlsRefusals) {
+    tls_refusals_.fetch_sub(1, std::memory_order_relaxed);
+    socket.close(ignored);
+    return;
+  }
+  auto slot = std::make_shared<TlsRefusalSlot>(&tls_refusals_);
+  asio::post(pool_.context(worker), [this, worker, slot = std::move(slot),
+                                     socket = std::move(socket)]() mutable {
+    if (stopping_.load(std::memory_order_acquire)) return;
+    ConnectionManager& manager = *managers_[worker];
+    manager.Add(MakeTlsRefusal(std::move(socket), tls_.current(),
+                               std::string(errors::kMaxClients), std::move(slot), context_,
+                               manager, worker));
+  });
 }
 
 void Server::ScheduleHousekeeping() {

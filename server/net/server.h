@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <list>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -27,6 +28,10 @@ namespace bloomgate {
 class Server {
  public:
   static constexpr int64_t kStopGraceMs = 5000;
+  // TLS clients over maxclients answered at once at most: each holds ~83 KB
+  // (bench/tls_bench.py --memory) for up to tls-handshake-timeout, so a
+  // flood costs at most ~5 MB; the rest are closed without the text.
+  static constexpr size_t kMaxTlsRefusals = 64;
 
   enum class Transport { kTcp, kTls };
 
@@ -42,7 +47,7 @@ class Server {
               std::string* error);
   // The port bound for `transport` (0 if it has no listener).
   uint16_t bound_port(Transport transport) const {
-    return transport == Transport::kTcp ? tcp_port_ : tls_port_;
+    return transport == Transport::kTcp ? tcp_port_ : tls_port_.load();
   }
   // Starts serving on the worker threads, on every transport's listeners,
   // and returns at once (start-up loads the data after this, answering
@@ -65,8 +70,21 @@ class Server {
     Transport transport;
   };
   void DoAccept(Listener& listener);
+  // Binds and listens on every address at `port` (0: a free one, the same
+  // on all); nothing is accepted yet. False with *error, nothing left open.
+  bool Bind(const std::vector<std::string>& addresses, uint16_t port, Transport transport,
+            std::vector<std::unique_ptr<tcp::acceptor>>* acceptors, uint16_t* bound,
+            std::string* error);
+  // CONFIG SET tls-port: opens the TLS listener on the new port (building
+  // the TLS context if the server started without one), then closes the old
+  // one; 0 closes it. Open TLS connections stay. Called under RuntimeConfig's
+  // lock; false with *why and nothing changed if the port cannot be bound.
+  bool ChangeTlsPort(const ServerConfig& next, bool context_changed, std::string* why);
   // A connection for a socket accepted on `listener`, bound to `worker`.
   void Serve(Transport transport, tcp::socket socket, size_t worker);
+  // A TLS client over maxclients: answered after its handshake if fewer
+  // than kMaxTlsRefusals are in flight, else closed at once.
+  void RefuseTls(tcp::socket socket, size_t worker);
   bool ReloadTls(const ServerConfig& next, const std::vector<std::string>& names,
                  std::string* param, std::string* why);
   void ScheduleHousekeeping();
@@ -75,17 +93,23 @@ class Server {
   ServerContext& context_;
   IoContextPool pool_;
   std::vector<std::unique_ptr<ConnectionManager>> managers_;
-  std::vector<Listener> listeners_;
+  // A list: accept handlers hold references to their Listener. Listeners
+  // closed by ChangeTlsPort stay (closed) until the server ends: their last
+  // accept handler still looks at them (a few hundred bytes per change).
+  // Changed on worker 0 only, where the acceptors run.
+  std::list<Listener> listeners_;
   // The context new TLS connections take; swapped on reload.
   TlsContextHolder tls_;
   bool tls_enabled_ = false;
   asio::signal_set signals_;
   asio::steady_timer housekeeping_;
   uint16_t tcp_port_ = 0;
-  uint16_t tls_port_ = 0;
+  std::atomic<uint16_t> tls_port_{0};
   // Set on the main loop when the stop begins; accept and timer handlers
   // that were already queued check it instead of re-arming.
   std::atomic<bool> stopping_{false};
+  // TLS refusals between accept and close (RefuseTls).
+  std::atomic<size_t> tls_refusals_{0};
 
   std::mutex stop_mutex_;
   std::condition_variable stop_requested_cv_;

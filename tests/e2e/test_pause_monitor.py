@@ -27,6 +27,11 @@ def blocked(client):
     return int(info(client)["blocked_clients"])
 
 
+def flags_of(client, client_id):
+    """CLIENT LIST's flags= of the client with this id."""
+    return {c["id"]: c["flags"] for c in client.client_list()}[str(client_id)]
+
+
 def nothing_to_read(conn, wait_s=0.2):
     """No reply bytes are waiting on `conn` (after a short look)."""
     if conn.buf:
@@ -42,14 +47,17 @@ class PauseTests:
         self.r.execute_command("BF.ADD", "k", "before")
         self.assertEqual(self.r.execute_command("CLIENT", "PAUSE", "100000", "WRITE"), b"OK")
         writer = self.raw()
+        writer_id = writer.call("CLIENT", "ID")
         writer.send(encode_command("BF.ADD", "k", "held"))
         wait_until(lambda: blocked(self.r) == 1, 5, what="the write to be held")
+        self.assertEqual(flags_of(self.r, writer_id), "b", "a held client is blocked, as in Redis")
         self.assertEqual(self.r.execute_command("BF.EXISTS", "k", "held"), 0)
         self.assertEqual(self.r.ping(), True)
         self.assertTrue(nothing_to_read(writer), "a held write was answered")
         self.assertEqual(self.r.execute_command("CLIENT", "UNPAUSE"), b"OK")
         self.assertEqual(writer.read_reply(), 1)
         self.assertEqual(blocked(self.r), 0)
+        self.assertEqual(flags_of(self.r, writer_id), "N")
 
     def test_a_pause_of_centuries_holds_without_spinning(self):
         # 9e18 ms is accepted (Redis's bound is INT64_MAX - now); the held
@@ -188,10 +196,15 @@ class MonitorTests:
         self.assertNotIn(b"secret", bytes(conn.buf))
 
     def test_a_monitor_may_not_touch_keys_and_reset_ends_monitoring(self):
-        conn = self.monitor()
+        conn = self.raw()
+        conn_id = conn.call("CLIENT", "ID")
+        self.assertEqual(conn.call("MONITOR"), "OK")
         self.assertEqual(str(conn.call("BF.ADD", "k", "a")),
                          "ERR Replica can't interact with the keyspace")
+        self.assertEqual(flags_of(self.r, conn_id), "O")
+        self.assertEqual(self.lines(conn, 1)[0][1], b'"CLIENT" "LIST"')
         self.assertEqual(conn.call("RESET"), "RESET")
+        self.assertEqual(flags_of(self.r, conn_id), "N")
         self.r.execute_command("BF.ADD", "k", "b")
         self.assertEqual(conn.call("BF.EXISTS", "k", "b"), 1, "no monitor line came first")
 

@@ -7,6 +7,7 @@ certificates are made with the openssl CLI for each test class
 Python's ssl module."""
 
 import shutil
+import signal
 import socket
 import ssl
 import subprocess
@@ -291,6 +292,51 @@ class TlsProtocolsTest(CertsTestCase):
                                admin.config_set, "tls-ciphers", "NOPE")
 
 
+def refused(port):
+    """Nothing listens on `port` any more."""
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+    except ConnectionRefusedError:
+        return True
+    return False
+
+
+class TlsPortChangeTest(CertsTestCase):
+    def test_config_set_tls_port_opens_moves_and_closes_the_tls_listener(self):
+        # Started with the files but no TLS port: CONFIG SET opens it.
+        server = BloomgateServer(tls_args(self.certs, 0)).start()
+        self.addCleanup(server.stop)
+        admin = server.client()
+        context = client_context(self.certs)
+        first, second = free_port(), free_port()
+        self.assertTrue(admin.config_set("tls-port", first))
+        self.assertEqual(tls_call(first, context, "PING"), b"+PONG\r\n")
+        self.assertEqual(admin.config_get("tls-port"), {"tls-port": str(first)})
+        self.assertEqual(admin.info("server")["listener1"],
+                         {"name": "tls", "bind": "127.0.0.1", "port": first})
+        kept = tls_client(first, self.certs)
+        self.addCleanup(kept.close)
+        self.assertTrue(kept.ping())
+
+        # Moved: the new port serves, the old one is closed, open sessions stay.
+        self.assertTrue(admin.config_set("tls-port", second))
+        self.assertEqual(tls_call(second, context, "PING"), b"+PONG\r\n")
+        wait_until(lambda: refused(first), 5, what="the old TLS port closed")
+        self.assertTrue(kept.ping())
+
+        # A port that cannot be bound: refused, nothing changed.
+        self.assertRaisesRegex(redis.ResponseError, "Unable to listen on this port",
+                               admin.config_set, "tls-port", server.port)
+        self.assertEqual(admin.config_get("tls-port"), {"tls-port": str(second)})
+        self.assertEqual(tls_call(second, context, "PING"), b"+PONG\r\n")
+
+        # 0 closes the listener; the open session goes on.
+        self.assertTrue(admin.config_set("tls-port", 0))
+        wait_until(lambda: refused(second), 5, what="the TLS port closed")
+        self.assertNotIn("listener1", admin.info("server"))
+        self.assertTrue(kept.ping())
+
+
 class TlsLimitsTest(CertsTestCase):
     def test_a_client_that_never_finishes_its_handshake_is_closed(self):
         server = self.start(extra=["--tls-handshake-timeout", "300"])
@@ -338,6 +384,65 @@ class TlsLimitsTest(CertsTestCase):
         self.assertTrue(r.ping())
         self.assertEqual(tls_call(server.tls_port, context, "PING", source="127.0.0.2")[:7],
                          b"-NOAUTH", "with a password, protected mode lets others in")
+
+    def test_a_client_over_maxclients_on_the_tls_port_reads_the_error_over_tls(self):
+        server = self.start(extra=["--maxclients", "2"])
+        admin = server.client()
+        first = tls_client(server.tls_port, self.certs)
+        self.addCleanup(first.close)
+        self.assertTrue(first.ping())
+        wait_until(lambda: len(admin.client_list()) == 2, 5, what="two clients listed")
+        context = client_context(self.certs)
+        self.assertEqual(tls_call(server.tls_port, context, "PING"),
+                         b"-ERR max number of clients reached\r\n")
+        # Refused: never a client, so not listed, and counted as Redis counts it.
+        self.assertEqual(len(admin.client_list()), 2)
+        self.assertEqual(admin.info("stats")["rejected_connections"], 1)
+        first.connection_pool.disconnect()
+        wait_until(lambda: len(admin.client_list()) == 1, 5, what="the slot released")
+        self.assertEqual(tls_call(server.tls_port, context, "PING"), b"+PONG\r\n")
+
+    def test_the_server_ends_tls_sessions_with_close_notify(self):
+        """QUIT, CLIENT KILL, a maxclients refusal and shutdown: the client
+        reads a clean end of the session (with suppress_ragged_eofs off and
+        without Debian's default OP_IGNORE_UNEXPECTED_EOF, a TCP close
+        without close_notify raises SSLEOFError)."""
+        server = self.start(extra=["--maxclients", "2"])
+        admin = server.client()
+        context = client_context(self.certs)
+        context.options &= ~ssl.OP_IGNORE_UNEXPECTED_EOF
+
+        def session():
+            raw = socket.create_connection(("127.0.0.1", server.tls_port), timeout=5)
+            return context.wrap_socket(raw, server_hostname="localhost",
+                                       suppress_ragged_eofs=False)
+
+        def read_to_the_end(sock):
+            data = b""
+            while True:
+                chunk = sock.recv(65536)
+                if not chunk:
+                    return data
+                data += chunk
+
+        with session() as quitting:
+            quitting.sendall(encode_command("QUIT"))
+            self.assertEqual(read_to_the_end(quitting), b"+OK\r\n")
+        with session() as killed:
+            killed.sendall(encode_command("CLIENT", "ID"))
+            client_id = int(killed.recv(64)[1:-2])
+            self.assertEqual(admin.execute_command("CLIENT", "KILL", "ID", client_id), 1)
+            self.assertEqual(read_to_the_end(killed), b"")
+        with session() as idle, session() as refused:
+            idle.sendall(encode_command("PING"))
+            self.assertEqual(idle.recv(64), b"+PONG\r\n")
+            refused.sendall(encode_command("PING"))
+            self.assertEqual(read_to_the_end(refused),
+                             b"-ERR max number of clients reached\r\n")
+            admin.close()
+            server.proc.send_signal(signal.SIGTERM)
+            self.assertEqual(read_to_the_end(idle), b"")
+        self.assertEqual(server.wait_exit(), 0)
 
     def test_output_limit_pauses_a_tls_client_that_does_not_read(self):
         # 1kb, the floor: one TLS record brings up to 16 KB of commands (~540

@@ -100,8 +100,7 @@ TEST(ConfigParams, OnlyListenersThreadsLogfileAndDataFilesAreStartUpOnly) {
     if (!param.runtime_settable) start_up_only.insert(param.name);
   }
   EXPECT_EQ(start_up_only, (std::set<std::string_view>{"appendfilename", "bind", "dir",
-                                                       "logfile", "port", "threads",
-                                                       "tls-port"}));
+                                                       "logfile", "port", "threads"}));
 }
 
 TEST(ConfigParams, FindIgnoresCaseAndReturnsTheTableRow) {

@@ -325,6 +325,128 @@ TEST(ClientNoEvict, IsShownInClientListFlags) {
   EXPECT_EQ(s.Run({"CLIENT", "NO-EVICT", "maybe"}), Err("ERR syntax error"));
 }
 
+// The flags= field of client `id`'s line in a CLIENT LIST reply ("" if absent).
+std::string FlagsOf(const std::string& list, uint64_t id) {
+  size_t at = list.find("id=" + std::to_string(id) + " ");
+  if (at == std::string::npos) return "";
+  at = list.find(" flags=", at) + 7;
+  return list.substr(at, list.find(' ', at) - at);
+}
+
+// The multi= field of client `id`'s line.
+std::string MultiOf(const std::string& list, uint64_t id) {
+  size_t at = list.find("id=" + std::to_string(id) + " ");
+  if (at == std::string::npos) return "";
+  at = list.find(" multi=", at) + 7;
+  return list.substr(at, list.find(' ', at) - at);
+}
+
+TEST(ClientFlags, AreRedisLettersInRedisOrderAndNWhenNone) {
+  EXPECT_EQ(ClientFlagsText({}), "N");
+  EXPECT_EQ(ClientFlagsText({.monitor = true, .multi = true, .blocked = true,
+                             .dirty_watch = true, .close_after_reply = true,
+                             .no_evict = true}),
+            "Oxbdce");
+  EXPECT_EQ(ClientFlagsText({.monitor = true}), "O");
+  EXPECT_EQ(ClientFlagsText({.multi = true, .dirty_watch = true}), "xd");
+}
+
+TEST(ClientFlags, AMonitorShowsOUntilReset) {
+  auto server = MakeServer();
+  Session monitor(server.get()), other(server.get(), 1);
+  monitor.client().info = server->clients.Register("10.0.0.1:1000", "127.0.0.1:6379", NowMs());
+  other.client().info = server->clients.Register("10.0.0.2:2000", "127.0.0.1:6379", NowMs());
+  const uint64_t id = monitor.client().info->id;
+  EXPECT_EQ(FlagsOf(other.Run({"CLIENT", "LIST"}), id), "N");
+  ASSERT_EQ(monitor.Run({"MONITOR"}), kOk);
+  EXPECT_EQ(FlagsOf(other.Run({"CLIENT", "LIST"}), id), "O");
+  ASSERT_EQ(monitor.Run({"RESET"}), Simple("RESET"));
+  EXPECT_EQ(FlagsOf(other.Run({"CLIENT", "LIST"}), id), "N");
+}
+
+TEST(ClientFlags, MultiShowsXAndTheQueuedCount) {
+  auto server = MakeServer();
+  Session s(server.get());
+  s.client().info = server->clients.Register("10.0.0.1:1000", "127.0.0.1:6379", NowMs());
+  const uint64_t id = s.client().info->id;
+  EXPECT_EQ(MultiOf(s.Run({"CLIENT", "INFO"}), id), "-1");
+  ASSERT_EQ(s.Run({"MULTI"}), kOk);
+  ASSERT_EQ(s.Run({"BF.ADD", "k", "a"}), Simple("QUEUED"));
+  ASSERT_EQ(s.Run({"BF.ADD", "k", "b"}), Simple("QUEUED"));
+  // CLIENT INFO is queued too inside MULTI: look from another client.
+  Session other(server.get(), 1);
+  std::string list = other.Run({"CLIENT", "LIST"});
+  EXPECT_EQ(FlagsOf(list, id), "x") << list;
+  EXPECT_EQ(MultiOf(list, id), "2") << list;
+  s.Run({"EXEC"});
+  list = other.Run({"CLIENT", "LIST"});
+  EXPECT_EQ(FlagsOf(list, id), "N") << list;
+  EXPECT_EQ(MultiOf(list, id), "-1") << list;
+}
+
+TEST(ClientFlags, AChangedWatchedKeyShowsDUntilExecOrUnwatch) {
+  auto server = MakeServer();
+  Session watcher(server.get()), writer(server.get(), 1);
+  watcher.client().info = server->clients.Register("10.0.0.1:1000", "127.0.0.1:6379", NowMs());
+  const uint64_t id = watcher.client().info->id;
+  ASSERT_EQ(writer.Run({"BF.ADD", "k", "a"}), Int(1));
+  ASSERT_EQ(watcher.Run({"WATCH", "k", "missing"}), kOk);
+  EXPECT_EQ(FlagsOf(writer.Run({"CLIENT", "LIST"}), id), "N");
+  ASSERT_EQ(writer.Run({"BF.ADD", "k", "b"}), Int(1));
+  EXPECT_EQ(FlagsOf(writer.Run({"CLIENT", "LIST"}), id), "d");
+  EXPECT_EQ(FlagsOf(watcher.Run({"CLIENT", "INFO"}), id), "d");
+  ASSERT_EQ(watcher.Run({"UNWATCH"}), kOk);
+  EXPECT_EQ(FlagsOf(writer.Run({"CLIENT", "LIST"}), id), "N");
+
+  // A key missing at WATCH and created since; then MULTI: both flags; EXEC
+  // (aborted) ends both.
+  ASSERT_EQ(watcher.Run({"WATCH", "missing"}), kOk);
+  ASSERT_EQ(writer.Run({"BF.ADD", "missing", "a"}), Int(1));
+  ASSERT_EQ(watcher.Run({"MULTI"}), kOk);
+  EXPECT_EQ(FlagsOf(writer.Run({"CLIENT", "LIST"}), id), "xd");
+  ASSERT_EQ(watcher.Run({"EXEC"}), kNilArray);
+  EXPECT_EQ(FlagsOf(writer.Run({"CLIENT", "LIST"}), id), "N");
+}
+
+// A non-scaling Bloom filter made for 100 items at 1% holding 2,000: what
+// a log replayed after a lowered limit leaves (ReplayAdd never refuses an
+// acknowledged item; it goes in past the capacity).
+EntryPtr OverfullBloomEntry() {
+  ScalableBloomOptions options;
+  options.capacity = 100;
+  options.error_rate = 0.01;
+  options.expansion = 0;  // NONSCALING
+  options.hash_seed = 7;
+  std::unique_ptr<ScalableBloomFilter> filter;
+  EXPECT_EQ(ScalableBloomFilter::Create(options, FilterLimits{}, nullptr, &filter),
+            FilterStatus::kOk);
+  for (int i = 0; i < 2000; ++i) {
+    filter->ReplayAdd(filter->Hash("item-" + std::to_string(i)), /*counted=*/true);
+  }
+  return std::make_shared<KeyEntry>(std::move(filter));
+}
+
+TEST(MemoryDoctor, NamesTheFilterOverItsFalsePositiveTargetAndTheOneOverCapacity) {
+  auto server = MakeServer();
+  Session s(server.get());
+  ASSERT_EQ(s.Run({"BF.ADD", "healthy", "a"}), Int(1));
+  server->keyspace.Put("overfull", OverfullBloomEntry(), /*expire_at_ms=*/0);
+  const std::string text = s.Run({"MEMORY", "DOCTOR"});
+  EXPECT_EQ(text.find("No memory problem found"), std::string::npos) << text;
+  // 2,000 items in bits sized for 100 set nearly every bit: the estimate is
+  // near 1, far past 1.25 x 0.01.
+  EXPECT_NE(text.find("* 1 filter(s) answer with more false positives than they were created "
+                      "for: the worst, 'overfull', has an estimated false-positive rate of "),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find(" against its 0.01. Rebuild it with a larger capacity"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("* 1 non-scaling filter(s) hold more items than their capacity."),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("'healthy'"), std::string::npos) << text;
+}
+
 TEST(Reset, DropsTheTransactionProtocolNameAndAuthentication) {
   ServerConfig config;
   config.requirepass = "pw";
