@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <memory>
+#include <new>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -51,6 +53,20 @@ constexpr uint64_t kUnauthenticatedMaxBulk = 16 * 1024;
 // its socket and ~83 KB of TLS buffers, not a maxclients slot (the client is
 // unregistered when the close begins).
 constexpr auto kCloseNotifyWait = std::chrono::milliseconds(1000);
+
+// How long a connection the server closes keeps reading, and dropping, what
+// its peer still sends after the server's FIN. Closing a socket with unread
+// input makes the kernel answer with a reset and discard what it had not yet
+// transmitted, so a client pipelining past a QUIT, a CLIENT KILL or a
+// shutdown could lose the tail of replies it was owed: the e2e test
+// test_sigterm_during_a_continuous_pipeline_ends_on_a_whole_reply saw a
+// reply cut in half after 17,668 replies. Reading until the peer's own FIN,
+// or for this long, lets every queued byte go out first (a lingering close).
+// One RTT is enough for a peer that reads; the bound is what a peer that
+// never stops sending holds: its socket and a 4 KiB buffer, not a client
+// slot, and a server shutdown waits for it at most this long.
+constexpr auto kLingerWait = std::chrono::milliseconds(1000);
+constexpr size_t kLingerReadBytes = 4096;
 
 LogLimiter protocol_error_log(/*interval_ms=*/1000);
 LogLimiter handshake_log(/*interval_ms=*/1000);
@@ -152,7 +168,10 @@ class StreamConnection final : public Connection {
   // TLS: sends close_notify and waits at most kCloseNotifyWait for the
   // peer's, then closes the socket.
   void SendCloseNotify();
+  // Half-closes the socket (FIN after the queued replies), then reads and
+  // drops input until the peer's FIN or kLingerWait, then closes it.
   void CloseSocket();
+  void LingerRead();
   void UpdateParserLimits();
 
   // Not empty: a refused TLS client (MakeTlsRefusal) that reads this after
@@ -178,6 +197,7 @@ class StreamConnection final : public Connection {
   ConnectionManager& manager_;
 
   std::vector<char> in_;
+  std::unique_ptr<char[]> linger_buf_;  // kLingerReadBytes, from CloseSocket on
   size_t in_begin_ = 0;  // first byte not yet consumed
   size_t in_end_ = 0;    // one past the last byte read
   RespParser parser_;
@@ -771,9 +791,41 @@ void StreamConnection<Stream>::SendCloseNotify() {
 
 template <typename Stream>
 void StreamConnection<Stream>::CloseSocket() {
-  boost::system::error_code ignored;
-  socket().shutdown(tcp::socket::shutdown_both, ignored);
-  socket().close(ignored);
+  boost::system::error_code ec;
+  // A read still pending (CLIENT KILL, the idle timeout) ends with
+  // operation_aborted and finds the connection closed; only the lingering
+  // read below then reads the socket.
+  if (read_in_flight_) socket().cancel(ec);
+  socket().shutdown(tcp::socket::shutdown_send, ec);
+  linger_buf_.reset(new (std::nothrow) char[kLingerReadBytes]);
+  if (ec || linger_buf_ == nullptr) {  // the peer is gone already: nothing to deliver
+    socket().close(ec);
+    return;
+  }
+  auto self = shared_from_this();
+  shutdown_timer_.expires_after(kLingerWait);
+  shutdown_timer_.async_wait([this, self](const boost::system::error_code& timer_ec) {
+    if (timer_ec) return;
+    boost::system::error_code ignored;
+    socket().cancel(ignored);  // ends the lingering read
+  });
+  LingerRead();
+}
+
+template <typename Stream>
+void StreamConnection<Stream>::LingerRead() {
+  auto self = shared_from_this();
+  socket().async_read_some(asio::buffer(linger_buf_.get(), kLingerReadBytes),
+                           [this, self](const boost::system::error_code& ec, size_t) {
+                             if (!ec) {
+                               LingerRead();
+                               return;
+                             }
+                             // The peer's FIN, a reset, or the timer.
+                             shutdown_timer_.cancel();
+                             boost::system::error_code ignored;
+                             socket().close(ignored);
+                           });
 }
 
 }  // namespace

@@ -447,6 +447,33 @@ class MiscCommandsTest(ServerTestCase):
         self.assertEqual(c.call("QUIT"), "OK")
         self.assertTrue(c.wait_closed())
 
+    def test_every_reply_before_a_quit_arrives_though_the_client_sent_more_after_it(self):
+        # 2,000 ECHOs of 1 KiB (2 MB of replies, far more than the client's
+        # 64 KiB receive buffer), QUIT, then 4 MB the server never runs. The
+        # client reads only after a pause, so at QUIT most replies still sit
+        # in the server's send queue; closing the socket with the 4 MB unread
+        # made the kernel reset the connection and drop them.
+        c = self.raw()
+        c.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 16)
+        payload = b"x" * 1024
+        head = b"".join(encode_command("ECHO", payload) for _ in range(2000))
+        data = head + encode_command("QUIT") + encode_command("ECHO", b"y" * (4 << 20))
+
+        def send():
+            try:
+                c.sock.sendall(data)
+            except OSError:
+                pass  # reset, or closed by the test
+        sender = threading.Thread(target=send)
+        sender.start()
+        self.addCleanup(sender.join, 10)
+        time.sleep(0.5)
+        for i in range(2000):
+            self.assertEqual(c.read_reply(), payload, f"reply {i}")
+        self.assertEqual(c.read_reply(), "OK")
+        self.assertTrue(c.wait_closed())
+        self.assertEqual(bytes(c.buf), b"")
+
 
 class MemoryLimitsTest(ServerTestCase):
     server_args = ("--max-filter-memory", "1mb", "--maxmemory", "4mb")
