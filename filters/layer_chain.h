@@ -37,8 +37,10 @@
 //
 // Concurrency. Everything except Grow() and the constructor/destructor is
 // lock-free and may run from any number of threads. The published list is
-// immutable: Grow() builds a new List (old layers + the new one) under
-// grow_mutex_ and stores it with memory_order_release; Load() reads it with
+// immutable: Grow() builds a new List (old layers + the new one) under the
+// chain's grow stripe (filters/grow_stripes.h: 64 mutexes for all chains, so
+// a chain carries no mutex of its own) and stores it with
+// memory_order_release; Load() reads it with
 // memory_order_acquire, so a reader that sees the new pointer sees the new
 // layer and its zeroed cells. A reader may go on using a retired list after
 // the swap, so retired lists are never freed early: each list owns its
@@ -69,6 +71,7 @@
 
 #include "filters/bloom_math.h"
 #include "filters/filter_status.h"
+#include "filters/grow_stripes.h"
 #include "filters/limits.h"
 #include "filters/memory_budget.h"
 #include "filters/memory_reservation.h"
@@ -309,21 +312,17 @@ class LayerChain {
   static std::unique_ptr<List> Append(const List* previous, uint64_t capacity, double error_rate,
                                       const BlockedShape& shape);
 
-  std::atomic<const List*> layers_;  // see "Concurrency" above
+  // See "Concurrency" above. The chain owns the published list (and through
+  // it every older one); stored only under the grow stripe. 48 bytes in all:
+  // the grow mutex and the next-shape cache live in the chain's grow stripe
+  // (filters/grow_stripes.h), not here.
+  std::atomic<const List*> layers_;
   const uint32_t expansion_;
   const uint32_t block_cells_;
   const FilterLimits limits_;
   MemoryBudget* const budget_;
-  // Written only under grow_mutex_; read relaxed by memory_bytes().
+  // Written only under the grow stripe; read relaxed by memory_bytes().
   std::atomic<uint64_t> memory_bytes_;
-  std::mutex grow_mutex_;                  // serialises growth; never held by readers
-  std::unique_ptr<const List> owned_;      // == layers_; guarded by grow_mutex_
-  // The next layer's shape, computed once per layer count: a chain stuck at
-  // a memory limit sees every new item retry growth, and each retry must
-  // stay cheap. Guarded by grow_mutex_; valid when next_shape_layers_ equals
-  // the layer count.
-  BlockedShape next_shape_{};
-  uint32_t next_shape_layers_ = 0;
 };
 
 // ---------------------------------------------------------------- details ---
@@ -437,25 +436,26 @@ FilterStatus LayerChain<Traits>::Restore(std::span<const Shape> layers, uint32_t
 
 template <typename Traits>
 LayerChain<Traits>::LayerChain(Pending&& pending, uint32_t expansion, const FilterLimits& limits)
-    : layers_(pending.list_.get()),
+    : layers_(pending.list_.release()),
       expansion_(expansion),
       block_cells_(pending.block_cells_),
       limits_(limits),
       budget_(pending.budget_),
-      memory_bytes_(pending.bytes_),
-      owned_(std::move(pending.list_)) {}
+      memory_bytes_(pending.bytes_) {}
 
 template <typename Traits>
 LayerChain<Traits>::~LayerChain() {
   // Relaxed: no call may be running, so there is nothing left to order with.
+  delete layers_.load(std::memory_order_relaxed);  // and, through it, every older list
   if (budget_ != nullptr) budget_->Release(memory_bytes_.load(std::memory_order_relaxed));
 }
 
 template <typename Traits>
 FilterStatus LayerChain<Traits>::Grow(const List* seen, const List** current) {
-  std::lock_guard<std::mutex> lock(grow_mutex_);
-  // Relaxed: layers_ is only stored with grow_mutex_ held, which we hold now,
-  // so the mutex already orders this load after the last store.
+  internal::GrowStripe& stripe = internal::GrowStripeFor(this);
+  std::lock_guard<std::mutex> lock(stripe.mutex());
+  // Relaxed: layers_ is only stored with this stripe held, which we hold
+  // now, so the mutex already orders this load after the last store.
   const List* list = layers_.load(std::memory_order_relaxed);
   *current = list;
   if (list != seen) return FilterStatus::kOk;  // someone else grew it first
@@ -465,28 +465,28 @@ FilterStatus LayerChain<Traits>::Grow(const List* seen, const List** current) {
   const Layer& last = list->newest();
   const uint64_t capacity = internal::SaturatingMul(last.capacity, expansion_);
   const double error_rate = last.error_rate * kErrorTighteningRatio;
-  if (next_shape_layers_ != list->count_) {
-    next_shape_ = ChooseLayerShape<Traits>(error_rate, capacity, block_cells_);
-    next_shape_layers_ = list->count_;
-  }
-  if (next_shape_.cells >= MaxBlockedCells(block_cells_)) return FilterStatus::kFilterMemoryLimit;
-  const uint64_t cost = LayerCost(next_shape_, list->count_ + 1);
+  // From the stripe's memo when this chain (or one alike) asked last: a
+  // chain stuck at a memory limit retries growth on every new item.
+  const BlockedShape next_shape =
+      stripe.Shape(&ChooseLayerShape<Traits>, error_rate, capacity, block_cells_);
+  if (next_shape.cells >= MaxBlockedCells(block_cells_)) return FilterStatus::kFilterMemoryLimit;
+  const uint64_t cost = LayerCost(next_shape, list->count_ + 1);
   // Relaxed: only this thread (holding the mutex) writes memory_bytes_.
   const uint64_t bytes = memory_bytes_.load(std::memory_order_relaxed);
   if (FilterStatus s = Reserve(cost, bytes, limits_, budget_); s != FilterStatus::kOk) return s;
   internal::PendingReservation reservation(budget_, cost);
-  std::unique_ptr<List> grown = Append(list, capacity, error_rate, next_shape_);
+  std::unique_ptr<List> grown = Append(list, capacity, error_rate, next_shape);
   if (grown == nullptr) return FilterStatus::kOutOfMemory;
   reservation.Keep();
 
-  grown->previous_ = std::move(owned_);
-  owned_ = std::move(grown);
+  grown->previous_.reset(list);  // the new list owns the one it replaces
+  const List* published = grown.release();  // owned by the chain from here (layers_)
   // Relaxed: a statistic for INFO; the budget was already charged.
   memory_bytes_.store(bytes + cost, std::memory_order_relaxed);
   // Release: publishes the new list, its new layer and that layer's zeroed
   // cells to every reader whose acquire load sees this pointer.
-  layers_.store(owned_.get(), std::memory_order_release);
-  *current = owned_.get();
+  layers_.store(published, std::memory_order_release);
+  *current = published;
   return FilterStatus::kOk;
 }
 
