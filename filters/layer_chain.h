@@ -22,8 +22,10 @@
 //
 // Memory. memory_bytes() is everything the chain allocated plus the
 // `owner_bytes` its filter declared at Start()/Restore() (sizeof the filter):
-// per layer the cells (Traits::BytesFor), the Cells object, the Layer, and
-// the new List with its `count` pointers. Every step checks the per-filter
+// per layer the cells (Traits::BytesFor), the Cells object, the Layer (one
+// 64-byte line, plus one more for its item counter from
+// kCounterLineFromBytes of cells on), and the new List with its `count`
+// pointers. Every step checks the per-filter
 // cap (limits.max_filter_bytes, 0 = none) against memory_bytes() + its cost
 // (kFilterMemoryLimit), then reserves the cost in the shared MemoryBudget
 // (may be nullptr; kOutOfMemory), and only then allocates. A failed step
@@ -130,28 +132,46 @@ class LayerChain {
   using Shape = LayerShape<Count>;
   using Probe = typename LayerProbeOf<Traits>::type;
 
-  struct Layer {
+  // From this many bytes of cells (Traits::BytesFor) on, a layer's item
+  // counter gets a cache line of its own, right behind the Layer in the same
+  // allocation: every new item bumps it while every lookup reads the Layer,
+  // and on one line the two would bounce between cores. Below it the counter
+  // shares the Layer's line: in a Bloom filter only the newest layer's
+  // counter is written, about `capacity` times before the next layer takes
+  // over, so a small layer's bounces are bounded and brief (a counting
+  // filter's deletes also write older, small layers' counters: those lines
+  // bounce under concurrent deletes and lookups of one small filter), while
+  // the spare line was 64 of a small filter's 729 bytes (issue 14 target
+  // 3b). 4 KiB of cells is ~2,800 items at 1%; there the extra line is at
+  // most 1.6% of the layer.
+  static constexpr uint64_t kCounterLineFromBytes = 4096;
+  static constexpr uint64_t kCounterLineBytes = 64;
+  static bool HasCounterLine(const BlockedShape& shape) {
+    return Traits::BytesFor(shape) >= kCounterLineFromBytes;
+  }
+
+  // One line: what a lookup reads (cells, the inline probe) and, for a small
+  // layer, its item counter (see kCounterLineFromBytes).
+  struct alignas(64) Layer {
     std::unique_ptr<Cells> cells;
     uint64_t capacity;
     double error_rate;
     // Set once when the layer is built, before it is published (see
-    // LayerProbeOf); it lives in the padding in front of `items`, so a Layer
-    // is no bigger for it (static_assert below).
+    // LayerProbeOf).
     [[no_unique_address]] Probe probe{};
-    // On its own cache line: every new item bumps it, while every lookup
-    // reads the fields above, which would otherwise bounce between cores.
-    alignas(64) std::atomic<Count> items{0};
 
     Count item_count() const {
       // Relaxed: a statistic and a fill level; it guards no data (the cells
       // are reached through the list's acquire load, not through this).
-      return items.load(std::memory_order_relaxed);
+      return items_->load(std::memory_order_relaxed);
     }
     void CountItems(Count delta) {
       // Relaxed: a count published through nothing; RMWs on one atomic are
       // never lost whatever the order, so the sum stays exact.
-      items.fetch_add(delta, std::memory_order_relaxed);
+      items_->fetch_add(delta, std::memory_order_relaxed);
     }
+    // A loader's saved count, or BF.MERGE's; relaxed as item_count.
+    void SetItemCount(Count items) { items_->store(items, std::memory_order_relaxed); }
     // Relaxed read (see item_count): racing adders may each see "room" and
     // overshoot the capacity by one item apiece.
     // `pending`: items a batch has put in but not counted yet (see
@@ -163,10 +183,32 @@ class LayerChain {
       }
       return static_cast<uint64_t>(n) < capacity;
     }
+
+   private:
+    friend class LayerChain;
+    Layer(std::unique_ptr<Cells> layer_cells, uint64_t layer_capacity, double layer_error_rate)
+        : cells(std::move(layer_cells)), capacity(layer_capacity), error_rate(layer_error_rate) {}
+
+    // The counter: own_items_, or the line behind the Layer (NewLayer). Set
+    // before the layer is published; the pointer sits on the line the add
+    // reads anyway, so it costs an L1 hit, not a miss.
+    std::atomic<Count>* items_ = &own_items_;
+    std::atomic<Count> own_items_{0};
   };
-  // The inline probe rides in padding: the chain's memory_bytes() (BF.INFO
-  // Size) counts sizeof(Layer), which must not change for it.
-  static_assert(sizeof(Layer) == 128, "Layer is its fields' line plus the counter's line");
+  // memory_bytes() (BF.INFO Size) counts sizeof(Layer) plus the counter line
+  // where there is one (LayerCost).
+  static_assert(sizeof(Layer) == 64, "a Layer is one cache line");
+  static_assert(std::is_trivially_destructible_v<std::atomic<Count>>);
+
+  // A Layer and, where it has one, its counter line: one 64-byte aligned
+  // allocation (NewLayer).
+  struct LayerDeleter {
+    void operator()(Layer* layer) const {
+      layer->~Layer();
+      ::operator delete(static_cast<void*>(layer), std::align_val_t{alignof(Layer)});
+    }
+  };
+  using LayerPtr = std::unique_ptr<Layer, LayerDeleter>;
 
   // An immutable snapshot of the layers, oldest first.
   class List {
@@ -178,7 +220,7 @@ class LayerChain {
    private:
     friend class LayerChain;
     std::unique_ptr<const List> previous_;  // the list this one replaced
-    std::unique_ptr<Layer> newest_;         // the layer this list appended
+    LayerPtr newest_;                       // the layer this list appended
     std::unique_ptr<Layer*[]> layers_;      // all `count_` layers, oldest first
     uint32_t count_ = 0;
   };
@@ -299,9 +341,14 @@ class LayerChain {
   // to memory_bytes(); < 2^62 for any shape below MaxBlockedCells and count
   // <= kMaxBloomLayers.
   static uint64_t LayerCost(const BlockedShape& shape, uint32_t count) {
-    return Traits::BytesFor(shape) + sizeof(Cells) + sizeof(Layer) + sizeof(List) +
+    return Traits::BytesFor(shape) + sizeof(Cells) + sizeof(Layer) +
+           (HasCounterLine(shape) ? kCounterLineBytes : 0) + sizeof(List) +
            uint64_t{count} * sizeof(Layer*);
   }
+  // A layer of `cells`, its counter inline or on a line of its own behind it
+  // (`counter_line`). nullptr if the allocation fails.
+  static LayerPtr NewLayer(std::unique_ptr<Cells> cells, uint64_t capacity, double error_rate,
+                           bool counter_line);
   // Checks `bytes` more against the cap (current_bytes held already) and
   // reserves them in the budget; on failure nothing is reserved.
   static FilterStatus Reserve(uint64_t bytes, uint64_t current_bytes, const FilterLimits& limits,
@@ -339,12 +386,27 @@ FilterStatus LayerChain<Traits>::Reserve(uint64_t bytes, uint64_t current_bytes,
 }
 
 template <typename Traits>
+typename LayerChain<Traits>::LayerPtr LayerChain<Traits>::NewLayer(std::unique_ptr<Cells> cells,
+                                                                   uint64_t capacity,
+                                                                   double error_rate,
+                                                                   bool counter_line) {
+  const size_t bytes = sizeof(Layer) + (counter_line ? kCounterLineBytes : 0);
+  void* raw = ::operator new(bytes, std::align_val_t{alignof(Layer)}, std::nothrow);
+  if (raw == nullptr) return nullptr;
+  LayerPtr layer(new (raw) Layer(std::move(cells), capacity, error_rate));
+  if (counter_line) {
+    layer->items_ = new (static_cast<char*>(raw) + sizeof(Layer)) std::atomic<Count>(0);
+  }
+  return layer;
+}
+
+template <typename Traits>
 std::unique_ptr<typename LayerChain<Traits>::List> LayerChain<Traits>::Append(
     const List* previous, uint64_t capacity, double error_rate, const BlockedShape& shape) {
   const uint32_t count = previous == nullptr ? 1 : previous->count_ + 1;
   std::unique_ptr<Cells> cells = Traits::Create(shape);
   if (cells == nullptr) return nullptr;
-  std::unique_ptr<Layer> layer(new (std::nothrow) Layer{std::move(cells), capacity, error_rate});
+  LayerPtr layer = NewLayer(std::move(cells), capacity, error_rate, HasCounterLine(shape));
   if constexpr (!std::is_same_v<Probe, NoLayerProbe>) {
     if (layer != nullptr) layer->probe = Traits::ProbeOf(*layer->cells);
   }
@@ -425,7 +487,7 @@ FilterStatus LayerChain<Traits>::Restore(std::span<const Shape> layers, uint32_t
                BlockedShape{layer.cells, block_cells, layer.probes, 0, 0});
     if (grown == nullptr) return FilterStatus::kOutOfMemory;
     // Relaxed: the chain is not published yet.
-    grown->newest_->items.store(layer.items, std::memory_order_relaxed);
+    grown->newest_->SetItemCount(layer.items);
     grown->previous_ = std::move(list);
     list = std::move(grown);
   }
