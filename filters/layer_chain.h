@@ -22,8 +22,10 @@
 //
 // Memory. memory_bytes() is everything the chain allocated plus the
 // `owner_bytes` its filter declared at Start()/Restore() (sizeof the filter):
-// per layer the cells (Traits::BytesFor), the Cells object, the Layer, and
-// the new List with its `count` pointers. Every step checks the per-filter
+// per layer the cells (Traits::BytesFor), the Cells object, the Layer (one
+// 64-byte line, plus one more for its item counter from
+// kCounterLineFromBytes of cells on), and the new List with its `count`
+// pointers. Every step checks the per-filter
 // cap (limits.max_filter_bytes, 0 = none) against memory_bytes() + its cost
 // (kFilterMemoryLimit), then reserves the cost in the shared MemoryBudget
 // (may be nullptr; kOutOfMemory), and only then allocates. A failed step
@@ -37,8 +39,10 @@
 //
 // Concurrency. Everything except Grow() and the constructor/destructor is
 // lock-free and may run from any number of threads. The published list is
-// immutable: Grow() builds a new List (old layers + the new one) under
-// grow_mutex_ and stores it with memory_order_release; Load() reads it with
+// immutable: Grow() builds a new List (old layers + the new one) under the
+// chain's grow stripe (filters/grow_stripes.h: 64 mutexes for all chains, so
+// a chain carries no mutex of its own) and stores it with
+// memory_order_release; Load() reads it with
 // memory_order_acquire, so a reader that sees the new pointer sees the new
 // layer and its zeroed cells. A reader may go on using a retired list after
 // the swap, so retired lists are never freed early: each list owns its
@@ -69,6 +73,7 @@
 
 #include "filters/bloom_math.h"
 #include "filters/filter_status.h"
+#include "filters/grow_stripes.h"
 #include "filters/limits.h"
 #include "filters/memory_budget.h"
 #include "filters/memory_reservation.h"
@@ -127,28 +132,46 @@ class LayerChain {
   using Shape = LayerShape<Count>;
   using Probe = typename LayerProbeOf<Traits>::type;
 
-  struct Layer {
+  // From this many bytes of cells (Traits::BytesFor) on, a layer's item
+  // counter gets a cache line of its own, right behind the Layer in the same
+  // allocation: every new item bumps it while every lookup reads the Layer,
+  // and on one line the two would bounce between cores. Below it the counter
+  // shares the Layer's line: in a Bloom filter only the newest layer's
+  // counter is written, about `capacity` times before the next layer takes
+  // over, so a small layer's bounces are bounded and brief (a counting
+  // filter's deletes also write older, small layers' counters: those lines
+  // bounce under concurrent deletes and lookups of one small filter), while
+  // the spare line was 64 of a small filter's 729 bytes (issue 14 target
+  // 3b). 4 KiB of cells is ~2,800 items at 1%; there the extra line is at
+  // most 1.6% of the layer.
+  static constexpr uint64_t kCounterLineFromBytes = 4096;
+  static constexpr uint64_t kCounterLineBytes = 64;
+  static bool HasCounterLine(const BlockedShape& shape) {
+    return Traits::BytesFor(shape) >= kCounterLineFromBytes;
+  }
+
+  // One line: what a lookup reads (cells, the inline probe) and, for a small
+  // layer, its item counter (see kCounterLineFromBytes).
+  struct alignas(64) Layer {
     std::unique_ptr<Cells> cells;
     uint64_t capacity;
     double error_rate;
     // Set once when the layer is built, before it is published (see
-    // LayerProbeOf); it lives in the padding in front of `items`, so a Layer
-    // is no bigger for it (static_assert below).
+    // LayerProbeOf).
     [[no_unique_address]] Probe probe{};
-    // On its own cache line: every new item bumps it, while every lookup
-    // reads the fields above, which would otherwise bounce between cores.
-    alignas(64) std::atomic<Count> items{0};
 
     Count item_count() const {
       // Relaxed: a statistic and a fill level; it guards no data (the cells
       // are reached through the list's acquire load, not through this).
-      return items.load(std::memory_order_relaxed);
+      return items_->load(std::memory_order_relaxed);
     }
     void CountItems(Count delta) {
       // Relaxed: a count published through nothing; RMWs on one atomic are
       // never lost whatever the order, so the sum stays exact.
-      items.fetch_add(delta, std::memory_order_relaxed);
+      items_->fetch_add(delta, std::memory_order_relaxed);
     }
+    // A loader's saved count, or BF.MERGE's; relaxed as item_count.
+    void SetItemCount(Count items) { items_->store(items, std::memory_order_relaxed); }
     // Relaxed read (see item_count): racing adders may each see "room" and
     // overshoot the capacity by one item apiece.
     // `pending`: items a batch has put in but not counted yet (see
@@ -160,10 +183,32 @@ class LayerChain {
       }
       return static_cast<uint64_t>(n) < capacity;
     }
+
+   private:
+    friend class LayerChain;
+    Layer(std::unique_ptr<Cells> layer_cells, uint64_t layer_capacity, double layer_error_rate)
+        : cells(std::move(layer_cells)), capacity(layer_capacity), error_rate(layer_error_rate) {}
+
+    // The counter: own_items_, or the line behind the Layer (NewLayer). Set
+    // before the layer is published; the pointer sits on the line the add
+    // reads anyway, so it costs an L1 hit, not a miss.
+    std::atomic<Count>* items_ = &own_items_;
+    std::atomic<Count> own_items_{0};
   };
-  // The inline probe rides in padding: the chain's memory_bytes() (BF.INFO
-  // Size) counts sizeof(Layer), which must not change for it.
-  static_assert(sizeof(Layer) == 128, "Layer is its fields' line plus the counter's line");
+  // memory_bytes() (BF.INFO Size) counts sizeof(Layer) plus the counter line
+  // where there is one (LayerCost).
+  static_assert(sizeof(Layer) == 64, "a Layer is one cache line");
+  static_assert(std::is_trivially_destructible_v<std::atomic<Count>>);
+
+  // A Layer and, where it has one, its counter line: one 64-byte aligned
+  // allocation (NewLayer).
+  struct LayerDeleter {
+    void operator()(Layer* layer) const {
+      layer->~Layer();
+      ::operator delete(static_cast<void*>(layer), std::align_val_t{alignof(Layer)});
+    }
+  };
+  using LayerPtr = std::unique_ptr<Layer, LayerDeleter>;
 
   // An immutable snapshot of the layers, oldest first.
   class List {
@@ -175,7 +220,7 @@ class LayerChain {
    private:
     friend class LayerChain;
     std::unique_ptr<const List> previous_;  // the list this one replaced
-    std::unique_ptr<Layer> newest_;         // the layer this list appended
+    LayerPtr newest_;                       // the layer this list appended
     std::unique_ptr<Layer*[]> layers_;      // all `count_` layers, oldest first
     uint32_t count_ = 0;
   };
@@ -296,9 +341,14 @@ class LayerChain {
   // to memory_bytes(); < 2^62 for any shape below MaxBlockedCells and count
   // <= kMaxBloomLayers.
   static uint64_t LayerCost(const BlockedShape& shape, uint32_t count) {
-    return Traits::BytesFor(shape) + sizeof(Cells) + sizeof(Layer) + sizeof(List) +
+    return Traits::BytesFor(shape) + sizeof(Cells) + sizeof(Layer) +
+           (HasCounterLine(shape) ? kCounterLineBytes : 0) + sizeof(List) +
            uint64_t{count} * sizeof(Layer*);
   }
+  // A layer of `cells`, its counter inline or on a line of its own behind it
+  // (`counter_line`). nullptr if the allocation fails.
+  static LayerPtr NewLayer(std::unique_ptr<Cells> cells, uint64_t capacity, double error_rate,
+                           bool counter_line);
   // Checks `bytes` more against the cap (current_bytes held already) and
   // reserves them in the budget; on failure nothing is reserved.
   static FilterStatus Reserve(uint64_t bytes, uint64_t current_bytes, const FilterLimits& limits,
@@ -309,21 +359,17 @@ class LayerChain {
   static std::unique_ptr<List> Append(const List* previous, uint64_t capacity, double error_rate,
                                       const BlockedShape& shape);
 
-  std::atomic<const List*> layers_;  // see "Concurrency" above
+  // See "Concurrency" above. The chain owns the published list (and through
+  // it every older one); stored only under the grow stripe. 48 bytes in all:
+  // the grow mutex and the next-shape cache live in the chain's grow stripe
+  // (filters/grow_stripes.h), not here.
+  std::atomic<const List*> layers_;
   const uint32_t expansion_;
   const uint32_t block_cells_;
   const FilterLimits limits_;
   MemoryBudget* const budget_;
-  // Written only under grow_mutex_; read relaxed by memory_bytes().
+  // Written only under the grow stripe; read relaxed by memory_bytes().
   std::atomic<uint64_t> memory_bytes_;
-  std::mutex grow_mutex_;                  // serialises growth; never held by readers
-  std::unique_ptr<const List> owned_;      // == layers_; guarded by grow_mutex_
-  // The next layer's shape, computed once per layer count: a chain stuck at
-  // a memory limit sees every new item retry growth, and each retry must
-  // stay cheap. Guarded by grow_mutex_; valid when next_shape_layers_ equals
-  // the layer count.
-  BlockedShape next_shape_{};
-  uint32_t next_shape_layers_ = 0;
 };
 
 // ---------------------------------------------------------------- details ---
@@ -340,12 +386,27 @@ FilterStatus LayerChain<Traits>::Reserve(uint64_t bytes, uint64_t current_bytes,
 }
 
 template <typename Traits>
+typename LayerChain<Traits>::LayerPtr LayerChain<Traits>::NewLayer(std::unique_ptr<Cells> cells,
+                                                                   uint64_t capacity,
+                                                                   double error_rate,
+                                                                   bool counter_line) {
+  const size_t bytes = sizeof(Layer) + (counter_line ? kCounterLineBytes : 0);
+  void* raw = ::operator new(bytes, std::align_val_t{alignof(Layer)}, std::nothrow);
+  if (raw == nullptr) return nullptr;
+  LayerPtr layer(new (raw) Layer(std::move(cells), capacity, error_rate));
+  if (counter_line) {
+    layer->items_ = new (static_cast<char*>(raw) + sizeof(Layer)) std::atomic<Count>(0);
+  }
+  return layer;
+}
+
+template <typename Traits>
 std::unique_ptr<typename LayerChain<Traits>::List> LayerChain<Traits>::Append(
     const List* previous, uint64_t capacity, double error_rate, const BlockedShape& shape) {
   const uint32_t count = previous == nullptr ? 1 : previous->count_ + 1;
   std::unique_ptr<Cells> cells = Traits::Create(shape);
   if (cells == nullptr) return nullptr;
-  std::unique_ptr<Layer> layer(new (std::nothrow) Layer{std::move(cells), capacity, error_rate});
+  LayerPtr layer = NewLayer(std::move(cells), capacity, error_rate, HasCounterLine(shape));
   if constexpr (!std::is_same_v<Probe, NoLayerProbe>) {
     if (layer != nullptr) layer->probe = Traits::ProbeOf(*layer->cells);
   }
@@ -426,7 +487,7 @@ FilterStatus LayerChain<Traits>::Restore(std::span<const Shape> layers, uint32_t
                BlockedShape{layer.cells, block_cells, layer.probes, 0, 0});
     if (grown == nullptr) return FilterStatus::kOutOfMemory;
     // Relaxed: the chain is not published yet.
-    grown->newest_->items.store(layer.items, std::memory_order_relaxed);
+    grown->newest_->SetItemCount(layer.items);
     grown->previous_ = std::move(list);
     list = std::move(grown);
   }
@@ -437,25 +498,26 @@ FilterStatus LayerChain<Traits>::Restore(std::span<const Shape> layers, uint32_t
 
 template <typename Traits>
 LayerChain<Traits>::LayerChain(Pending&& pending, uint32_t expansion, const FilterLimits& limits)
-    : layers_(pending.list_.get()),
+    : layers_(pending.list_.release()),
       expansion_(expansion),
       block_cells_(pending.block_cells_),
       limits_(limits),
       budget_(pending.budget_),
-      memory_bytes_(pending.bytes_),
-      owned_(std::move(pending.list_)) {}
+      memory_bytes_(pending.bytes_) {}
 
 template <typename Traits>
 LayerChain<Traits>::~LayerChain() {
   // Relaxed: no call may be running, so there is nothing left to order with.
+  delete layers_.load(std::memory_order_relaxed);  // and, through it, every older list
   if (budget_ != nullptr) budget_->Release(memory_bytes_.load(std::memory_order_relaxed));
 }
 
 template <typename Traits>
 FilterStatus LayerChain<Traits>::Grow(const List* seen, const List** current) {
-  std::lock_guard<std::mutex> lock(grow_mutex_);
-  // Relaxed: layers_ is only stored with grow_mutex_ held, which we hold now,
-  // so the mutex already orders this load after the last store.
+  internal::GrowStripe& stripe = internal::GrowStripeFor(this);
+  std::lock_guard<std::mutex> lock(stripe.mutex());
+  // Relaxed: layers_ is only stored with this stripe held, which we hold
+  // now, so the mutex already orders this load after the last store.
   const List* list = layers_.load(std::memory_order_relaxed);
   *current = list;
   if (list != seen) return FilterStatus::kOk;  // someone else grew it first
@@ -465,28 +527,28 @@ FilterStatus LayerChain<Traits>::Grow(const List* seen, const List** current) {
   const Layer& last = list->newest();
   const uint64_t capacity = internal::SaturatingMul(last.capacity, expansion_);
   const double error_rate = last.error_rate * kErrorTighteningRatio;
-  if (next_shape_layers_ != list->count_) {
-    next_shape_ = ChooseLayerShape<Traits>(error_rate, capacity, block_cells_);
-    next_shape_layers_ = list->count_;
-  }
-  if (next_shape_.cells >= MaxBlockedCells(block_cells_)) return FilterStatus::kFilterMemoryLimit;
-  const uint64_t cost = LayerCost(next_shape_, list->count_ + 1);
+  // From the stripe's memo when this chain (or one alike) asked last: a
+  // chain stuck at a memory limit retries growth on every new item.
+  const BlockedShape next_shape =
+      stripe.Shape(&ChooseLayerShape<Traits>, error_rate, capacity, block_cells_);
+  if (next_shape.cells >= MaxBlockedCells(block_cells_)) return FilterStatus::kFilterMemoryLimit;
+  const uint64_t cost = LayerCost(next_shape, list->count_ + 1);
   // Relaxed: only this thread (holding the mutex) writes memory_bytes_.
   const uint64_t bytes = memory_bytes_.load(std::memory_order_relaxed);
   if (FilterStatus s = Reserve(cost, bytes, limits_, budget_); s != FilterStatus::kOk) return s;
   internal::PendingReservation reservation(budget_, cost);
-  std::unique_ptr<List> grown = Append(list, capacity, error_rate, next_shape_);
+  std::unique_ptr<List> grown = Append(list, capacity, error_rate, next_shape);
   if (grown == nullptr) return FilterStatus::kOutOfMemory;
   reservation.Keep();
 
-  grown->previous_ = std::move(owned_);
-  owned_ = std::move(grown);
+  grown->previous_.reset(list);  // the new list owns the one it replaces
+  const List* published = grown.release();  // owned by the chain from here (layers_)
   // Relaxed: a statistic for INFO; the budget was already charged.
   memory_bytes_.store(bytes + cost, std::memory_order_relaxed);
   // Release: publishes the new list, its new layer and that layer's zeroed
   // cells to every reader whose acquire load sees this pointer.
-  layers_.store(owned_.get(), std::memory_order_release);
-  *current = owned_.get();
+  layers_.store(published, std::memory_order_release);
+  *current = published;
   return FilterStatus::kOk;
 }
 

@@ -260,7 +260,7 @@ bool ScalableBloomFilter::OrLayersFrom(const ScalableBloomFilter& other) {
 
 void ScalableBloomFilter::SetLayerItems(uint32_t index, uint64_t items) {
   // Relaxed: a statistic (layer_chain.h's Layer::item_count).
-  chain_.Load()[index].items.store(items, std::memory_order_relaxed);
+  chain_.Load()[index].SetItemCount(items);
 }
 
 }  // namespace bloomgate

@@ -1,7 +1,10 @@
 #include "server/keyspace/keyspace.h"
 
 #include <algorithm>
+#include <array>
+#include <condition_variable>
 #include <mutex>
+#include <unordered_map>
 #include <xxhash.h>
 
 #include "persistence/filter_codec.h"
@@ -23,6 +26,33 @@ std::atomic<int64_t> entries_owing_copies{0};
 // copy to park on (test_snapshot_copy.py: else the first write after a
 // BGSAVE copied a big filter on its event loop, 663 ms).
 std::atomic<int64_t> cuts_being_walked{0};
+
+// The snapshot copies entries owe (KeyEntry::ArmSnapshotCopy), by entry, in
+// 64 stripes of the entry's address: one entry's copy is made by one thread
+// at a time while its writers and the saver wait, as a mutex in every entry
+// did (56 bytes of every key, with the copy's pointer). A copy is made with
+// its stripe UNLOCKED, the entry marked `copying` meanwhile: a big copy must
+// not hold up arming or copying the other entries that share the stripe
+// (the snapshot copier makes copies of 1 MiB and more while commands on
+// other keys go on).
+struct OwedCopyStripe {
+  struct Owed {
+    std::shared_ptr<SnapshotCopy> copy;
+    bool copying = false;  // a thread is making the copy, the stripe unlocked
+  };
+  std::mutex mutex;
+  std::condition_variable copy_done;  // some `copying` of this stripe ended
+  std::unordered_map<const KeyEntry*, Owed> owed;  // guarded by mutex
+};
+
+OwedCopyStripe& OwedCopiesOf(const KeyEntry* entry) {
+  constexpr int kStripeBits = 6;
+  // Never destroyed: an entry may be freed during static destruction.
+  static auto* const stripes = new std::array<OwedCopyStripe, size_t{1} << kStripeBits>;
+  // Entries are 64-byte heap objects: drop the low bits, mix the rest.
+  const auto address = reinterpret_cast<uintptr_t>(entry) >> 6;
+  return (*stripes)[(address * 0x9e3779b97f4a7c15ull) >> (64 - kStripeBits)];
+}
 
 // A removed entry (or a whole shard's map), declared before the shard lock
 // so that it outlives it. A big filter (LazyFreer::kLazyFreeBytes) and a
@@ -54,7 +84,12 @@ struct FreedAfterUnlock {
 }  // namespace
 
 KeyEntry::~KeyEntry() {
-  if (snapshot_copy_ != nullptr) entries_owing_copies.fetch_sub(1, std::memory_order_relaxed);
+  // Relaxed: nobody else holds the entry any more, so no copy is running.
+  if (snapshot_armed_.load(std::memory_order_relaxed)) {
+    OwedCopyStripe& stripe = OwedCopiesOf(this);
+    std::lock_guard lock(stripe.mutex);
+    if (stripe.owed.erase(this) != 0) entries_owing_copies.fetch_sub(1, std::memory_order_relaxed);
+  }
   if (KeyLocks::HeldByThisThread() != 0) {
     // Relaxed: a test-visible count, publishes nothing.
     entries_freed_under_key_locks.fetch_add(1, std::memory_order_relaxed);
@@ -78,26 +113,47 @@ bool KeyEntry::AnySnapshotCopyOwed() {
 }
 
 void KeyEntry::ArmSnapshotCopy(std::shared_ptr<SnapshotCopy> copy) {
-  std::lock_guard lock(snapshot_mutex_);
-  if (snapshot_copy_ == nullptr) entries_owing_copies.fetch_add(1, std::memory_order_relaxed);
-  snapshot_copy_ = std::move(copy);
+  OwedCopyStripe& stripe = OwedCopiesOf(this);
+  std::unique_lock lock(stripe.mutex);
+  // A copy still being made for this entry finishes first, as under a mutex
+  // of the entry's own.
+  for (auto it = stripe.owed.find(this); it != stripe.owed.end() && it->second.copying;
+       it = stripe.owed.find(this)) {
+    stripe.copy_done.wait(lock);
+  }
+  auto [it, fresh] = stripe.owed.try_emplace(this);
+  if (fresh) entries_owing_copies.fetch_add(1, std::memory_order_relaxed);
+  it->second.copy = std::move(copy);
   snapshot_refused_.store(false, std::memory_order_release);
   snapshot_armed_.store(true, std::memory_order_release);
 }
 
 bool KeyEntry::TakeSnapshotCopy(MemoryBudget* budget, bool final_attempt) {
   if (!snapshot_armed_.load(std::memory_order_acquire)) return true;
-  std::lock_guard lock(snapshot_mutex_);
-  if (snapshot_copy_ == nullptr) return true;  // another thread made it meanwhile
+  OwedCopyStripe& stripe = OwedCopiesOf(this);
+  std::unique_lock lock(stripe.mutex);
+  auto it = stripe.owed.find(this);
+  while (it != stripe.owed.end() && it->second.copying) {
+    stripe.copy_done.wait(lock);  // another thread is making it: wait for its outcome
+    it = stripe.owed.find(this);
+  }
+  if (it == stripe.owed.end()) return true;  // another thread made it meanwhile
+  it->second.copying = true;
+  lock.unlock();
   AnyFilter copy = CloneFilter(value_, budget);
-  bool made = std::visit([](const auto& filter) { return filter != nullptr; }, copy);
+  const bool made = std::visit([](const auto& filter) { return filter != nullptr; }, copy);
+  lock.lock();
+  // Found again: other entries' arming may have rehashed the map meanwhile.
+  it = stripe.owed.find(this);
+  it->second.copying = false;
+  stripe.copy_done.notify_all();
   if (!made && !final_attempt) {
     snapshot_refused_.store(true, std::memory_order_release);
     return false;
   }
-  snapshot_copy_->filter = std::move(copy);
-  snapshot_copy_->taken = true;
-  snapshot_copy_.reset();
+  it->second.copy->filter = std::move(copy);
+  it->second.copy->taken = true;
+  stripe.owed.erase(it);
   entries_owing_copies.fetch_sub(1, std::memory_order_relaxed);
   snapshot_refused_.store(false, std::memory_order_release);
   snapshot_armed_.store(false, std::memory_order_release);

@@ -34,19 +34,20 @@ class BloomCommands : public ::testing::Test {
 
 // BF.INFO Size of a one-layer Bloom filter, computed here rather than asked
 // of the entry (SizeOf above is what the handler itself reports): its bit
-// array, whole 64-byte blocks of the shape bloom_math.h picks, plus 576
-// bytes of bookkeeping: the ScalableBloomFilter (144, its hash seed
-// included), the layer's BloomLayer wrapper (16) and the BlockedBloom in it,
-// Layer (its item counter on a cache line of its own) and layer list with
-// one pointer (208 together), and the key's KeyEntry (120: 104, the WATCH
-// touch counter, 8, and the snapshot capture's epoch, 8; its capture lock is
-// one of the keyspace's stripes) with its map node (64). Sizes of g++ 12 /
-// libstdc++ on x86-64.
-constexpr int64_t kOneLayerBookkeepingBytes = 144 + 208 + 120 + 64;
+// array, whole 64-byte blocks of the shape bloom_math.h picks, plus 328
+// bytes of bookkeeping: the ScalableBloomFilter (56, its hash seed
+// included; the grow mutex and next-shape cache are the grow stripes'), the
+// layer's BloomLayer wrapper (16) and the BlockedBloom in it, Layer (one
+// line, its item counter in it below 4 KiB of cells: every layer here) and
+// layer list with one pointer (144 together), and the key's KeyEntry (64;
+// its capture lock, snapshot-copy lock and owed copy live in the
+// keyspace's stripes) with its map node (64). Sizes of g++ 12 / libstdc++
+// on x86-64.
+constexpr int64_t kOneLayerBookkeepingBytes = 56 + 144 + 64 + 64;
 constexpr int64_t OneLayerSize(int64_t blocks) { return blocks * 64 + kOneLayerBookkeepingBytes; }
 // The first layer of the default filter: 100 items at 0.5% need 1,175
 // bits, 3 blocks (bloom_math_test.cc, RoundingUpToBlocks...).
-constexpr int64_t kDefaultFilterSize = OneLayerSize(3);  // 728 bytes
+constexpr int64_t kDefaultFilterSize = OneLayerSize(3);  // 520 bytes
 
 // Items "item0", "item1", ...
 Args Items(std::string_view command, std::string_view key, size_t count, size_t first = 0) {
