@@ -380,8 +380,11 @@ class DeleteAndCountTest(CuckooTestCase):
                          "deleting other items must not lose these")
         still = [x for x, hit in zip(gone, self.r.cf().mexists("f", *gone)) if hit]
         # A deleted item tests present again only if another item shares its
-        # fingerprint and bucket: ~2*2*(500/4096)/255 = 0.2% each.
-        self.assertLessEqual(len(still), 5, f"deleted items still present: {still}")
+        # fingerprint and bucket: ~2*2*(500/4096)/255 = 0.2% each, about 1 of
+        # the 500 (each filter draws its own hash seed, so each run samples
+        # anew: 6 was seen once). P(>= 11) for a mean of 1 is under 1e-8; a
+        # delete that forgot nothing would leave all 500.
+        self.assertLessEqual(len(still), 10, f"deleted items still present: {still}")
         info = self.r.cf().info("f")
         self.assertEqual((info.insertedNum, info.deletedNum), (500, 500))
 
