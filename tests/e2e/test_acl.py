@@ -1,5 +1,5 @@
 """ACL users end to end, through redis-py and redis-cli against the real
-binary: the edge-node user of the README (BF.ADD / BF.EXISTS on edge:* and
+binary: the edge-node user of docs/operating/acl.md (BF.ADD / BF.EXISTS on edge:* and
 nothing else), AUTH and HELLO 3 AUTH as a user, ACL DELUSER closing that
 user's idle connections on other threads, and users from the YAML config.
 """
