@@ -17,6 +17,12 @@ fresh directory per block, with the server's binary first on PATH as
 `bloomgate`; the lines after it are its stdout and stderr, interleaved as a
 terminal shows them. Lines ending in a backslash continue the command.
 
+```python blocks that begin with `import redis` are recipes: each runs twice,
+in two fresh interpreters, against the page's server (redis.Redis() finds it;
+`url`, `body` and a `cache` with `store()` are given), and both runs must
+exit 0 -- a recipe must survive its own second run, as an application does
+at its next start.
+
 Placeholders, for what is inherently variable and nothing else: `<int>` is
 any integer, `<any>` any text up to the end of the line (a timestamp, bytes
 that depend on the allocator). A reply that depends on a random hash seed
@@ -51,6 +57,8 @@ NO_EXAMPLES = {
 }
 
 COMMAND_DEADLINE_S = 60
+# Debian's interpreter, which has python3-redis (as the other e2e tests use).
+PYTHON = "/usr/bin/python3"
 
 
 def doc_files():
@@ -169,6 +177,26 @@ class DocsExamplesTest(unittest.TestCase):
             shutil.rmtree(bin_dir, ignore_errors=True)
             shutil.rmtree(work, ignore_errors=True)
 
+    def run_python_recipe(self, server, where, body):
+        prelude = (
+            "import redis\n"
+            "_Redis = redis.Redis\n"
+            "class _Here(_Redis):\n"
+            "    def __init__(self, *args, **kwargs):\n"
+            f"        kwargs.setdefault('port', {server.port})\n"
+            "        super().__init__(*args, **kwargs)\n"
+            "redis.Redis = _Here\n"
+            "class _Cache:\n"
+            "    def store(self, url, body):\n"
+            "        pass\n"
+            "cache = _Cache()\n"
+            "url, body = '/docs/recipe.jpg', b'body'\n")
+        for run in (1, 2):
+            proc = subprocess.run([PYTHON, "-c", prelude + "\n".join(body)],
+                                  capture_output=True, text=True, timeout=COMMAND_DEADLINE_S)
+            self.assertEqual(proc.returncode, 0,
+                             f"{where}: the recipe fails on run {run}:\n{proc.stderr[-3000:]}")
+
     def test_every_example_in_every_page_runs_as_written(self):
         for path in doc_files():
             name = relative(path)
@@ -176,6 +204,8 @@ class DocsExamplesTest(unittest.TestCase):
                 blocks = fenced_blocks(f.read())
             cli = [(line, body) for info, line, body in blocks if info == "redis-cli"]
             shell = [(line, body) for info, line, body in blocks if info == "sh-session"]
+            recipes = [(line, body) for info, line, body in blocks
+                       if info == "python" and body and body[0] == "import redis"]
             with self.subTest(page=name):
                 if name in NO_EXAMPLES:
                     self.assertFalse(cli or shell, f"{name} has examples now: take it out of "
@@ -183,10 +213,12 @@ class DocsExamplesTest(unittest.TestCase):
                     continue
                 self.assertTrue(cli or shell, f"{name} has no runnable example (```redis-cli "
                                 "or ```sh-session); add one or list it in NO_EXAMPLES")
-                if cli:
+                if cli or recipes:
                     with harness.BloomgateServer() as server:
                         for line, body in cli:
                             self.run_redis_cli_block(server, f"{name}:{line}", body)
+                        for line, body in recipes:
+                            self.run_python_recipe(server, f"{name}:{line}", body)
                 for line, body in shell:
                     self.run_shell_block(f"{name}:{line}", body)
 
