@@ -31,8 +31,9 @@ filters or of filters made with SEED, or of filters whose chance of a false
 positive on that one lookup is below 1e-12.
 
 A page with no runnable example fails unless it is listed in NO_EXAMPLES
-with the reason; a page that names a `bloomgate` sub-command must name all
-that `bloomgate --help` lists (docs/operating/offline-tools.md).
+with the reason. What `bloomgate --help` lists must be documented: each
+sub-command has a section in docs/operating/offline-tools.md, each setting a
+row in docs/operating/configuration.md's table.
 """
 
 import glob
@@ -241,6 +242,19 @@ class DocsExamplesTest(unittest.TestCase):
         self.assertEqual(sorted(headings), sorted(listed),
                          "each sub-command `bloomgate --help` lists needs its own "
                          "`## \\`bloomgate NAME ...\\`` section in offline-tools.md")
+
+    def test_the_configuration_table_has_a_row_for_every_setting_of_the_binary(self):
+        proc = harness.run_bloomgate(["--help"])
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        settings = proc.stdout.split("Settings:", 1)[1]
+        names = re.findall(r"^  --([a-z][a-z0-9-]*) ", settings, re.M)
+        self.assertGreaterEqual(len(names), 40, settings[:2000])
+        with open(os.path.join(REPO, "docs", "operating", "configuration.md"), encoding="utf-8") as f:
+            rows = [line for line in f if line.startswith("| `")]
+        table = "\n".join(row.split(" | ")[0] for row in rows)
+        missing = [name for name in names if f"`{name}`" not in table]
+        self.assertEqual(missing, [], "settings bloomgate --help lists without a row in the "
+                         "first column of docs/operating/configuration.md's table")
 
 
 if __name__ == "__main__":
