@@ -1,5 +1,5 @@
 """ACL users end to end, through redis-py and redis-cli against the real
-binary: the edge-node user of the README (BF.ADD / BF.EXISTS on edge:* and
+binary: the edge-node user of docs/operating/acl.md (BF.ADD / BF.EXISTS on edge:* and
 nothing else), AUTH and HELLO 3 AUTH as a user, ACL DELUSER closing that
 user's idle connections on other threads, and users from the YAML config.
 """
@@ -74,6 +74,29 @@ class AclTest(unittest.TestCase):
             self.assertEqual(info["acl_access_denied_auth"], 1)
             self.assertEqual(info["acl_access_denied_cmd"], 2)
             self.assertEqual(info["acl_access_denied_key"], 1)
+
+    def test_the_documented_edge_user_passes_the_ready_checks_clients_make(self):
+        # The rules exactly as docs/operating/acl.md gives them: pools and
+        # health checks send PING (redis-py's health_check_interval,
+        # redis-cli ping), exporters and dashboards INFO; a user refused them
+        # looks like a dead server.
+        page = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs",
+                            "operating", "acl.md")
+        with open(page, encoding="utf-8") as f:
+            rules = [line[2:].split() for line in f if line.startswith("> ACL SETUSER edge ")]
+        self.assertEqual(len(rules), 1, "acl.md should set up its edge user once")
+        password = next(rule[1:] for rule in rules[0] if rule.startswith(">"))
+        with self.server() as server:
+            self.assertEqual(server.client().execute_command(*rules[0]), b"OK")
+            edge = redis.Redis(host="127.0.0.1", port=server.port, username="edge",
+                               password=password, health_check_interval=1,
+                               socket_timeout=10)
+            self.assertTrue(edge.ping())
+            self.assertEqual(edge.info("server")["redis_version"], "8.0.0")
+            self.assertEqual(edge.execute_command("BF.ADD", "edge:seen", "a"), 1)
+            self.assertEqual(redis_cli(server.port, "--user", "edge", "--pass", password,
+                                       "PING"), "PONG")
+            edge.close()
 
     def test_redis_cli_as_the_edge_user(self):
         with self.server() as server:

@@ -436,7 +436,7 @@ class ConcurrentAddTest(ServerTestCase):
         return results
 
     def test_every_concurrently_added_item_is_reported_new_to_some_client_and_kept(self):
-        # What is promised (README, "Concurrency"; filters/blocked_bloom.h):
+        # What is promised (docs/design.md, "Concurrency"; filters/blocked_bloom.h):
         # an add is told 1 if it flipped a bit, and no added item is lost.
         # Two clients adding the same new item at once may both be told 1
         # (BF.CARD then counts it twice), so "exactly one" is not promised.

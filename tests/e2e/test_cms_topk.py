@@ -3,7 +3,7 @@ redis-py's r.cms() and r.topk() helpers (Debian python3-redis 4.3.4), raw
 RESP2 and RESP3 replies, RedisBloom's error texts, and durability: a sketch
 survives SAVE and the append-only log, and a top-k replayed from the log, or
 moved by SCANDUMP/LOADCHUNK, goes on deciding its evictions exactly as the
-original (README "Count-min sketches", "Top-k").
+original (docs/commands/count-min.md, topk.md).
 """
 
 import random

@@ -3,7 +3,7 @@ server: raw commands over RESP2 (redis-py execute_command) and RESP3 (a raw
 socket).
 
 The commands mirror BF.* where they overlap (options, defaults, reply shapes,
-error texts) and add deletion and counts (README "Counting Bloom filters"):
+error texts) and add deletion and counts (docs/commands/counting-bloom.md):
 only items that were added may be deleted, and a saturated counter is never
 decremented, so no added item is ever lost.
 """

@@ -1,7 +1,7 @@
 """CF.* against the real server, through redis-py's cf() API and raw RESP.
 
 Expected replies and error texts are RedisBloom's (Redis 8 line, see shared
-COMPAT.md 1.5 and 1.7), except where Bloomgate deliberately differs (README
+COMPAT.md 1.5 and 1.7), except where Bloomgate deliberately differs (docs/redisbloom.md
 "Differences from RedisBloom"): memory-based capacity limits (so the range
 texts end in 18446744073709551615), WRONGTYPE from every command, exact
 option matching, and "Maximum expansions reached" only when a new sub-filter

@@ -803,7 +803,7 @@ class SaveCommandsAndConfigTest(DurabilityTestCase):
         self.assertEqual(r.execute_command("BF.MEXISTS", "bf", "x", "y"), [1, 1])
 
     def test_save_and_bgsave_inside_multi_are_queued_and_refused_at_exec(self):
-        # README, "Differences from RedisBloom": SAVE inside MULTI is queued
+        # docs/redisbloom.md, "Differences from RedisBloom": SAVE inside MULTI is queued
         # and refused at EXEC (EXEC holds key locks the cut would wait for);
         # BGSAVE and BGREWRITEAOF take the same cut and the same path.
         server = self.start()

@@ -1,5 +1,5 @@
 """BLOOMGATE.HEALTH, INFO filterhealth and the log warning when a
-non-scaling filter reaches its capacity (README, "Filter health"), against
+non-scaling filter reaches its capacity (docs/operating/monitoring.md, "Filter health"), against
 the real server. BF.INFO's RedisBloom reply stays as it was."""
 
 import unittest

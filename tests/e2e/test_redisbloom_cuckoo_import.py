@@ -1,6 +1,6 @@
 """CF.LOADCHUNK of RedisBloom's own CF.SCANDUMP chunks (issue 12, section 1).
 
-The data are filters dumped by RedisBloom v2.4.23 (../../../shared/
+The data are filters dumped by RedisBloom v2.4.23 (tests/data/
 redisbloom-dumps/cf-*.json, its README explains the fields): each file's
 chunks, fed to CF.LOADCHUNK in order, must give a filter whose every answer is
 RedisBloom's -- CF.EXISTS of every added item (0 for the deleted ones) and of

@@ -4,7 +4,7 @@ items and of 5,000 never-added probes (the same false positives), BF.INFO
 and BF.CARD. They keep working after the import (adds, growth in
 RedisBloom's layout), survive a restart through the snapshot and through the
 append-only log, and BF.SCANDUMP gives RedisBloom's chunks back, byte for
-byte. Test data: ../shared/redisbloom-dumps/bf-*.json (its README.md).
+byte. Test data: tests/data/redisbloom-dumps/bf-*.json (its README.md).
 """
 
 import base64
@@ -22,7 +22,7 @@ import redis
 
 from harness import BloomgateServer, ServerTestCase
 
-# A copy of ../shared/redisbloom-dumps' Bloom files, so CI (no RedisBloom,
+# The in-tree copy of the RedisBloom dumps, so CI (no RedisBloom,
 # no ../shared) runs this test too.
 DUMPS_DIR = os.environ.get(
     "BLOOMGATE_REDISBLOOM_DUMPS",

@@ -1,8 +1,8 @@
 """Windowed Bloom filters (BF.RESERVE ... WINDOW seconds [GENERATIONS n])
 against the real server, through redis-cli and redis-py, with a one-second
 window in two generations (a period of 0.5 s): an item is present for the
-window after its last add and gone by 1.5 s after it (README "CDN edge
-nodes"). Restarts inside and across a window boundary, from the log and
+window after its last add and gone by 1.5 s after it (docs/commands/windowed.md).
+Restarts inside and across a window boundary, from the log and
 from a snapshot.
 """
 

@@ -2,7 +2,7 @@
 [GENERATIONS n], CBF.INCR) against the real server, through redis-cli and
 redis-py, with a one-second window in two generations (a period of 0.5 s):
 an occurrence counts for the window after it and is gone by 1.5 s after it
-(README "CDN edge nodes"). Restarts after kill -9 inside and across a
+(docs/commands/windowed.md). Restarts after kill -9 inside and across a
 window boundary, from the log and from a snapshot.
 """
 

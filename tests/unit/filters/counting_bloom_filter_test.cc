@@ -343,12 +343,12 @@ TEST(CountingBloomFilter, NarrowCountersSaturateUnderHeavyRepeatsWithoutFalseNeg
   }
   EXPECT_EQ(filter->saturated_counters(), saturated_full);  // never decremented
   const uint64_t cells = filter->Layers()[0].cells;
-  // README: 5,000 items each added 1 to 40 times saturate 29% of 4-bit
-  // counters. The items are fixed, so is the figure; the README rounds it
+  // docs/design.md: 5,000 items each added 1 to 40 times saturate 29% of 4-bit
+  // counters. The items are fixed, so is the figure; docs/design.md rounds it
   // to a whole percent.
   const double saturated_share = static_cast<double>(filter->saturated_counters()) / cells;
   EXPECT_NEAR(saturated_share, 0.29, 0.005)
-      << "README.md says 29% of counters saturate, measured " << Percent(saturated_share)
+      << "docs/design.md says 29% of counters saturate, measured " << Percent(saturated_share)
       << " (" << filter->saturated_counters() << " of " << cells << ", tolerance +-0.5 points)";
   std::cout << "[ cbf ] 4-bit, 5000 items added 1..40 times (mean 20.5): "
             << filter->saturated_counters() << " of " << cells << " counters saturated ("
@@ -369,11 +369,11 @@ struct FpCase {
   double error_rate;
   uint32_t counter_bits;
   // Bits of memory per item of the full filter (memory_bytes() x 8 / items),
-  // as README.md's "Measured" table quotes it (Release, 100k items).
+  // as docs/design.md's "Measured" table quotes it (Release, 100k items).
   double readme_bits_per_item;
 };
 
-// The README's figures have one decimal: a measured value within half of
+// The figures of docs/design.md have one decimal: a measured value within half of
 // that unit matches. Sizing is deterministic, so any change shows here.
 constexpr double kReadmeBitsTolerance = 0.05;
 
@@ -392,12 +392,12 @@ void MeasureNonScaling(const FpCase& fp_case, uint64_t capacity, uint64_t querie
   const auto full = MeasureFalsePositives(*filter, queries);
   const double bits_per_item =
       static_cast<double>(filter->memory_bytes()) * 8 / static_cast<double>(capacity);
-  // README: "Distinct items never saturate a counter".
+  // docs/design.md: "Distinct items never saturate a counter".
   EXPECT_EQ(filter->saturated_counters(), 0u) << "after " << capacity << " distinct items";
-  if (test_support::kSanitizerSlowdown == 1) {  // the README quotes Release's 100k items
+  if (test_support::kSanitizerSlowdown == 1) {  // docs/design.md quotes Release's 100k items
     char figures[160];
     std::snprintf(figures, sizeof(figures),
-                  "README.md says %.1f bits/item, measured %.2f (tolerance +-%.2f)",
+                  "docs/design.md says %.1f bits/item, measured %.2f (tolerance +-%.2f)",
                   fp_case.readme_bits_per_item, bits_per_item, kReadmeBitsTolerance);
     EXPECT_NEAR(bits_per_item, fp_case.readme_bits_per_item, kReadmeBitsTolerance)
         << fp_case.counter_bits << "-bit counters at " << Percent(fp_case.error_rate) << ": "
@@ -434,7 +434,7 @@ TEST(CountingBloomFilterFp, MeasuredRateAtOnePercentIsAtMostOnePercent) {
 }
 
 TEST(CountingBloomFilterFp, MeasuredRateAtPointOnePercentIsAtMostPointOnePercent) {
-  // 210.7 for 8 bits is not in the README's table; pinned here all the same.
+  // 210.7 for 8 bits is not in docs/design.md's table; pinned here all the same.
   for (const FpCase& fp_case : {FpCase{0.001, 4, 79.9}, FpCase{0.001, 8, 210.7}}) {
     MeasureNonScaling(fp_case, Fifth(100'000), Fifth(2'000'000));
   }

@@ -322,7 +322,7 @@ TEST(CuckooFilterFill, FillRatioBeforeTheFirstExpansionAndFpRateAtRedisBloomDefa
   struct Row {
     uint32_t bucket_size;
     double min_fill;  // a floor under every run we measured (23%, 65%, 75%)
-    // README.md's "Measured" paragraph: the mean fill of the four runs and
+    // docs/design.md's "Measured" paragraph: the mean fill of the four runs and
     // the FP rate there, each with half a unit of its last quoted digit as
     // tolerance (the item sets and the kick order are fixed, so are these).
     double readme_fill, fill_tolerance, readme_fp, fp_tolerance;
@@ -369,13 +369,13 @@ TEST(CuckooFilterFill, FillRatioBeforeTheFirstExpansionAndFpRateAtRedisBloomDefa
                   Percent(fp_sum / kRuns).c_str(),
                   Percent(2.0 * row.bucket_size * fill_sum / kRuns / 255).c_str());
     std::cout << line << "\n";
-    if (test_support::kSanitizerSlowdown == 1) {  // the README quotes Release's runs
+    if (test_support::kSanitizerSlowdown == 1) {  // docs/design.md quotes Release's runs
       EXPECT_NEAR(fill_sum / kRuns, row.readme_fill, row.fill_tolerance)
-          << "bucket size " << row.bucket_size << ": README.md says the first expansion comes "
+          << "bucket size " << row.bucket_size << ": docs/design.md says the first expansion comes "
           << "at " << Percent(row.readme_fill) << " full, measured " << Percent(fill_sum / kRuns)
           << " (tolerance +-" << Percent(row.fill_tolerance) << ")";
       EXPECT_NEAR(fp_sum / kRuns, row.readme_fp, row.fp_tolerance)
-          << "bucket size " << row.bucket_size << ": README.md says the FP rate there is "
+          << "bucket size " << row.bucket_size << ": docs/design.md says the FP rate there is "
           << Percent(row.readme_fp) << ", measured " << Percent(fp_sum / kRuns)
           << " (tolerance +-" << Percent(row.fp_tolerance) << ")";
     }

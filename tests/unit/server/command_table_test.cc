@@ -366,16 +366,17 @@ std::string Upper(std::string_view text) {
   return upper;
 }
 
-// The README's command list is documentation users read instead of COMMAND:
-// a row added to the table without a word there fails here. Names are
-// matched only in the list (the "## Commands" section, before its
-// subsections) and as whole names:
+// The docs' command lists are documentation users read instead of COMMAND:
+// a row added to the table without a word there fails here. Each page of
+// docs/commands/ opens with a "## Commands" section, the list of its family;
+// names are matched only in those lists (not in the examples or prose
+// below them) and as whole names:
 // `BF.ADD` does not count for BF.ADDX, and a subcommand only counts where
 // its parent lists it, in the parent's code span (`CLIENT ID | SETNAME`)
 // or in the parenthesis after it (`COMMAND` (and `COUNT`, ...)).
 
 // The text from `heading` (a line of its own) to the next heading of any
-// level: "## Commands" ends where "### Differences from RedisBloom" begins.
+// level: "## Commands" ends where "## Examples" begins.
 std::string Section(const std::string& text, std::string_view heading) {
   const size_t start = text.find("\n" + std::string(heading) + "\n");
   if (start == std::string::npos) return "";
@@ -419,25 +420,34 @@ std::string SubcommandEntries(const std::string& list, const std::string& parent
   return entries;
 }
 
-TEST(CommandTable, TheReadmeNamesEveryCommandAndSubcommand) {
-  // The README is at the repository root (tests/CMakeLists.txt names it).
-  std::filesystem::path readme = std::filesystem::path(BLOOMGATE_SOURCE_DIR) / "README.md";
-  std::ifstream in(readme);
-  ASSERT_TRUE(in) << "cannot open " << readme;
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const std::string list = Section(text, "## Commands");
-  ASSERT_FALSE(list.empty()) << readme << " has no \"## Commands\" section";
+TEST(CommandTable, TheDocsNameEveryCommandAndSubcommand) {
+  // The pages are under the repository root (tests/CMakeLists.txt names it).
+  const std::filesystem::path pages = std::filesystem::path(BLOOMGATE_SOURCE_DIR) / "docs/commands";
+  std::vector<std::filesystem::path> files;
+  for (const auto& entry : std::filesystem::directory_iterator(pages)) {
+    if (entry.path().extension() == ".md") files.push_back(entry.path());
+  }
+  ASSERT_GE(files.size(), 8u) << pages << " should hold one page per command family";
+  std::string list;
+  for (const std::filesystem::path& file : files) {
+    std::ifstream in(file);
+    ASSERT_TRUE(in) << "cannot open " << file;
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string section = Section(text, "## Commands");
+    EXPECT_FALSE(section.empty()) << file << " has no \"## Commands\" section";
+    list += section + "\n";
+  }
   for (const CommandSpec& spec : Table().commands()) {
     const std::string name = Upper(spec.name);
     size_t at = FindWord(list, name);
     while (at != std::string::npos && (at == 0 || list[at - 1] != '`')) {
       at = FindWord(list, name, at + 1);  // a word inside a span, e.g. SHUTDOWN [SAVE]
     }
-    EXPECT_NE(at, std::string::npos) << "README.md's command list does not name `" << name;
+    EXPECT_NE(at, std::string::npos) << "no command list in docs/commands/ names `" << name;
     const std::string entries = SubcommandEntries(list, name);
     for (const CommandSpec& sub : spec.subcommands) {
       EXPECT_NE(FindWord(entries, Upper(sub.name)), std::string::npos)
-          << "README.md's command list does not list " << name << " " << Upper(sub.name)
+          << "no command list in docs/commands/ lists " << name << " " << Upper(sub.name)
           << " (what it says of " << name << ": \"" << entries << "\")";
     }
   }
