@@ -99,8 +99,9 @@ TEST(ConfigParams, OnlyListenersThreadsLogfileAndDataFilesAreStartUpOnly) {
   for (const ConfigParam& param : AllConfigParams()) {
     if (!param.runtime_settable) start_up_only.insert(param.name);
   }
-  EXPECT_EQ(start_up_only, (std::set<std::string_view>{"appendfilename", "bind", "dir",
-                                                       "logfile", "port", "threads"}));
+  EXPECT_EQ(start_up_only,
+            (std::set<std::string_view>{"appendfilename", "bind", "dir", "logfile",
+                                        "metrics-port", "port", "threads"}));
 }
 
 TEST(ConfigParams, FindIgnoresCaseAndReturnsTheTableRow) {
