@@ -248,26 +248,23 @@ std::string MetricsCollector::Collect(int64_t now_ms) {
     }
     windowed.emplace_back(&r, std::move(generations));
   }
-  w.Family("bloomgate_filter_generation_fill_ratio", kGauge,
-           "Windowed filters: cells set over cells of each live generation");
-  for (const auto& [r, generations] : windowed) {
-    for (const auto& [number, g] : generations) {
-      const std::string generation = std::to_string(number);
-      MetricLabels l = labels(*r);
-      l.emplace_back("generation", generation);
-      w.Sample("bloomgate_filter_generation_fill_ratio", Ratio(g.cells_set, g.cells), l);
+  auto per_generation = [&](std::string_view metric, std::string_view help, auto value) {
+    w.Family(metric, kGauge, help);
+    for (const auto& [r, generations] : windowed) {
+      for (const auto& [number, g] : generations) {
+        const std::string generation = std::to_string(number);
+        MetricLabels l = labels(*r);
+        l.emplace_back("generation", generation);
+        w.Sample(metric, value(g), l);
+      }
     }
-  }
-  w.Family("bloomgate_filter_generation_items", kGauge,
-           "Windowed filters: items in each live generation");
-  for (const auto& [r, generations] : windowed) {
-    for (const auto& [number, g] : generations) {
-      const std::string generation = std::to_string(number);
-      MetricLabels l = labels(*r);
-      l.emplace_back("generation", generation);
-      w.Sample("bloomgate_filter_generation_items", g.items, l);
-    }
-  }
+  };
+  per_generation("bloomgate_filter_generation_fill_ratio",
+                 "Windowed filters: cells set over cells of each live generation",
+                 [](const Generation& g) { return Ratio(g.cells_set, g.cells); });
+  per_generation("bloomgate_filter_generation_items",
+                 "Windowed filters: items in each live generation",
+                 [](const Generation& g) { return g.items; });
   return w.Take();
 }
 
