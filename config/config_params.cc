@@ -57,6 +57,9 @@ constexpr double kBfErrorRateCap = 0.25;
 // so a larger value is a slip of the unit (seconds meant as milliseconds).
 constexpr uint64_t kMinTlsHandshakeTimeoutMs = 100;
 constexpr uint64_t kMaxTlsHandshakeTimeoutMs = 600'000;
+// ~10 series per filter: 10,000 filters make a ~100,000-line scrape, past
+// what one Prometheus target is meant to carry.
+constexpr uint64_t kMaxMetricsTopFilters = 10'000;
 // Redis: CONFIG_BINDADDR_MAX.
 constexpr size_t kMaxBindAddresses = 16;
 
@@ -685,6 +688,14 @@ const std::vector<ConfigParam>& BuildTable() {
                            &c->tls_handshake_timeout_ms, e);
        },
        [](const C& c) { return std::to_string(c.tls_handshake_timeout_ms); }},
+      {"metrics-port", "HTTP port of the Prometheus endpoint (GET /metrics); 0 = off",
+       /*runtime_settable=*/false, ConfigType::kInteger, "<0-65535>",
+       [](C* c, V v, S* e) { return SetInteger(v, 0, 65535, &c->metrics_port, e); },
+       [](const C& c) { return std::to_string(c.metrics_port); }},
+      {"metrics-top-filters", "filters (largest by memory) given per-filter metrics",
+       /*runtime_settable=*/true, ConfigType::kInteger, "<0-10000>",
+       [](C* c, V v, S* e) { return SetInteger(v, 0, kMaxMetricsTopFilters, &c->metrics_top_filters, e); },
+       [](const C& c) { return std::to_string(c.metrics_top_filters); }},
   };
   return kTable;
 }

@@ -127,6 +127,15 @@ struct ServerConfig {
   // milliseconds is closed (Bloomgate's own setting; Redis has none).
   uint32_t tls_handshake_timeout_ms = 10'000;
 
+  // --- Prometheus metrics (server/metrics/) ----------------------------------
+  // Port of the HTTP listener serving GET /metrics on the `bind` addresses,
+  // under the same protected mode and passwords as the RESP port (HTTP Basic
+  // auth with an ACL user's name and password); 0 = off. Start-up only.
+  uint16_t metrics_port = 0;
+  // How many filters, the largest by memory, get per-filter series: each
+  // filter is ~10 series, so 100 filters keep a scrape near 1,000 lines.
+  uint32_t metrics_top_filters = 100;
+
   // ACL users, one "<name> <rule> <rule> ..." per entry in Redis's `user`
   // line syntax without the word `user` ("edge on #<sha256> ~edge:*
   // +bf.add"). Only the YAML file sets them (key `users`, a list); the server

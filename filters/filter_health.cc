@@ -136,6 +136,7 @@ FilterHealth WindowedBloomHealth(const WindowedBloomFilter& filter, uint64_t max
   FilterHealth health;
   health.fp_rate_design = filter.error_rate();
   health.scaling = true;
+  health.windowed = true;
   const uint64_t current = filter.current_generation();
   filter.WithSlots([&](const std::vector<WindowSlotInfo>& slots) {
     // The scan budget is shared out evenly over the generations.
@@ -143,6 +144,7 @@ FilterHealth WindowedBloomHealth(const WindowedBloomFilter& filter, uint64_t max
     for (const WindowSlotInfo& slot : slots) {
       if (!slot.present || slot.generation + filter.generations() < current) continue;
       FilterHealth one = BloomHealth(*slot.filter, share);
+      for (LayerHealth& layer : one.layers) layer.generation = slot.generation;
       health.capacity += one.capacity;
       health.items += one.items;
       health.bytes_scanned += one.bytes_scanned;
@@ -197,6 +199,7 @@ FilterHealth WindowedCountingBloomHealth(const WindowedCountingBloomFilter& filt
   FilterHealth health;
   health.fp_rate_design = filter.error_rate();
   health.scaling = true;
+  health.windowed = true;
   const uint64_t current = filter.current_generation();
   filter.WithSlots([&](const std::vector<WindowCountingSlotInfo>& slots) {
     // As WindowedBloomHealth: the scan budget shared over the generations.
@@ -204,6 +207,7 @@ FilterHealth WindowedCountingBloomHealth(const WindowedCountingBloomFilter& filt
     for (const WindowCountingSlotInfo& slot : slots) {
       if (!slot.present || slot.generation + filter.generations() < current) continue;
       FilterHealth one = CountingBloomHealth(*slot.filter, share);
+      for (LayerHealth& layer : one.layers) layer.generation = slot.generation;
       health.capacity += one.capacity;
       health.items += one.items;
       if (one.layers.empty()) health.saturated += one.saturated;  // unscanned; else Finish sums

@@ -46,6 +46,7 @@ struct LayerHealth {
   double fp_rate_now = 0;    // what the fill implies now
   uint64_t saturated = 0;    // counting Bloom: counters at their maximum
   bool sampled = false;
+  uint64_t generation = 0;  // windowed: the generation it belongs to
 };
 
 struct FilterHealth {
@@ -63,6 +64,7 @@ struct FilterHealth {
   bool full = false;
   uint64_t saturated = 0;     // counting Bloom, over all layers
   uint64_t bytes_scanned = 0;
+  bool windowed = false;  // layers carry their generation
 };
 
 FilterHealth BloomHealth(const ScalableBloomFilter& filter,

@@ -3,7 +3,7 @@
 # there. Run as root. Usage: scripts/install-deps.sh [--test]
 #   (no flag)  what building and running the server needs
 #   --test     also what the test suite needs (GoogleTest, redis-cli, redis-py,
-#              prometheus-redis-exporter),
+#              prometheus-redis-exporter, prometheus),
 #              its benchmark smoke run (Google Benchmark, a stock redis-server
 #              to compare against; see bench/README.md) and its fuzz run (clang
 #              with libFuzzer; see scripts/fuzz.sh)
@@ -20,8 +20,10 @@ if [[ "${1:-}" == "--test" ]]; then
              # libFuzzer (libclang_rt.fuzzer) is in libclang-rt-14-dev, which
              # clang-14 only recommends: --no-install-recommends skips it.
              clang libclang-rt-14-dev
-             # tests/e2e/test_exporter.py scrapes us through Debian's exporter.
-             prometheus-redis-exporter)
+             # tests/e2e/test_exporter.py scrapes us through Debian's exporter;
+             # tests/e2e/test_metrics.py has Debian's prometheus scrape
+             # metrics-port and queries it.
+             prometheus-redis-exporter prometheus)
 fi
 
 missing=()
@@ -40,6 +42,15 @@ if (( ${#missing[@]} > 0 )); then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  # Debian's prometheus package enables a daemon on port 9090 that
+  # scrapes localhost; the tests start their own on a free port.
+  if [[ " ${missing[*]} " == *" prometheus "* ]]; then
+    if [[ -d /run/systemd/system ]]; then
+      systemctl disable --now prometheus.service >/dev/null 2>&1 || true
+    elif [[ -x /etc/init.d/prometheus ]]; then
+      /etc/init.d/prometheus stop >/dev/null 2>&1 || true
+    fi
+  fi
   # Debian's redis-server package starts a daemon on port 6379, Bloomgate's
   # default port (scripts/run.sh); the benchmarks start their own redis-server
   # on a free port, so stop and disable the one we just installed.

@@ -19,6 +19,7 @@
 #include "server/data_dir.h"
 #include "server/context/memory_limit.h"
 #include "server/context/server_context.h"
+#include "server/metrics/metrics_listener.h"
 #include "server/net/server.h"
 #include "server/offline_tools.h"
 
@@ -166,6 +167,22 @@ int main(int argc, char** argv) {
        !server.Listen(config.bind, config.tls_port, Server::Transport::kTls, &error))) {
     spdlog::critical("{}", error);
     return 1;
+  }
+  // The Prometheus endpoint (server/metrics/): on the same addresses, on
+  // worker 0's loop, closed with the other listeners.
+  std::unique_ptr<MetricsListener> metrics;
+  if (config.metrics_port != 0) {
+    std::vector<std::unique_ptr<tcp::acceptor>> acceptors;
+    uint16_t metrics_port = 0;
+    if (!server.Bind(config.bind, config.metrics_port, " (metrics)", &acceptors, &metrics_port,
+                     &error)) {
+      spdlog::critical("{}", error);
+      return 1;
+    }
+    metrics = std::make_unique<MetricsListener>(context, server.worker_context(0),
+                                                std::move(acceptors));
+    metrics->Start();
+    server.AddStopHandler([listener = metrics.get()] { listener->Stop(); });
   }
   context.port = server.bound_port(Server::Transport::kTcp);
   context.tls_port = server.bound_port(Server::Transport::kTls);

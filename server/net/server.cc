@@ -117,7 +117,7 @@ bool Server::ChangeTlsPort(const ServerConfig& next, bool context_changed, std::
         return false;
       }
     }
-    if (!Bind(next.bind, next.tls_port, Transport::kTls, &acceptors, &bound, &error)) {
+    if (!Bind(next.bind, next.tls_port, " (TLS)", &acceptors, &bound, &error)) {
       spdlog::warn("tls-port not changed: {}", error);
       *why = "Unable to listen on this port: " + error;
       return false;
@@ -150,10 +150,9 @@ bool Server::ChangeTlsPort(const ServerConfig& next, bool context_changed, std::
   return true;
 }
 
-bool Server::Bind(const std::vector<std::string>& addresses, uint16_t port, Transport transport,
+bool Server::Bind(const std::vector<std::string>& addresses, uint16_t port, std::string_view kind,
                   std::vector<std::unique_ptr<tcp::acceptor>>* acceptors, uint16_t* bound,
                   std::string* error) {
-  const char* kind = transport == Transport::kTcp ? "" : " (TLS)";
   uint16_t bound_port = 0;
   for (const std::string& text : addresses) {
     boost::system::error_code ec;
@@ -187,7 +186,10 @@ bool Server::Listen(const std::vector<std::string>& addresses, uint16_t port,
                     Transport transport, std::string* error) {
   std::vector<std::unique_ptr<tcp::acceptor>> acceptors;
   uint16_t bound = 0;
-  if (!Bind(addresses, port, transport, &acceptors, &bound, error)) return false;
+  if (!Bind(addresses, port, transport == Transport::kTcp ? "" : " (TLS)", &acceptors, &bound,
+            error)) {
+    return false;
+  }
   for (auto& acceptor : acceptors) listeners_.push_back({std::move(acceptor), transport});
   if (transport == Transport::kTcp) {
     tcp_port_ = bound;
@@ -347,6 +349,7 @@ void Server::StopOnMainLoop() {
   stopping_.store(true, std::memory_order_release);
   boost::system::error_code ignored;
   for (Listener& listener : listeners_) listener.acceptor->close(ignored);
+  for (const auto& handler : stop_handlers_) handler();
   signals_.cancel(ignored);
   housekeeping_.cancel();
   for (size_t i = 0; i < pool_.size(); ++i) {

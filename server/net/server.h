@@ -11,10 +11,12 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <list>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "server/context/server_context.h"
@@ -64,17 +66,28 @@ class Server {
   // Thread-safe and idempotent; also interrupts a start-up load.
   void Stop();
 
+  // Binds and listens on every address at `port` (0: a free one, the same
+  // on all), on worker 0's loop; nothing is accepted yet. False with *error,
+  // nothing left open. Logged as "listening on A:P<kind>" (kind "" for
+  // RESP over TCP, " (TLS)", " (metrics)"). Public for listeners of other
+  // protocols on the same loops (server/metrics/).
+  bool Bind(const std::vector<std::string>& addresses, uint16_t port, std::string_view kind,
+            std::vector<std::unique_ptr<tcp::acceptor>>* acceptors, uint16_t* bound,
+            std::string* error);
+  // The worker loops, for such listeners (a connection lives on one loop).
+  asio::io_context& worker_context(size_t index) { return pool_.context(index); }
+  // Called on worker 0 when the stop begins, beside the acceptors' close:
+  // how such a listener closes its own. Added before Start().
+  void AddStopHandler(std::function<void()> handler) {
+    stop_handlers_.push_back(std::move(handler));
+  }
+
  private:
   struct Listener {
     std::unique_ptr<tcp::acceptor> acceptor;
     Transport transport;
   };
   void DoAccept(Listener& listener);
-  // Binds and listens on every address at `port` (0: a free one, the same
-  // on all); nothing is accepted yet. False with *error, nothing left open.
-  bool Bind(const std::vector<std::string>& addresses, uint16_t port, Transport transport,
-            std::vector<std::unique_ptr<tcp::acceptor>>* acceptors, uint16_t* bound,
-            std::string* error);
   // CONFIG SET tls-port: opens the TLS listener on the new port (building
   // the TLS context if the server started without one), then closes the old
   // one; 0 closes it. Open TLS connections stay. Called under RuntimeConfig's
@@ -110,6 +123,8 @@ class Server {
   std::atomic<bool> stopping_{false};
   // TLS refusals between accept and close (RefuseTls).
   std::atomic<size_t> tls_refusals_{0};
+
+  std::vector<std::function<void()>> stop_handlers_;
 
   std::mutex stop_mutex_;
   std::condition_variable stop_requested_cv_;

@@ -25,6 +25,7 @@ LAYERS = [
     "server/context",
     "server/commands",
     "server/net",
+    "server/metrics",  # the Prometheus endpoint: an HTTP listener on the net loops
     "server/tools",  # blocking clients of running servers (bloomgate migrate)
     "server",  # the top level: main.cc and the offline tools
 ]

@@ -78,7 +78,8 @@ TEST(ConfigParams, TableHasOneRowPerSettingWithRedisStyleNames) {
                        "tls-port", "tls-cert-file", "tls-key-file", "tls-key-file-pass",
                        "tls-ca-cert-file", "tls-ca-cert-dir", "tls-auth-clients",
                        "tls-protocols", "tls-ciphers", "tls-ciphersuites",
-                       "tls-prefer-server-ciphers", "tls-handshake-timeout"}));
+                       "tls-prefer-server-ciphers", "tls-handshake-timeout",
+                       "metrics-port", "metrics-top-filters"}));
 }
 
 TEST(ConfigParams, EveryRowHasADescriptionHintSetterAndGetter) {
@@ -99,8 +100,9 @@ TEST(ConfigParams, OnlyListenersThreadsLogfileAndDataFilesAreStartUpOnly) {
   for (const ConfigParam& param : AllConfigParams()) {
     if (!param.runtime_settable) start_up_only.insert(param.name);
   }
-  EXPECT_EQ(start_up_only, (std::set<std::string_view>{"appendfilename", "bind", "dir",
-                                                       "logfile", "port", "threads"}));
+  EXPECT_EQ(start_up_only,
+            (std::set<std::string_view>{"appendfilename", "bind", "dir", "logfile",
+                                        "metrics-port", "port", "threads"}));
 }
 
 TEST(ConfigParams, FindIgnoresCaseAndReturnsTheTableRow) {
@@ -197,6 +199,8 @@ TEST(SetConfigValue, EachKeySetsItsField) {
       {"tls-ciphersuites", "TLS_AES_256_GCM_SHA384", "TLS_AES_256_GCM_SHA384"},
       {"tls-prefer-server-ciphers", "yes", "yes"},
       {"tls-handshake-timeout", "500", "500"},
+      {"metrics-port", "9121", "9121"},
+      {"metrics-top-filters", "20", "20"},
   };
   ASSERT_EQ(cases.size(), AllConfigParams().size()) << "a row has no case";
   for (const Case& c : cases) {
