@@ -126,6 +126,15 @@ int main(int argc, char** argv) {
   SetUpStartupLogging(config);
   size_t threads = config.threads != 0 ? config.threads
                                        : std::max(1u, std::thread::hardware_concurrency());
+  // maxclients must fit the fd limit, or accepts fail with EMFILE; said once
+  // the log file is open (below).
+  std::string fd_warning;
+  std::string fd_notice;
+  if (!AdjustOpenFilesLimit(&config, ReservedFileDescriptors(config, threads), &fd_warning,
+                            &fd_notice)) {
+    spdlog::critical("{}", fd_warning);
+    return 1;
+  }
 
   ServerContext context(config, threads);
   // A windowed filter's aged-out generations are freed on the lazy freer's
@@ -178,6 +187,8 @@ int main(int argc, char** argv) {
                kBloomgateVersion, context.port, context.tls_port.load(), threads,
                command_line.config_path.empty() ? "(defaults)" : command_line.config_path,
                context.budget.limit());
+  if (!fd_notice.empty()) spdlog::info("{}", fd_notice);
+  if (!fd_warning.empty()) spdlog::warn("{}", fd_warning);
   if (config.maxmemory == 0) {
     MemoryLimit limit;
     uint64_t derived = DefaultMaxMemory(&limit);

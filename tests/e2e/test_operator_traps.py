@@ -1,0 +1,127 @@
+"""Traps an operator falls into, each with the behaviour that keeps them safe:
+
+- out of file descriptors, the server neither floods its log nor spins: it
+  sizes maxclients to the fd limit at start-up (one warning) and, when
+  accepts still fail with EMFILE, pauses accepting instead of retrying at
+  once.
+"""
+
+import resource
+import subprocess
+import time
+import unittest
+
+from harness import BloomgateServer, RawConnection, wait_until
+
+# soft = hard: the server cannot raise it. One worker: the server reserves
+# 32 + 1 listener + 3 per worker = 36 descriptors, which leaves 28 clients.
+FD_LIMIT = 64
+CLIENTS = 60
+# What "the log stays small" means: the accept failure and the refused
+# clients are each one line a second at most; a few seconds of either, plus
+# start-up, is far below this (the flood was ~450,000 lines a second).
+MAX_LOG_LINES = 60
+WATCH_S = 3.0
+
+
+class LimitedServer(BloomgateServer):
+    """A BloomgateServer started with RLIMIT_NOFILE = FD_LIMIT (soft and hard)."""
+
+    def start(self):
+        real_popen = subprocess.Popen
+
+        def popen(*args, **kwargs):
+            kwargs["preexec_fn"] = lambda: resource.setrlimit(resource.RLIMIT_NOFILE,
+                                                              (FD_LIMIT, FD_LIMIT))
+            return real_popen(*args, **kwargs)
+
+        subprocess.Popen = popen
+        try:
+            return super().start()
+        finally:
+            subprocess.Popen = real_popen
+
+
+def log_lines(server):
+    with open(server.log_path, "rb") as f:
+        return sum(1 for _ in f)
+
+
+def open_clients(port, n):
+    """n connections that each sent PING (whatever the server does with them)."""
+    clients = []
+    for _ in range(n):
+        c = RawConnection(port, timeout=5.0)
+        c.send(b"PING\r\n")
+        clients.append(c)
+    return clients
+
+
+class FileDescriptorLimitTest(unittest.TestCase):
+    def setUp(self):
+        self.server = LimitedServer(["--threads", "1", "--save", "", "--appendonly", "no"])
+        self.server.start()
+        self.addCleanup(lambda: self.server.stop(check=False) if self.server.alive() else None)
+        self.clients = []
+        self.addCleanup(self.close_clients)
+
+    def close_clients(self):
+        for c in self.clients:
+            c.close()
+        self.clients = []
+
+    def assert_log_stays_small(self):
+        deadline = time.monotonic() + WATCH_S
+        while time.monotonic() < deadline:
+            lines = log_lines(self.server)
+            self.assertLess(lines, MAX_LOG_LINES,
+                            f"the log grew to {lines} lines\n{self.server.log()[-3000:]}")
+            time.sleep(0.05)
+
+    def assert_answers_a_new_client(self):
+        def pong():
+            try:
+                with self.server.raw(timeout=2.0) as c:
+                    return c.call("PING") == "PONG"
+            except OSError:
+                return False
+        wait_until(pong, 10.0, interval_s=0.05, what="a new client to get PONG")
+
+    def test_start_up_lowers_maxclients_to_the_fd_limit_with_one_warning(self):
+        with self.server.raw() as c:
+            maxclients = int(c.call("CONFIG", "GET", "maxclients")[1])
+        self.assertEqual(maxclients, FD_LIMIT - 36, self.server.log())
+        log = self.server.log()
+        self.assertEqual(log.count("maxclients has been reduced to 28"), 1, log)
+        self.assertIn("maxclients 10000 needs 10036 open files", log)
+        # More clients than fit: the extra ones are refused, the log stays
+        # small, and once they are gone a new client is served.
+        self.clients = open_clients(self.server.port, CLIENTS)
+        replies = [c.read_reply() for c in self.clients]
+        served = replies.count("PONG")
+        # (The CONFIG GET client's close may not have been seen yet.)
+        self.assertIn(served, (maxclients - 1, maxclients), replies)
+        self.assertEqual(replies.count("ERR max number of clients reached"), CLIENTS - served,
+                         replies)
+        self.assert_log_stays_small()
+        self.close_clients()
+        self.assert_answers_a_new_client()
+
+    def test_out_of_descriptors_the_acceptor_pauses_and_logs_once_a_second(self):
+        # maxclients above what the limit holds (CONFIG SET does not check
+        # it): accepts fail with EMFILE once the descriptors run out.
+        with self.server.raw() as c:
+            self.assertEqual(c.call("CONFIG", "SET", "maxclients", "1000"), "OK")
+        self.clients = open_clients(self.server.port, CLIENTS)
+        wait_until(lambda: "Too many open files" in self.server.log(), 10.0,
+                   what="an accept to fail with EMFILE")
+        self.assert_log_stays_small()
+        log = self.server.log()
+        self.assertIn("accepting again every 100 ms", log)
+        self.assertTrue(self.server.alive())
+        self.close_clients()
+        self.assert_answers_a_new_client()
+
+
+if __name__ == "__main__":
+    unittest.main()
