@@ -26,6 +26,7 @@ LogLimiter refused_client_log(/*interval_ms=*/1000);
 // One line a second at most while accepts fail: out of descriptors, every
 // retry fails the same way.
 LogLimiter accept_failure_log(/*interval_ms=*/1000);
+LogLimiter sighup_log(/*interval_ms=*/1000);
 
 // Redis's CONFIG_MIN_RESERVED_FDS.
 constexpr size_t kMinReservedFds = 32;
@@ -71,7 +72,7 @@ bool BuildsTlsContext(std::string_view name) {
 Server::Server(ServerContext& context, size_t threads)
     : context_(context),
       pool_(threads),
-      signals_(pool_.context(0), SIGINT, SIGTERM),
+      signals_(pool_.context(0), SIGINT, SIGTERM, SIGHUP),
       housekeeping_(pool_.context(0)) {
   for (size_t i = 0; i < pool_.size(); ++i) {
     managers_.push_back(std::make_unique<ConnectionManager>(context_));
@@ -353,12 +354,26 @@ void Server::ScheduleHousekeeping() {
   });
 }
 
-void Server::Start() {
+void Server::DoWaitSignal() {
   signals_.async_wait([this](const boost::system::error_code& ec, int signal) {
     if (ec) return;
+    if (signal == SIGHUP) {
+      uint64_t suppressed = 0;
+      if (sighup_log.Allow(NowMs(), &suppressed)) {
+        spdlog::warn("received SIGHUP: ignored, the server goes on ({} similar suppressed); "
+                     "SIGTERM stops it with its final save, CONFIG SET changes settings",
+                     suppressed);
+      }
+      DoWaitSignal();
+      return;
+    }
     spdlog::info("received {}, shutting down", signal == SIGINT ? "SIGINT" : "SIGTERM");
     Stop();
   });
+}
+
+void Server::Start() {
+  DoWaitSignal();
   for (Listener& listener : listeners_) DoAccept(listener);
   ScheduleHousekeeping();
   pool_.Start();

@@ -6,7 +6,8 @@
 // acceptors, let every connection finish the batch it is executing and flush
 // its replies, then let the loops drain and return. A stop that does not
 // finish within kStopGraceMs (a client that never reads its replies) is
-// forced.
+// forced. SIGHUP is logged and ignored, as Redis ignores it: a closed
+// terminal or a service manager's reload must not end the server unsaved.
 //
 // Out of file descriptors (EMFILE/ENFILE) an acceptor pauses for
 // kAcceptRetryMs instead of retrying at once: the waiting connection stays
@@ -87,6 +88,7 @@ class Server {
   // After an accept failed with `ec`: a pause for want of descriptors or
   // memory, else at once.
   void RetryAccept(Listener& listener, const boost::system::error_code& ec);
+  void DoWaitSignal();
   // Binds and listens on every address at `port` (0: a free one, the same
   // on all); nothing is accepted yet. False with *error, nothing left open.
   bool Bind(const std::vector<std::string>& addresses, uint16_t port, Transport transport,

@@ -3,15 +3,20 @@
 - out of file descriptors, the server neither floods its log nor spins: it
   sizes maxclients to the fd limit at start-up (one warning) and, when
   accepts still fail with EMFILE, pauses accepting instead of retrying at
-  once.
+  once;
+- SIGHUP (a closed terminal, a service manager's reload) is logged and
+  ignored: the server goes on and SIGTERM still saves and exits cleanly.
 """
 
+import os
 import resource
+import signal
 import subprocess
+import tempfile
 import time
 import unittest
 
-from harness import BloomgateServer, RawConnection, wait_until
+from harness import BloomgateServer, PersistentServer, RawConnection, wait_until
 
 # soft = hard: the server cannot raise it. One worker: the server reserves
 # 32 + 1 listener + 3 per worker = 36 descriptors, which leaves 28 clients.
@@ -121,6 +126,42 @@ class FileDescriptorLimitTest(unittest.TestCase):
         self.assertTrue(self.server.alive())
         self.close_clients()
         self.assert_answers_a_new_client()
+
+
+class SighupTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory(prefix="bloomgate-sighup-")
+        self.addCleanup(self.tmp.cleanup)
+        self.data_dir = os.path.join(self.tmp.name, "data")
+        os.mkdir(self.data_dir)
+
+    def start(self):
+        server = PersistentServer(self.data_dir, ["--appendonly", "no", "--save", "3600 1"],
+                                  log_path=os.path.join(self.tmp.name, "server.log"))
+        server.start()
+        self.addCleanup(lambda: server.kill9() if server.alive() else server._cleanup())
+        return server
+
+    def test_sighup_is_logged_once_and_ignored_then_sigterm_saves(self):
+        server = self.start()
+        with server.raw() as c:
+            self.assertEqual(c.call("BF.ADD", "kept", "a"), 1)
+        server.proc.send_signal(signal.SIGHUP)
+        wait_until(lambda: "received SIGHUP" in server.log() or not server.alive(), 10.0,
+                   what="the SIGHUP line")
+        self.assertTrue(server.alive(), f"SIGHUP ended the server\n{server.log()}")
+        with server.raw() as c:
+            self.assertEqual(c.call("PING"), "PONG")
+            self.assertEqual(c.call("BF.ADD", "kept", "b"), 1)
+        self.assertEqual(server.log().count("received SIGHUP"), 1, server.log())
+        self.assertEqual(server.stop(), 0)
+        log = server.final_log
+        self.assertIn("saving the final snapshot before exit", log)
+        self.assertFalse(os.path.exists(os.path.join(self.data_dir, "bloomgate.lock")))
+        server = self.start()
+        with server.raw() as c:
+            self.assertEqual(c.call("BF.MEXISTS", "kept", "a", "b"), [1, 1])
+        server.stop()
 
 
 if __name__ == "__main__":
