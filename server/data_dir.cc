@@ -54,6 +54,21 @@ std::string CheckDataDir(const std::string& dir) {
   return "";
 }
 
+bool DataDirHeld(const std::string& dir, std::string* holder) {
+  const std::string path = JoinPath(dir, kDataDirLockName);
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;  // no lock file: no server (a clean stop removes it)
+  // Shared and at once: held exclusively by a server, this fails; taken,
+  // it is released by the close below.
+  const bool held = flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  if (held) {
+    std::string pid = ReadHolderPid(fd);
+    *holder = (pid.empty() ? std::string("pid unknown") : "pid " + pid) + ", lock " + path;
+  }
+  close(fd);
+  return held;
+}
+
 DataDirLock::~DataDirLock() { Release(); }
 
 bool DataDirLock::Acquire(const std::string& dir, std::string* error) {

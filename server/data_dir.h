@@ -19,6 +19,11 @@ inline constexpr const char* kDataDirLockName = "bloomgate.lock";
 // do about it.
 std::string CheckDataDir(const std::string& dir);
 
+// Whether a running server holds `dir` (its lock file exists and is
+// flock(2)ed), for the offline tools that write there; *holder then gets
+// "pid 1234, lock <dir>/bloomgate.lock". Never creates the lock file.
+bool DataDirHeld(const std::string& dir, std::string* holder);
+
 class DataDirLock {
  public:
   DataDirLock() = default;

@@ -5,10 +5,13 @@
   accepts still fail with EMFILE, pauses accepting instead of retrying at
   once;
 - SIGHUP (a closed terminal, a service manager's reload) is logged and
-  ignored: the server goes on and SIGTERM still saves and exits cleanly.
+  ignored: the server goes on and SIGTERM still saves and exits cleanly;
+- `bloomgate build --output` refuses a data directory a server holds, and a
+  file that exists, without --force.
 """
 
 import os
+import re
 import resource
 import signal
 import subprocess
@@ -16,7 +19,8 @@ import tempfile
 import time
 import unittest
 
-from harness import BloomgateServer, PersistentServer, RawConnection, wait_until
+from harness import (BloomgateServer, PersistentServer, RawConnection, run_bloomgate,
+                     wait_until)
 
 # soft = hard: the server cannot raise it. One worker: the server reserves
 # 32 + 1 listener + 3 per worker = 36 descriptors, which leaves 28 clients.
@@ -161,6 +165,78 @@ class SighupTest(unittest.TestCase):
         server = self.start()
         with server.raw() as c:
             self.assertEqual(c.call("BF.MEXISTS", "kept", "a", "b"), [1, 1])
+        server.stop()
+
+
+class BuildIntoALiveDirTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory(prefix="bloomgate-build-live-")
+        self.addCleanup(self.tmp.cleanup)
+        self.data_dir = os.path.join(self.tmp.name, "data")
+        os.mkdir(self.data_dir)
+        self.items = os.path.join(self.tmp.name, "items.txt")
+        with open(self.items, "w") as f:
+            f.write("".join(f"item{i}\n" for i in range(100)))
+
+    def start(self, *args):
+        server = PersistentServer(self.data_dir, ["--appendonly", "yes", *args],
+                                  log_path=os.path.join(self.tmp.name, "server.log"))
+        server.start()
+        self.addCleanup(lambda: server.kill9() if server.alive() else server._cleanup())
+        return server
+
+    def build(self, output, *extra):
+        return run_bloomgate(["build", "--input", self.items, "--output", output, *extra])
+
+    def test_a_locked_dir_is_refused_and_the_servers_writes_survive(self):
+        server = self.start()
+        with server.raw() as c:
+            for i in range(22):
+                self.assertEqual(c.call("BF.ADD", f"written{i}", "x"), 1)
+        output = os.path.join(self.data_dir, "dump.bgs")
+        done = self.build(output)
+        self.assertEqual(done.returncode, 1, done.stdout + done.stderr)
+        self.assertIn("is in use by a running bloomgate", done.stderr)
+        self.assertIn("--force", done.stderr)
+        self.assertFalse(os.path.exists(output))
+        server.kill9()
+        server = self.start()
+        with server.raw() as c:
+            self.assertEqual(c.call("DBSIZE"), 22, server.log())
+
+    def test_an_existing_file_is_refused_without_force(self):
+        output = os.path.join(self.tmp.name, "filters.bgs")
+        self.assertEqual(self.build(output).returncode, 0)
+        before = os.path.getmtime(output), os.path.getsize(output)
+        done = self.build(output, "--key", "other")
+        self.assertEqual(done.returncode, 1, done.stdout + done.stderr)
+        self.assertIn("exists", done.stderr)
+        self.assertIn("--force", done.stderr)
+        self.assertEqual((os.path.getmtime(output), os.path.getsize(output)), before)
+        done = self.build(output, "--key", "other", "--force")
+        self.assertEqual(done.returncode, 0, done.stderr)
+        check = run_bloomgate(["check-snapshot", output])
+        self.assertIn("  other (MBbloom--)", check.stdout)
+
+    def test_a_log_superseded_by_a_built_snapshot_is_a_warning_with_its_count(self):
+        # A build into a stopped (here: killed) server's dir: the built snapshot
+        # names a newer log generation, so the old logs are not replayed.
+        server = self.start()
+        with server.raw() as c:
+            for i in range(22):
+                self.assertEqual(c.call("BF.ADD", f"written{i}", "x"), 1)
+        server.kill9()
+        done = self.build(os.path.join(self.data_dir, "dump.bgs"))
+        self.assertEqual(done.returncode, 0, done.stderr)
+        server = self.start()
+        log = server.log()
+        match = re.search(r"\[warning\].*appendonly\.bglog\.1.* (\d+) records? .*older than "
+                          r"the snapshot", log)
+        self.assertIsNotNone(match, log)
+        self.assertGreaterEqual(int(match.group(1)), 22, log)
+        # Kept for the operator, under a name no start-up replays.
+        self.assertTrue(os.path.exists(os.path.join(self.data_dir,
+                                                    "appendonly.bglog.1.superseded")))
         server.stop()
 
 
