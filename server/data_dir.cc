@@ -102,6 +102,10 @@ bool DataDirLock::Acquire(const std::string& dir, std::string* error) {
     struct stat named {};
     if (fstat(fd, &held) == 0 && stat(path.c_str(), &named) == 0 && held.st_ino == named.st_ino &&
         held.st_dev == named.st_dev) {
+      // A file with a pid in it that nobody locks: its server never got to
+      // Release (ours is empty until the pwrite below).
+      stale_pid_ = ReadHolderPid(fd);
+      found_stale_ = held.st_size > 0;
       std::string pid = std::to_string(getpid()) + "\n";
       if (ftruncate(fd, 0) != 0 || pwrite(fd, pid.data(), pid.size(), 0) !=
                                        static_cast<ssize_t>(pid.size())) {

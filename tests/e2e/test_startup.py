@@ -242,6 +242,33 @@ def iso_of(ms):
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{millis:03d}Z"
 
 
+class StartupLogTest(StartupTestCase):
+    """The first lines an operator reads after a restart."""
+
+    def test_settings_and_whether_the_last_stop_was_clean_are_logged(self):
+        server = self.start("--appendonly", "yes", "--appendfsync", "always",
+                            "--save", "900 1 60 500")
+        log = server.log()
+        self.assertRegex(log, re.escape(f"persistence: dir {os.path.realpath(self.data_dir)}") +
+                         "/?" + re.escape(", dbfilename dump.bgs, save \"900 1 60 500\", "
+                                          "appendonly yes (appendfsync always)"))
+        self.assertIn("protected-mode yes (no password: only loopback clients are served); "
+                      "TLS off", log)
+        self.assertIn("previous shutdown was clean", log)
+        pid = server.proc.pid
+        server.kill9()
+        server = self.start("--appendonly", "no", "--save", "")
+        log = server.log()
+        self.assertIn("previous shutdown was not clean: the bloomgate.lock of "
+                      f"pid {pid} was left behind", log)
+        self.assertIn('save "" (no scheduled snapshots), appendonly no', log)
+        server.stop()
+        server = self.start()
+        self.assertIn("previous shutdown was clean", server.log())
+        self.assertNotIn("not clean", server.log())
+        server.stop()
+
+
 class OfflineChecksTest(StartupTestCase):
     """check-snapshot and check-log: what a file holds, with dates."""
 
