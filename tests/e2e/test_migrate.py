@@ -11,10 +11,10 @@ module, is a source too: migrate says so and fails.
 
 import shutil
 import subprocess
-import tempfile
 import unittest
 
-from harness import BloomgateServer, RawConnection, free_port, server_binary, wait_until
+from harness import BloomgateServer, RawConnection, free_port, server_binary
+from test_resp3_shapes import RedisServer
 
 SOURCE_PASSWORD = "source-secret"
 TARGET_PASSWORD = "target-secret"
@@ -225,37 +225,6 @@ class MigrateTest(unittest.TestCase):
                               capture_output=True, text=True, timeout=10)
         self.assertEqual(done.returncode, 0)
         self.assertIn("copied with DUMP and RESTORE", done.stdout)
-
-
-class RedisServer:
-    """A stock redis-server on a free port, without persistence or modules."""
-
-    def __init__(self, binary):
-        self.binary = binary
-        self.dir = tempfile.TemporaryDirectory(prefix="bloomgate-migrate-redis-")
-        self.proc = None
-
-    def start(self):
-        self.port = free_port()
-        self.proc = subprocess.Popen(
-            [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--dir", self.dir.name],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-
-        def ready():
-            try:
-                with RawConnection(self.port) as c:
-                    return c.call("PING") == "PONG"
-            except OSError:
-                return False
-        wait_until(ready, 10.0, what="redis-server to answer PING")
-        return self
-
-    def stop(self):
-        if self.proc is not None:
-            self.proc.kill()
-            self.proc.wait()
-        self.dir.cleanup()
 
 
 class SourceWithoutFiltersTest(unittest.TestCase):

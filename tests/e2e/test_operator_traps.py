@@ -15,12 +15,11 @@ import re
 import resource
 import signal
 import subprocess
-import tempfile
 import time
 import unittest
 
-from harness import (BloomgateServer, PersistentServer, RawConnection, run_bloomgate,
-                     wait_until)
+from harness import BloomgateServer, RawConnection, run_bloomgate, wait_until
+from test_startup import StartupTestCase
 
 # soft = hard: the server cannot raise it. One worker: the server reserves
 # 32 + 1 listener + 3 per worker = 36 descriptors, which leaves 28 clients.
@@ -132,19 +131,9 @@ class FileDescriptorLimitTest(unittest.TestCase):
         self.assert_answers_a_new_client()
 
 
-class SighupTest(unittest.TestCase):
-    def setUp(self):
-        self.tmp = tempfile.TemporaryDirectory(prefix="bloomgate-sighup-")
-        self.addCleanup(self.tmp.cleanup)
-        self.data_dir = os.path.join(self.tmp.name, "data")
-        os.mkdir(self.data_dir)
-
+class SighupTest(StartupTestCase):
     def start(self):
-        server = PersistentServer(self.data_dir, ["--appendonly", "no", "--save", "3600 1"],
-                                  log_path=os.path.join(self.tmp.name, "server.log"))
-        server.start()
-        self.addCleanup(lambda: server.kill9() if server.alive() else server._cleanup())
-        return server
+        return super().start("--appendonly", "no", "--save", "3600 1")
 
     def test_sighup_is_logged_once_and_ignored_then_sigterm_saves(self):
         server = self.start()
@@ -168,22 +157,15 @@ class SighupTest(unittest.TestCase):
         server.stop()
 
 
-class BuildIntoALiveDirTest(unittest.TestCase):
+class BuildIntoALiveDirTest(StartupTestCase):
     def setUp(self):
-        self.tmp = tempfile.TemporaryDirectory(prefix="bloomgate-build-live-")
-        self.addCleanup(self.tmp.cleanup)
-        self.data_dir = os.path.join(self.tmp.name, "data")
-        os.mkdir(self.data_dir)
+        super().setUp()
         self.items = os.path.join(self.tmp.name, "items.txt")
         with open(self.items, "w") as f:
             f.write("".join(f"item{i}\n" for i in range(100)))
 
-    def start(self, *args):
-        server = PersistentServer(self.data_dir, ["--appendonly", "yes", *args],
-                                  log_path=os.path.join(self.tmp.name, "server.log"))
-        server.start()
-        self.addCleanup(lambda: server.kill9() if server.alive() else server._cleanup())
-        return server
+    def start(self):
+        return super().start("--appendonly", "yes")
 
     def build(self, output, *extra):
         return run_bloomgate(["build", "--input", self.items, "--output", output, *extra])
