@@ -54,6 +54,21 @@ std::string CheckDataDir(const std::string& dir) {
   return "";
 }
 
+bool DataDirHeld(const std::string& dir, std::string* holder) {
+  const std::string path = JoinPath(dir, kDataDirLockName);
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;  // no lock file: no server (a clean stop removes it)
+  // Shared and at once: held exclusively by a server, this fails; taken,
+  // it is released by the close below.
+  const bool held = flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  if (held) {
+    std::string pid = ReadHolderPid(fd);
+    *holder = (pid.empty() ? std::string("pid unknown") : "pid " + pid) + ", lock " + path;
+  }
+  close(fd);
+  return held;
+}
+
 DataDirLock::~DataDirLock() { Release(); }
 
 bool DataDirLock::Acquire(const std::string& dir, std::string* error) {
@@ -87,6 +102,10 @@ bool DataDirLock::Acquire(const std::string& dir, std::string* error) {
     struct stat named {};
     if (fstat(fd, &held) == 0 && stat(path.c_str(), &named) == 0 && held.st_ino == named.st_ino &&
         held.st_dev == named.st_dev) {
+      // A file with a pid in it that nobody locks: its server never got to
+      // Release (ours is empty until the pwrite below).
+      stale_pid_ = ReadHolderPid(fd);
+      found_stale_ = held.st_size > 0;
       std::string pid = std::to_string(getpid()) + "\n";
       if (ftruncate(fd, 0) != 0 || pwrite(fd, pid.data(), pid.size(), 0) !=
                                        static_cast<ssize_t>(pid.size())) {

@@ -19,6 +19,11 @@ inline constexpr const char* kDataDirLockName = "bloomgate.lock";
 // do about it.
 std::string CheckDataDir(const std::string& dir);
 
+// Whether a running server holds `dir` (its lock file exists and is
+// flock(2)ed), for the offline tools that write there; *holder then gets
+// "pid 1234, lock <dir>/bloomgate.lock". Never creates the lock file.
+bool DataDirHeld(const std::string& dir, std::string* holder);
+
 class DataDirLock {
  public:
   DataDirLock() = default;
@@ -33,10 +38,18 @@ class DataDirLock {
   // Removes the lock file (so a clean stop leaves the directory as it found
   // it) and releases the lock. Idempotent; the destructor calls it.
   void Release();
+  // After Acquire: whether the lock file was already there, unlocked. A
+  // server that stops removes it, so one left behind means the last server
+  // on this directory did not stop cleanly (killed, crashed, power lost).
+  bool found_stale() const { return found_stale_; }
+  // The pid that stale file named ("" if none was readable).
+  const std::string& stale_pid() const { return stale_pid_; }
 
  private:
   int fd_ = -1;
   std::string path_;
+  bool found_stale_ = false;
+  std::string stale_pid_;
 };
 
 }  // namespace bloomgate

@@ -62,6 +62,41 @@ uint64_t TestLoadRateLimit() {
   return end != text && *end == '\0' ? value : 0;
 }
 
+// What an operator checks first after a restart, one line each: where and
+// how the data is kept, who may connect, and how the last run ended.
+void LogStartupSettings(const bloomgate::ServerConfig& config,
+                        const bloomgate::ServerContext& context,
+                        const bloomgate::DataDirLock& dir_lock) {
+  using bloomgate::GetConfigValue;
+  const std::string save = GetConfigValue(config, "save");
+  spdlog::info("persistence: dir {}, dbfilename {}, save \"{}\"{}, appendonly {}{}", config.dir,
+               config.dbfilename, save, save.empty() ? " (no scheduled snapshots)" : "",
+               config.appendonly ? "yes" : "no",
+               config.appendonly ? " (appendfsync " + GetConfigValue(config, "appendfsync") + ")"
+                                 : std::string(" (writes since the last snapshot are lost "
+                                               "in a crash)"));
+  spdlog::info("protected-mode {}{}; TLS {}", config.protected_mode ? "yes" : "no",
+               config.protected_mode && config.requirepass.empty() && config.users.empty()
+                   ? " (no password: only loopback clients are served)"
+                   : "",
+               context.tls_port.load() != 0
+                   ? "on port " + std::to_string(context.tls_port.load()) + " (certificate " +
+                         config.tls_cert_file + ", client certificates " +
+                         GetConfigValue(config, "tls-auth-clients") + ")"
+                   : std::string("off"));
+  if (dir_lock.found_stale()) {
+    spdlog::warn("previous shutdown was not clean: the {} of {} was left behind (killed, "
+                 "crashed or the machine went down) and no final save was made; {}",
+                 bloomgate::kDataDirLockName,
+                 dir_lock.stale_pid().empty() ? "an unknown pid" : "pid " + dir_lock.stale_pid(),
+                 config.appendonly
+                     ? "the snapshot and the append-only log are loaded as it left them"
+                     : "appendonly is off: writes after the last snapshot are lost");
+  } else {
+    spdlog::info("previous shutdown was clean (or this data directory is new)");
+  }
+}
+
 }  // namespace
 
 namespace {
@@ -127,6 +162,15 @@ int main(int argc, char** argv) {
   SetUpStartupLogging(config);
   size_t threads = config.threads != 0 ? config.threads
                                        : std::max(1u, std::thread::hardware_concurrency());
+  // maxclients must fit the fd limit, or accepts fail with EMFILE; said once
+  // the log file is open (below).
+  std::string fd_warning;
+  std::string fd_notice;
+  if (!AdjustOpenFilesLimit(&config, ReservedFileDescriptors(config, threads), &fd_warning,
+                            &fd_notice)) {
+    spdlog::critical("{}", fd_warning);
+    return 1;
+  }
 
   ServerContext context(config, threads);
   // A windowed filter's aged-out generations are freed on the lazy freer's
@@ -195,6 +239,9 @@ int main(int argc, char** argv) {
                kBloomgateVersion, context.port, context.tls_port.load(), threads,
                command_line.config_path.empty() ? "(defaults)" : command_line.config_path,
                context.budget.limit());
+  LogStartupSettings(config, context, dir_lock);
+  if (!fd_notice.empty()) spdlog::info("{}", fd_notice);
+  if (!fd_warning.empty()) spdlog::warn("{}", fd_warning);
   if (config.maxmemory == 0) {
     MemoryLimit limit;
     uint64_t derived = DefaultMaxMemory(&limit);

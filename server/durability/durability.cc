@@ -229,12 +229,35 @@ Status Durability::ReplayLogs(FileSystem& reader, uint64_t first_generation,
   for (uint64_t generation : generations) {
     std::string path = JoinPath(config.dir, LogFileName(config.appendfilename, generation));
     if (generation < first_generation) {
-      // Superseded by the snapshot (a crash came between its rename and the
-      // deletion of the logs it replaces).
-      spdlog::info("removing {}: older than the snapshot", path);
+      // Superseded by the snapshot: after a crash between a save's rename
+      // and the deletion of the logs it replaces, its records are in the
+      // snapshot. But a snapshot from elsewhere (bloomgate build, a copied
+      // file) also names a later generation, and then they are writes that
+      // it lacks: a log with records is kept aside, with a warning.
       uint64_t size = 0;
       if (fs_->FileSize(path, &size).ok()) load_progress_.AddTotal(-static_cast<int64_t>(size));
-      (void)fs_->Remove(path);
+      LogReadResult counted;
+      Status readable = ReadAppendLog(
+          reader, path, /*allow_torn_tail=*/true,
+          [](const LogRecord&) { return Status::Ok(); }, &counted);
+      if (readable.ok() && counted.records == 0) {
+        spdlog::info("removing {}: older than the snapshot, and it holds no records", path);
+        (void)fs_->Remove(path);
+        continue;
+      }
+      const std::string aside = path + ".superseded";
+      spdlog::warn("not replaying {}: its {} records{} are older than the snapshot (log "
+                   "generation {}, the snapshot continues generation {}). They are in the "
+                   "snapshot if a crash cut its save short; they are lost if the snapshot "
+                   "came from elsewhere (bloomgate build, a copied file). Moved to {}",
+                   path, counted.records,
+                   readable.ok() ? "" : " (and a damaged rest: " + readable.message() + ")",
+                   generation, first_generation, aside);
+      Status moved = fs_->Rename(path, aside);
+      if (!moved.ok()) {
+        spdlog::warn("moving {} aside failed ({}); removing it", path, moved.message());
+        (void)fs_->Remove(path);
+      }
       continue;
     }
     live.push_back(generation);
@@ -319,10 +342,14 @@ void Durability::SetAsideOrphanedLogs(std::span<const uint64_t> generations,
     // Kept for the operator under a name no start-up reads (and no later log
     // generation can take); replaying it is never right.
     const std::string aside = path + ".orphaned";
-    spdlog::warn("not replaying {}: it was started by switching appendonly on and the save "
-                 "that switch began never completed (the snapshot names generation {}); "
-                 "the writes in it were made before they could be durable. Moved to {}",
-                 path, snapshot_generation, aside);
+    LogReadResult counted;
+    (void)ReadAppendLog(*fs_, path, /*allow_torn_tail=*/true,
+                        [](const LogRecord&) { return Status::Ok(); }, &counted);
+    spdlog::warn("not replaying {} ({} records): it was started by switching appendonly on "
+                 "and the save that switch began never completed (the snapshot names "
+                 "generation {}); the writes in it were made before they could be durable. "
+                 "Moved to {}",
+                 path, counted.records, snapshot_generation, aside);
     Status moved = fs_->Rename(path, aside);
     if (!moved.ok()) {
       spdlog::warn("moving {} aside failed ({}); removing it", path, moved.message());

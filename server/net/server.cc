@@ -1,9 +1,12 @@
 #include "server/net/server.h"
 
 #include <spdlog/spdlog.h>
+#include <sys/resource.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <thread>
 
 #include "server/commands/errors.h"
@@ -20,6 +23,24 @@ constexpr auto kHousekeepingInterval = std::chrono::milliseconds(100);
 constexpr size_t kExpireKeysPerRound = 2000;
 
 LogLimiter refused_client_log(/*interval_ms=*/1000);
+// One line a second at most while accepts fail: out of descriptors, every
+// retry fails the same way.
+LogLimiter accept_failure_log(/*interval_ms=*/1000);
+LogLimiter sighup_log(/*interval_ms=*/1000);
+
+// Redis's CONFIG_MIN_RESERVED_FDS.
+constexpr size_t kMinReservedFds = 32;
+// Each io_context's epoll reactor holds an epoll descriptor, an eventfd
+// (its interrupter) and a timerfd: 3 per worker (ls /proc/PID/fd).
+constexpr size_t kFdsPerWorker = 3;
+
+// Failures that the next accept would repeat at once: the process or the
+// system is out of descriptors, or the kernel out of socket memory.
+bool RetryingSoonerFailsAgain(const boost::system::error_code& ec) {
+  if (ec.category() != boost::system::system_category()) return false;
+  const int value = ec.value();
+  return value == EMFILE || value == ENFILE || value == ENOBUFS || value == ENOMEM;
+}
 
 // Answers a plain-TCP client that is refused before it gets a connection,
 // with a short blocking write on its fresh socket (the text fits the send
@@ -51,7 +72,7 @@ bool BuildsTlsContext(std::string_view name) {
 Server::Server(ServerContext& context, size_t threads)
     : context_(context),
       pool_(threads),
-      signals_(pool_.context(0), SIGINT, SIGTERM),
+      signals_(pool_.context(0), SIGINT, SIGTERM, SIGHUP),
       housekeeping_(pool_.context(0)) {
   for (size_t i = 0; i < pool_.size(); ++i) {
     managers_.push_back(std::make_unique<ConnectionManager>(context_));
@@ -143,7 +164,7 @@ bool Server::ChangeTlsPort(const ServerConfig& next, bool context_changed, std::
         acceptor->close(ignored);
         continue;
       }
-      listeners_.push_back({std::move(acceptor), Transport::kTls});
+      AddListener(std::move(acceptor), Transport::kTls);
       DoAccept(listeners_.back());
     }
   });
@@ -190,7 +211,7 @@ bool Server::Listen(const std::vector<std::string>& addresses, uint16_t port,
             error)) {
     return false;
   }
-  for (auto& acceptor : acceptors) listeners_.push_back({std::move(acceptor), transport});
+  for (auto& acceptor : acceptors) AddListener(std::move(acceptor), transport);
   if (transport == Transport::kTcp) {
     tcp_port_ = bound;
   } else {
@@ -240,11 +261,42 @@ void Server::DoAccept(Listener& listener) {
                        });
           }
         } else {
-          // Out of file descriptors and the like: keep accepting.
-          spdlog::warn("accept failed: {}", ec.message());
+          RetryAccept(listener, ec);
+          return;
         }
         DoAccept(listener);
       });
+}
+
+void Server::AddListener(std::unique_ptr<tcp::acceptor> acceptor, Transport transport) {
+  listeners_.push_back({std::move(acceptor), transport,
+                        std::make_unique<asio::steady_timer>(pool_.context(0))});
+}
+
+void Server::RetryAccept(Listener& listener, const boost::system::error_code& ec) {
+  const bool pause = RetryingSoonerFailsAgain(ec);
+  uint64_t suppressed = 0;
+  if (accept_failure_log.Allow(NowMs(), &suppressed)) {
+    spdlog::warn("accept failed: {}{} ({} similar suppressed; clients connected: {}, "
+                 "maxclients {})",
+                 ec.message(),
+                 pause ? "; accepting again every " + std::to_string(kAcceptRetryMs) +
+                             " ms until it succeeds (raise 'ulimit -n' or lower maxclients)"
+                       : std::string(),
+                 suppressed, context_.clients.count(), context_.config.Get().maxclients);
+  }
+  if (!pause) {
+    DoAccept(listener);
+    return;
+  }
+  listener.retry->expires_after(std::chrono::milliseconds(kAcceptRetryMs));
+  listener.retry->async_wait([this, &listener](const boost::system::error_code& wait_error) {
+    if (wait_error || stopping_.load(std::memory_order_acquire) ||
+        !listener.acceptor->is_open()) {
+      return;
+    }
+    DoAccept(listener);
+  });
 }
 
 void Server::Serve(Transport transport, tcp::socket socket, size_t worker) {
@@ -304,12 +356,26 @@ void Server::ScheduleHousekeeping() {
   });
 }
 
-void Server::Start() {
+void Server::DoWaitSignal() {
   signals_.async_wait([this](const boost::system::error_code& ec, int signal) {
     if (ec) return;
+    if (signal == SIGHUP) {
+      uint64_t suppressed = 0;
+      if (sighup_log.Allow(NowMs(), &suppressed)) {
+        spdlog::warn("received SIGHUP: ignored, the server goes on ({} similar suppressed); "
+                     "SIGTERM stops it with its final save, CONFIG SET changes settings",
+                     suppressed);
+      }
+      DoWaitSignal();
+      return;
+    }
     spdlog::info("received {}, shutting down", signal == SIGINT ? "SIGINT" : "SIGTERM");
     Stop();
   });
+}
+
+void Server::Start() {
+  DoWaitSignal();
   for (Listener& listener : listeners_) DoAccept(listener);
   ScheduleHousekeeping();
   pool_.Start();
@@ -348,7 +414,10 @@ void Server::Stop() {
 void Server::StopOnMainLoop() {
   stopping_.store(true, std::memory_order_release);
   boost::system::error_code ignored;
-  for (Listener& listener : listeners_) listener.acceptor->close(ignored);
+  for (Listener& listener : listeners_) {
+    listener.acceptor->close(ignored);
+    listener.retry->cancel();
+  }
   for (const auto& handler : stop_handlers_) handler();
   signals_.cancel(ignored);
   housekeeping_.cancel();
@@ -356,6 +425,74 @@ void Server::StopOnMainLoop() {
     asio::post(pool_.context(i), [this, i] { managers_[i]->StopAll(); });
   }
   pool_.ReleaseWork();
+}
+
+size_t ReservedFileDescriptors(const ServerConfig& config, size_t threads) {
+  const size_t transports = (config.port != 0 ? 1 : 0) + (config.tls_port != 0 ? 1 : 0);
+  return kMinReservedFds + transports * config.bind.size() + kFdsPerWorker * threads;
+}
+
+bool AdjustOpenFilesLimit(ServerConfig* config, size_t reserved, std::string* warning,
+                          std::string* notice) {
+  const rlim_t wanted = static_cast<rlim_t>(config->maxclients) + reserved;
+  struct rlimit limit {};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0) {
+    // Redis assumes 1024 then.
+    const uint32_t old_maxclients = config->maxclients;
+    config->maxclients = static_cast<uint32_t>(
+        std::min<size_t>(config->maxclients, 1024 > reserved ? 1024 - reserved : 1));
+    if (config->maxclients != old_maxclients) {
+      *warning = "unable to obtain the current NOFILE limit (" + std::string(std::strerror(errno)) +
+                 "), assuming 1024: maxclients lowered from " + std::to_string(old_maxclients) +
+                 " to " + std::to_string(config->maxclients);
+    }
+    return true;
+  }
+  const rlim_t old_soft = limit.rlim_cur;
+  if (old_soft == RLIM_INFINITY || old_soft >= wanted) return true;
+  // The hard limit first: a privileged server (CAP_SYS_RESOURCE) may raise
+  // it, as Redis does; otherwise the soft limit up to the hard one.
+  int raise_error = 0;
+  rlim_t best = old_soft;
+  struct rlimit ask = {wanted, std::max(limit.rlim_max, wanted)};
+  if (limit.rlim_max != RLIM_INFINITY && setrlimit(RLIMIT_NOFILE, &ask) == 0) {
+    best = wanted;
+  } else {
+    if (limit.rlim_max != RLIM_INFINITY) raise_error = errno;
+    ask = {limit.rlim_max == RLIM_INFINITY ? wanted : std::min(wanted, limit.rlim_max),
+           limit.rlim_max};
+    if (setrlimit(RLIMIT_NOFILE, &ask) == 0) {
+      best = ask.rlim_cur;
+    } else {
+      raise_error = errno;
+    }
+  }
+  if (best >= wanted) {
+    *notice = "increased the maximum number of open files to " + std::to_string(wanted) +
+              " (it was originally set to " + std::to_string(old_soft) + ")";
+    return true;
+  }
+  const uint32_t old_maxclients = config->maxclients;
+  if (best <= reserved) {
+    *warning = "the current 'ulimit -n' of " + std::to_string(best) +
+               " is not enough for the server to start: it needs " + std::to_string(reserved) +
+               " file descriptors for itself and one per client; raise the open file limit "
+               "to at least " + std::to_string(reserved + 1) + " (" +
+               std::to_string(wanted) + " for maxclients " + std::to_string(old_maxclients) +
+               ")";
+    return false;
+  }
+  config->maxclients = static_cast<uint32_t>(best - reserved);
+  *warning = "maxclients " + std::to_string(old_maxclients) + " needs " +
+             std::to_string(wanted) + " open files (" + std::to_string(reserved) +
+             " for the server itself), but the limit is " + std::to_string(best) +
+             (raise_error != 0 ? " and cannot be raised (" +
+                                     std::string(std::strerror(raise_error)) + ")"
+                               : std::string()) +
+             ": maxclients has been reduced to " + std::to_string(config->maxclients) +
+             " to compensate for the low ulimit; raise 'ulimit -n' (LimitNOFILE= in a "
+             "systemd unit) if you need more clients";
+  return true;
 }
 
 }  // namespace bloomgate

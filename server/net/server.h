@@ -6,7 +6,14 @@
 // acceptors, let every connection finish the batch it is executing and flush
 // its replies, then let the loops drain and return. A stop that does not
 // finish within kStopGraceMs (a client that never reads its replies) is
-// forced.
+// forced. SIGHUP is logged and ignored, as Redis ignores it: a closed
+// terminal or a service manager's reload must not end the server unsaved.
+//
+// Out of file descriptors (EMFILE/ENFILE) an acceptor pauses for
+// kAcceptRetryMs instead of retrying at once: the waiting connection stays
+// in the backlog and makes the socket readable again, so an immediate retry
+// spins (9 million log lines in 20 s were seen). Start-up sizes maxclients
+// to the fd limit (AdjustOpenFilesLimit) so that this is rare.
 #pragma once
 
 #include <atomic>
@@ -34,6 +41,11 @@ class Server {
   // (bench/tls_bench.py --memory) for up to tls-handshake-timeout, so a
   // flood costs at most ~5 MB; the rest are closed without the text.
   static constexpr size_t kMaxTlsRefusals = 64;
+  // The pause after an accept that failed for want of descriptors or
+  // memory: Redis retries on its next event-loop tick, Asio's examples on a
+  // timer; 100 ms bounds the retries to 10 a second per listener while a
+  // closed connection is picked up within a tenth of a second.
+  static constexpr int64_t kAcceptRetryMs = 100;
 
   enum class Transport { kTcp, kTls };
 
@@ -86,8 +98,15 @@ class Server {
   struct Listener {
     std::unique_ptr<tcp::acceptor> acceptor;
     Transport transport;
+    // Re-arms DoAccept after a failure that an immediate retry would repeat.
+    std::unique_ptr<asio::steady_timer> retry;
   };
   void DoAccept(Listener& listener);
+  void AddListener(std::unique_ptr<tcp::acceptor> acceptor, Transport transport);
+  // After an accept failed with `ec`: a pause for want of descriptors or
+  // memory, else at once.
+  void RetryAccept(Listener& listener, const boost::system::error_code& ec);
+  void DoWaitSignal();
   // CONFIG SET tls-port: opens the TLS listener on the new port (building
   // the TLS context if the server started without one), then closes the old
   // one; 0 closes it. Open TLS connections stay. Called under RuntimeConfig's
@@ -130,5 +149,20 @@ class Server {
   std::condition_variable stop_requested_cv_;
   bool stop_requested_ = false;
 };
+
+// The file descriptors a server needs besides one per client, as Redis
+// counts them: CONFIG_MIN_RESERVED_FDS (32: the log, snapshot and
+// append-only files, a replica's or a tool's extra sockets) plus this
+// server's listening sockets and its event loops' own descriptors.
+size_t ReservedFileDescriptors(const ServerConfig& config, size_t threads);
+
+// Redis's adjustOpenFilesLimit: RLIMIT_NOFILE must hold maxclients plus
+// `reserved`. A soft limit below that is raised toward the hard one; if even
+// the best limit the system grants is short, config->maxclients is lowered
+// to fit and *warning says so (one line, empty otherwise), and *notice
+// reports a raised limit. False with *warning when not even one client fits
+// (Redis exits then too).
+bool AdjustOpenFilesLimit(ServerConfig* config, size_t reserved, std::string* warning,
+                          std::string* notice);
 
 }  // namespace bloomgate

@@ -23,20 +23,25 @@ constexpr std::string_view kMigrateHelp =
     "usage: bloomgate migrate --from HOST:PORT [--user U] [--password P] [--match PATTERN]\n"
     "                         [--to HOST:PORT] [--to-user U] [--to-password P] [--replace]\n"
     "                         [--count N] [--timeout SECONDS]\n"
-    "Copies every Bloom (TYPE MBbloom--) and cuckoo (MBbloomCF) key of a running Redis +\n"
-    "RedisBloom, or Bloomgate, at --from into the running Bloomgate at --to (default\n"
-    "127.0.0.1:6379): SCAN (MATCH --match, COUNT --count, default 100), TYPE, PTTL, then\n"
-    "BF.SCANDUMP / CF.SCANDUMP until iterator 0, each chunk given to BF.LOADCHUNK /\n"
-    "CF.LOADCHUNK on the target while the next is dumped, and PEXPIRE for a key with a\n"
-    "TTL. A Bloomgate source's counting Bloom filters (BGcountBF) are copied too.\n"
-    "Only reading commands are sent to the source. Count-min sketch and top-k keys are\n"
-    "skipped (RedisBloom has no SCANDUMP for them), as are keys of other types; a key\n"
-    "the target already has fails unless --replace (then it is loaded under a temporary\n"
-    "name and RENAMEd over the old one). A key whose dump the target refuses as torn\n"
-    "(written during the copy) is dumped again, up to 3 times in all.\n"
-    "Progress every 2 s and a summary go to stderr. Exit status: 0 if no key failed,\n"
-    "1 if one did (each is named with its reason), 2 for bad usage, 3 if a server could\n"
-    "not be reached or stopped answering.\n";
+    "Copies every filter key of a running Redis + RedisBloom, or Bloomgate, at --from\n"
+    "into the running Bloomgate at --to (default 127.0.0.1:6379): SCAN (MATCH --match,\n"
+    "COUNT --count, default 100), TYPE, PTTL, then for Bloom (MBbloom--), cuckoo\n"
+    "(MBbloomCF) and counting Bloom (BGcountBF) keys BF/CF/CBF.SCANDUMP until iterator\n"
+    "0, each chunk given to the family's LOADCHUNK on the target while the next is\n"
+    "dumped, and PEXPIRE for a key with a TTL. Every other filter family of a Bloomgate\n"
+    "source (count-min sketch, top-k, windowed Bloom and windowed counting filters) is\n"
+    "copied with DUMP and RESTORE, TTL included. RedisBloom's count-min sketch and top-k\n"
+    "have neither SCANDUMP nor a DUMP payload Bloomgate reads: such keys fail by name.\n"
+    "Only reading commands are sent to the source. Keys of other types (strings, hashes,\n"
+    "...) are skipped; a key the target already has fails unless --replace (then it is\n"
+    "loaded under a temporary name and RENAMEd over the old one, or RESTOREd with\n"
+    "REPLACE). A key whose dump the target refuses as torn (written during the copy) is\n"
+    "dumped again, up to 3 times in all. A source with no filter module (MODULE LIST\n"
+    "names no 'bf' and it is not a Bloomgate) is said so plainly.\n"
+    "Progress every 2 s and a summary go to stderr. Exit status: 0 if every filter key\n"
+    "was copied, 1 if one was not (each is named with its reason) or the source has no\n"
+    "filter module, 2 for bad usage, 3 if a server could not be reached or stopped\n"
+    "answering.\n";
 
 // A line every 2 s: a 1 GB filter copied at ~100 MB/s shows ~5 of them.
 constexpr int64_t kProgressIntervalMs = 2000;
@@ -58,7 +63,8 @@ struct Options {
   bool replace = false;
 };
 
-// A family SCANDUMP/LOADCHUNK can move, by its TYPE name.
+// A family SCANDUMP/LOADCHUNK can move, by its TYPE name: chunked, so a
+// filter of gigabytes never travels as one reply.
 struct Family {
   std::string_view type;
   std::string_view scandump;
@@ -71,6 +77,23 @@ constexpr Family kFamilies[] = {
     {"BGcountBF", "CBF.SCANDUMP", "CBF.LOADCHUNK"},
 };
 
+// The other filter types a source may hold, with what they are called in
+// messages: copied with DUMP / RESTORE, which a Bloomgate answers for every
+// family (RedisBloom's own DUMP payloads are its module's RDB encoding,
+// which no Bloomgate reads).
+struct DumpedType {
+  std::string_view type;
+  std::string_view what;
+};
+constexpr DumpedType kDumpedTypes[] = {
+    {"CMSk-TYPE", "count-min sketch"},
+    {"TopK-TYPE", "top-k"},
+    {"MBbloomW-", "windowed Bloom filter"},
+    {"BGcountWB", "windowed counting Bloom filter"},
+    // RedisBloom's t-digest: Bloomgate has no such family, so it can only fail.
+    {"TDIS-TYPE", "t-digest"},
+};
+
 const Family* FamilyOf(std::string_view type) {
   for (const Family& family : kFamilies) {
     if (family.type == type) return &family;
@@ -78,10 +101,15 @@ const Family* FamilyOf(std::string_view type) {
   return nullptr;
 }
 
-// Why a key of this type is not copied.
+const DumpedType* DumpedTypeOf(std::string_view type) {
+  for (const DumpedType& dumped : kDumpedTypes) {
+    if (dumped.type == type) return &dumped;
+  }
+  return nullptr;
+}
+
+// Why a key of a type that is no filter is not copied.
 std::string SkipReason(std::string_view type) {
-  if (type == "CMSk-TYPE") return "count-min sketch (RedisBloom has no SCANDUMP for CMS)";
-  if (type == "TopK-TYPE") return "top-k (RedisBloom has no SCANDUMP for TOPK)";
   if (type == "none") return "gone before it was copied";
   return "type " + std::string(type) + " is not a filter";
 }
@@ -100,6 +128,14 @@ class Migration {
     if (!Open(options_.from, options_.user, options_.password, "source", &source_) ||
         !Open(options_.to, options_.to_user, options_.to_password, "target", &target_)) {
       return 3;
+    }
+    if (!ExamineSource()) return Fatal();
+    if (!source_has_filters_) {
+      std::fprintf(stderr,
+                   "bloomgate migrate: the source %s has no filter module: it is not a "
+                   "Bloomgate and %s, so it holds no filters to copy (is --from the right "
+                   "server?)\n",
+                   source_.endpoint().c_str(), module_findings_.c_str());
     }
     std::string cursor = "0";
     do {
@@ -126,10 +162,42 @@ class Migration {
       if (!CopyBatch(keys)) return Fatal();
     } while (cursor != "0");
     Summary();
-    return failed_.empty() ? 0 : 1;
+    return failed_.empty() && source_has_filters_ ? 0 : 1;
   }
 
  private:
+  // What the source is: a Bloomgate (INFO server's bloomgate_version), a
+  // Redis with RedisBloom (MODULE LIST names "bf") or neither. False only
+  // when the connection is lost.
+  bool ExamineSource() {
+    RespValue info;
+    if (!source_.Call({"INFO", "server"}, &info, &error_)) return false;
+    source_is_bloomgate_ =
+        !info.is_error() && info.text.find("\nbloomgate_version:") != std::string::npos;
+    RespValue modules;
+    if (!source_.Call({"MODULE", "LIST"}, &modules, &error_)) return false;
+    bool has_bf = false;
+    if (modules.is_error()) {
+      module_findings_ = "MODULE LIST is refused (" + modules.text + ")";
+    } else if (modules.elements.empty()) {
+      module_findings_ = "MODULE LIST names no module (RedisBloom's is 'bf')";
+    } else {
+      std::string names;
+      for (const RespValue& module : modules.elements) {
+        for (size_t i = 0; i + 1 < module.elements.size(); i += 2) {
+          if (module.elements[i].text != "name") continue;
+          const std::string& name = module.elements[i + 1].text;
+          names += (names.empty() ? "" : ", ") + name;
+          if (name == "bf") has_bf = true;
+        }
+      }
+      module_findings_ = "MODULE LIST names " + names + (has_bf ? "" : " (no RedisBloom 'bf')");
+    }
+    // A refused MODULE LIST (an ACL user without it) tells nothing: copy on.
+    source_has_filters_ = source_is_bloomgate_ || has_bf || modules.is_error();
+    return true;
+  }
+
   bool Open(const std::string& where, const std::string& user, const std::string& password,
             const char* role, RespClient* client) {
     std::string host;
@@ -167,20 +235,30 @@ class Migration {
         Fail(keys[i], "TYPE refused by the source: " + types[i].text);
         continue;
       }
-      const Family* family = FamilyOf(types[i].text);
-      if (family == nullptr) {
-        Skip(keys[i], SkipReason(types[i].text));
+      const std::string& type = types[i].text;
+      if (const Family* family = FamilyOf(type)) {
+        if (!CopyKey(keys[i], family, nullptr)) return false;
+      } else if (const DumpedType* dumped = DumpedTypeOf(type)) {
+        if (!source_is_bloomgate_) {
+          Fail(keys[i], std::string(dumped->what) + " (" + type +
+                            "): RedisBloom has no SCANDUMP for it and its DUMP payload is "
+                            "RedisBloom's own encoding; recreate it on the target");
+          continue;
+        }
+        if (!CopyKey(keys[i], nullptr, dumped)) return false;
+      } else {
+        Skip(keys[i], SkipReason(type));
         continue;
       }
-      if (!CopyKey(keys[i], *family)) return false;
       Progress();
     }
     return true;
   }
 
-  // False only when a connection is lost; a key's own failure is recorded
-  // and the migration goes on.
-  bool CopyKey(const std::string& key, const Family& family) {
+  // By SCANDUMP when `family` is set, else by DUMP / RESTORE. False only
+  // when a connection is lost; a key's own failure is recorded and the
+  // migration goes on.
+  bool CopyKey(const std::string& key, const Family* family, const DumpedType* dumped) {
     RespValue reply;
     if (!options_.replace) {
       if (!target_.Call({"EXISTS", key}, &reply, &error_)) return false;
@@ -200,6 +278,7 @@ class Migration {
       Skip(key, "gone before it was copied");
       return true;
     }
+    if (dumped != nullptr) return CopyByRestore(key, *dumped, ttl_ms, ttl_read_ms);
     // --replace loads beside the old key and RENAMEs over it: the old
     // filter answers until the new one is complete.
     const std::string load_name =
@@ -210,7 +289,7 @@ class Migration {
     for (int attempt = 1; attempt <= kDumpAttempts && !copied; ++attempt) {
       bool torn = false;
       bytes = 0;
-      if (!CopyDump(key, load_name, family, &bytes, &torn, &reason)) return false;
+      if (!CopyDump(key, load_name, *family, &bytes, &torn, &reason)) return false;
       copied = reason.empty();
       if (!copied && !torn) break;
       if (!copied && attempt == kDumpAttempts) {
@@ -245,6 +324,37 @@ class Migration {
     return true;
   }
 
+  // DUMP on the source, RESTORE (with REPLACE under --replace) on the
+  // target: one reply, one command, the deadline given as the time left.
+  bool CopyByRestore(const std::string& key, const DumpedType& dumped, int64_t ttl_ms,
+                     int64_t ttl_read_ms) {
+    RespValue payload;
+    if (!source_.Call({"DUMP", key}, &payload, &error_)) return false;
+    if (payload.is_error()) {
+      Fail(key, std::string(dumped.what) + ": DUMP refused by the source: " + payload.text);
+      return true;
+    }
+    if (payload.type != RespValue::Type::kBulk) {
+      Skip(key, "gone before it was copied");
+      return true;
+    }
+    AddBytes(payload.text.size());
+    const int64_t left =
+        ttl_ms > 0 ? std::max<int64_t>(1, ttl_ms - (NowMs() - ttl_read_ms)) : 0;
+    const std::string left_text = std::to_string(left);
+    std::vector<std::string_view> restore = {"RESTORE", key, left_text, payload.text};
+    if (options_.replace) restore.push_back("REPLACE");
+    RespValue reply;
+    if (!target_.Call(restore, &reply, &error_)) return false;
+    if (reply.is_error()) {
+      Fail(key, std::string(dumped.what) + ": RESTORE on the target refused: " + reply.text);
+      return true;
+    }
+    ++copied_;
+    copied_bytes_ += payload.text.size();
+    return true;
+  }
+
   // One dump of `key` loaded as `load_name`. Pipelined: the chunk just
   // dumped is sent to the target, then the next SCANDUMP goes to the source,
   // and only then is the LOADCHUNK's reply read, so the target loads while
@@ -257,7 +367,7 @@ class Migration {
     while (true) {
       if (dump.is_error()) {
         *reason = std::string(family.scandump) + " refused by the source: " + dump.text;
-        if (StartsWith(dump.text, "ERR unknown command")) *reason += ModuleFindings();
+        if (StartsWith(dump.text, "ERR unknown command")) *reason += "; " + module_findings_;
         return true;
       }
       if (dump.type != RespValue::Type::kArray || dump.elements.size() != 2 ||
@@ -285,28 +395,6 @@ class Migration {
       }
       Progress();
     }
-  }
-
-  // What the source's MODULE LIST says, once: why it has no SCANDUMP.
-  std::string ModuleFindings() {
-    if (!module_findings_.empty()) return module_findings_;
-    RespValue modules;
-    std::string ignored;
-    if (!source_.Call({"MODULE", "LIST"}, &modules, &ignored)) return "";
-    if (modules.is_error()) {
-      module_findings_ = "; MODULE LIST: " + modules.text;
-    } else if (modules.elements.empty()) {
-      module_findings_ = "; MODULE LIST: no modules loaded (is RedisBloom loaded?)";
-    } else {
-      module_findings_ = "; MODULE LIST:";
-      for (const RespValue& module : modules.elements) {
-        for (size_t i = 0; i + 1 < module.elements.size(); i += 2) {
-          if (module.elements[i].text == "name") module_findings_ += " " + module.elements[i + 1].text;
-        }
-      }
-      module_findings_ += " (no RedisBloom)";
-    }
-    return module_findings_;
   }
 
   void AddBytes(uint64_t n) { seen_bytes_ += n; }
@@ -374,7 +462,10 @@ class Migration {
   RespClient source_;
   RespClient target_;
   std::string error_;
+  // What MODULE LIST said (ExamineSource).
   std::string module_findings_;
+  bool source_is_bloomgate_ = false;
+  bool source_has_filters_ = false;
   std::unordered_set<std::string> seen_;
   std::map<std::string, std::vector<std::string>> skipped_;
   std::vector<std::pair<std::string, std::string>> failed_;

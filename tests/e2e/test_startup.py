@@ -9,6 +9,7 @@ seconds to load instead of needing gigabytes.
 """
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -233,14 +234,138 @@ class LoadingTest(StartupTestCase):
             self.assertEqual(c.call("BF.MEXISTS", "big", "present", "in-the-log"), [1, 1])
 
 
+ISO_MS = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z \((\d+) ms\)"
+
+
+def iso_of(ms):
+    seconds, millis = divmod(ms, 1000)
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{millis:03d}Z"
+
+
+class StartupLogTest(StartupTestCase):
+    """The first lines an operator reads after a restart."""
+
+    def test_settings_and_whether_the_last_stop_was_clean_are_logged(self):
+        server = self.start("--appendonly", "yes", "--appendfsync", "always",
+                            "--save", "900 1 60 500")
+        log = server.log()
+        self.assertRegex(log, re.escape(f"persistence: dir {os.path.realpath(self.data_dir)}") +
+                         "/?" + re.escape(", dbfilename dump.bgs, save \"900 1 60 500\", "
+                                          "appendonly yes (appendfsync always)"))
+        self.assertIn("protected-mode yes (no password: only loopback clients are served); "
+                      "TLS off", log)
+        self.assertIn("previous shutdown was clean", log)
+        pid = server.proc.pid
+        server.kill9()
+        server = self.start("--appendonly", "no", "--save", "")
+        log = server.log()
+        self.assertIn("previous shutdown was not clean: the bloomgate.lock of "
+                      f"pid {pid} was left behind", log)
+        self.assertIn('save "" (no scheduled snapshots), appendonly no', log)
+        server.stop()
+        server = self.start()
+        self.assertIn("previous shutdown was clean", server.log())
+        self.assertNotIn("not clean", server.log())
+        server.stop()
+
+
+class OfflineChecksTest(StartupTestCase):
+    """check-snapshot and check-log: what a file holds, with dates."""
+
+    def test_check_snapshot_prints_utc_dates_beside_the_ms(self):
+        server = self.start("--appendonly", "no")
+        with server.raw() as c:
+            c.call("BF.ADD", "forever", "x")
+            c.call("BF.ADD", "brief", "x")
+            c.call("PEXPIREAT", "brief", 4102444800000)  # 2100-01-01T00:00:00Z
+            self.assertEqual(c.call("SAVE"), "OK")
+        server.stop()
+        checked = run_bloomgate(["check-snapshot", os.path.join(self.data_dir, "dump.bgs")])
+        self.assertEqual(checked.returncode, 0, checked.stderr)
+        created = re.search(r"created " + ISO_MS, checked.stdout)
+        self.assertIsNotNone(created, checked.stdout)
+        self.assertIn(f"created {iso_of(int(created.group(1)))} ", checked.stdout)
+        self.assertIn("brief (MBbloom--) expires 2100-01-01T00:00:00.000Z (4102444800000 ms)",
+                      checked.stdout)
+        self.assertIn("forever (MBbloom--) no expiry", checked.stdout)
+
+    def log_files(self):
+        return sorted(name for name in os.listdir(self.data_dir)
+                      if re.fullmatch(r"appendonly\.bglog\.\d+", name))
+
+    def test_check_log_counts_the_records_and_names_where_a_log_is_damaged(self):
+        server = self.start("--appendonly", "yes", "--save", "")
+        with server.raw() as c:
+            c.call("BF.RESERVE", "b", "0.01", "100")
+            for i in range(10):
+                c.call("BF.ADD", "b", f"item{i}")
+            c.call("CMS.INITBYDIM", "cms", "10", "2")
+            c.call("CMS.INCRBY", "cms", "x", "3")
+            c.call("DEL", "cms")
+        server.kill9()
+        [name] = self.log_files()
+        path = os.path.join(self.data_dir, name)
+        checked = run_bloomgate(["check-log", path])
+        self.assertEqual(checked.returncode, 0, checked.stdout + checked.stderr)
+        summary = re.match(rf"{re.escape(path)}: (\d+) records in (\d+) bytes, "
+                           rf"first {ISO_MS}, last {ISO_MS}\n", checked.stdout)
+        self.assertIsNotNone(summary, checked.stdout)
+        records = int(summary.group(1))
+        self.assertGreaterEqual(records, 13, checked.stdout)
+        self.assertLessEqual(int(summary.group(3)), int(summary.group(4)))
+        counts = dict(re.findall(r"(?m)^  (.+): (\d+)$", checked.stdout))
+        self.assertEqual(sum(map(int, counts.values())), records, checked.stdout)
+        self.assertEqual(counts.get("DEL"), "1", checked.stdout)
+        self.assertIn("all checksums good", checked.stdout)
+
+        with open(path, "rb") as f:
+            good = f.read()
+        # A torn final record: what a crash during its write leaves.
+        with open(path, "wb") as f:
+            f.write(good[:-3])
+        checked = run_bloomgate(["check-log", path])
+        self.assertEqual(checked.returncode, 0, checked.stdout + checked.stderr)
+        self.assertIn(f"{records - 1} records", checked.stdout)
+        self.assertIn("the final record is torn at byte", checked.stdout)
+        # Damage in the middle: named, exit 1, the file left as it is.
+        middle = len(good) // 2
+        damaged = good[:middle] + bytes([good[middle] ^ 0xFF]) + good[middle + 1:]
+        with open(path, "wb") as f:
+            f.write(damaged)
+        checked = run_bloomgate(["check-log", path])
+        self.assertEqual(checked.returncode, 1, checked.stdout + checked.stderr)
+        self.assertIn("damaged after record", checked.stdout)
+        self.assertIn(name, checked.stderr)
+        with open(path, "rb") as f:
+            self.assertEqual(f.read(), damaged)
+
+    def test_build_explains_the_gap_between_items_read_and_counted(self):
+        items = os.path.join(self.tmp.name, "items.txt")
+        with open(items, "w") as f:
+            f.write("".join(f"i{i}\n" for i in range(500)) + "i1\ni2\ni3\n")
+        out = os.path.join(self.tmp.name, "out.bgs")
+        done = run_bloomgate(["build", "--input", items, "--output", out])
+        self.assertEqual(done.returncode, 0, done.stderr)
+        found = re.search(r"(\d+) items read, (\d+) counted", done.stdout)
+        self.assertIsNotNone(found, done.stdout)
+        read, counted = int(found.group(1)), int(found.group(2))
+        self.assertEqual(read, 503)
+        self.assertLessEqual(counted, 500)
+        self.assertIn(f"{read - counted} of the items read were not counted: the filter "
+                      "already answered yes for them, as repeated lines or false positives",
+                      done.stdout)
+
+
 class CommandLineTest(unittest.TestCase):
     def test_help_lists_the_sub_commands_and_each_has_its_own_help(self):
         top = run_bloomgate(["--help"])
         self.assertEqual(top.returncode, 0, top.stderr)
-        head = "\n".join(top.stdout.splitlines()[:4])
+        head = "\n".join(top.stdout.splitlines()[:5])
         self.assertIn("bloomgate check-snapshot FILE", head)
         self.assertIn("bloomgate build --output FILE", head)
+        self.assertIn("bloomgate check-log FILE", head)
         for mode, words in (("check-snapshot", "Verifies every checksum"),
+                            ("check-log", "Reads the append-only log FILE"),
                             ("build", "Reads items, one per line")):
             for flag in ("--help", "-h"):
                 proc = run_bloomgate([mode, flag])
