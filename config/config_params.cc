@@ -1,13 +1,13 @@
 #include "config/config_params.h"
 
-#include <arpa/inet.h>
-
 #include <algorithm>
 #include <array>
 #include <charconv>
 #include <limits>
 #include <system_error>
 #include <type_traits>
+
+#include "config/bind_address.h"
 
 namespace bloomgate {
 namespace {
@@ -191,9 +191,9 @@ bool SetBfErrorRate(ServerConfig* config, std::string_view value,
   return true;
 }
 
-// Redis's bind takes IP literals; so do we, checked here with inet_pton so a
-// typo fails when the file is read rather than when the listener opens.
-// Host names are refused: resolving them would make start-up depend on DNS.
+// Redis's bind words (config/bind_address.h: IP literals, *, ::*, localhost,
+// a leading - for an optional one), checked here so a typo fails when the
+// file is read rather than when the listener opens.
 bool SetBind(ServerConfig* config, std::string_view value,
              std::string* error) {
   std::vector<std::string> addresses;
@@ -216,11 +216,10 @@ bool SetBind(ServerConfig* config, std::string_view value,
     return false;
   }
   for (const std::string& address : addresses) {
-    unsigned char buffer[sizeof(struct in6_addr)];
-    if (inet_pton(AF_INET, address.c_str(), buffer) != 1 &&
-        inet_pton(AF_INET6, address.c_str(), buffer) != 1) {
+    if (!ExpandBindAddress(address)) {
       *error = "invalid bind address '" + address +
-               "': must be an IPv4 or IPv6 address";
+               "': must be an IPv4 or IPv6 address, *, ::* or localhost, optionally "
+               "after a - (skipped where the host lacks it)";
       return false;
     }
   }
@@ -441,7 +440,9 @@ const std::vector<ConfigParam>& BuildTable() {
   using S = std::string;
   using V = std::string_view;
   static const std::vector<ConfigParam> kTable = {
-      {"bind", "addresses to listen on, space- or comma-separated IP literals",
+      {"bind",
+       "addresses to listen on, space- or comma-separated: IP literals, *, ::*, localhost; "
+       "-addr = optional",
        /*runtime_settable=*/false, ConfigType::kAddressList, "<addr[,addr...]>",
        [](C* c, V v, S* e) { return SetBind(c, v, e); },
        [](const C& c) { return JoinBind(c.bind); }},

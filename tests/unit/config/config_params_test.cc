@@ -1,3 +1,4 @@
+#include "config/bind_address.h"
 #include "config/config_params.h"
 
 #include <gtest/gtest.h>
@@ -415,15 +416,42 @@ TEST(SetConfigValue, BindTakesSpacesCommasAndIpv6) {
             (std::vector<std::string>{"fe80::1:2"}));
 }
 
+TEST(SetConfigValue, BindTakesWhatRedisConfTakes) {
+  // redis.conf's default line and its other forms, kept as written.
+  EXPECT_EQ(SetOnDefaults("bind", "127.0.0.1 -::1").bind,
+            (std::vector<std::string>{"127.0.0.1", "-::1"}));
+  EXPECT_EQ(SetOnDefaults("bind", "* -::*").bind, (std::vector<std::string>{"*", "-::*"}));
+  EXPECT_EQ(SetOnDefaults("bind", "localhost").bind, (std::vector<std::string>{"localhost"}));
+  EXPECT_EQ(SetOnDefaults("bind", "::*").bind, (std::vector<std::string>{"::*"}));
+}
+
+TEST(BindAddress, EachWordStandsForItsLiteralsAndTheDashMakesThemOptional) {
+  using E = std::vector<BindEntry>;
+  EXPECT_EQ(ExpandBindAddress("127.0.0.1"), (E{{"127.0.0.1", false}}));
+  EXPECT_EQ(ExpandBindAddress("-::1"), (E{{"::1", true}}));
+  EXPECT_EQ(ExpandBindAddress("*"), (E{{"0.0.0.0", false}}));
+  EXPECT_EQ(ExpandBindAddress("-::*"), (E{{"::", true}}));
+  // ::1 is optional even without a dash: a host without IPv6 still serves
+  // localhost on 127.0.0.1.
+  EXPECT_EQ(ExpandBindAddress("localhost"), (E{{"127.0.0.1", false}, {"::1", true}}));
+  EXPECT_EQ(ExpandBindAddress("LocalHost"), (E{{"127.0.0.1", false}, {"::1", true}}));
+  EXPECT_EQ(ExpandBindAddress("example.com"), std::nullopt);
+  EXPECT_EQ(ExpandBindAddress("-"), std::nullopt);
+  EXPECT_EQ(ExpandBindAddress("--::1"), std::nullopt);
+  EXPECT_EQ(ExpandBindAddress("**"), std::nullopt);
+}
+
 TEST(SetConfigValue, BindRefusesEmptyHostNamesAndTooManyAddresses) {
   ExpectRejected("bind", "", "argument must list at least one address");
   ExpectRejected("bind", " , ", "argument must list at least one address");
-  ExpectRejected("bind", "127.0.0.1 localhost",
-                 "invalid bind address 'localhost': must be an IPv4 or IPv6 "
-                 "address");
+  ExpectRejected("bind", "127.0.0.1 db.internal",
+                 "invalid bind address 'db.internal': must be an IPv4 or IPv6 "
+                 "address, *, ::* or localhost, optionally after a - (skipped where the "
+                 "host lacks it)");
   ExpectRejected("bind", "256.0.0.1",
                  "invalid bind address '256.0.0.1': must be an IPv4 or IPv6 "
-                 "address");
+                 "address, *, ::* or localhost, optionally after a - (skipped where the "
+                 "host lacks it)");
   std::string seventeen;
   for (int i = 1; i <= 17; ++i) seventeen += "10.0.0." + std::to_string(i) + " ";
   ExpectRejected("bind", seventeen, "argument must list at most 16 addresses");
