@@ -12,6 +12,7 @@
 
 #include "server/commands/arg_parser.h"
 #include "server/commands/command_context.h"
+#include "server/commands/container_help.h"
 #include "server/commands/errors.h"
 #include "server/commands/filter_health_report.h"
 #include "server/commands/module_info.h"
@@ -544,6 +545,7 @@ std::vector<CommandSpec> IntrospectionCommands() {
            sub("list", -2, CmdCommandList, "Returns a list of command names", "7.0.0"),
            sub("getkeys", -3, CmdCommandGetKeys, "Extracts the key names from an arbitrary "
                "command", "2.8.13"),
+           HelpSubcommand("server", "5.0.0"),
        }},
       {.name = "info", .arity = -1, .flags = kIntro, .handler = CmdInfo,
        .summary = "Returns information and statistics about the server", .group = "server",
@@ -552,7 +554,8 @@ std::vector<CommandSpec> IntrospectionCommands() {
        .group = "server", .since = "4.0.0",
        .subcommands = {{.name = "list", .arity = 2, .flags = kCmdAdmin | kCmdNoScript,
                         .handler = CmdModuleList, .summary = "Returns all loaded modules",
-                        .group = "server", .since = "4.0.0"}}},
+                        .group = "server", .since = "4.0.0"},
+                       HelpSubcommand("server", "5.0.0")}},
   };
 }
 

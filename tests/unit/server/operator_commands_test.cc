@@ -2,6 +2,7 @@
 // dispatcher: Redis's reply shapes and texts.
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <set>
 #include <string>
 
@@ -445,6 +446,32 @@ TEST(MemoryDoctor, NamesTheFilterOverItsFalsePositiveTargetAndTheOneOverCapacity
             std::string::npos)
       << text;
   EXPECT_EQ(text.find("'healthy'"), std::string::npos) << text;
+}
+
+TEST(ContainerHelp, ListsEverySubcommandOfTheTableAndNothingElse) {
+  auto server = MakeServer();
+  Session s(server.get());
+  for (const CommandSpec& spec : server->commands.commands()) {
+    if (spec.subcommands.empty()) continue;
+    SCOPED_TRACE(spec.name);
+    const CommandSpec* help = CommandTable::FindSubcommand(spec, "help");
+    ASSERT_NE(help, nullptr) << spec.name << " has no HELP";
+    std::string upper(spec.name);
+    for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    const std::string reply = s.Run({upper, "HELP"});
+    EXPECT_NE(reply.find("+" + upper + " <subcommand> [<arg> [value] [opt] ...]. Subcommands "
+                         "are:\r\n"),
+              std::string::npos)
+        << reply;
+    for (const CommandSpec& sub : spec.subcommands) {
+      std::string name(sub.name);
+      for (char& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+      // A subcommand's line starts with its name, alone or before its syntax.
+      const bool listed = reply.find("+" + name + "\r\n") != std::string::npos ||
+                          reply.find("+" + name + " ") != std::string::npos;
+      EXPECT_TRUE(listed) << upper << " HELP does not list " << name << ": " << reply;
+    }
+  }
 }
 
 TEST(MemoryDoctor, JudgesTheFiltersPeakAgainstTheFiltersNotTheStartUpOverhead) {
