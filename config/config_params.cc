@@ -227,8 +227,8 @@ bool SetBind(ServerConfig* config, std::string_view value,
   return true;
 }
 
-// Redis's "save" syntax: pairs of "<seconds> <changes>", or "" for none.
-bool SetSavePoints(ServerConfig* config, std::string_view value, std::string* error) {
+// The words of `value` between runs of spaces and tabs.
+std::vector<std::string_view> SpaceSeparatedWords(std::string_view value) {
   std::vector<std::string_view> words;
   size_t pos = 0;
   while (pos < value.size()) {
@@ -239,6 +239,32 @@ bool SetSavePoints(ServerConfig* config, std::string_view value, std::string* er
     words.push_back(value.substr(start, stop - start));
     pos = stop;
   }
+  return words;
+}
+
+// latency-tracking-info-percentiles: numbers in [0, 100] separated by
+// spaces, "" for none, as Redis 7 takes them.
+bool SetPercentiles(ServerConfig* config, std::string_view value, std::string* error) {
+  std::vector<double> percentiles;
+  for (std::string_view word : SpaceSeparatedWords(value)) {
+    double percentile = 0;
+    auto [end, ec] = std::from_chars(word.data(), word.data() + word.size(), percentile,
+                                     std::chars_format::fixed);
+    // Written as !(in range) so that NaN is refused too.
+    if (ec != std::errc() || end != word.data() + word.size() ||
+        !(percentile >= 0.0 && percentile <= 100.0)) {
+      *error = "argument must be percentiles between 0 and 100 separated by spaces";
+      return false;
+    }
+    percentiles.push_back(percentile);
+  }
+  config->latency_tracking_info_percentiles = std::move(percentiles);
+  return true;
+}
+
+// Redis's "save" syntax: pairs of "<seconds> <changes>", or "" for none.
+bool SetSavePoints(ServerConfig* config, std::string_view value, std::string* error) {
+  const std::vector<std::string_view> words = SpaceSeparatedWords(value);
   if (words.size() % 2 != 0) {
     *error = "Invalid save parameters";
     return false;
@@ -426,6 +452,15 @@ std::string FormatDouble(double value) {
   return std::string(buffer.data(), result.ptr);
 }
 
+std::string FormatPercentiles(const std::vector<double>& percentiles) {
+  std::string text;
+  for (double percentile : percentiles) {
+    if (!text.empty()) text += ' ';
+    text += FormatDouble(percentile);
+  }
+  return text;
+}
+
 std::string JoinBind(const std::vector<std::string>& addresses) {
   std::string joined;
   for (const std::string& address : addresses) {
@@ -450,6 +485,17 @@ const std::vector<ConfigParam>& BuildTable() {
        /*runtime_settable=*/false, ConfigType::kInteger, "<0-65535>",
        [](C* c, V v, S* e) { return SetInteger(v, 0, 65535, &c->port, e); },
        [](const C& c) { return std::to_string(c.port); }},
+      // One keyspace, database 0 (SELECT refuses any other index): 1 rather
+      // than Redis's 16, so tools that walk db0..db<databases-1> (the
+      // Prometheus exporter's per-database series) see no empty ones.
+      {"databases", "databases served: 1 (database 0; SELECT takes only 0)",
+       /*runtime_settable=*/false, ConfigType::kInteger, "1",
+       [](C*, V v, S* e) {
+         if (v == "1") return true;
+         *e = "argument must be 1: Bloomgate serves database 0 only";
+         return false;
+       },
+       [](const C&) { return std::string("1"); }},
       {"threads", "I/O threads, one event loop each; 0 = one per core",
        /*runtime_settable=*/false, ConfigType::kInteger, "<0-1024>",
        [](C* c, V v, S* e) {
@@ -491,6 +537,17 @@ const std::vector<ConfigParam>& BuildTable() {
                           &c->maxmemory, e);
        },
        [](const C& c) { return std::to_string(c.maxmemory); }},
+      // What a filter server can answer for Redis's memory policy: a write
+      // past maxmemory is refused with -OOM, a filter is never evicted.
+      {"maxmemory-policy", "what happens at maxmemory: noeviction (writes refused with -OOM)",
+       /*runtime_settable=*/true, ConfigType::kEnum, "noeviction",
+       [](C*, V v, S* e) {
+         if (EqualsIgnoreCase(v, "noeviction")) return true;
+         *e = "argument must be 'noeviction': filters are never evicted, a write past "
+              "maxmemory is refused with -OOM";
+         return false;
+       },
+       [](const C&) { return std::string("noeviction"); }},
       {"max-filter-memory", "bytes one filter may grow to, all layers counted",
        /*runtime_settable=*/true, ConfigType::kMemory, "<1kb-1024gb>",
        [](C* c, V v, S* e) {
@@ -542,6 +599,15 @@ const std::vector<ConfigParam>& BuildTable() {
                            &c->latency_monitor_threshold, e);
        },
        [](const C& c) { return std::to_string(c.latency_monitor_threshold); }},
+      {"latency-tracking", "keep each command's latency histogram for INFO latencystats",
+       /*runtime_settable=*/true, ConfigType::kEnum, "yes|no",
+       [](C* c, V v, S* e) { return SetYesNo(v, &c->latency_tracking, e); },
+       [](const C& c) { return std::string(c.latency_tracking ? "yes" : "no"); }},
+      {"latency-tracking-info-percentiles",
+       "the percentiles INFO latencystats shows, space-separated; empty = none",
+       /*runtime_settable=*/true, ConfigType::kString, "<p [p ...]>",
+       [](C* c, V v, S* e) { return SetPercentiles(c, v, e); },
+       [](const C& c) { return FormatPercentiles(c.latency_tracking_info_percentiles); }},
       {"bf-error-rate",
        "false-positive rate of filters created implicitly; above 0.25 is "
        "stored as 0.25",

@@ -459,6 +459,32 @@ std::string CommandStatsSection(CommandContext& ctx) {
   return text;
 }
 
+// Redis 7's "latency_percentiles_usec_<command>:p50=1.003,p99=2.007,p99.9=2.007":
+// per command called since the last RESETSTAT, the percentiles of
+// latency-tracking-info-percentiles in microseconds with three decimals,
+// each the top of its histogram bucket (context/latency_histogram.h).
+// Empty while latency-tracking is off, as in Redis.
+std::string LatencyStatsSection(CommandContext& ctx) {
+  std::string text = "# Latencystats\r\n";
+  const ServerConfig config = ctx.server.config.Get();
+  if (!config.latency_tracking) return text;
+  const ServerStats& stats = ctx.server.stats;
+  for (const CommandSpec* spec : ctx.server.commands.all()) {
+    const LatencyCounts counts = stats.CommandLatency(spec->id);
+    if (counts.total == 0) continue;
+    text += "latency_percentiles_usec_" + spec->full_name + ":";
+    bool first = true;
+    for (double percentile : config.latency_tracking_info_percentiles) {
+      if (!first) text += ',';
+      first = false;
+      text += fmt::format("p{}={:.3f}", percentile,
+                          static_cast<double>(counts.ValueAtPercentile(percentile)) / 1000.0);
+    }
+    text += "\r\n";
+  }
+  return text;
+}
+
 // errorstat_<code>:count=N per error code replied (context/error_stats.h).
 std::string ErrorStatsSection(CommandContext& ctx) {
   std::string text = "# Errorstats\r\n";
@@ -491,6 +517,7 @@ constexpr InfoSection kInfoSections[] = {
     {"cpu", CpuSection, true},                {"modules", ModulesSection, true},
     {"cluster", ClusterSection, true},
     {"commandstats", CommandStatsSection, false}, {"errorstats", ErrorStatsSection, true},
+    {"latencystats", LatencyStatsSection, false},
     {"keyspace", KeyspaceSection, true},
     {"filterhealth", [](CommandContext& ctx) { return FilterHealthSection(ctx.server); }, false},
 };

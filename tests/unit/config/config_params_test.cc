@@ -66,12 +66,13 @@ TEST(ConfigParams, TableHasOneRowPerSettingWithRedisStyleNames) {
     names.push_back(param.name);
   }
   EXPECT_EQ(names, (std::vector<std::string_view>{
-                       "bind", "port", "threads", "loglevel", "logfile",
+                       "bind", "port", "databases", "threads", "loglevel", "logfile",
                        "requirepass", "protected-mode", "maxclients", "maxmemory",
-                       "max-filter-memory", "proto-max-bulk-len",
+                       "maxmemory-policy", "max-filter-memory", "proto-max-bulk-len",
                        "client-output-buffer-limit", "timeout",
                        "slowlog-log-slower-than", "slowlog-max-len",
-                       "latency-monitor-threshold", "bf-error-rate", "bf-initial-size",
+                       "latency-monitor-threshold", "latency-tracking",
+                       "latency-tracking-info-percentiles", "bf-error-rate", "bf-initial-size",
                        "bf-expansion-factor", "cbf-counter-bits",
                        "cf-bucket-size", "cf-initial-size", "cf-max-iterations",
                        "cf-expansion-factor", "cf-max-expansions", "dir", "dbfilename",
@@ -100,8 +101,9 @@ TEST(ConfigParams, OnlyListenersThreadsLogfileAndDataFilesAreStartUpOnly) {
   for (const ConfigParam& param : AllConfigParams()) {
     if (!param.runtime_settable) start_up_only.insert(param.name);
   }
-  EXPECT_EQ(start_up_only, (std::set<std::string_view>{"appendfilename", "bind", "dir",
-                                                       "logfile", "port", "threads"}));
+  // databases too: it has one value, and Redis's is start-up only.
+  EXPECT_EQ(start_up_only, (std::set<std::string_view>{"appendfilename", "bind", "databases",
+                                                       "dir", "logfile", "port", "threads"}));
 }
 
 TEST(ConfigParams, FindIgnoresCaseAndReturnsTheTableRow) {
@@ -171,6 +173,8 @@ TEST(SetConfigValue, EachKeySetsItsField) {
       {"slowlog-log-slower-than", "-1", "-1"},
       {"slowlog-max-len", "1000", "1000"},
       {"latency-monitor-threshold", "5", "5"},
+      {"latency-tracking", "no", "no"},
+      {"latency-tracking-info-percentiles", "50  99.99 0", "50 99.99 0"},
       {"bf-error-rate", "0.001", "0.001"},
       {"bf-initial-size", "1000", "1000"},
       {"bf-expansion-factor", "4", "4"},
@@ -199,7 +203,10 @@ TEST(SetConfigValue, EachKeySetsItsField) {
       {"tls-prefer-server-ciphers", "yes", "yes"},
       {"tls-handshake-timeout", "500", "500"},
   };
-  ASSERT_EQ(cases.size(), AllConfigParams().size()) << "a row has no case";
+  // Rows with one accepted value, the default: what a Redis client asks for,
+  // answered (RowsWithOneValueRefuseEveryOther).
+  const std::set<std::string_view> fixed = {"databases", "maxmemory-policy"};
+  ASSERT_EQ(cases.size() + fixed.size(), AllConfigParams().size()) << "a row has no case";
   for (const Case& c : cases) {
     const ServerConfig config = SetOnDefaults(c.name, c.value);
     EXPECT_EQ(GetConfigValue(config, c.name), c.expected_get) << c.name;
@@ -210,6 +217,29 @@ TEST(SetConfigValue, EachKeySetsItsField) {
   EXPECT_EQ(SetOnDefaults("bf-error-rate", "0.001").bf_error_rate, 0.001);
   EXPECT_EQ(SetOnDefaults("bind", "0.0.0.0 ::").bind,
             (std::vector<std::string>{"0.0.0.0", "::"}));
+}
+
+TEST(SetConfigValue, RowsWithOneValueRefuseEveryOther) {
+  EXPECT_EQ(GetConfigValue(ServerConfig{}, "databases"), "1");
+  EXPECT_EQ(GetConfigValue(ServerConfig{}, "maxmemory-policy"), "noeviction");
+  EXPECT_TRUE(SetOnDefaults("databases", "1") == ServerConfig{});
+  EXPECT_TRUE(SetOnDefaults("maxmemory-policy", "NoEviction") == ServerConfig{});
+  ExpectRejected("databases", "16", "argument must be 1: Bloomgate serves database 0 only");
+  ExpectRejected("maxmemory-policy", "allkeys-lru",
+                 "argument must be 'noeviction': filters are never evicted, a write past "
+                 "maxmemory is refused with -OOM");
+}
+
+TEST(SetConfigValue, PercentilesAreNumbersFromZeroToAHundred) {
+  EXPECT_EQ(SetOnDefaults("latency-tracking-info-percentiles", "").latency_tracking_info_percentiles,
+            std::vector<double>{});
+  EXPECT_EQ(SetOnDefaults("latency-tracking-info-percentiles", "99.9 100 0")
+                .latency_tracking_info_percentiles,
+            (std::vector<double>{99.9, 100, 0}));
+  for (std::string_view bad : {"101", "-1", "50,99", "p50", "nan", "1e2"}) {
+    ExpectRejected("latency-tracking-info-percentiles", bad,
+                   "argument must be percentiles between 0 and 100 separated by spaces");
+  }
 }
 
 TEST(SetConfigValue, NameIsCaseInsensitive) {
