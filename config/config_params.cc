@@ -1,13 +1,13 @@
 #include "config/config_params.h"
 
-#include <arpa/inet.h>
-
 #include <algorithm>
 #include <array>
 #include <charconv>
 #include <limits>
 #include <system_error>
 #include <type_traits>
+
+#include "config/bind_address.h"
 
 namespace bloomgate {
 namespace {
@@ -194,9 +194,9 @@ bool SetBfErrorRate(ServerConfig* config, std::string_view value,
   return true;
 }
 
-// Redis's bind takes IP literals; so do we, checked here with inet_pton so a
-// typo fails when the file is read rather than when the listener opens.
-// Host names are refused: resolving them would make start-up depend on DNS.
+// Redis's bind words (config/bind_address.h: IP literals, *, ::*, localhost,
+// a leading - for an optional one), checked here so a typo fails when the
+// file is read rather than when the listener opens.
 bool SetBind(ServerConfig* config, std::string_view value,
              std::string* error) {
   std::vector<std::string> addresses;
@@ -219,11 +219,10 @@ bool SetBind(ServerConfig* config, std::string_view value,
     return false;
   }
   for (const std::string& address : addresses) {
-    unsigned char buffer[sizeof(struct in6_addr)];
-    if (inet_pton(AF_INET, address.c_str(), buffer) != 1 &&
-        inet_pton(AF_INET6, address.c_str(), buffer) != 1) {
+    if (!ExpandBindAddress(address)) {
       *error = "invalid bind address '" + address +
-               "': must be an IPv4 or IPv6 address";
+               "': must be an IPv4 or IPv6 address, *, ::* or localhost, optionally "
+               "after a - (skipped where the host lacks it)";
       return false;
     }
   }
@@ -231,8 +230,8 @@ bool SetBind(ServerConfig* config, std::string_view value,
   return true;
 }
 
-// Redis's "save" syntax: pairs of "<seconds> <changes>", or "" for none.
-bool SetSavePoints(ServerConfig* config, std::string_view value, std::string* error) {
+// The words of `value` between runs of spaces and tabs.
+std::vector<std::string_view> SpaceSeparatedWords(std::string_view value) {
   std::vector<std::string_view> words;
   size_t pos = 0;
   while (pos < value.size()) {
@@ -243,6 +242,32 @@ bool SetSavePoints(ServerConfig* config, std::string_view value, std::string* er
     words.push_back(value.substr(start, stop - start));
     pos = stop;
   }
+  return words;
+}
+
+// latency-tracking-info-percentiles: numbers in [0, 100] separated by
+// spaces, "" for none, as Redis 7 takes them.
+bool SetPercentiles(ServerConfig* config, std::string_view value, std::string* error) {
+  std::vector<double> percentiles;
+  for (std::string_view word : SpaceSeparatedWords(value)) {
+    double percentile = 0;
+    auto [end, ec] = std::from_chars(word.data(), word.data() + word.size(), percentile,
+                                     std::chars_format::fixed);
+    // Written as !(in range) so that NaN is refused too.
+    if (ec != std::errc() || end != word.data() + word.size() ||
+        !(percentile >= 0.0 && percentile <= 100.0)) {
+      *error = "argument must be percentiles between 0 and 100 separated by spaces";
+      return false;
+    }
+    percentiles.push_back(percentile);
+  }
+  config->latency_tracking_info_percentiles = std::move(percentiles);
+  return true;
+}
+
+// Redis's "save" syntax: pairs of "<seconds> <changes>", or "" for none.
+bool SetSavePoints(ServerConfig* config, std::string_view value, std::string* error) {
+  const std::vector<std::string_view> words = SpaceSeparatedWords(value);
   if (words.size() % 2 != 0) {
     *error = "Invalid save parameters";
     return false;
@@ -430,6 +455,15 @@ std::string FormatDouble(double value) {
   return std::string(buffer.data(), result.ptr);
 }
 
+std::string FormatPercentiles(const std::vector<double>& percentiles) {
+  std::string text;
+  for (double percentile : percentiles) {
+    if (!text.empty()) text += ' ';
+    text += FormatDouble(percentile);
+  }
+  return text;
+}
+
 std::string JoinBind(const std::vector<std::string>& addresses) {
   std::string joined;
   for (const std::string& address : addresses) {
@@ -444,7 +478,9 @@ const std::vector<ConfigParam>& BuildTable() {
   using S = std::string;
   using V = std::string_view;
   static const std::vector<ConfigParam> kTable = {
-      {"bind", "addresses to listen on, space- or comma-separated IP literals",
+      {"bind",
+       "addresses to listen on, space- or comma-separated: IP literals, *, ::*, localhost; "
+       "-addr = optional",
        /*runtime_settable=*/false, ConfigType::kAddressList, "<addr[,addr...]>",
        [](C* c, V v, S* e) { return SetBind(c, v, e); },
        [](const C& c) { return JoinBind(c.bind); }},
@@ -452,6 +488,17 @@ const std::vector<ConfigParam>& BuildTable() {
        /*runtime_settable=*/false, ConfigType::kInteger, "<0-65535>",
        [](C* c, V v, S* e) { return SetInteger(v, 0, 65535, &c->port, e); },
        [](const C& c) { return std::to_string(c.port); }},
+      // One keyspace, database 0 (SELECT refuses any other index): 1 rather
+      // than Redis's 16, so tools that walk db0..db<databases-1> (the
+      // Prometheus exporter's per-database series) see no empty ones.
+      {"databases", "databases served: 1 (database 0; SELECT takes only 0)",
+       /*runtime_settable=*/false, ConfigType::kInteger, "1",
+       [](C*, V v, S* e) {
+         if (v == "1") return true;
+         *e = "argument must be 1: Bloomgate serves database 0 only";
+         return false;
+       },
+       [](const C&) { return std::string("1"); }},
       {"threads", "I/O threads, one event loop each; 0 = one per core",
        /*runtime_settable=*/false, ConfigType::kInteger, "<0-1024>",
        [](C* c, V v, S* e) {
@@ -493,6 +540,17 @@ const std::vector<ConfigParam>& BuildTable() {
                           &c->maxmemory, e);
        },
        [](const C& c) { return std::to_string(c.maxmemory); }},
+      // What a filter server can answer for Redis's memory policy: a write
+      // past maxmemory is refused with -OOM, a filter is never evicted.
+      {"maxmemory-policy", "what happens at maxmemory: noeviction (writes refused with -OOM)",
+       /*runtime_settable=*/true, ConfigType::kEnum, "noeviction",
+       [](C*, V v, S* e) {
+         if (EqualsIgnoreCase(v, "noeviction")) return true;
+         *e = "argument must be 'noeviction': filters are never evicted, a write past "
+              "maxmemory is refused with -OOM";
+         return false;
+       },
+       [](const C&) { return std::string("noeviction"); }},
       {"max-filter-memory", "bytes one filter may grow to, all layers counted",
        /*runtime_settable=*/true, ConfigType::kMemory, "<1kb-1024gb>",
        [](C* c, V v, S* e) {
@@ -544,6 +602,15 @@ const std::vector<ConfigParam>& BuildTable() {
                            &c->latency_monitor_threshold, e);
        },
        [](const C& c) { return std::to_string(c.latency_monitor_threshold); }},
+      {"latency-tracking", "keep each command's latency histogram for INFO latencystats",
+       /*runtime_settable=*/true, ConfigType::kEnum, "yes|no",
+       [](C* c, V v, S* e) { return SetYesNo(v, &c->latency_tracking, e); },
+       [](const C& c) { return std::string(c.latency_tracking ? "yes" : "no"); }},
+      {"latency-tracking-info-percentiles",
+       "the percentiles INFO latencystats shows, space-separated; empty = none",
+       /*runtime_settable=*/true, ConfigType::kString, "<p [p ...]>",
+       [](C* c, V v, S* e) { return SetPercentiles(c, v, e); },
+       [](const C& c) { return FormatPercentiles(c.latency_tracking_info_percentiles); }},
       {"bf-error-rate",
        "false-positive rate of filters created implicitly; above 0.25 is "
        "stored as 0.25",

@@ -9,7 +9,9 @@
 #include <iterator>
 #include <map>
 #include <system_error>
+#include <vector>
 
+#include "config/command_line.h"
 #include "config/config_params.h"
 
 namespace bloomgate {
@@ -149,7 +151,12 @@ bool LoadConfigFile(const std::string& path, ServerConfig* config,
     }
     const ConfigParam* param = FindConfigParam(name);
     if (param == nullptr) {
-      *error = where + "unknown key '" + name + "'";
+      // The command line's hint, over the keys a file may hold.
+      std::vector<std::string_view> known = {"users"};
+      for (const ConfigParam& p : AllConfigParams()) known.push_back(p.name);
+      const std::string hint = SuggestClosest(name, known);
+      *error = where + "unknown key '" + name + "'" +
+               (hint.empty() ? "" : "; did you mean '" + hint + "'?");
       return false;
     }
     auto [previous, inserted] =

@@ -56,6 +56,10 @@ struct ServerConfig {
   // LATENCY: events taking at least this many milliseconds are sampled;
   // 0 = the monitor is off (Redis's default).
   uint64_t latency_monitor_threshold = 0;
+  // INFO latencystats: whether each command's call durations are kept in a
+  // histogram, and which percentiles INFO shows; Redis 7's defaults.
+  bool latency_tracking = true;
+  std::vector<double> latency_tracking_info_percentiles = {50.0, 99.0, 99.9};
   // Defaults for BF.ADD/BF.INSERT on a missing key, named and bounded as in
   // Redis 8. "bf-error-rate" is in (0, 1) and a value above 0.25 is stored as
   // 0.25, as Redis 8 does.

@@ -15,8 +15,8 @@
 #
 # --isolation=chroot runs the RUN steps without user namespaces or a runtime
 # like runc/crun, which works inside a container or a VM without them. The
-# build stage runs the unit tests (the Dockerfile's ctest line): with the
-# machine's other work it is CPU-heavy, hence nice -n 19.
+# build stage compiles the server (no tests): with the machine's other work
+# it is CPU-heavy, hence nice -n 19.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 image="${1:-bloomgate}"

@@ -85,13 +85,21 @@ uint64_t BlocksAllowed(uint64_t layer_bytes, uint64_t total_bytes, uint64_t max_
   return static_cast<uint64_t>(share * static_cast<double>(max_scan_bytes) / (kBlockWords * 8));
 }
 
+// Whether a lookup at generation `at` asks generation `generation` of a
+// window of `generations` (window_generations.h's Live: g <= at <= g + n).
+bool LiveAt(uint64_t generation, uint64_t at, uint32_t generations) {
+  return generation <= at && generation + generations >= at;
+}
+
 void Finish(FilterHealth* health, bool can_grow) {
-  double none = 1.0;
+  // log(P(no layer answers)) = sum log1p(-fp): exact for tiny rates, where
+  // 1 - prod(1 - fp) rounds to 0 (filter_health.h).
+  double log_none = 0.0;
   for (const LayerHealth& layer : health->layers) {
-    none *= 1.0 - layer.fp_rate_now;
+    log_none += std::log1p(-layer.fp_rate_now);
     health->saturated += layer.saturated;
   }
-  health->fp_rate_now = 1.0 - none;
+  health->fp_rate_now = -std::expm1(log_none);
   health->over_capacity = !can_grow && health->items > health->capacity;
   health->full = !can_grow && health->items >= health->capacity;
 }
@@ -132,17 +140,19 @@ FilterHealth BloomHealth(const ScalableBloomFilter& filter, uint64_t max_scan_by
   return health;
 }
 
-FilterHealth WindowedBloomHealth(const WindowedBloomFilter& filter, uint64_t max_scan_bytes) {
+FilterHealth WindowedBloomHealth(const WindowedBloomFilter& filter, int64_t now_ms,
+                                 uint64_t max_scan_bytes) {
   FilterHealth health;
   health.fp_rate_design = filter.error_rate();
   health.scaling = true;
   health.windowed = true;
-  const uint64_t current = filter.current_generation();
+  // MayContain's generation: never behind one an add already made current.
+  const uint64_t at = std::max(filter.GenerationAt(now_ms), filter.current_generation());
   filter.WithSlots([&](const std::vector<WindowSlotInfo>& slots) {
     // The scan budget is shared out evenly over the generations.
     const uint64_t share = max_scan_bytes / slots.size() + (max_scan_bytes != 0 ? 1 : 0);
     for (const WindowSlotInfo& slot : slots) {
-      if (!slot.present || slot.generation + filter.generations() < current) continue;
+      if (!slot.present || !LiveAt(slot.generation, at, filter.generations())) continue;
       FilterHealth one = BloomHealth(*slot.filter, share);
       for (LayerHealth& layer : one.layers) layer.generation = slot.generation;
       health.capacity += one.capacity;
@@ -195,17 +205,17 @@ FilterHealth CountingBloomHealth(const CountingBloomFilter& filter, uint64_t max
 }
 
 FilterHealth WindowedCountingBloomHealth(const WindowedCountingBloomFilter& filter,
-                                         uint64_t max_scan_bytes) {
+                                         int64_t now_ms, uint64_t max_scan_bytes) {
   FilterHealth health;
   health.fp_rate_design = filter.error_rate();
   health.scaling = true;
   health.windowed = true;
-  const uint64_t current = filter.current_generation();
+  const uint64_t at = filter.LookupAt(now_ms);
   filter.WithSlots([&](const std::vector<WindowCountingSlotInfo>& slots) {
     // As WindowedBloomHealth: the scan budget shared over the generations.
     const uint64_t share = max_scan_bytes / slots.size() + (max_scan_bytes != 0 ? 1 : 0);
     for (const WindowCountingSlotInfo& slot : slots) {
-      if (!slot.present || slot.generation + filter.generations() < current) continue;
+      if (!slot.present || !LiveAt(slot.generation, at, filter.generations())) continue;
       FilterHealth one = CountingBloomHealth(*slot.filter, share);
       for (LayerHealth& layer : one.layers) layer.generation = slot.generation;
       health.capacity += one.capacity;

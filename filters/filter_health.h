@@ -9,7 +9,10 @@
 // probability (set_b / C)^k in block b, and blocks are chosen uniformly, so
 //   fp_now(layer) = mean over blocks of (set_b / C)^k
 // and a chain of layers answers "present" if any layer does:
-//   fp_now(filter) = 1 - prod(1 - fp_now(layer)).
+//   fp_now(filter) = 1 - prod(1 - fp_now(layer)),
+// summed as -expm1(sum log1p(-fp_now(layer))): 1 - (1 - x) in doubles is 0
+// for x below 1.1e-16 (half an ulp of 1), and a fresh layer of a tight
+// filter sits at 2.5e-29.
 // Cuckoo: a lookup compares an 8-bit fingerprint with the 2 x b slots of
 // its two buckets (RedisBloom's layout), each occupied with probability
 // load, so fp ~= 2 * b * load / 255 per sub-filter.
@@ -69,13 +72,18 @@ struct FilterHealth {
 
 FilterHealth BloomHealth(const ScalableBloomFilter& filter,
                          uint64_t max_scan_bytes = kDefaultHealthScanBytes);
-// Windowed Bloom: the physically live generations' layers, oldest slot
-// first, with fp_rate_now over all of them (what a lookup sees).
-FilterHealth WindowedBloomHealth(const WindowedBloomFilter& filter,
+// Windowed Bloom: the layers of every generation a lookup at `now_ms` asks
+// (the same liveness rule as MayContain and BF.CARD's ItemsAt, so a window
+// that lapsed with no add since shows none), oldest slot first, with
+// fp_rate_now over all of them. Capacity and items are those generations'
+// sums (an item added again in a later generation counts in both).
+FilterHealth WindowedBloomHealth(const WindowedBloomFilter& filter, int64_t now_ms,
                                  uint64_t max_scan_bytes = kDefaultHealthScanBytes);
 FilterHealth CountingBloomHealth(const CountingBloomFilter& filter,
                                  uint64_t max_scan_bytes = kDefaultHealthScanBytes);
+// As WindowedBloomHealth, over the generations live at `now_ms`.
 FilterHealth WindowedCountingBloomHealth(const WindowedCountingBloomFilter& filter,
+                                         int64_t now_ms,
                                          uint64_t max_scan_bytes = kDefaultHealthScanBytes);
 // Cuckoo: the occupancy per sub-filter reads every slot (one byte each);
 // without `per_sub_filter` only the totals (items, slots), in O(1).

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "server/commands/command_context.h"
+#include "server/commands/container_help.h"
 #include "server/commands/errors.h"
 #include "server/context/acl_categories.h"
 #include "server/context/command_table.h"
@@ -149,6 +150,7 @@ std::vector<CommandSpec> AclCommands() {
                "Returns the authenticated username of the current connection"),
            sub("cat", -2, 3, kAclRead, CmdAclCat,
                "Lists the ACL categories, or the commands inside a category"),
+           HelpSubcommand("server", "6.0.0"),
        }},
   };
 }

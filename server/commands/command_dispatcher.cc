@@ -310,13 +310,17 @@ CommandOutcome RunCommand(ServerContext& server, ClientState& client, const Comm
       server.journal.RecordCommand(client.journal, now_ms, ctx.effect.empty() ? args : ctx.effect);
     }
   }
-  auto usec = std::chrono::duration_cast<std::chrono::microseconds>(
-                  std::chrono::steady_clock::now() - start)
-                  .count();
+  const auto nsec = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                        std::chrono::steady_clock::now() - start)
+                        .count();
+  const int64_t usec = nsec / 1000;
   CommandCounters& stats = counters.commands[spec.id];
   Bump(stats.calls);
   Bump(stats.usec, static_cast<uint64_t>(usec));
   Bump(stats.usec_buckets[CommandCounters::BucketOf(static_cast<uint64_t>(usec))]);
+  if (server.stats.latency_tracking.load(std::memory_order_relaxed)) {
+    stats.RecordLatency(static_cast<uint64_t>(nsec));
+  }
   if (failed) Bump(stats.failed_calls);
   if (!client.journal.replaying) NoteSlowCommand(server, client, spec, args, now_ms, usec);
   // After the command ran, as Redis's call() feeds its monitors: EXEC's

@@ -6,6 +6,7 @@
 
 #include "server/commands/arg_parser.h"
 #include "server/commands/command_context.h"
+#include "server/commands/container_help.h"
 #include "server/commands/command_dispatcher.h"
 #include "server/commands/errors.h"
 #include "server/commands/module_info.h"
@@ -501,6 +502,7 @@ std::vector<CommandSpec> ConnectionCommands() {
             .handler = CmdClientNoEvict,
             .summary = "Set client eviction mode for the current connection",
             .group = "connection", .since = "7.0.0"},
+           HelpSubcommand("connection", "5.0.0"),
        }},
   };
 }

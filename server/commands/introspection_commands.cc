@@ -12,6 +12,7 @@
 
 #include "server/commands/arg_parser.h"
 #include "server/commands/command_context.h"
+#include "server/commands/container_help.h"
 #include "server/commands/errors.h"
 #include "server/commands/filter_health_report.h"
 #include "server/commands/module_info.h"
@@ -458,6 +459,32 @@ std::string CommandStatsSection(CommandContext& ctx) {
   return text;
 }
 
+// Redis 7's "latency_percentiles_usec_<command>:p50=1.003,p99=2.007,p99.9=2.007":
+// per command called since the last RESETSTAT, the percentiles of
+// latency-tracking-info-percentiles in microseconds with three decimals,
+// each the top of its histogram bucket (context/latency_histogram.h).
+// Empty while latency-tracking is off, as in Redis.
+std::string LatencyStatsSection(CommandContext& ctx) {
+  std::string text = "# Latencystats\r\n";
+  const ServerConfig config = ctx.server.config.Get();
+  if (!config.latency_tracking) return text;
+  const ServerStats& stats = ctx.server.stats;
+  for (const CommandSpec* spec : ctx.server.commands.all()) {
+    const LatencyCounts counts = stats.CommandLatency(spec->id);
+    if (counts.total == 0) continue;
+    text += "latency_percentiles_usec_" + spec->full_name + ":";
+    bool first = true;
+    for (double percentile : config.latency_tracking_info_percentiles) {
+      if (!first) text += ',';
+      first = false;
+      text += fmt::format("p{}={:.3f}", percentile,
+                          static_cast<double>(counts.ValueAtPercentile(percentile)) / 1000.0);
+    }
+    text += "\r\n";
+  }
+  return text;
+}
+
 // errorstat_<code>:count=N per error code replied (context/error_stats.h).
 std::string ErrorStatsSection(CommandContext& ctx) {
   std::string text = "# Errorstats\r\n";
@@ -490,6 +517,7 @@ constexpr InfoSection kInfoSections[] = {
     {"cpu", CpuSection, true},                {"modules", ModulesSection, true},
     {"cluster", ClusterSection, true},
     {"commandstats", CommandStatsSection, false}, {"errorstats", ErrorStatsSection, true},
+    {"latencystats", LatencyStatsSection, false},
     {"keyspace", KeyspaceSection, true},
     {"filterhealth", [](CommandContext& ctx) { return FilterHealthSection(ctx.server); }, false},
 };
@@ -544,6 +572,7 @@ std::vector<CommandSpec> IntrospectionCommands() {
            sub("list", -2, CmdCommandList, "Returns a list of command names", "7.0.0"),
            sub("getkeys", -3, CmdCommandGetKeys, "Extracts the key names from an arbitrary "
                "command", "2.8.13"),
+           HelpSubcommand("server", "5.0.0"),
        }},
       {.name = "info", .arity = -1, .flags = kIntro, .handler = CmdInfo,
        .summary = "Returns information and statistics about the server", .group = "server",
@@ -552,7 +581,8 @@ std::vector<CommandSpec> IntrospectionCommands() {
        .group = "server", .since = "4.0.0",
        .subcommands = {{.name = "list", .arity = 2, .flags = kCmdAdmin | kCmdNoScript,
                         .handler = CmdModuleList, .summary = "Returns all loaded modules",
-                        .group = "server", .since = "4.0.0"}}},
+                        .group = "server", .since = "4.0.0"},
+                       HelpSubcommand("server", "5.0.0")}},
   };
 }
 

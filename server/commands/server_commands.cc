@@ -5,6 +5,7 @@
 
 #include "config/config_params.h"
 #include "server/commands/command_context.h"
+#include "server/commands/container_help.h"
 #include "server/commands/errors.h"
 #include "server/context/command_table.h"
 #include "server/keyspace/glob.h"
@@ -188,6 +189,7 @@ std::vector<CommandSpec> ServerCommands() {
             .since = "2.0.0"},
            {.name = "resetstat", .arity = 2, .flags = kAdmin, .handler = CmdConfigResetStat,
             .summary = "Resets the server's statistics", .group = "server", .since = "2.0.0"},
+           HelpSubcommand("server", "5.0.0"),
        }},
       {.name = "save", .arity = 1, .flags = kCmdAdmin | kCmdNoScript, .handler = CmdSave,
        .summary = "Synchronously saves the database(s) to disk", .group = "server",

@@ -74,7 +74,8 @@ const WindowedBloomFilter& Of(const AnyFilter& filter) {
 }
 
 FilterHealth Health(const AnyFilter& filter, uint64_t max_scan_bytes) {
-  return WindowedBloomHealth(Of(filter), max_scan_bytes);
+  // The generations live now, as BF.INFO / CBF.INFO count them.
+  return WindowedBloomHealth(Of(filter), NowMs(), max_scan_bytes);
 }
 
 std::string Describe(const AnyFilter& filter) {

@@ -80,7 +80,8 @@ const WindowedCountingBloomFilter& Of(const AnyFilter& filter) {
 }
 
 FilterHealth Health(const AnyFilter& filter, uint64_t max_scan_bytes) {
-  return WindowedCountingBloomHealth(Of(filter), max_scan_bytes);
+  // The generations live now, as BF.INFO / CBF.INFO count them.
+  return WindowedCountingBloomHealth(Of(filter), NowMs(), max_scan_bytes);
 }
 
 std::string Describe(const AnyFilter& filter) {

@@ -105,6 +105,7 @@ void ServerContext::ApplyConfig(const ServerConfig& current) {
   slowlog_max_len_.store(current.slowlog_max_len, std::memory_order_relaxed);
   slow_log.Trim(current.slowlog_max_len);
   latency_threshold_ms_.store(current.latency_monitor_threshold, std::memory_order_relaxed);
+  stats.latency_tracking.store(current.latency_tracking, std::memory_order_relaxed);
   if (durability != nullptr) durability->ApplyConfig(current);
 }
 

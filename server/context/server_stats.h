@@ -15,6 +15,8 @@
 #include <mutex>
 #include <vector>
 
+#include "server/context/latency_histogram.h"
+
 namespace bloomgate {
 
 struct CommandCounters {
@@ -30,6 +32,30 @@ struct CommandCounters {
   std::atomic<uint64_t> usec{0};
   std::atomic<uint64_t> failed_calls{0};    // the command ran and replied an error
   std::atomic<uint64_t> rejected_calls{0};  // refused before running (arity, auth, ...)
+  // INFO latencystats (latency_histogram.h): made by the slot's writer on
+  // its first call of the command, published with release for INFO's
+  // acquire load; null until then (or while latency-tracking is off).
+  std::atomic<LatencyHistogram*> latency{nullptr};
+
+  CommandCounters() = default;
+  CommandCounters(const CommandCounters&) = delete;
+  CommandCounters& operator=(const CommandCounters&) = delete;
+  ~CommandCounters() { delete latency.load(std::memory_order_acquire); }
+
+  // The slot's writer only.
+  void RecordLatency(uint64_t nsec) {
+    LatencyHistogram* histogram = latency.load(std::memory_order_relaxed);
+    if (histogram == nullptr) {
+      histogram = new LatencyHistogram();
+      latency.store(histogram, std::memory_order_release);
+    }
+    Bump(histogram->counts[LatencyHistogram::IndexOf(nsec)]);
+  }
+
+ private:
+  static void Bump(std::atomic<uint64_t>& counter) {
+    counter.store(counter.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  }
 };
 
 struct alignas(64) WorkerCounters {
@@ -69,6 +95,24 @@ class ServerStats {
   const WorkerCounters& slot(size_t index) const { return *slots_[index]; }
 
   std::atomic<uint64_t> rejected_connections{0};
+  // latency-tracking: whether the dispatcher feeds the latency histograms
+  // (ServerContext::ApplyConfig keeps it; relaxed, a standalone switch).
+  std::atomic<bool> latency_tracking{true};
+
+  // One command's latency histogram summed over every slot, since the last
+  // Reset; total 0 when no slot has one.
+  LatencyCounts CommandLatency(size_t id) const {
+    LatencyCounts counts = RawLatency(id);
+    if (const LatencyHistogram* base =
+            baseline_->commands[id].latency.load(std::memory_order_acquire)) {
+      for (size_t b = 0; b < LatencyHistogram::kBuckets; ++b) {
+        const uint64_t at_reset = base->counts[b].load(std::memory_order_relaxed);
+        counts.counts[b] -= at_reset;
+        counts.total -= at_reset;
+      }
+    }
+    return counts;
+  }
 
   // Sums one field over every slot, since the last Reset.
   template <typename Field>
@@ -119,6 +163,17 @@ class ServerStats {
       for (size_t b = 0; b < CommandCounters::kBuckets; ++b) {
         copy(base.usec_buckets[b], raw.usec_buckets[b]);
       }
+      const LatencyCounts latency = RawLatency(id);
+      if (latency.total == 0 && base.latency.load(std::memory_order_relaxed) == nullptr) continue;
+      // The baseline is written only here, under reset_mutex_.
+      LatencyHistogram* base_latency = base.latency.load(std::memory_order_relaxed);
+      if (base_latency == nullptr) {
+        base_latency = new LatencyHistogram();
+        base.latency.store(base_latency, std::memory_order_release);
+      }
+      for (size_t b = 0; b < LatencyHistogram::kBuckets; ++b) {
+        copy(base_latency->counts[b], latency.counts[b]);
+      }
     }
     rejected_connections.store(0, std::memory_order_relaxed);
   }
@@ -143,6 +198,21 @@ class ServerStats {
       }
     }
     return totals;
+  }
+
+  LatencyCounts RawLatency(size_t id) const {
+    LatencyCounts counts;
+    for (const auto& slot : slots_) {
+      const LatencyHistogram* histogram =
+          slot->commands[id].latency.load(std::memory_order_acquire);
+      if (histogram == nullptr) continue;
+      for (size_t b = 0; b < LatencyHistogram::kBuckets; ++b) {
+        const uint64_t n = histogram->counts[b].load(std::memory_order_relaxed);
+        counts.counts[b] += n;
+        counts.total += n;
+      }
+    }
+    return counts;
   }
 
   std::vector<std::unique_ptr<WorkerCounters>> slots_;

@@ -7,8 +7,10 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <optional>
 #include <thread>
 
+#include "config/bind_address.h"
 #include "server/commands/errors.h"
 #include "server/context/log_limiter.h"
 #include "server/net/admission.h"
@@ -175,7 +177,18 @@ bool Server::Bind(const std::vector<std::string>& addresses, uint16_t port, std:
                   std::vector<std::unique_ptr<tcp::acceptor>>* acceptors, uint16_t* bound,
                   std::string* error) {
   uint16_t bound_port = 0;
-  for (const std::string& text : addresses) {
+  // The bind words as redis.conf takes them (config/bind_address.h).
+  std::vector<BindEntry> entries;
+  for (const std::string& word : addresses) {
+    std::optional<std::vector<BindEntry>> expanded = ExpandBindAddress(word);
+    if (!expanded) {
+      *error = "invalid bind address '" + word + "'";
+      return false;
+    }
+    entries.insert(entries.end(), expanded->begin(), expanded->end());
+  }
+  for (const BindEntry& entry : entries) {
+    const std::string& text = entry.address;
     boost::system::error_code ec;
     asio::ip::address address = asio::ip::make_address(text, ec);
     if (ec) {
@@ -189,6 +202,13 @@ bool Server::Bind(const std::vector<std::string>& addresses, uint16_t port, std:
     // Keep "::" from also claiming IPv4, so "0.0.0.0 ::" can both be bound.
     if (!ec && address.is_v6()) acceptor->set_option(asio::ip::v6_only(true), ec);
     if (!ec) acceptor->bind(endpoint, ec);
+    // An optional address ("-::1") the host does not have, or whose family
+    // it lacks, is skipped, as Redis skips it; any other failure is one.
+    if (entry.optional && (ec == asio::error::address_family_not_supported ||
+                           ec == boost::system::errc::address_not_available)) {
+      spdlog::info("not listening on {}: {} (an optional bind address)", text, ec.message());
+      continue;
+    }
     if (!ec) acceptor->listen(asio::socket_base::max_listen_connections, ec);
     if (ec) {
       *error = "cannot listen on " + text + ":" + std::to_string(endpoint.port()) + ": " +
@@ -198,6 +218,10 @@ bool Server::Bind(const std::vector<std::string>& addresses, uint16_t port, std:
     bound_port = acceptor->local_endpoint().port();
     spdlog::info("listening on {}:{}{}", text, bound_port, kind);
     acceptors->push_back(std::move(acceptor));
+  }
+  if (acceptors->empty()) {
+    *error = "no bind address could be listened on (each was optional and unavailable)";
+    return false;
   }
   *bound = bound_port;
   return true;

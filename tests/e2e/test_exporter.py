@@ -60,6 +60,15 @@ class ExporterTest(ServerTestCase):
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
             return response.read().decode()
 
+    def first_scrape(self, port):
+        """The first scrape that answers, once the exporter is up."""
+        def scraped():
+            try:
+                return self.scrape(port)
+            except OSError:
+                return None
+        return wait_until(scraped, 10, interval_s=0.05, what="the exporter's /metrics")
+
     def test_a_scrape_reports_the_standard_metrics_and_logs_no_error(self):
         self.r.execute_command("BF.ADD", "k", "a")
         self.r.execute_command("CF.ADD", "c", "a")
@@ -74,13 +83,7 @@ class ExporterTest(ServerTestCase):
         except Exception:
             pass  # "ERR item exists": an error for errorstats
         port, log_path = self.start_exporter()
-
-        def scraped():
-            try:
-                return self.scrape(port)
-            except OSError:
-                return None
-        text = wait_until(scraped, 10, interval_s=0.05, what="the exporter's /metrics")
+        self.first_scrape(port)
         text = self.scrape(port)  # a second scrape: every per-scrape command ran twice
         values = metric_values(text)
         expected = [

@@ -161,7 +161,18 @@ TEST_F(ConfigFile, EmptyOrCommentOnlyFileKeepsEverything) {
 
 TEST_F(ConfigFile, UnknownKeyIsNamed) {
   ExpectRefusedWithoutChange("port: 6380\nmaxclient: 10\n");
-  EXPECT_EQ(error_, "config file " + path_ + ": unknown key 'maxclient'");
+  EXPECT_EQ(error_, "config file " + path_ + ": unknown key 'maxclient'; did you mean 'maxclients'?");
+}
+
+TEST_F(ConfigFile, UnknownKeyFarFromEveryNameGetsNoHint) {
+  ExpectRefusedWithoutChange("nonsense: 1\n");
+  EXPECT_EQ(error_, "config file " + path_ + ": unknown key 'nonsense'");
+}
+
+TEST_F(ConfigFile, UnknownKeyWithUnderscoresSuggestsTheDashedName) {
+  ExpectRefusedWithoutChange("max_filter_memory: 1mb\n");
+  EXPECT_EQ(error_, "config file " + path_ +
+                        ": unknown key 'max_filter_memory'; did you mean 'max-filter-memory'?");
 }
 
 TEST_F(ConfigFile, BadValueNamesFileKeyAndRangeAndAppliesNothing) {

@@ -1,3 +1,4 @@
+#include "config/bind_address.h"
 #include "config/config_params.h"
 
 #include <gtest/gtest.h>
@@ -65,12 +66,13 @@ TEST(ConfigParams, TableHasOneRowPerSettingWithRedisStyleNames) {
     names.push_back(param.name);
   }
   EXPECT_EQ(names, (std::vector<std::string_view>{
-                       "bind", "port", "threads", "loglevel", "logfile",
+                       "bind", "port", "databases", "threads", "loglevel", "logfile",
                        "requirepass", "protected-mode", "maxclients", "maxmemory",
-                       "max-filter-memory", "proto-max-bulk-len",
+                       "maxmemory-policy", "max-filter-memory", "proto-max-bulk-len",
                        "client-output-buffer-limit", "timeout",
                        "slowlog-log-slower-than", "slowlog-max-len",
-                       "latency-monitor-threshold", "bf-error-rate", "bf-initial-size",
+                       "latency-monitor-threshold", "latency-tracking",
+                       "latency-tracking-info-percentiles", "bf-error-rate", "bf-initial-size",
                        "bf-expansion-factor", "cbf-counter-bits",
                        "cf-bucket-size", "cf-initial-size", "cf-max-iterations",
                        "cf-expansion-factor", "cf-max-expansions", "dir", "dbfilename",
@@ -100,8 +102,9 @@ TEST(ConfigParams, OnlyListenersThreadsLogfileAndDataFilesAreStartUpOnly) {
   for (const ConfigParam& param : AllConfigParams()) {
     if (!param.runtime_settable) start_up_only.insert(param.name);
   }
+  // databases too: it has one value, and Redis's is start-up only.
   EXPECT_EQ(start_up_only,
-            (std::set<std::string_view>{"appendfilename", "bind", "dir", "logfile",
+            (std::set<std::string_view>{"appendfilename", "bind", "databases", "dir", "logfile",
                                         "metrics-port", "port", "threads"}));
 }
 
@@ -172,6 +175,8 @@ TEST(SetConfigValue, EachKeySetsItsField) {
       {"slowlog-log-slower-than", "-1", "-1"},
       {"slowlog-max-len", "1000", "1000"},
       {"latency-monitor-threshold", "5", "5"},
+      {"latency-tracking", "no", "no"},
+      {"latency-tracking-info-percentiles", "50  99.99 0", "50 99.99 0"},
       {"bf-error-rate", "0.001", "0.001"},
       {"bf-initial-size", "1000", "1000"},
       {"bf-expansion-factor", "4", "4"},
@@ -202,7 +207,10 @@ TEST(SetConfigValue, EachKeySetsItsField) {
       {"metrics-port", "9121", "9121"},
       {"metrics-top-filters", "20", "20"},
   };
-  ASSERT_EQ(cases.size(), AllConfigParams().size()) << "a row has no case";
+  // Rows with one accepted value, the default: what a Redis client asks for,
+  // answered (RowsWithOneValueRefuseEveryOther).
+  const std::set<std::string_view> fixed = {"databases", "maxmemory-policy"};
+  ASSERT_EQ(cases.size() + fixed.size(), AllConfigParams().size()) << "a row has no case";
   for (const Case& c : cases) {
     const ServerConfig config = SetOnDefaults(c.name, c.value);
     EXPECT_EQ(GetConfigValue(config, c.name), c.expected_get) << c.name;
@@ -213,6 +221,29 @@ TEST(SetConfigValue, EachKeySetsItsField) {
   EXPECT_EQ(SetOnDefaults("bf-error-rate", "0.001").bf_error_rate, 0.001);
   EXPECT_EQ(SetOnDefaults("bind", "0.0.0.0 ::").bind,
             (std::vector<std::string>{"0.0.0.0", "::"}));
+}
+
+TEST(SetConfigValue, RowsWithOneValueRefuseEveryOther) {
+  EXPECT_EQ(GetConfigValue(ServerConfig{}, "databases"), "1");
+  EXPECT_EQ(GetConfigValue(ServerConfig{}, "maxmemory-policy"), "noeviction");
+  EXPECT_TRUE(SetOnDefaults("databases", "1") == ServerConfig{});
+  EXPECT_TRUE(SetOnDefaults("maxmemory-policy", "NoEviction") == ServerConfig{});
+  ExpectRejected("databases", "16", "argument must be 1: Bloomgate serves database 0 only");
+  ExpectRejected("maxmemory-policy", "allkeys-lru",
+                 "argument must be 'noeviction': filters are never evicted, a write past "
+                 "maxmemory is refused with -OOM");
+}
+
+TEST(SetConfigValue, PercentilesAreNumbersFromZeroToAHundred) {
+  EXPECT_EQ(SetOnDefaults("latency-tracking-info-percentiles", "").latency_tracking_info_percentiles,
+            std::vector<double>{});
+  EXPECT_EQ(SetOnDefaults("latency-tracking-info-percentiles", "99.9 100 0")
+                .latency_tracking_info_percentiles,
+            (std::vector<double>{99.9, 100, 0}));
+  for (std::string_view bad : {"101", "-1", "50,99", "p50", "nan", "1e2"}) {
+    ExpectRejected("latency-tracking-info-percentiles", bad,
+                   "argument must be percentiles between 0 and 100 separated by spaces");
+  }
 }
 
 TEST(SetConfigValue, NameIsCaseInsensitive) {
@@ -419,15 +450,42 @@ TEST(SetConfigValue, BindTakesSpacesCommasAndIpv6) {
             (std::vector<std::string>{"fe80::1:2"}));
 }
 
+TEST(SetConfigValue, BindTakesWhatRedisConfTakes) {
+  // redis.conf's default line and its other forms, kept as written.
+  EXPECT_EQ(SetOnDefaults("bind", "127.0.0.1 -::1").bind,
+            (std::vector<std::string>{"127.0.0.1", "-::1"}));
+  EXPECT_EQ(SetOnDefaults("bind", "* -::*").bind, (std::vector<std::string>{"*", "-::*"}));
+  EXPECT_EQ(SetOnDefaults("bind", "localhost").bind, (std::vector<std::string>{"localhost"}));
+  EXPECT_EQ(SetOnDefaults("bind", "::*").bind, (std::vector<std::string>{"::*"}));
+}
+
+TEST(BindAddress, EachWordStandsForItsLiteralsAndTheDashMakesThemOptional) {
+  using E = std::vector<BindEntry>;
+  EXPECT_EQ(ExpandBindAddress("127.0.0.1"), (E{{"127.0.0.1", false}}));
+  EXPECT_EQ(ExpandBindAddress("-::1"), (E{{"::1", true}}));
+  EXPECT_EQ(ExpandBindAddress("*"), (E{{"0.0.0.0", false}}));
+  EXPECT_EQ(ExpandBindAddress("-::*"), (E{{"::", true}}));
+  // ::1 is optional even without a dash: a host without IPv6 still serves
+  // localhost on 127.0.0.1.
+  EXPECT_EQ(ExpandBindAddress("localhost"), (E{{"127.0.0.1", false}, {"::1", true}}));
+  EXPECT_EQ(ExpandBindAddress("LocalHost"), (E{{"127.0.0.1", false}, {"::1", true}}));
+  EXPECT_EQ(ExpandBindAddress("example.com"), std::nullopt);
+  EXPECT_EQ(ExpandBindAddress("-"), std::nullopt);
+  EXPECT_EQ(ExpandBindAddress("--::1"), std::nullopt);
+  EXPECT_EQ(ExpandBindAddress("**"), std::nullopt);
+}
+
 TEST(SetConfigValue, BindRefusesEmptyHostNamesAndTooManyAddresses) {
   ExpectRejected("bind", "", "argument must list at least one address");
   ExpectRejected("bind", " , ", "argument must list at least one address");
-  ExpectRejected("bind", "127.0.0.1 localhost",
-                 "invalid bind address 'localhost': must be an IPv4 or IPv6 "
-                 "address");
+  ExpectRejected("bind", "127.0.0.1 db.internal",
+                 "invalid bind address 'db.internal': must be an IPv4 or IPv6 "
+                 "address, *, ::* or localhost, optionally after a - (skipped where the "
+                 "host lacks it)");
   ExpectRejected("bind", "256.0.0.1",
                  "invalid bind address '256.0.0.1': must be an IPv4 or IPv6 "
-                 "address");
+                 "address, *, ::* or localhost, optionally after a - (skipped where the "
+                 "host lacks it)");
   std::string seventeen;
   for (int i = 1; i <= 17; ++i) seventeen += "10.0.0." + std::to_string(i) + " ";
   ExpectRejected("bind", seventeen, "argument must list at most 16 addresses");

@@ -88,7 +88,67 @@ TEST(FilterHealth, AScalingFilterSumsItsLayersRates) {
   EXPECT_FALSE(health.over_capacity);
   EXPECT_FALSE(health.full);
   double none = (1 - health.layers[0].fp_rate_now) * (1 - health.layers[1].fp_rate_now);
-  EXPECT_DOUBLE_EQ(health.fp_rate_now, 1 - none);
+  EXPECT_NEAR(health.fp_rate_now, 1 - none, 1e-15);
+}
+
+TEST(FilterHealth, ATinyLayerRateSurvivesTheSumOverLayers) {
+  // 1e-6 wants k = 20 probes; one item sets 20 of 512 bits in one block, so
+  // the layer's rate is (20/512)^20 / blocks ~ 1e-29, far below the 1.1e-16
+  // at which 1 - (1 - x) rounds to 0.
+  auto filter = Bloom(1e-6, 100);
+  AddItems(*filter, 1);
+  FilterHealth health = BloomHealth(*filter);
+  ASSERT_EQ(health.layers.size(), 1u);
+  const double layer = health.layers[0].fp_rate_now;
+  ASSERT_GT(layer, 0.0);
+  ASSERT_LT(layer, 1e-20);
+  EXPECT_NEAR(health.fp_rate_now / layer, 1.0, 1e-12)
+      << "filter " << health.fp_rate_now << " against its one layer's " << layer;
+}
+
+TEST(FilterHealth, AWindowThatLapsedWithoutAddsShowsNoGeneration) {
+  // 1 s in 2 generations of 500 ms; one add at the origin, then a lookup 10
+  // windows later: no generation is live (BF.CARD says 0), and no add has
+  // turned the window over since.
+  WindowedBloomOptions o;
+  o.window_ms = 1000;
+  o.generations = 2;
+  std::unique_ptr<WindowedBloomFilter> f;
+  ASSERT_EQ(WindowedBloomFilter::Create(o, /*now_ms=*/0, FilterLimits{}, nullptr, &f),
+            FilterStatus::kOk);
+  bool seen = false, added = false;
+  uint64_t generation = 0;
+  ASSERT_EQ(f->Add(HashKey("x"), /*now_ms=*/0, &seen, &generation, &added), FilterStatus::kOk);
+  const FilterHealth fresh = WindowedBloomHealth(*f, /*now_ms=*/0);
+  EXPECT_EQ(fresh.items, 1u);
+  EXPECT_EQ(fresh.layers.size(), 1u);
+  const int64_t later = 10 * 1000;
+  ASSERT_EQ(f->ItemsAt(later), 0u);
+  ASSERT_FALSE(f->MayContain(HashKey("x"), later));
+  const FilterHealth lapsed = WindowedBloomHealth(*f, later);
+  EXPECT_EQ(lapsed.items, 0u);
+  EXPECT_EQ(lapsed.capacity, 0u);
+  EXPECT_TRUE(lapsed.layers.empty());
+  EXPECT_EQ(lapsed.fp_rate_now, 0.0);
+}
+
+TEST(FilterHealth, AWindowedCountingFilterLapsesLikeItsLookups) {
+  WindowedCountingBloomOptions o;
+  o.window_ms = 1000;
+  o.generations = 2;
+  std::unique_ptr<WindowedCountingBloomFilter> f;
+  ASSERT_EQ(WindowedCountingBloomFilter::Create(o, /*now_ms=*/0, FilterLimits{}, nullptr, &f),
+            FilterStatus::kOk);
+  bool was_new = false;
+  uint64_t count = 0, generation = 0;
+  ASSERT_EQ(f->Add(HashKey("x"), /*now_ms=*/0, &was_new, &count, &generation),
+            FilterStatus::kOk);
+  EXPECT_EQ(WindowedCountingBloomHealth(*f, /*now_ms=*/0).items, 1u);
+  const int64_t later = 10 * 1000;
+  ASSERT_FALSE(f->MayContain(HashKey("x"), later));
+  const FilterHealth lapsed = WindowedCountingBloomHealth(*f, later);
+  EXPECT_EQ(lapsed.items, 0u);
+  EXPECT_TRUE(lapsed.layers.empty());
 }
 
 TEST(FilterHealth, ALayerOverTheScanBudgetIsSampledAndEstimatedClosely) {

@@ -2,9 +2,13 @@
 // dispatcher: Redis's reply shapes and texts.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cctype>
+#include <regex>
 #include <set>
 #include <string>
 
+#include "server/context/latency_histogram.h"
 #include "server/context/slow_log.h"
 #include "session.h"
 
@@ -445,6 +449,121 @@ TEST(MemoryDoctor, NamesTheFilterOverItsFalsePositiveTargetAndTheOneOverCapacity
             std::string::npos)
       << text;
   EXPECT_EQ(text.find("'healthy'"), std::string::npos) << text;
+}
+
+TEST(LatencyHistogram, EveryValueLandsInABucketAtMostOneSixteenthWide) {
+  for (uint64_t v = 0; v < (uint64_t{1} << 36); v = v < 64 ? v + 1 : v + v / 7 + 1) {
+    const size_t index = LatencyHistogram::IndexOf(v);
+    ASSERT_LT(index, LatencyHistogram::kBuckets) << v;
+    const uint64_t high = LatencyHistogram::HighestOf(index);
+    const uint64_t low = index == 0 ? 0 : LatencyHistogram::HighestOf(index - 1) + 1;
+    ASSERT_LE(low, v) << "bucket " << index;
+    ASSERT_GE(high, v) << "bucket " << index;
+    ASSERT_LE(static_cast<double>(high - low + 1), std::max(1.0, static_cast<double>(low) / 16))
+        << "bucket " << index << " holds " << low << ".." << high;
+  }
+  // 68.7 s and beyond share the last bucket.
+  EXPECT_EQ(LatencyHistogram::IndexOf(uint64_t{1} << 40), LatencyHistogram::kBuckets - 1);
+}
+
+TEST(LatencyHistogram, PercentilesAreTheTopOfTheBucketWhereTheCountIsReached) {
+  // 1,000 calls of 1..1000 us: p50 is the 500th value, 500 us, reported as
+  // the top of its bucket (within 1/16 above); p100 the largest.
+  LatencyCounts counts;
+  for (uint64_t us = 1; us <= 1000; ++us) {
+    ++counts.counts[LatencyHistogram::IndexOf(us * 1000)];
+    ++counts.total;
+  }
+  for (double p : {50.0, 99.0, 99.9, 100.0}) {
+    const double exact = p / 100 * 1000 * 1000;  // ns
+    const double got = static_cast<double>(counts.ValueAtPercentile(p));
+    EXPECT_GE(got, exact) << p;
+    EXPECT_LE(got, exact * (1 + 1.0 / 16)) << p;
+  }
+  EXPECT_EQ(LatencyCounts{}.ValueAtPercentile(50), 0u);
+}
+
+TEST(LatencyStats, InfoShowsEachCalledCommandsPercentilesUntilResetStat) {
+  auto server = MakeServer();
+  Session s(server.get());
+  for (int i = 0; i < 10; ++i) s.Run({"PING"});
+  s.Run({"CONFIG", "GET", "port"});
+  std::string info = s.Run({"INFO", "latencystats"});
+  EXPECT_NE(info.find("# Latencystats\r\n"), std::string::npos) << info;
+  const std::regex line(R"(latency_percentiles_usec_ping:p50=\d+\.\d{3},p99=\d+\.\d{3},)"
+                        R"(p99\.9=\d+\.\d{3}\r\n)");
+  EXPECT_TRUE(std::regex_search(info, line)) << info;
+  EXPECT_NE(info.find("latency_percentiles_usec_config|get:"), std::string::npos) << info;
+  EXPECT_EQ(info.find("latency_percentiles_usec_bf.add"), std::string::npos) << info;
+  EXPECT_EQ(s.Run({"CONFIG", "RESETSTAT"}), kOk);
+  info = s.Run({"INFO", "latencystats"});
+  EXPECT_EQ(info.find("latency_percentiles_usec_ping:"), std::string::npos) << info;
+  EXPECT_EQ(s.Run({"CONFIG", "SET", "latency-tracking", "no"}), kOk);
+  s.Run({"PING"});
+  info = s.Run({"INFO", "latencystats"});
+  EXPECT_EQ(info.find("latency_percentiles_usec_"), std::string::npos) << info;
+}
+
+TEST(ContainerHelp, ListsEverySubcommandOfTheTableAndNothingElse) {
+  auto server = MakeServer();
+  Session s(server.get());
+  for (const CommandSpec& spec : server->commands.commands()) {
+    if (spec.subcommands.empty()) continue;
+    SCOPED_TRACE(spec.name);
+    const CommandSpec* help = CommandTable::FindSubcommand(spec, "help");
+    ASSERT_NE(help, nullptr) << spec.name << " has no HELP";
+    std::string upper(spec.name);
+    for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    const std::string reply = s.Run({upper, "HELP"});
+    EXPECT_NE(reply.find("+" + upper + " <subcommand> [<arg> [value] [opt] ...]. Subcommands "
+                         "are:\r\n"),
+              std::string::npos)
+        << reply;
+    for (const CommandSpec& sub : spec.subcommands) {
+      std::string name(sub.name);
+      for (char& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+      // A subcommand's line starts with its name, alone or before its syntax.
+      const bool listed = reply.find("+" + name + "\r\n") != std::string::npos ||
+                          reply.find("+" + name + " ") != std::string::npos;
+      EXPECT_TRUE(listed) << upper << " HELP does not list " << name << ": " << reply;
+    }
+  }
+}
+
+TEST(DashboardConfig, DatabasesIsOneAndMaxmemoryPolicyNoeviction) {
+  auto server = MakeServer();
+  Session s(server.get());
+  EXPECT_EQ(s.Run({"CONFIG", "GET", "databases"}), Arr(2) + Bulk("databases") + Bulk("1"));
+  EXPECT_EQ(s.Run({"CONFIG", "GET", "maxmemory-policy"}),
+            Arr(2) + Bulk("maxmemory-policy") + Bulk("noeviction"));
+  EXPECT_EQ(s.Run({"CONFIG", "SET", "maxmemory-policy", "volatile-lru"}),
+            "-ERR CONFIG SET failed (possibly related to argument 'maxmemory-policy') - "
+            "argument must be 'noeviction': filters are never evicted, a write past maxmemory "
+            "is refused with -OOM\r\n");
+}
+
+TEST(MemoryDoctor, JudgesTheFiltersPeakAgainstTheFiltersNotTheStartUpOverhead) {
+  auto server = MakeServer();
+  // What a fresh server's resident set is; a test process's varies.
+  server->startup_resident_bytes = 8 << 20;
+  Session s(server.get());
+  // ~1.03 MB each (measured), under the lazy freer's 1 MiB: DEL frees them at once.
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_EQ(s.Run({"BF.RESERVE", "k" + std::to_string(i), "0.01", "700000"}), kOk);
+  }
+  const uint64_t peak = server->budget.used();
+  ASSERT_GT(peak, 3u << 20);
+  ASSERT_LT(peak, 4u << 20);
+  std::string text = s.Run({"MEMORY", "DOCTOR"});
+  EXPECT_NE(text.find("No memory problem found"), std::string::npos) << text;
+  ASSERT_EQ(s.Run({"DEL", "k0", "k1", "k2", "k3"}), Int(4));
+  ASSERT_EQ(server->budget.used(), 0u);
+  // The filters went from 3.9 MiB to none. Counted with the 8 MiB start-up
+  // set on both sides that is 11.9 against 8 MiB, under the 1.5 ratio.
+  text = s.Run({"MEMORY", "DOCTOR"});
+  EXPECT_NE(text.find("* Peak memory: the filters' peak was 3.9 MiB"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find(" MiB and they hold none now"), std::string::npos) << text;
 }
 
 TEST(Reset, DropsTheTransactionProtocolNameAndAuthentication) {
