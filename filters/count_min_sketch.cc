@@ -31,8 +31,11 @@ bool CountMinSketch::DimensionsFor(double error, double probability, uint64_t* w
   const double d = std::ceil(log10f(static_cast<float>(probability)) / log10f(0.5f));
   // A probability that rounds to 1 in single precision gives depth 0, which
   // RedisBloom refuses ("CMS: invalid init arguments"; its test uses
-  // 0.9999999999999999), and so do we.
-  if (!(d >= 1)) return false;
+  // 0.9999999999999999), and so do we. One under float's smallest subnormal
+  // (1.4e-45) rounds to 0, whose log is -inf: the depth would be +inf, which
+  // no integer holds. The smallest float that is not 0 gives 149 rows, so
+  // any finite depth is < kMaxCells.
+  if (!(d >= 1) || !(d <= static_cast<double>(kMaxCells))) return false;
   *width = static_cast<uint64_t>(w);
   *depth = static_cast<uint64_t>(d);
   return true;

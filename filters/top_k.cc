@@ -19,7 +19,7 @@ inline uint64_t FastRange64(uint64_t hash, uint64_t n) {
 }  // namespace
 
 uint64_t TopK::FixedBytesFor(uint32_t k, uint32_t width, uint32_t depth) {
-  // < 2^32 * 2^32 * 8 + 2^32 * 40: never overflows.
+  // width x depth <= kMaxBuckets (Create), so < 2^63 + 2^32 * 40: no overflow.
   return sizeof(TopK) + uint64_t{width} * depth * sizeof(TopKBucket) + uint64_t{k} * kSlotBytes;
 }
 
@@ -29,6 +29,9 @@ FilterStatus TopK::Create(const TopKOptions& options, const FilterLimits& limits
   if (options.k < 1 || options.width < 1 || options.depth < 1 || !(options.decay > 0) ||
       !(options.decay <= 1)) {
     return FilterStatus::kInvalidOptions;
+  }
+  if (uint64_t{options.width} * options.depth > kMaxBuckets) {
+    return FilterStatus::kFilterMemoryLimit;
   }
   const uint64_t bytes = FixedBytesFor(options.k, options.width, options.depth);
   if ((limits.max_filter_bytes != 0 && bytes > limits.max_filter_bytes) || bytes > SIZE_MAX / 2) {

@@ -85,6 +85,12 @@ class TopK {
   static FilterStatus Create(const TopKOptions& options, const FilterLimits& limits,
                              MemoryBudget* budget, std::unique_ptr<TopK>* out);
 
+  // width x depth buckets at most: 2^60 (8 EiB of 8-byte buckets), far past
+  // every byte cap; the bound keeps width x depth x 8 under 2^64 (two u32s
+  // multiply to up to 2^64 - 2^33 + 1, and 2^31 x 2^30 x 8 wrapped to 0). A
+  // larger shape is kFilterMemoryLimit, and the loader refuses it too.
+  static constexpr uint64_t kMaxBuckets = uint64_t{1} << 60;
+
   // Releases what it reserved.
   ~TopK();
   TopK(const TopK&) = delete;

@@ -76,6 +76,25 @@ inline bool IsWindowShape(uint64_t window_ms, uint32_t generations) {
          window_ms <= kMaxWindowMs;
 }
 
+// The window clock's range, both ways from 1970: 2^61 ms, 73 million years.
+// Origins lie in it (AlignedWindowOrigin clamps a clock reading into it),
+// and a reading past it counts as its end. So the distance from an origin
+// to a reading is at most 2^62 ms, and a generation number at most 2^62:
+// g + n never wraps, and a generation's start, origin + g * period, is an
+// int64_t with room to spare (an origin 2^63 ms before a reading would
+// overflow now - origin).
+constexpr int64_t kMaxWindowClockMs = int64_t{1} << 61;
+
+inline bool IsWindowOrigin(int64_t origin_ms) {
+  return origin_ms >= -kMaxWindowClockMs && origin_ms <= kMaxWindowClockMs;
+}
+
+// The last generation a window with this origin and period can reach: the
+// one current at the clock's end. period_ms >= 1, origin_ms in range.
+inline uint64_t LastWindowGeneration(int64_t origin_ms, uint64_t period_ms) {
+  return (static_cast<uint64_t>(kMaxWindowClockMs) - static_cast<uint64_t>(origin_ms)) / period_ms;
+}
+
 // A generation's error rate and first-layer capacity for a window of
 // `generations` periods: the union bound over the n + 1 live generations
 // (1 - (1 - p)^(n+1) <= (n+1) p), and the distinct items one period expects.
@@ -94,6 +113,7 @@ inline uint64_t WindowGenerationCapacity(uint64_t capacity, uint32_t generations
 // then shorter than a period; the guarantee, which rests on the boundaries
 // alone, is the same.
 inline int64_t AlignedWindowOrigin(int64_t now_ms, uint64_t window_ms, uint32_t generations) {
+  now_ms = std::clamp(now_ms, -kMaxWindowClockMs, kMaxWindowClockMs);
   const int64_t period = static_cast<int64_t>((window_ms + generations - 1) / generations);
   if (now_ms <= 0 || period <= 0) return now_ms;
   return now_ms - now_ms % period;
@@ -167,10 +187,12 @@ class WindowGenerations {
   void SetFirst(std::unique_ptr<Gen> first) { slots_[0].filter = std::move(first); }
 
   // Whether `slots` (exactly n + 1, slot i holding a g with g % (n+1) == i
-  // and g <= current, the current one present) make a ring; `accept(gen)`
+  // and g <= current, the current one present) make a ring, with the origin
+  // in the clock's range and current <= last_generation(); `accept(gen)`
   // checks each present generation's own parameters. Takes them when true.
   template <typename Accept>
   bool Restore(uint64_t current, std::vector<RestoredSlot>* slots, Accept&& accept) {
+    if (!IsWindowOrigin(origin_ms_) || current > last_generation()) return false;
     if (slots->size() != slots_.size()) return false;
     bool has_current = false;
     for (size_t i = 0; i < slots->size(); ++i) {
@@ -198,15 +220,15 @@ class WindowGenerations {
   uint64_t current() const { return current_.load(std::memory_order_acquire); }
   size_t num_slots() const { return slots_.size(); }
 
-  // The generation number current at `now_ms` (0 before the origin).
-  uint64_t GenerationAt(int64_t now_ms) const {
-    if (now_ms <= origin_ms_) return 0;
-    return static_cast<uint64_t>(now_ms - origin_ms_) / period_ms_;
-  }
+  // The last generation this window can reach (LastWindowGeneration).
+  uint64_t last_generation() const { return LastWindowGeneration(origin_ms_, period_ms_); }
+
+  // The generation number current at `now_ms` (0 before the origin; a
+  // reading past the clock's range counts as its end).
+  uint64_t GenerationAt(int64_t now_ms) const { return SinceOrigin(now_ms) / period_ms_; }
   // How long the current generation at `now_ms` has run, in ms.
   int64_t GenerationAgeMs(int64_t now_ms) const {
-    if (now_ms <= origin_ms_) return 0;
-    return static_cast<int64_t>(static_cast<uint64_t>(now_ms - origin_ms_) % period_ms_);
+    return static_cast<int64_t>(SinceOrigin(now_ms) % period_ms_);
   }
   // The generation a lookup at `now_ms` judges liveness by: never behind
   // the newest one an add (with a later clock read) already made current.
@@ -224,8 +246,11 @@ class WindowGenerations {
   // dropped, after the slot lock is released. Only the last n + 1 of the generations passed can be live at
   // `target`, so a long gap (an idle spell, a restart) replaces each slot
   // once, and generations that passed without an add stay empty.
+  // A target past last_generation() (a replayed record cannot name one a
+  // live filter reached) goes to last_generation().
   template <typename Make, typename Dispose>
   FilterStatus AdvanceTo(uint64_t target, Make&& make, Dispose&& dispose) {
+    target = std::min(target, last_generation());
     if (current() >= target) return FilterStatus::kOk;
     std::lock_guard advance(advance_mutex_);
     const uint64_t current_now = current();
@@ -336,6 +361,16 @@ class WindowGenerations {
     bool cancelled = false;  // the filter is gone: a finishing job drops its work
     std::unique_ptr<Gen> gen;
   };
+
+  // Milliseconds from the origin to `now_ms`, 0 before it; the reading is
+  // clamped to the clock's range and a restored origin was checked against
+  // it; the difference is taken in uint64_t all the same, where no origin a
+  // constructor got can make it overflow.
+  uint64_t SinceOrigin(int64_t now_ms) const {
+    now_ms = std::min(now_ms, kMaxWindowClockMs);
+    if (now_ms <= origin_ms_) return 0;
+    return static_cast<uint64_t>(now_ms) - static_cast<uint64_t>(origin_ms_);
+  }
 
   std::unique_ptr<Gen> TakePrepared() {
     std::lock_guard lock(prepared_->mutex);

@@ -21,7 +21,7 @@
 //   |         |             |           | 0..13       |                     |
 //   +---------+-------------+-----------+-------------+---------------------+
 //
-//   body = type u8 | time_ms i64 | then, by type:
+//   body = type u8 | time_ms i64 (Unix ms, >= 0) | then, by type:
 //     kCommand (1)  argc u32 | argc x (len u32 | bytes)
 //     kFilter  (2)  key_len u32 | key | kind u8 (FilterKind) |
 //                   header_len u32 | FilterHeader.bytes | payload_bytes u64 |
@@ -237,6 +237,11 @@ std::string DecodeBody(std::string_view body, LogRecord* record) {
   reader.GetU8(&type);
   reader.GetI64(&record->time_ms);
   if (reader.failed()) return "body too short for its type and time";
+  // A record's time is the wall clock (Unix ms) when it ran, which a live
+  // server never reads below 0; replay runs its command at that time
+  // (EXPIRE adds it to a relative deadline), so a negative one is refused
+  // like the snapshot's negative expire_at_ms.
+  if (record->time_ms < 0) return "negative time_ms " + std::to_string(record->time_ms);
   if (type == static_cast<uint8_t>(LogRecordType::kCommand)) {
     record->type = LogRecordType::kCommand;
     record->key.clear();

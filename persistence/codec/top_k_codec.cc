@@ -43,7 +43,7 @@ struct TopKHeader {
 };
 
 uint64_t FixedPayloadBytes(const TopKOptions& o) {
-  // width x depth <= 2^60 (checked first), so this stays < 2^64.
+  // width x depth <= TopK::kMaxBuckets (checked first), so this stays < 2^64.
   return uint64_t{o.width} * o.depth * kBucketBytes + uint64_t{o.k} * kSlotBytes;
 }
 
@@ -63,9 +63,9 @@ Status DecodeTopKHeader(std::string_view bytes, uint64_t payload_bytes, TopKHead
   if (o.width < 1) return NotIn("width", Num(uint64_t{o.width}), "[1, 2^32 - 1]");
   if (o.depth < 1) return NotIn("depth", Num(uint64_t{o.depth}), "[1, 2^32 - 1]");
   if (!(o.decay > 0) || !(o.decay <= 1)) return NotIn("decay", Num(o.decay), "(0, 1]");
-  // width x depth < 2^64 and x 8 could still overflow: bound it at 2^60
-  // buckets (8 EiB), far past any per-filter cap.
-  if (uint64_t{o.width} * o.depth > (uint64_t{1} << 60)) {
+  // width x depth < 2^64 and x 8 could still overflow: the bound TopK::Create
+  // keeps too, so no filter a command made is refused here.
+  if (uint64_t{o.width} * o.depth > TopK::kMaxBuckets) {
     return Status::Error("width x depth " + Num(uint64_t{o.width} * o.depth) + " above 2^60");
   }
   uint64_t needed = FixedPayloadBytes(o);

@@ -257,6 +257,15 @@ class WindowedCodec final : public TypedCodec<typename Family::Filter> {
     if (o.window_ms < o.generations || o.window_ms > kMaxWindowMs) {
       return NotIn("window_ms", Num(o.window_ms), Range(o.generations, kMaxWindowMs));
     }
+    // What a live window can hold (window_generations.h): an origin in the
+    // window clock's range, and no generation past the one current at its end.
+    if (!IsWindowOrigin(out->origin_ms)) {
+      return NotIn("origin_ms", Num(out->origin_ms),
+                   "[" + Num(-kMaxWindowClockMs) + ", " + Num(kMaxWindowClockMs) + "]");
+    }
+    const uint64_t last = LastWindowGeneration(
+        out->origin_ms, (o.window_ms + o.generations - 1) / o.generations);
+    if (out->current > last) return NotIn("current", Num(out->current), Range(0, last));
     const uint32_t num_slots = o.generations + 1;
     out->slots.resize(num_slots);
     uint64_t needed = 0;

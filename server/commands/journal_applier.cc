@@ -19,6 +19,21 @@ namespace {
 // Replay warnings beyond this many are counted, not logged one by one.
 constexpr uint64_t kFailuresLogged = 10;
 
+// A generation past the last one the filter's window can reach
+// (window_generations.h) was never current in a live filter: the record is
+// damaged, and nothing of it is applied.
+Status CheckGenerations(const LogRecord& record, uint64_t last,
+                        const std::vector<uint64_t>& generations) {
+  for (uint64_t generation : generations) {
+    if (generation > last) {
+      return Status::Error(record.args[0] + " record with generation " +
+                           std::to_string(generation) + ", past the window's last " +
+                           std::to_string(last));
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status LoadDurableState(ServerContext& server) {
@@ -125,6 +140,10 @@ Status JournalApplier::ApplyWindowAdded(const LogRecord& record) {
     CountFailure(record, "no windowed Bloom filter under the key");
     return Status::Ok();
   }
+  if (Status s = CheckGenerations(record, filter->ring().last_generation(), generations);
+      !s.ok()) {
+    return s;
+  }
   for (size_t i = 0; i < generations.size(); ++i) {
     bool counted = false, flipped = false;
     ParseWindowAddFlag(args[2][i], &counted, &flipped);
@@ -157,6 +176,10 @@ Status JournalApplier::ApplyWindowCount(const LogRecord& record) {
   if (filter == nullptr) {
     CountFailure(record, "no windowed counting Bloom filter under the key");
     return Status::Ok();
+  }
+  if (Status s = CheckGenerations(record, filter->ring().last_generation(), generations);
+      !s.ok()) {
+    return s;
   }
   for (size_t i = 0; i < generations.size(); ++i) {
     const KeyHash h = filter->Hash(args[4 + 2 * i]);

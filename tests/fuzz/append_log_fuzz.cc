@@ -2,7 +2,8 @@
 // with an error or cut a torn tail (no crash, UB, leak or unbounded
 // allocation). What it accepts must be usable: every filter record's header
 // and payload go through FilterLoader as start-up replay does, and a filter
-// that loads must survive a snapshot round trip. A log of command records
+// that loads must survive a snapshot round trip, before and after an info,
+// an exists and an add (ExerciseFilter). A log of command records
 // only must re-encode to exactly the bytes that were read.
 //
 // Input: byte 0 bit 0 set = bytes as they are, clear = first rewrite every
@@ -57,7 +58,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                  wrote.message().c_str());
     }
     AnyFilter filter;
-    if (loader->Finish(&filter).ok()) CheckSnapshotRoundTrip(filter);
+    if (loader->Finish(&filter).ok()) {
+      CheckSnapshotRoundTrip(filter);
+      ExerciseFilter(&filter);  // what the log's next records or a client run on it
+      CheckSnapshotRoundTrip(filter);
+    }
     return Status::Ok();
   };
   LogReadResult result;

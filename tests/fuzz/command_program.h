@@ -11,6 +11,9 @@ namespace bloomgate::fuzz {
 // keyword, p an option keyword or an integer (a byte < 128 picks from
 // kOptions, else from kNumbers), r raw bytes, c a SCANDUMP chunk replayed from an earlier reply,
 // * repeat the letter before it (count byte times, at most 7).
+// The harness's own pseudo-command (see kCommands' last row).
+inline constexpr const char* kAdvanceClock = "~ADVANCE-CLOCK";
+
 struct CommandShape {
   const char* name;
   const char* shape;
@@ -38,6 +41,18 @@ constexpr CommandShape kCommands[] = {
     {"WATCH", "kk*"},        {"UNWATCH", ""},           {"PING", "r"},
     {"ECHO", "r"},           {"MEMORY", "ok"},          {"GET", "k"},
     {"SET", "kr"},           {"TIME", ""},              {"LASTSAVE", ""},
+    // Count-min sketch, top-k, and the merges (windowed filters come from
+    // BF.RESERVE / CBF.RESERVE with WINDOW and GENERATIONS).
+    {"CMS.INITBYDIM", "knn"}, {"CMS.INITBYPROB", "kff"}, {"CMS.INCRBY", "kin"},
+    {"CMS.QUERY", "ki*"},    {"CMS.INFO", "k"},         {"CMS.MERGE", "knk*"},
+    {"CMS.SCANDUMP", "kn"},  {"CMS.LOADCHUNK", "knc"},  {"TOPK.RESERVE", "knnnf"},
+    {"TOPK.ADD", "ki*"},     {"TOPK.INCRBY", "kin"},    {"TOPK.QUERY", "ki*"},
+    {"TOPK.COUNT", "ki*"},   {"TOPK.LIST", "ko*"},      {"TOPK.INFO", "k"},
+    {"TOPK.SCANDUMP", "kn"}, {"TOPK.LOADCHUNK", "knc"}, {"BF.MERGE", "kk*"},
+    {"CBF.MERGE", "kk*"},    {"CBF.INCR", "ki*"},       {"BF.DEBUG", "k"},
+    // Not a command: moves the harness's window clock forward by a number
+    // of seconds (windowed filters turn over; commands_fuzz.cc).
+    {kAdvanceClock, "n"},
 };
 constexpr size_t kCommandCount = sizeof(kCommands) / sizeof(kCommands[0]);
 
@@ -47,7 +62,9 @@ constexpr const char* kOptions[] = {
     "CAPACITY", "ERROR",    "EXPANSION", "NONSCALING", "ITEMS",  "NOCREATE",
     "BUCKETSIZE", "MAXITERATIONS", "COUNTERBITS", "SIZE", "FILTERS", "MATCH",
     "COUNT",    "TYPE",     "NX",        "XX",         "GT",     "LT",
-    "ASYNC",    "SYNC",     "USAGE",     "SAMPLES",    "ITEMS",  "ITEMS"};
+    "ASYNC",    "SYNC",     "USAGE",     "SAMPLES",    "ITEMS",  "ITEMS",
+    "WINDOW",   "GENERATIONS", "WINDOW", "GENERATIONS", "SEED",  "WITHCOUNT",
+    "WEIGHTS",  "COUNTERBITS"};
 constexpr const char* kNumbers[] = {
     "0", "1", "2", "3", "4", "7", "8", "10", "16", "64", "100", "255", "256", "1000",
     "4096", "65535", "65536", "-1", "-2", "32768", "32769", "4294967296",

@@ -1,4 +1,5 @@
-// A fuzzer-chosen sequence of BF.* / CF.* / CBF.* / keyspace / transaction
+// A fuzzer-chosen sequence of BF.* / CF.* / CBF.* / CMS.* / TOPK.* (and the
+// windowed BF / CBF filters that WINDOW makes) / keyspace / transaction
 // commands with fuzzer-chosen arguments, run through the real dispatcher on
 // an in-process ServerContext (appendonly no, no saves: nothing touches a
 // disk), as tests/unit/server/session.h drives it. Invariants:
@@ -8,7 +9,13 @@
 //    BF.MEXISTS 1 for as long as its key exists. A model tracks that: it
 //    forgets a key's items when a command may have deleted or replaced it
 //    (DEL, RENAME, LOADCHUNK, FLUSHALL, EXEC) and stops checking a key that
-//    may have a deadline (EXPIRE & co, RENAME, anything queued in MULTI).
+//    may have a deadline (EXPIRE & co, RENAME, anything queued in MULTI),
+//    and forgets everything when the window clock moves (a windowed
+//    filter's items age out).
+//
+// The window clock is the harness's: it starts at kStartClockMs and moves
+// only by the pseudo-command kAdvanceClock (seconds, saturating at the end
+// of int64_t), so a crash replays the same turnovers.
 //
 // Input: a list of commands, each
 //   op byte       the command (kCommands[op % size]); bit 7 set = generic
@@ -35,6 +42,7 @@
 #include <vector>
 
 #include "config/server_config.h"
+#include "server/keyspace/clock.h"
 #include "server/commands/command_dispatcher.h"
 #include "server/context/client_state.h"
 #include "server/context/server_context.h"
@@ -44,6 +52,20 @@
 
 namespace bloomgate::fuzz {
 namespace {
+
+// The window clock the windowed filters age by (see the file comment).
+constexpr int64_t kStartClockMs = 1'800'000'000'000;  // 2027, in Unix ms
+int64_t g_window_clock_ms = kStartClockMs;
+int64_t FuzzWindowClock() { return g_window_clock_ms; }
+
+// kAdvanceClock's argument, in seconds; anything not a number moves nothing.
+void AdvanceClock(const std::string& seconds_text) {
+  char* end = nullptr;
+  const long long seconds = std::strtoll(seconds_text.c_str(), &end, 10);
+  if (seconds_text.empty() || *end != '\0' || seconds <= 0) return;
+  const int64_t ms = seconds > INT64_MAX / 1000 ? INT64_MAX : int64_t{seconds} * 1000;
+  g_window_clock_ms = ms > INT64_MAX - g_window_clock_ms ? INT64_MAX : g_window_clock_ms + ms;
+}
 
 class Bytes {
  public:
@@ -186,7 +208,10 @@ class Harness {
     config.max_filter_memory = uint64_t{1} << 20;
     server_ = std::make_unique<ServerContext>(config, /*workers=*/1);
     client_.authenticated = true;
+    g_window_clock_ms = kStartClockMs;
+    SetWindowClockForTesting(&FuzzWindowClock);
   }
+  ~Harness() { SetWindowClockForTesting(nullptr); }
 
   Reply Run(const std::vector<std::string>& args) {
     std::vector<std::string_view> views(args.begin(), args.end());
@@ -206,7 +231,8 @@ class Harness {
     FUZZ_CHECK(ParseReply(out, &pos, 0, &parsed) && pos == out.size(),
                "not one well-formed RESP2 reply to '%s': '%s'", Describe(args).c_str(),
                out.substr(0, 200).c_str());
-    if (args[0] == "BF.SCANDUMP" || args[0] == "CF.SCANDUMP" || args[0] == "CBF.SCANDUMP") {
+    if (args[0] == "BF.SCANDUMP" || args[0] == "CF.SCANDUMP" || args[0] == "CBF.SCANDUMP" ||
+        args[0] == "CMS.SCANDUMP" || args[0] == "TOPK.SCANDUMP") {
       if (parsed.elements.size() == 2 && !parsed.elements[1].text.empty()) {
         chunks_.push_back(parsed.elements[1].text);
         if (chunks_.size() > 8) chunks_.erase(chunks_.begin());
@@ -217,6 +243,11 @@ class Harness {
 
   // Runs a command and keeps the model up to date.
   void Step(const std::vector<std::string>& args) {
+    if (args[0] == kAdvanceClock) {
+      if (args.size() == 2) AdvanceClock(args[1]);
+      model_.ForgetAll();
+      return;
+    }
     const Reply reply = Run(args);
     const std::string& name = args[0];
     if (reply.type == '+' && reply.text == "QUEUED") {
@@ -239,7 +270,8 @@ class Harness {
         if (reply.elements[i].type == ':') Acked(args[1], args[2 + i]);
       }
     } else if (name == "DEL" || name == "UNLINK" || name == "BF.LOADCHUNK" ||
-               name == "CF.LOADCHUNK" || name == "CBF.LOADCHUNK") {
+               name == "CF.LOADCHUNK" || name == "CBF.LOADCHUNK" || name == "CMS.LOADCHUNK" ||
+               name == "TOPK.LOADCHUNK" || name == "BF.MERGE" || name == "CBF.MERGE") {
       for (const std::string& arg : args) model_.Forget(arg);
     } else if (name == "RENAME" || name == "RENAMENX" || name == "EXPIRE" ||
                name == "PEXPIRE" || name == "EXPIREAT" || name == "PEXPIREAT" ||

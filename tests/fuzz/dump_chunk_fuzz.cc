@@ -5,8 +5,9 @@
 // and survive a snapshot round trip (WriteSnapshot + ReadSnapshot), before
 // and after those adds. A refusal there aborts.
 //
-// Input: byte 0 = the family LOADCHUNK expects (low 6 bits % 3: Bloom,
-// counting, cuckoo), bit 7 set = leave the chunks as they are (else each
+// Input: byte 0 = the family LOADCHUNK expects (low 6 bits % 7: Bloom,
+// counting, cuckoo, count-min, top-k, windowed Bloom, windowed counting),
+// bit 7 set = leave the chunks as they are (else each
 // chunk's header id and checksum are recomputed, so the header and payload
 // decoders behind them are reached). Then the chunks, each a u32
 // little-endian length and its bytes (SplitPieces).
@@ -43,7 +44,10 @@ namespace bloomgate::fuzz {
 namespace {
 
 constexpr FilterKind kKinds[] = {FilterKind::kScalableBloom, FilterKind::kCountingBloom,
-                                 FilterKind::kCuckoo};
+                                 FilterKind::kCuckoo,        FilterKind::kCountMinSketch,
+                                 FilterKind::kTopK,          FilterKind::kWindowedBloom,
+                                 FilterKind::kWindowedCountingBloom};
+constexpr size_t kNumKinds = sizeof(kKinds) / sizeof(kKinds[0]);
 
 // The LOADCHUNK loop as the server runs it: a header chunk starts a load,
 // the others feed it; a refused chunk changes nothing.
@@ -173,7 +177,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace bloomgate;
   using namespace bloomgate::fuzz;
   if (size < 1) return 0;
-  const FilterKind kind = kKinds[(data[0] & 0x3f) % 3];
+  const FilterKind kind = kKinds[(data[0] & 0x3f) % kNumKinds];
   std::vector<std::string> chunks =
       SplitPieces(std::string_view(reinterpret_cast<const char*>(data) + 1, size - 1));
   if ((data[0] & 0x40) != 0) {
@@ -185,6 +189,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     AddItems(filter, 40);
     CheckRedisBloomRoundTrip(filter, &budget);
     CheckSnapshotRoundTrip(filter);
+    ExerciseFilter(&filter);
     return 0;
   }
   if ((data[0] & 0x80) == 0) {
@@ -236,6 +241,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // It saves and loads back, before and after it takes more items.
   CheckSnapshotRoundTrip(filter);
   AddItems(filter, 40);
+  CheckSnapshotRoundTrip(filter);
+  // What a client runs next (every family): info, exists, add.
+  ExerciseFilter(&filter);
   CheckSnapshotRoundTrip(filter);
   return 0;
 }

@@ -2,8 +2,9 @@
 // must refuse damage with an error (no crash, UB, leak or unbounded
 // allocation), and "whatever RESTORE accepts can be saved and loaded back":
 // a filter it decodes must encode to a payload that decodes to the same
-// filter, and survive a snapshot round trip (WriteSnapshot + ReadSnapshot).
-// A refusal there aborts.
+// filter, and survive a snapshot round trip (WriteSnapshot + ReadSnapshot),
+// before and after an info, an exists and an add (ExerciseFilter). A refusal
+// there aborts.
 //
 // Input: byte 0 bit 0 set = leave the bytes as they are; clear = recompute
 // the trailing XXH64 first, so the framing and codec checks behind the
@@ -45,6 +46,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const FilterHeader b = DescribeFilter(reloaded);
   FUZZ_CHECK(a.bytes == b.bytes && PayloadOf(filter, a) == PayloadOf(reloaded, b),
              "the DUMP of a restored filter restores as another filter");
+  CheckSnapshotRoundTrip(filter);
+  // What a client runs next on the restored key: info, exists, add.
+  ExerciseFilter(&filter);
   CheckSnapshotRoundTrip(filter);
   return 0;
 }

@@ -16,9 +16,12 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <variant>
 #include <vector>
 
 #include "filters/any_filter.h"
+#include "filters/key_hash.h"
 #include "filters/limits.h"
 #include "filters/memory_budget.h"
 #include "persistence/file_system.h"
@@ -254,6 +257,77 @@ inline std::string PayloadOf(const AnyFilter& filter, const FilterHeader& header
   std::string payload(header.payload_bytes, '\0');
   CopyPayload(filter, header, 0, reinterpret_cast<uint8_t*>(payload.data()), payload.size());
   return payload;
+}
+
+// Runs what a client can run on a loaded filter, so that undefined
+// behaviour a decoded field sets up for later (an origin that overflows a
+// clock difference, a count that wraps on the next add) is reached here and
+// not first in production: an info (the INFO/CARD figures), an exists and an
+// add of one item, each of a windowed filter at the window clock's present
+// and at both ends of int64_t. The filter changes (one add); a failed add
+// (full, over the limits) is an answer, not a finding.
+inline void ExerciseFilter(AnyFilter* filter) {
+  constexpr int64_t kNowMs = 1'800'000'000'000;  // 2027, in the window clock's Unix ms
+  constexpr int64_t kClocks[] = {kNowMs, INT64_MIN, INT64_MAX};
+  const std::string_view item = "fuzz-item";
+  uint64_t sink = 0;  // keeps the reads from being optimised away
+  std::visit(
+      [&](auto& f) {
+        using F = std::decay_t<decltype(*f)>;
+        if (f == nullptr) return;
+        sink += f->memory_bytes();
+        if constexpr (std::is_same_v<F, ScalableBloomFilter>) {
+          sink += f->items() + f->Layers().size();
+          const KeyHash h = f->Hash(item);
+          sink += f->MayContain(h);
+          bool added = false;
+          (void)f->Add(h, &added);
+        } else if constexpr (std::is_same_v<F, CountingBloomFilter>) {
+          sink += f->items() + f->saturated_counters() + f->Layers().size();
+          const KeyHash h = HashKey(item, f->hash_seed());
+          sink += f->MayContain(h) + f->Count(h);
+          bool was_new = false;
+          if (f->Add(h, &was_new) == FilterStatus::kOk) sink += f->Remove(h);
+        } else if constexpr (std::is_same_v<F, CuckooFilter>) {
+          const CuckooFilterInfo info = f->Info();
+          sink += info.size + f->SubFilters().size();
+          const KeyHash h = f->Hash(item);
+          sink += f->MayContain(h) + f->Count(h);
+          if (f->Add(h) == FilterStatus::kOk) sink += f->Remove(h);
+        } else if constexpr (std::is_same_v<F, CountMinSketch>) {
+          const KeyHash h = HashKey(item, CountMinSketch::hash_seed());
+          sink += f->total() + f->Query(h) + f->IncrBy(h, 1);
+        } else if constexpr (std::is_same_v<F, TopK>) {
+          const KeyHash h = HashKey(item);
+          sink += f->List().size() + f->Query(h, item) + f->Count(h, item);
+          std::string expelled;
+          sink += f->Add(h, item, 1, &expelled);
+        } else if constexpr (std::is_same_v<F, WindowedBloomFilter>) {
+          const KeyHash h = f->Hash(item);
+          for (int64_t now : kClocks) {
+            sink += f->GenerationAt(now) + f->ItemsAt(now) +
+                    static_cast<uint64_t>(f->GenerationAgeMs(now)) + f->MayContain(h, now);
+            bool seen = false, added = false;
+            uint64_t generation = 0;
+            (void)f->Add(h, now, &seen, &generation, &added);
+          }
+        } else if constexpr (std::is_same_v<F, WindowedCountingBloomFilter>) {
+          const KeyHash h = f->Hash(item);
+          for (int64_t now : kClocks) {
+            sink += f->GenerationAt(now) + f->ItemsAt(now) + f->LookupAt(now) +
+                    static_cast<uint64_t>(f->GenerationAgeMs(now)) + f->MayContain(h, now) +
+                    f->Count(h, now);
+            bool was_new = false;
+            uint64_t count = 0, generation = 0;
+            if (f->Add(h, now, &was_new, &count, &generation) == FilterStatus::kOk) {
+              sink += f->Remove(h, now, &generation);
+            }
+          }
+        }
+      },
+      *filter);
+  // An empty asm the compiler cannot see through: the sink is "used".
+  asm volatile("" : : "r"(sink) : "memory");
 }
 
 // The invariant behind every loader: a filter that was accepted can be saved

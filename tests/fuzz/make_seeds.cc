@@ -62,6 +62,60 @@ AnyFilter Cuckoo(uint64_t items) {
   return f;
 }
 
+// A windowed filter made at kSeedClockMs that took adds over three periods
+// (it turned over twice): the ring has slots of several generations.
+constexpr int64_t kSeedClockMs = 1'700'000'000'000;
+
+AnyFilter WindowedBloom(uint64_t items) {
+  WindowedBloomOptions options;
+  options.capacity = 20;
+  options.window_ms = 4000;
+  options.generations = 4;
+  std::unique_ptr<WindowedBloomFilter> f;
+  WindowedBloomFilter::Create(options, kSeedClockMs, FilterLimits{}, nullptr, &f);
+  for (uint64_t i = 0; i < items; ++i) {
+    bool seen = false, added = false;
+    uint64_t generation = 0;
+    (void)f->Add(Item(i), kSeedClockMs + int64_t(i % 3) * 1000, &seen, &generation, &added);
+  }
+  return f;
+}
+
+AnyFilter WindowedCounting(uint64_t items) {
+  WindowedCountingBloomOptions options;
+  options.capacity = 20;
+  options.window_ms = 3000;
+  options.generations = 2;
+  std::unique_ptr<WindowedCountingBloomFilter> f;
+  WindowedCountingBloomFilter::Create(options, kSeedClockMs, FilterLimits{}, nullptr, &f);
+  for (uint64_t i = 0; i < items; ++i) {
+    bool was_new = false;
+    uint64_t count = 0, generation = 0;
+    (void)f->Add(Item(i % 10), kSeedClockMs + int64_t(i % 3) * 1500, &was_new, &count,
+                 &generation);
+  }
+  return f;
+}
+
+AnyFilter CountMin(uint64_t items) {
+  std::unique_ptr<CountMinSketch> f;
+  CountMinSketch::Create(/*width=*/21, /*depth=*/3, FilterLimits{}, nullptr, &f);  // odd cells
+  for (uint64_t i = 0; i < items; ++i) f->IncrBy(Item(i % 7), i + 1);
+  return f;
+}
+
+AnyFilter TopKList(uint64_t items) {
+  std::unique_ptr<TopK> f;
+  TopK::Create(TopKOptions{.k = 4, .width = 8, .depth = 3, .decay = 0.9, .prng_state = 5},
+               FilterLimits{}, nullptr, &f);
+  for (uint64_t i = 0; i < items; ++i) {
+    const std::string item = "top:" + std::to_string(i % 9);
+    std::string expelled;
+    f->Add(HashKey(item), item, uint32_t(i % 4 + 1), &expelled);
+  }
+  return f;
+}
+
 std::string Multibulk(std::initializer_list<std::string_view> args) {
   std::string out = "*" + std::to_string(args.size()) + "\r\n";
   for (std::string_view arg : args) {
@@ -107,6 +161,14 @@ void SnapshotSeeds(const fs::path& dir) {
   Write(dir, "all-three", snapshot({{.name = "b", .filter = &bloom},
                                     {.name = "c", .filter = &counting},
                                     {.name = "cf", .filter = &cuckoo}}));
+  const AnyFilter windowed = WindowedBloom(30);
+  const AnyFilter windowed_counting = WindowedCounting(30);
+  const AnyFilter cms = CountMin(20);
+  const AnyFilter topk = TopKList(40);
+  Write(dir, "windowed", snapshot({{.name = "w", .filter = &windowed}}));
+  Write(dir, "windowed-counting", snapshot({{.name = "wc", .filter = &windowed_counting}}));
+  Write(dir, "count-min", snapshot({{.name = "cms", .filter = &cms}}));
+  Write(dir, "top-k", snapshot({{.name = "tk", .filter = &topk}}));
 }
 
 void AppendLogSeeds(const fs::path& dir) {
@@ -137,6 +199,14 @@ void AppendLogSeeds(const fs::path& dir) {
                                  command({"PEXPIREAT", "c", "1900000000000"})}));
   Write(dir, "filters", log(0, {filter("b", bloom, false), filter("cf", cuckoo, true),
                                 filter("c", counting, true)}));
+  const AnyFilter windowed = WindowedBloom(12);
+  const AnyFilter windowed_counting = WindowedCounting(12);
+  const AnyFilter cms = CountMin(9);
+  const AnyFilter topk = TopKList(15);
+  Write(dir, "filters-other-families",
+        log(0, {filter("w", windowed, true), filter("wc", windowed_counting, true),
+                filter("cms", cms, true), filter("tk", topk, true),
+                filter("w0", windowed, false)}));
   std::string torn = log(2, {command({"CF.ADD", "cf", "y"}), filter("b", bloom, true)});
   torn.resize(torn.size() - 7);
   Write(dir, "torn-tail", torn);
@@ -159,6 +229,12 @@ void DumpChunkSeeds(const fs::path& dir) {
   Write(dir, "counting", dump(1, Counting(40), 200));
   Write(dir, "cuckoo", dump(2, Cuckoo(12), 16));
   Write(dir, "cuckoo-one-chunk", dump(2, Cuckoo(3), 4096));
+  // Byte 0 picks the family as dump_chunk_fuzz.cc's kKinds: 3 count-min,
+  // 4 top-k, 5 windowed Bloom, 6 windowed counting Bloom.
+  Write(dir, "count-min", dump(3, CountMin(20), 64));
+  Write(dir, "top-k", dump(4, TopKList(40), 100));
+  Write(dir, "windowed", dump(5, WindowedBloom(30), 300));
+  Write(dir, "windowed-counting", dump(6, WindowedCounting(30), 300));
   // RedisBloom's CF.SCANDUMP format (bit 6): the 38-byte header, then each
   // chunk after its u64 iterator, as dump_chunk_fuzz.cc reads them.
   const auto redisbloom = [](int items, uint64_t max_chunk) {
@@ -197,6 +273,10 @@ void DumpPayloadSeeds(const fs::path& dir) {
   Write(dir, "bloom", seed(Bloom(30, 100)));
   Write(dir, "counting", seed(Counting(40)));
   Write(dir, "cuckoo", seed(Cuckoo(12)));
+  Write(dir, "windowed", seed(WindowedBloom(30)));
+  Write(dir, "windowed-counting", seed(WindowedCounting(30)));
+  Write(dir, "count-min", seed(CountMin(20)));
+  Write(dir, "top-k", seed(TopKList(40)));
 }
 
 // A program for commands_fuzz: template arguments by value (each value is
@@ -334,6 +414,68 @@ void CommandSeeds(const fs::path& dir) {
                              .Command("CF.LOADCHUNK", {"k2", "1", "c2"})
                              .Command("CF.LOADCHUNK", {"k2", "2", "c3"})
                              .bytes());
+  Write(dir, "windowed", Program()
+                             .Command("BF.RESERVE", {"k0", "0.01", "100", "WINDOW", "10",
+                                                     "GENERATIONS", "4"})
+                             .Command("BF.ADD", {"k0", "i1"})
+                             .Command("BF.MADD", {"k0", "i2", "i3"})
+                             .Command(kAdvanceClock, {"3"})
+                             .Command("BF.ADD", {"k0", "i4"})
+                             .Command("BF.EXISTS", {"k0", "i1"})
+                             .Command("BF.CARD", {"k0"})
+                             .Command("BF.INFO", {"k0", "ITEMS"})
+                             .Command("BF.RESERVE", {"k1", "0.01", "100", "WINDOW", "10",
+                                                     "GENERATIONS", "4"})
+                             .Command("BF.MERGE", {"k1", "k0"})
+                             .Command("BF.SCANDUMP", {"k0", "0"})
+                             .Command("BF.SCANDUMP", {"k0", "1"})
+                             .Command("BF.LOADCHUNK", {"k3", "1", "c0"})
+                             .Command("BF.LOADCHUNK", {"k3", "2", "c1"})
+                             .Command(kAdvanceClock, {"1000000"})
+                             .Command("BF.EXISTS", {"k3", "i4"})
+                             .Command("CBF.RESERVE", {"k2", "0.01", "100", "WINDOW", "8",
+                                                      "GENERATIONS", "2"})
+                             .Command("CBF.MADD", {"k2", "i1", "i1", "i2"})
+                             .Command(kAdvanceClock, {"4"})
+                             .Command("CBF.INCR", {"k2", "i1"})
+                             .Command("CBF.DEL", {"k2", "i1"})
+                             .Command("CBF.COUNT", {"k2", "i1"})
+                             .Command("CBF.CARD", {"k2"})
+                             .Command("CBF.INFO", {"k2", "ITEMS"})
+                             .Command(kAdvanceClock, {"9223372036854775807"})
+                             .Command("CBF.ADD", {"k2", "i3"})
+                             .Command("BF.ADD", {"k1", "i3"})
+                             .bytes());
+  Write(dir, "count-min", Program()
+                              .Command("CMS.INITBYDIM", {"k0", "100", "4"})
+                              .Command("CMS.INITBYPROB", {"k1", "0.01", "0.001"})
+                              .Command("CMS.INITBYPROB", {"k3", "0.01", "1e-300"})
+                              .Command("CMS.INCRBY", {"k0", "i1", "7"})
+                              .Command("CMS.INCRBY", {"k0", "i2", "4294967296"})
+                              .Command("CMS.QUERY", {"k0", "i1", "i2"})
+                              .Command("CMS.INFO", {"k0"})
+                              .Command("CMS.INITBYDIM", {"k2", "100", "4"})
+                              .Command("CMS.MERGE", {"k2", "2", "k0", "k0"})
+                              .Command("CMS.SCANDUMP", {"k0", "0"})
+                              .Command("CMS.SCANDUMP", {"k0", "1"})
+                              .Command("CMS.LOADCHUNK", {"k3", "1", "c0"})
+                              .Command("CMS.LOADCHUNK", {"k3", "2", "c1"})
+                              .Command("CMS.QUERY", {"k3", "i1"})
+                              .bytes());
+  Write(dir, "top-k", Program()
+                          .Command("TOPK.RESERVE", {"k0", "3", "8", "4", "0.9"})
+                          .Command("TOPK.ADD", {"k0", "i1", "i2", "i1", "i3"})
+                          .Command("TOPK.INCRBY", {"k0", "i4", "100"})
+                          .Command("TOPK.QUERY", {"k0", "i1", "i4"})
+                          .Command("TOPK.COUNT", {"k0", "i1", "i4"})
+                          .Command("TOPK.LIST", {"k0", "WITHCOUNT"})
+                          .Command("TOPK.INFO", {"k0"})
+                          .Command("TOPK.SCANDUMP", {"k0", "0"})
+                          .Command("TOPK.SCANDUMP", {"k0", "1"})
+                          .Command("TOPK.LOADCHUNK", {"k1", "1", "c0"})
+                          .Command("TOPK.LOADCHUNK", {"k1", "2", "c1"})
+                          .Command("TOPK.LIST", {"k1"})
+                          .bytes());
   Write(dir, "keyspace", Program()
                              .Command("BF.ADD", {"k0", "i1"})
                              .Command("WATCH", {"k0"})

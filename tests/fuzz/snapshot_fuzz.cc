@@ -1,6 +1,7 @@
 // The snapshot loader over any bytes: ReadSnapshot must refuse damage with an
 // error (no crash, UB, leak or unbounded allocation), and whatever it
-// accepts must be writable again (WriteSnapshot) and load back the same.
+// accepts must be writable again (WriteSnapshot) and load back the same, and
+// take an info, an exists and an add (ExerciseFilter) and still save.
 //
 // Input: byte 0 bit 0 set = use the bytes as they are; clear (the default) =
 // first rewrite every checksum the framing lets us find, so mutations reach
@@ -66,6 +67,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                "record %zu: header changed", i);
     FUZZ_CHECK(PayloadOf(records[i].filter, a) == PayloadOf(again[i].filter, b),
                "record %zu: payload changed", i);
+  }
+  // What clients run on the loaded keys: info, exists and an add on each,
+  // and the result still saves and loads.
+  for (LoadedRecord& record : again) {
+    ExerciseFilter(&record.filter);
+    CheckSnapshotRoundTrip(record.filter, record.expire_at_ms);
   }
   return 0;
 }

@@ -171,7 +171,7 @@ TEST(AppendLog, CommandRecordsRoundTripWithBinarySafeArgumentsAndTimes) {
       {"PING"},
       {},
   };
-  const std::vector<int64_t> times = {0, 1, -1, 1700000000123, INT64_MAX, INT64_MIN};
+  const std::vector<int64_t> times = {0, 1, 2, 1700000000123, INT64_MAX, INT64_MAX - 1};
 
   TempDir dir;
   auto writer = CreateWriter(DefaultFileSystem(), dir.path(), /*generation=*/1);
@@ -194,6 +194,29 @@ TEST(AppendLog, CommandRecordsRoundTripWithBinarySafeArgumentsAndTimes) {
     EXPECT_EQ(read.records[i].args, commands[i]) << "record " << i;
     EXPECT_TRUE(read.records[i].key.empty());
     EXPECT_FALSE(read.records[i].has_payload);
+  }
+}
+
+// Replay runs a record's command at its time (EXPIRE adds it to a relative
+// deadline: INT64_MAX - time overflowed for a time below 0), and a live
+// server's wall clock never reads below 0: such a record is damage.
+TEST(AppendLog, ARecordWithANegativeTimeIsRefusedAsMalformed) {
+  for (int64_t time : {int64_t{-1}, int64_t{INT64_MIN}}) {
+    TempDir dir;
+    auto writer = CreateWriter(DefaultFileSystem(), dir.path(), /*generation=*/1);
+    ASSERT_NE(writer, nullptr);
+    writer->Append(EncodeCommand(1700000000000, {"BF.ADD", "k", "a"}));
+    const uint64_t sequence = writer->Append(EncodeCommand(time, {"EXPIRE", "k", "10"}));
+    ASSERT_TRUE(writer->Flush(sequence, /*sync=*/true).ok());
+    ReadOutcome read = ReadLog(writer->path(), /*allow_torn_tail=*/true);
+    ASSERT_FALSE(read.status.ok()) << time;
+    EXPECT_NE(read.status.message().find("record 1 at offset"), std::string::npos)
+        << read.status.message();
+    EXPECT_NE(read.status.message().find("malformed body: negative time_ms " +
+                                         std::to_string(time)),
+              std::string::npos)
+        << read.status.message();
+    EXPECT_EQ(read.records.size(), 1u);
   }
 }
 
