@@ -19,6 +19,7 @@
 #include "server/data_dir.h"
 #include "server/context/memory_limit.h"
 #include "server/context/server_context.h"
+#include "server/keyspace/filter_maker.h"
 #include "server/metrics/metrics_listener.h"
 #include "server/net/server.h"
 #include "server/offline_tools.h"
@@ -201,6 +202,11 @@ int main(int argc, char** argv) {
   // loading-flagged ones sees the keyspace before it is complete. Both
   // transports (TCP and TLS) are bound before the load starts.
   Server server(context, threads);
+  // Builds big filters off the event loops (server/keyspace/filter_maker.h).
+  // Declared after the server: stopped and joined before the io_contexts
+  // its callbacks post to are gone.
+  FilterMaker filter_maker;
+  SetFilterMaker(&filter_maker);
   if (config.tls_port != 0 && !server.EnableTls(config, &error)) {
     spdlog::critical("cannot set up TLS: {}", error);
     return 1;

@@ -41,8 +41,19 @@ EntryPtr FindSketch(CommandContext& ctx, std::string_view key) {
 // free. Replies.
 void CreateAndReply(CommandContext& ctx, uint64_t width, uint64_t depth) {
   std::unique_ptr<CountMinSketch> sketch;
-  switch (CountMinSketch::Create(width, depth, ctx.server.filter_limits(), &ctx.server.budget,
-                                 &sketch)) {
+  FilterStatus created = FilterStatus::kOk;
+  // Dimensions Create refuses cost nothing to refuse: built "inline".
+  const uint64_t bytes = depth != 0 && width <= CountMinSketch::kMaxCells / depth
+                             ? CountMinSketch::BytesFor(width, depth) : 0;
+  if (!ctx.MakeFilter(bytes,
+                      [width, depth, limits = ctx.server.filter_limits(),
+                       budget = &ctx.server.budget](std::unique_ptr<CountMinSketch>* out) {
+                        return CountMinSketch::Create(width, depth, limits, budget, out);
+                      },
+                      &created, &sketch)) {
+    return;  // parked: runs again once the sketch is made off the loop
+  }
+  switch (created) {
     case FilterStatus::kOk:
       break;
     case FilterStatus::kInvalidOptions:

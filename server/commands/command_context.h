@@ -3,16 +3,40 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
+#include "filters/filter_status.h"
 #include "server/context/client_state.h"
 #include "server/context/server_context.h"
+#include "server/keyspace/filter_maker.h"
 #include "server/resp/reply_builder.h"
 
 namespace bloomgate {
+
+// What a MadeFilter built: the filter, or why not.
+template <typename Filter>
+class MadeFilterResult : public MadeFilter {
+ public:
+  using MadeFilter::MadeFilter;
+  FilterStatus status = FilterStatus::kOk;
+  std::unique_ptr<Filter> filter;
+};
+
+template <typename Filter, typename Create>
+class MadeFilterOf final : public MadeFilterResult<Filter> {
+ public:
+  MadeFilterOf(const CommandSpec* spec, Create create)
+      : MadeFilterResult<Filter>(spec), create_(std::move(create)) {}
+
+ private:
+  void Build() override { this->status = create_(&this->filter); }
+  Create create_;
+};
 
 struct CommandContext {
   std::span<const std::string_view> args;  // args[0] is the command name
@@ -52,6 +76,44 @@ struct CommandContext {
     failed = true;
   }
   bool failed = false;
+
+  // Builds a new filter of about `bytes` with `create`, a callable
+  // FilterStatus(std::unique_ptr<Filter>*) that owns what it reads and
+  // reaches nothing shared but the memory budget (it may run on the filter
+  // maker's thread). True, with *status and *filter set, when the filter is
+  // ready: built inline, or made off the loop for this command's first run.
+  // False when the command must park (see server/keyspace/filter_maker.h):
+  // the handler returns at once, having replied and changed nothing, and
+  // runs again from the start once the filter is made.
+  //
+  // Built inline: under FilterMaker::kInlineBytes; in a replay of the
+  // journal (no client waits, and the start-up load has no other clients);
+  // inside EXEC, whose commands run together under their locks and cannot
+  // park half-way (a transaction that creates a huge filter stalls its loop
+  // for the build: the price of running all its commands at one moment);
+  // with no maker installed.
+  template <typename Filter, typename Create>
+  bool MakeFilter(uint64_t bytes, Create create, FilterStatus* status,
+                  std::unique_ptr<Filter>* filter) {
+    if (client.making != nullptr && client.making->spec() == &spec && client.making->made()) {
+      if (auto* made = dynamic_cast<MadeFilterResult<Filter>*>(client.making.get())) {
+        *status = made->status;
+        *filter = std::move(made->filter);
+        client.making.reset();
+        return true;
+      }
+    }
+    if (bytes < FilterMaker::kInlineBytes || client.journal.replaying || client.in_exec ||
+        CurrentFilterMaker() == nullptr) {
+      *status = create(filter);
+      return true;
+    }
+    client.making = std::make_shared<MadeFilterOf<Filter, Create>>(&spec, std::move(create));
+    parked = true;
+    return false;
+  }
+  // MakeFilter parked the command: the dispatcher answers kParked.
+  bool parked = false;
 
   // The KeyRef of `name`, one of this command's arguments: the dispatcher's
   // if `name` is one of the command's keys (the same bytes of args, not just

@@ -286,7 +286,6 @@ CommandOutcome RunCommand(ServerContext& server, ClientState& client, const Comm
     return CommandOutcome::kFailed;
   }
   WorkerCounters& counters = server.stats.worker(client.worker_index);
-  Bump(counters.commands_processed);
   [[maybe_unused]] const size_t reply_start = reply.buffer()->size();
   auto start = std::chrono::steady_clock::now();
   // Set first, so CLIENT INFO / LIST describe the command being run.
@@ -297,6 +296,13 @@ CommandOutcome RunCommand(ServerContext& server, ClientState& client, const Comm
   CommandContext ctx{args, spec, reply, client, server, now_ms};
   ctx.keys = keys;
   spec.handler(ctx);
+  if (ctx.parked) {
+    // The handler asked for its filter to be made off the loop (MakeFilter)
+    // and did nothing else: counted, journaled and shown when it runs again.
+    assert(!locks_held && reply.buffer()->size() == reply_start && !ctx.failed);
+    return CommandOutcome::kParked;
+  }
+  Bump(counters.commands_processed);
   if (after_handler_hook != nullptr) after_handler_hook(spec);
   const bool failed = ctx.failed;
   // Every handler reports its failure as a value; the reply's first byte is
@@ -332,8 +338,10 @@ CommandOutcome RunCommand(ServerContext& server, ClientState& client, const Comm
   return failed ? CommandOutcome::kFailed : CommandOutcome::kDone;
 }
 
-CommandOutcome DispatchCommand(ServerContext& server, ClientState& client,
-                               std::span<const std::string_view> args, ReplyBuilder& reply) {
+namespace {
+
+CommandOutcome DispatchOnce(ServerContext& server, ClientState& client,
+                            std::span<const std::string_view> args, ReplyBuilder& reply) {
   WorkerCounters& counters = server.stats.worker(client.worker_index);
   reply.set_error_observer(&server.error_stats);
   const CommandSpec* spec = server.commands.Find(args[0]);
@@ -444,6 +452,24 @@ CommandOutcome DispatchCommand(ServerContext& server, ClientState& client,
     }
   }
   return RunCommand(server, client, *spec, args, reply, /*locks_held=*/false);
+}
+
+}  // namespace
+
+CommandOutcome DispatchCommand(ServerContext& server, ClientState& client,
+                               std::span<const std::string_view> args, ReplyBuilder& reply) {
+  const CommandOutcome outcome = DispatchOnce(server, client, args, reply);
+  if (outcome != CommandOutcome::kParked && outcome != CommandOutcome::kPaused) {
+    DropUntakenFilter(server, client);
+  }
+  return outcome;
+}
+
+void DropUntakenFilter(ServerContext& server, ClientState& client) {
+  // A filter made for a command whose second run did not take it (refused
+  // before its handler, or the key was created meanwhile): it may be
+  // gigabytes, so it is freed off the loop, still charged until it is gone.
+  if (client.making != nullptr) server.lazy_freer.Free(std::move(client.making));
 }
 
 }  // namespace bloomgate

@@ -19,13 +19,21 @@ namespace bloomgate {
 // nothing was replied; the command writes a filter a snapshot still owes
 // itself a big copy of (client.parked_on): the connection must hold it
 // (and everything after it) until SnapshotCopier made that copy, then
-// dispatch the same command again. kPaused: likewise nothing ran; CLIENT
+// dispatch the same command again; or its handler asked for a big filter
+// to be built off the loop (client.making, CommandContext::MakeFilter): the
+// connection hands it to the FilterMaker and, once made, dispatches the
+// same command again, which takes the filter. kPaused: likewise nothing ran; CLIENT
 // PAUSE holds the command (context/client_pause.h): the connection parks it
 // until the pause ends or CLIENT UNPAUSE, then dispatches it again.
 enum class CommandOutcome { kDone, kFailed, kQueued, kParked, kPaused };
 
 CommandOutcome DispatchCommand(ServerContext& server, ClientState& client,
                                std::span<const std::string_view> args, ReplyBuilder& reply);
+
+// Frees (through the lazy freer) a filter made for `client` that no command
+// took: after any dispatch that did not park, and when a parked connection
+// is killed or closed before its command runs again.
+void DropUntakenFilter(ServerContext& server, ClientState& client);
 
 // The ACL user `client` runs as, re-read from the store when ACL rules
 // changed since the client last looked; null when that user was deleted

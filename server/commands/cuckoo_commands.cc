@@ -113,8 +113,41 @@ void CmdReserve(CommandContext& ctx) {
     return;
   }
   FilterStore store = StoreFor(ctx);
-  if (CuckooStatus status = ReserveCuckoo(store, ctx.Key(ctx.args[1]), options);
-      status != CuckooStatus::kOk) {
+  const KeyRef key = ctx.Key(ctx.args[1]);
+  if (options.capacity >= FilterMaker::kInlineBytes) {
+    // One byte a slot, and at least `capacity` slots: big enough to build
+    // off the loop (FilterMaker). The key is checked before anything is
+    // built, and the build stored as ReserveCuckoo would store its own.
+    if (const Lookup conflict = ReserveConflict<CuckooFilter>(store, key);
+        conflict != Lookup::kMissing) {
+      Fail(ctx, conflict == Lookup::kFound ? CuckooStatus::kItemExists : CuckooStatus::kWrongType);
+      return;
+    }
+    std::unique_ptr<CuckooFilter> filter;
+    FilterStatus created = FilterStatus::kOk;
+    if (!ctx.MakeFilter(options.capacity,
+                        [options, limits = store.limits,
+                         budget = store.budget](std::unique_ptr<CuckooFilter>* out) {
+                          return CuckooFilter::Create(options, limits, budget, out);
+                        },
+                        &created, &filter)) {
+      return;  // parked: runs again once the filter is made off the loop
+    }
+    EntryPtr entry;
+    if (created != FilterStatus::kOk) {
+      Fail(ctx, created == FilterStatus::kInvalidOptions ? CuckooStatus::kCouldNotCreate
+                                                         : CuckooStatus::kCreateFailed);
+      return;
+    }
+    if (StoreNewFilter(store, key, std::move(filter), /*fail_if_exists=*/true, &entry) !=
+        StoreOutcome::kStored) {
+      // A key appeared between the check and the store: both under this
+      // command's key lock, so only through a bug; refused all the same.
+      Fail(ctx, CuckooStatus::kItemExists);
+      return;
+    }
+  } else if (CuckooStatus status = ReserveCuckoo(store, key, options);
+             status != CuckooStatus::kOk) {
     Fail(ctx, status);
     return;
   }

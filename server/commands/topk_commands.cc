@@ -106,8 +106,16 @@ void CmdReserve(CommandContext& ctx) {
   const KeyHash seed = HashKey(ctx.args[1]);
   options.prng_state = seed.lo ^ 0x746f706b2d707267ULL;  // "topk-prg"
   std::unique_ptr<TopK> topk;
-  if (TopK::Create(options, ctx.server.filter_limits(), &ctx.server.budget, &topk) !=
-      FilterStatus::kOk) {
+  FilterStatus created = FilterStatus::kOk;
+  if (!ctx.MakeFilter(TopK::FixedBytesFor(options.k, options.width, options.depth),
+                      [options, limits = ctx.server.filter_limits(),
+                       budget = &ctx.server.budget](std::unique_ptr<TopK>* out) {
+                        return TopK::Create(options, limits, budget, out);
+                      },
+                      &created, &topk)) {
+    return;  // parked: runs again once the filter is made off the loop
+  }
+  if (created != FilterStatus::kOk) {
     ctx.Fail(errors::kTopKInsufficientMemory);
     return;
   }

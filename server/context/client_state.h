@@ -12,6 +12,7 @@
 #include "server/context/client_registry.h"
 #include "server/context/watched_key.h"
 #include "server/durability/journal.h"
+#include "server/keyspace/filter_maker.h"
 #include "server/keyspace/keyspace.h"
 
 namespace bloomgate {
@@ -58,9 +59,14 @@ struct ClientState {
   // caches the time once for nested calls), a key whose deadline falls
   // during the transaction is alive for all of it or for none of it.
   int64_t exec_time_ms = 0;
-  // The command just dispatched waits for a snapshot's copy of this entry
-  // (CommandOutcome::kParked): the connection runs it again once made.
+  // The command just dispatched is parked (CommandOutcome::kParked) and the
+  // connection runs it again once its background work is done: a snapshot's
+  // copy of `parked_on` (SnapshotCopier), or the filter `making` asks for
+  // (FilterMaker). `making` stays, made, until that second run takes its
+  // filter; one that is not taken (the command refused on its second run,
+  // the client killed) is dropped through the lazy freer.
   EntryPtr parked_on;
+  std::shared_ptr<MadeFilter> making;
 
   bool in_multi = false;
   bool multi_dirty = false;  // a command failed to queue: EXEC aborts

@@ -110,8 +110,9 @@ class StreamConnection final : public Connection {
   void Start() override;
   void Stop() override;
   void Kill() override;
-  // Called on this connection's loop once the snapshot copy its parked
-  // command waited for is made: runs that command again, and the rest.
+  // Called on this connection's loop once the snapshot copy or the filter
+  // its parked command waited for is made: runs that command again, and the
+  // rest.
   void ResumeAfterCopy();
   // Called on this connection's loop when CLIENT PAUSE may have ended (its
   // end time passed, or CLIENT UNPAUSE): runs the held command again, which
@@ -145,8 +146,9 @@ class StreamConnection final : public Connection {
   void DoRead();
   void DoWrite();
   void ProcessInput();
-  // The command just parsed must wait for a snapshot copy (client_.parked_on):
-  // stop here, input unconsumed, until the copier calls back.
+  // The command just parsed must wait for a snapshot copy (client_.parked_on)
+  // or for a filter to be made (client_.making): stop here, input
+  // unconsumed, until the copier or the maker calls back.
   void Park();
   // CLIENT PAUSE holds the command just parsed (its replies before it are
   // sent): stop here, input unconsumed, until the pause ends or UNPAUSE.
@@ -209,7 +211,7 @@ class StreamConnection final : public Connection {
   ReplyBuilder reply_;
   bool write_in_flight_ = false;
   bool awaiting_log_ = false;  // replies held until the log has the batch's writes
-  bool parked_ = false;        // a command waits for a snapshot copy
+  bool parked_ = false;        // a command waits for a snapshot copy or a filter
   bool paused_ = false;        // a command waits for CLIENT PAUSE to end
   uint64_t pause_waiter_ = 0;  // its ClientPause::AddWaiter id
   // Told apart by the handlers of one pause's timer and socket watch, so a
@@ -550,12 +552,23 @@ void StreamConnection<Stream>::Park() {
   SetBlocked(true);
   auto self = std::static_pointer_cast<StreamConnection>(shared_from_this());
   auto executor = this->executor();
-  // The copier calls back on its own thread; the connection resumes on its
-  // loop. Replies of earlier commands in the batch wait with it: they go
-  // out in order, after the log flush of the whole batch.
-  server_.snapshot_copier.CopyInBackground(std::move(client_.parked_on), [self, executor] {
+  // The copier and the maker call back on their own threads; the connection
+  // resumes on its loop. Replies of earlier commands in the batch wait with
+  // it: they go out in order, after the log flush of the whole batch.
+  auto resume = [self, executor] {
     asio::post(executor, [self] { self->ResumeAfterCopy(); });
-  });
+  };
+  if (client_.parked_on != nullptr) {
+    server_.snapshot_copier.CopyInBackground(std::move(client_.parked_on), std::move(resume));
+    return;
+  }
+  FilterMaker* maker = CurrentFilterMaker();
+  if (maker == nullptr || !maker->Make(client_.making, resume)) {
+    // The maker stopped since the command asked (the server is shutting
+    // down): built here, as with no maker at all.
+    client_.making->Make();
+    resume();
+  }
 }
 
 template <typename Stream>
@@ -662,8 +675,10 @@ template <typename Stream>
 void StreamConnection<Stream>::ResumeAfterCopy() {
   parked_ = false;
   SetBlocked(false);
-  if (closed_) return;
-  ProcessInput();
+  if (!closed_) ProcessInput();
+  // Killed or closed meanwhile: the command did not run again, and a filter
+  // made for it must not wait for this connection's end to be freed.
+  if (closed_ || client_.close_after_reply) DropUntakenFilter(server_, client_);
 }
 
 template <typename Stream>

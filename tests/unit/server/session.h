@@ -19,6 +19,7 @@
 #include "server/commands/command_dispatcher.h"
 #include "server/context/client_state.h"
 #include "server/context/server_context.h"
+#include "server/keyspace/filter_maker.h"
 #include "server/keyspace/keyspace.h"
 #include "server/resp/reply_builder.h"
 
@@ -41,15 +42,25 @@ class Session {
     std::string out;
     ReplyBuilder reply(&out);
     reply.set_resp3(client_.resp3);  // what the connection does before each command
-    // A parked command (waiting for a snapshot copy) is run again once the
-    // copier made it, as the connection does; here the session just waits.
+    // A parked command (waiting for a snapshot copy, or for a filter made
+    // off the loop) is run again once the copier or the maker is done, as
+    // the connection does; here the session just waits.
     while ((last_outcome_ = DispatchCommand(*server_, client_, views, reply)) ==
            CommandOutcome::kParked) {
       ++parks_;
-      std::promise<void> copied;
-      server_->snapshot_copier.CopyInBackground(std::move(client_.parked_on),
-                                                [&copied] { copied.set_value(); });
-      copied.get_future().wait();
+      std::promise<void> done;
+      if (client_.parked_on != nullptr) {
+        server_->snapshot_copier.CopyInBackground(std::move(client_.parked_on),
+                                                  [&done] { done.set_value(); });
+      } else {
+        ++makes_;
+        FilterMaker* maker = CurrentFilterMaker();
+        if (maker == nullptr || !maker->Make(client_.making, [&done] { done.set_value(); })) {
+          client_.making->Make();
+          done.set_value();
+        }
+      }
+      done.get_future().wait();
     }
     errors_written_ += reply.errors_written();
     return out;
@@ -60,8 +71,10 @@ class Session {
 
   ClientState& client() { return client_; }
   uint64_t errors_written() const { return errors_written_; }
-  // Commands that had to wait for a snapshot copy.
+  // Commands that had to wait for a snapshot copy or a filter made off the
+  // loop, and of those, the ones that waited for a filter.
   uint64_t parks() const { return parks_; }
+  uint64_t makes() const { return makes_; }
   // What became of the last command (kPaused: CLIENT PAUSE holds it).
   CommandOutcome last_outcome() const { return last_outcome_; }
 
@@ -70,6 +83,7 @@ class Session {
   ClientState client_;
   uint64_t errors_written_ = 0;
   uint64_t parks_ = 0;
+  uint64_t makes_ = 0;
   CommandOutcome last_outcome_ = CommandOutcome::kDone;
 };
 

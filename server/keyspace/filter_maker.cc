@@ -1,0 +1,31 @@
+#include "server/keyspace/filter_maker.h"
+
+#include <utility>
+
+namespace bloomgate {
+namespace {
+
+// Acquire/release: the maker is fully built before a command may use it.
+std::atomic<FilterMaker*> installed{nullptr};
+
+}  // namespace
+
+bool FilterMaker::Make(std::shared_ptr<MadeFilter> made, std::function<void()> done) {
+  return jobs_.Submit([this, made = std::move(made), done = std::move(done)] {
+    made->Make();
+    made_.fetch_add(1, std::memory_order_relaxed);
+    done();
+  });
+}
+
+void FilterMaker::Stop() {
+  FilterMaker* expected = this;
+  installed.compare_exchange_strong(expected, nullptr, std::memory_order_acq_rel);
+  jobs_.Stop();
+}
+
+void SetFilterMaker(FilterMaker* maker) { installed.store(maker, std::memory_order_release); }
+
+FilterMaker* CurrentFilterMaker() { return installed.load(std::memory_order_acquire); }
+
+}  // namespace bloomgate

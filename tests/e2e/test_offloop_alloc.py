@@ -1,0 +1,158 @@
+"""A command that allocates a big filter never stalls its event loop: the
+filter is built and its pages touched on the filter maker's thread while the
+creating connection waits (parked, like a write waiting for a snapshot
+copy), and other connections of the same loop go on meanwhile.
+
+Before this, `TOPK.RESERVE k 100000000` (4,000,002,737 bytes, just under the
+4 GB per-filter cap) allocated and zeroed its heap on the loop: 6-9 s during
+which every other connection of that loop waited; `CF.RESERVE c 1073741824`
+(1 GiB of slots) stalled it for 0.9 s.
+"""
+
+import select
+import sys
+import time
+import unittest
+
+from harness import BloomgateServer, RawConnection, RespError, encode_command, parse_info
+
+# One event loop, so the creating client and the pinging one share it.
+ONE_LOOP = ("--threads", "1", "--save", "", "--appendonly", "no")
+# The worst pause another client of the loop may see: far above a PING's
+# round trip (~0.1 ms), far below the stalls this guards against (0.9 s and
+# more). On a machine so loaded that PINGs alone pause longer (the worst
+# gap of an idle baseline), three times that baseline instead.
+MAX_GAP_S = 0.100
+
+
+def readable(conn):
+    if conn.buf:
+        return True
+    ready, _, _ = select.select([conn.sock], [], [], 0)
+    return bool(ready)
+
+
+class OffLoopAllocationTest(unittest.TestCase):
+
+    def idle_gap(self, conn, seconds=2.0):
+        """The worst time between two PONGs while nothing else runs."""
+        end = time.monotonic() + seconds
+        last = time.monotonic()
+        worst = 0.0
+        while last < end:
+            self.assertEqual(conn.call("PING"), "PONG")
+            now = time.monotonic()
+            worst = max(worst, now - last)
+            last = now
+        sys.stderr.write(f"\n  idle baseline: worst gap {worst * 1000:.1f} ms\n")
+        return worst
+
+    def worst_gap_while(self, server, *command):
+        """Sends `command` on one connection and PINGs on another of the same
+        loop until it answers; returns (its reply, the worst time between two
+        PONGs or from the send to the first, its own time)."""
+        with RawConnection(server.port, timeout=120) as creator, \
+                RawConnection(server.port, timeout=120) as other:
+            self.assertEqual(other.call("PING"), "PONG")
+            self.bound = max(MAX_GAP_S, 3 * self.idle_gap(other))
+            started = time.monotonic()
+            creator.send(encode_command(*command))
+            last = started
+            worst = 0.0
+            pings = 0
+            while not readable(creator):
+                self.assertEqual(other.call("PING"), "PONG")
+                now = time.monotonic()
+                worst = max(worst, now - last)
+                last = now
+                pings += 1
+                self.assertLess(now - started, 120, f"{command[0]} never answered")
+            reply = creator.read_reply()
+            took = time.monotonic() - started
+            worst = max(worst, time.monotonic() - last) if pings == 0 else worst
+            sys.stderr.write(f"\n  {' '.join(map(str, command))}: answered in "
+                             f"{took * 1000:.0f} ms; {pings} PINGs meanwhile, worst gap "
+                             f"{worst * 1000:.1f} ms\n")
+            return reply, worst, took
+
+    def test_topk_reserve_of_4_gb_leaves_the_loop_serving(self):
+        with BloomgateServer(ONE_LOOP) as server:
+            reply, worst, took = self.worst_gap_while(server, "TOPK.RESERVE", "k", 100_000_000)
+            self.assertEqual(reply, "OK")
+            self.assertLess(worst, self.bound,
+                            f"another client waited {worst * 1000:.0f} ms "
+                            f"(the RESERVE took {took * 1000:.0f} ms)")
+            with RawConnection(server.port) as c:
+                self.assertEqual(c.call("TOPK.ADD", "k", "a", "b", "a"), [None, None, None])
+                self.assertEqual(c.call("TOPK.QUERY", "k", "a", "c"), [1, 0])
+                memory = int(c.call("MEMORY", "USAGE", "k"))
+                self.assertGreater(memory, 4_000_000_000)
+                # Freed promptly: the next test may allocate as much again.
+                self.assertEqual(c.call("DEL", "k"), 1)
+
+    def test_cf_reserve_of_1_gib_leaves_the_loop_serving(self):
+        with BloomgateServer(ONE_LOOP) as server:
+            reply, worst, took = self.worst_gap_while(server, "CF.RESERVE", "c", 1 << 30)
+            self.assertEqual(reply, "OK")
+            self.assertLess(worst, self.bound,
+                            f"another client waited {worst * 1000:.0f} ms "
+                            f"(the RESERVE took {took * 1000:.0f} ms)")
+            with RawConnection(server.port) as c:
+                self.assertEqual(c.call("CF.ADD", "c", "x"), 1)
+                self.assertEqual(c.call("CF.EXISTS", "c", "x"), 1)
+                self.assertEqual(c.call("CF.EXISTS", "c", "y"), 0)
+                self.assertEqual(c.call("DEL", "c"), 1)
+
+    def test_a_key_created_while_the_filter_is_built_wins_and_the_build_is_dropped(self):
+        with BloomgateServer(ONE_LOOP) as server:
+            with RawConnection(server.port, timeout=120) as creator, \
+                    RawConnection(server.port) as other:
+                creator.send(encode_command("TOPK.RESERVE", "k", 50_000_000))
+                # The other client takes the name first, while the 2 GB build runs.
+                self.assertEqual(other.call("TOPK.RESERVE", "k", 3), "OK")
+                reply = creator.read_reply()
+                self.assertIsInstance(reply, RespError)
+                self.assertEqual(reply, "TopK: key already exists")
+                self.assertEqual(other.call("TOPK.INFO", "k")[1], 3)
+                # The dropped build is freed (lazily) and gives its bytes back.
+                deadline = time.monotonic() + 30
+                while True:
+                    used = int(parse_info(other.call("INFO", "memory"))["used_memory"])
+                    if used < 100 << 20 or time.monotonic() > deadline:
+                        break
+                    time.sleep(0.05)
+                self.assertLess(used, 100 << 20)
+
+    def test_a_client_that_disconnects_while_parked_leaks_nothing(self):
+        with BloomgateServer(ONE_LOOP) as server:
+            with RawConnection(server.port) as gone:
+                gone.send(encode_command("TOPK.RESERVE", "k", 50_000_000))
+            # The command was sent, so it runs (as Redis runs a command whose
+            # client went away); nothing stays charged but the filter itself.
+            with RawConnection(server.port) as c:
+                deadline = time.monotonic() + 60
+                while c.call("EXISTS", "k") == 0:
+                    self.assertLess(time.monotonic(), deadline, "the RESERVE never ran")
+                    time.sleep(0.05)
+                self.assertEqual(c.call("DEL", "k"), 1)
+                deadline = time.monotonic() + 30
+                while True:
+                    used = int(parse_info(c.call("INFO", "memory"))["used_memory"])
+                    if used < 100 << 20 or time.monotonic() > deadline:
+                        break
+                    time.sleep(0.05)
+                self.assertLess(used, 100 << 20)
+
+    def test_a_huge_reserve_inside_exec_is_built_in_place(self):
+        # A transaction cannot park half-way: its RESERVE is built inline.
+        with BloomgateServer(ONE_LOOP) as server:
+            with RawConnection(server.port, timeout=120) as c:
+                self.assertEqual(c.call("MULTI"), "OK")
+                self.assertEqual(c.call("CF.RESERVE", "c", 1 << 24), "QUEUED")
+                self.assertEqual(c.call("CF.ADD", "c", "x"), "QUEUED")
+                self.assertEqual(c.call("EXEC"), ["OK", 1])
+                self.assertEqual(c.call("CF.EXISTS", "c", "x"), 1)
+
+
+if __name__ == "__main__":
+    unittest.main()

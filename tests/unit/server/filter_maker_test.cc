@@ -1,0 +1,154 @@
+// Big filters are built off the event loop (server/keyspace/filter_maker.h):
+// the creating command parks, the maker builds, the command's second run
+// publishes what was made; small ones, replays and EXEC build inline, and a
+// made filter nobody takes is freed, not leaked.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "server/commands/errors.h"
+#include "server/keyspace/filter_maker.h"
+#include "session.h"
+
+namespace bloomgate::testing {
+namespace {
+
+// 1,000,000 heap slots of 40 bytes: ~40 MB, far above FilterMaker::kInlineBytes.
+constexpr const char* kBigTopK = "1000000";
+
+// One dispatch of `args` as the connection makes it, without waiting.
+CommandOutcome DispatchOnce(ServerContext& server, ClientState& client, const Args& args,
+                            std::string* out) {
+  std::vector<std::string_view> views(args.begin(), args.end());
+  ReplyBuilder reply(out);
+  return DispatchCommand(server, client, views, reply);
+}
+
+class FilterMakerTest : public ::testing::Test {
+ protected:
+  void SetUp() override { SetFilterMaker(&maker_); }
+  // ~FilterMaker uninstalls it.
+
+  std::unique_ptr<ServerContext> server_ = MakeServer();
+  FilterMaker maker_;
+};
+
+TEST_F(FilterMakerTest, ABigReserveParksAndItsSecondRunPublishesTheFilterMadeOffTheLoop) {
+  Session s(server_.get());
+  const uint64_t used = server_->budget.used();
+  ASSERT_EQ(s.Run({"TOPK.RESERVE", "k", kBigTopK}), kOk);
+  EXPECT_EQ(s.makes(), 1u) << "the command waited for the maker";
+  EXPECT_EQ(maker_.made(), 1u) << "the maker's thread built it";
+  EXPECT_EQ(s.client().making, nullptr) << "the second run took the filter";
+  EXPECT_GT(server_->budget.used(), used + 40'000'000) << "charged to maxmemory";
+  EXPECT_EQ(s.Run({"TOPK.ADD", "k", "a"}), Arr(1) + kNil);
+  EXPECT_EQ(s.Run({"TOPK.QUERY", "k", "a"}), Arr(1) + Int(1));
+  // The same for the other families whose creation is the handler's.
+  ASSERT_EQ(s.Run({"CF.RESERVE", "c", "16777216"}), kOk);
+  ASSERT_EQ(s.Run({"CMS.INITBYDIM", "m", "1000000", "4"}), kOk);
+  EXPECT_EQ(s.makes(), 3u);
+  EXPECT_EQ(s.Run({"CF.ADD", "c", "x"}), Int(1));
+  EXPECT_EQ(s.Run({"CF.EXISTS", "c", "x"}), Int(1));
+  EXPECT_EQ(s.Run({"CMS.INCRBY", "m", "x", "3"}), Arr(1) + Int(3));
+  // A park is not a call: INFO commandstats counts each RESERVE once.
+  const CommandSpec* reserve = server_->commands.Find("topk.reserve");
+  ASSERT_NE(reserve, nullptr);
+  EXPECT_EQ(server_->stats.worker(0).commands[reserve->id].calls.load(), 1u);
+}
+
+TEST_F(FilterMakerTest, SmallFiltersReplaysAndTransactionsBuildInline) {
+  Session s(server_.get());
+  ASSERT_EQ(s.Run({"TOPK.RESERVE", "small", "10"}), kOk);
+  ASSERT_EQ(s.Run({"CF.RESERVE", "c", "1024"}), kOk);
+  EXPECT_EQ(s.makes(), 0u) << "under 1 MiB nothing parks";
+  // A transaction cannot park half-way: EXEC builds in place.
+  ASSERT_EQ(s.Run({"MULTI"}), kOk);
+  ASSERT_EQ(s.Run({"TOPK.RESERVE", "k", kBigTopK}), kQueued);
+  ASSERT_EQ(s.Run({"TOPK.ADD", "k", "a"}), kQueued);
+  EXPECT_EQ(s.Run({"EXEC"}), Arr(2) + kOk + Arr(1) + kNil);
+  EXPECT_EQ(s.makes(), 0u);
+  EXPECT_EQ(maker_.made(), 0u);
+  // A replay of the journal has no client to park.
+  Session replay(server_.get());
+  replay.client().journal.replaying = true;
+  replay.client().replay_time_ms = NowMs();
+  EXPECT_EQ(replay.Run({"CMS.INITBYDIM", "m", "1000000", "4"}), kOk);
+  EXPECT_EQ(replay.makes(), 0u);
+  EXPECT_EQ(maker_.made(), 0u);
+}
+
+TEST_F(FilterMakerTest, AKeyCreatedWhileTheFilterIsMadeWinsAndTheMadeFilterIsFreed) {
+  Session creator(server_.get());
+  Session other(server_.get());
+  const uint64_t used = server_->budget.used();
+  std::string out;
+  ASSERT_EQ(DispatchOnce(*server_, creator.client(), {"TOPK.RESERVE", "k", kBigTopK}, &out),
+            CommandOutcome::kParked);
+  EXPECT_EQ(out, "") << "a parked command replies nothing";
+  ASSERT_NE(creator.client().making, nullptr);
+  EXPECT_EQ(server_->keyspace.Find("k", NowMs()), nullptr) << "nothing is published yet";
+  ASSERT_EQ(other.Run({"TOPK.RESERVE", "k", "3"}), kOk);
+  creator.client().making->Make();
+  const uint64_t small_and_made = server_->budget.used();
+  EXPECT_GT(small_and_made, used + 40'000'000);
+  EXPECT_EQ(DispatchOnce(*server_, creator.client(), {"TOPK.RESERVE", "k", kBigTopK}, &out),
+            CommandOutcome::kFailed);
+  EXPECT_EQ(out, Err(errors::kTopKKeyExists));
+  EXPECT_EQ(creator.client().making, nullptr);
+  server_->lazy_freer.WaitIdle();
+  EXPECT_LT(server_->budget.used(), used + (1 << 20)) << "the made filter was freed";
+  EXPECT_LT(server_->keyspace.Find("k", NowMs())->MemoryUsage(), 1u << 20)
+      << "the key holds the other client's small filter";
+}
+
+TEST_F(FilterMakerTest, AMadeFilterThatNoCommandTakesIsFreedNotKept) {
+  // The second run may be refused before its handler (here: the next
+  // command dispatched is another one, as after a kill or an ACL change).
+  Session creator(server_.get());
+  const uint64_t used = server_->budget.used();
+  std::string out;
+  ASSERT_EQ(DispatchOnce(*server_, creator.client(), {"CF.RESERVE", "c", "16777216"}, &out),
+            CommandOutcome::kParked);
+  creator.client().making->Make();
+  EXPECT_GT(server_->budget.used(), used + 16'000'000);
+  EXPECT_EQ(DispatchOnce(*server_, creator.client(), {"PING"}, &out), CommandOutcome::kDone);
+  EXPECT_EQ(creator.client().making, nullptr);
+  server_->lazy_freer.WaitIdle();
+  EXPECT_EQ(server_->budget.used(), used);
+  EXPECT_EQ(server_->keyspace.Find("c", NowMs()), nullptr);
+  // A made filter is taken only by the command that asked for it.
+  ASSERT_EQ(DispatchOnce(*server_, creator.client(), {"CF.RESERVE", "c", "16777216"}, &out),
+            CommandOutcome::kParked);
+  creator.client().making->Make();
+  out.clear();
+  EXPECT_EQ(DispatchOnce(*server_, creator.client(), {"TOPK.RESERVE", "c", kBigTopK}, &out),
+            CommandOutcome::kParked)
+      << "TOPK.RESERVE asks for its own";
+  EXPECT_EQ(out, "");
+}
+
+TEST_F(FilterMakerTest, AFilterOverMaxmemoryIsRefusedWhenMadeAndNothingStaysCharged) {
+  ServerConfig config;
+  config.maxmemory = 16 << 20;  // under the 40 MB heap
+  server_ = MakeServer(config);
+  Session s(server_.get());
+  const uint64_t used = server_->budget.used();
+  EXPECT_EQ(s.Run({"TOPK.RESERVE", "k", kBigTopK}), Err(errors::kTopKInsufficientMemory));
+  EXPECT_EQ(s.makes(), 1u);
+  EXPECT_EQ(server_->budget.used(), used);
+  EXPECT_EQ(server_->keyspace.Find("k", NowMs()), nullptr);
+}
+
+TEST_F(FilterMakerTest, AStoppedMakerRefusesWorkAndCommandsBuildInline) {
+  maker_.Stop();
+  EXPECT_EQ(CurrentFilterMaker(), nullptr) << "Stop uninstalls it";
+  Session s(server_.get());
+  EXPECT_EQ(s.Run({"TOPK.RESERVE", "k", kBigTopK}), kOk);
+  EXPECT_EQ(s.makes(), 0u);
+}
+
+}  // namespace
+}  // namespace bloomgate::testing
