@@ -309,9 +309,11 @@ FilterStatus CuckooFilter::Insert(uint8_t fp, uint64_t i1, uint64_t* kicks_left)
     }
   }
   // No kick can help (a kicked copy lands in the other bucket, full of
-  // copies too), so refuse before kicking: no kick is spent either.
-  if (scheme_ == CuckooScheme::kNative && scaling() &&
-      CopiesFill(filters_[num_filters_ - 1], fp, i1)) {
+  // copies too), and the sub-filter before did not either: refuse before
+  // kicking (see the header's "Deliberate difference 0").
+  if (scheme_ == CuckooScheme::kNative && scaling() && num_filters_ >= 2 &&
+      CopiesFill(filters_[num_filters_ - 1], fp, i1) &&
+      CopiesFill(filters_[num_filters_ - 2], fp, i1)) {
     return FilterStatus::kCopiesFull;
   }
   uint32_t max_kicks = max_iterations_;

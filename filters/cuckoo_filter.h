@@ -117,19 +117,24 @@ struct CuckooFilterShape {
 //     evicted fingerprint to its other bucket; if no kick finds room, the
 //     kicks are undone in reverse, so the filter is exactly as it was;
 //  3. otherwise: non-scaling -> kFull ("Filter is full"); kNative, when both
-//     of the item's buckets in the newest sub-filter hold nothing but its
-//     fingerprint -> kCopiesFull (below); num_filters() == max_expansions ->
+//     of the item's buckets in the newest sub-filter and in the one before
+//     hold nothing but its fingerprint -> kCopiesFull (below, checked before
+//     the kicks, which could not help); num_filters() == max_expansions ->
 //     kMaxExpansions ("Maximum expansions reached"); else a sub-filter is
 //     appended (memory checked first) and the item goes into it.
 // Deliberate difference 0 (kNative only): copies of one item live in its two
 // buckets of each sub-filter, 2 x bucket_size per sub-filter, so once they
 // fill both in the newest one (no kick can move them: a kicked copy lands in
-// the other bucket, which is full of copies too) a new sub-filter would take
-// 2 x bucket_size more and then be refused the same way, each one expansion
+// the other bucket, which is full of copies too) each new sub-filter takes
+// 2 x bucket_size more, and is then full the same way, each one expansion
 // times bigger: ~85 CF.ADD of one item made 22 sub-filters and 4.29 GB at
-// EXPANSION 2. Such an add is refused instead (kCopiesFull, "Filter is full"
-// plus why), and the filter grows only for items it cannot place. A filter
-// imported from RedisBloom (kRedisBloom) grows as RedisBloom does.
+// EXPANSION 2. The filter cannot tell copies from distinct items that share
+// the fingerprint and the bucket pair, and those a larger sub-filter (more
+// index bits) usually separates; copies never. So one sub-filter is still
+// added for such an item, and once its buckets there are full of its
+// fingerprint too, the add is refused (kCopiesFull, "Filter is full" plus
+// why): copies cost at most one growth. A filter imported from RedisBloom
+// (kRedisBloom) grows as RedisBloom does.
 // Deliberate difference 1: RedisBloom evicts slot 0, 1, 0, 1 ... round-robin.
 // At bucket size 2 that walk falls into cycles: measured on 2^17 slots, it
 // fills 57% before the first failed insert at 20 kicks and only 60% at 500,

@@ -208,7 +208,7 @@ inline constexpr std::string_view kCfFull = "Filter is full";
 // Ours (CuckooFilter's kCopiesFull): RedisBloom would add a sub-filter for
 // the copy; we refuse it with RedisBloom's no-room text and say why.
 inline constexpr std::string_view kCfCopiesFull =
-    "Filter is full: copies of this item already fill both of its buckets";
+    "Filter is full: copies of this item fill its buckets in the newest two sub-filters";
 inline constexpr std::string_view kCfInsufficientMemory = "ERR Insufficient memory";
 inline constexpr std::string_view kCfDelNotFound = "Not found";
 inline constexpr std::string_view kCfCompactNotFound = "Cuckoo filter was not found";
