@@ -153,52 +153,40 @@ uint32_t BlockedCountingBloom::ClassicCells(const KeyHash& h, uint64_t* out) con
   return n;
 }
 
-void BlockedCountingBloom::ClassicIncrement(const KeyHash& h) {
+uint32_t BlockedCountingBloom::ClassicStep(const KeyHash& h, bool up) {
   uint64_t distinct[kMaxBloomProbes];
   const uint32_t n = ClassicCells(h, distinct);
   const uint32_t per_word = 64 / counter_bits_;
   const uint64_t max = max_count();
-  uint64_t newly_saturated = 0;
+  uint32_t reached = 0;  // counters taken to the max (up) or to 0 (down)
   for (uint32_t i = 0; i < n; ++i) {
     std::atomic<uint64_t>& word = words_[distinct[i] / per_word];
     const uint32_t shift = static_cast<uint32_t>(distinct[i] % per_word) * counter_bits_;
+    const uint64_t one = uint64_t{1} << shift;
     // Relaxed (see above); a failed exchange refreshes `old`.
     uint64_t old = word.load(std::memory_order_relaxed);
     for (;;) {
       const uint64_t counter = (old >> shift) & max;
-      if (counter == max) break;  // saturated: stays
-      if (word.compare_exchange_weak(old, old + (uint64_t{1} << shift), std::memory_order_relaxed,
+      // Saturated counters stay; never below 0.
+      if (counter == max || (!up && counter == 0)) break;
+      if (word.compare_exchange_weak(old, up ? old + one : old - one, std::memory_order_relaxed,
                                      std::memory_order_relaxed)) {
-        if (counter + 1 == max) ++newly_saturated;
+        reached += up ? counter + 1 == max : counter == 1;
         break;
       }
     }
   }
-  if (newly_saturated != 0) NoteSaturated(newly_saturated);
+  return reached;
+}
+
+void BlockedCountingBloom::ClassicIncrement(const KeyHash& h) {
+  if (const uint32_t saturated = ClassicStep(h, /*up=*/true); saturated != 0) {
+    NoteSaturated(saturated);
+  }
 }
 
 bool BlockedCountingBloom::ClassicDecrement(const KeyHash& h) {
-  uint64_t distinct[kMaxBloomProbes];
-  const uint32_t n = ClassicCells(h, distinct);
-  const uint32_t per_word = 64 / counter_bits_;
-  const uint64_t max = max_count();
-  bool emptied = false;
-  for (uint32_t i = 0; i < n; ++i) {
-    std::atomic<uint64_t>& word = words_[distinct[i] / per_word];
-    const uint32_t shift = static_cast<uint32_t>(distinct[i] % per_word) * counter_bits_;
-    // Relaxed (see above).
-    uint64_t old = word.load(std::memory_order_relaxed);
-    for (;;) {
-      const uint64_t counter = (old >> shift) & max;
-      if (counter == 0 || counter == max) break;  // never below 0, never off the max
-      if (word.compare_exchange_weak(old, old - (uint64_t{1} << shift), std::memory_order_relaxed,
-                                     std::memory_order_relaxed)) {
-        emptied |= counter == 1;
-        break;
-      }
-    }
-  }
-  return emptied;
+  return ClassicStep(h, /*up=*/false) != 0;
 }
 
 uint64_t BlockedCountingBloom::ClassicMinCounter(const KeyHash& h) const {

@@ -212,6 +212,9 @@ class BlockedCountingBloom {
   // Classic mode: the item's distinct cells (<= probes_) into out[],
   // returning how many.
   uint32_t ClassicCells(const KeyHash& h, uint64_t* out) const;
+  // One up (below the max) or down (above 0, off the max) on each distinct
+  // cell; returns how many it took to the max (up) or to 0 (down).
+  uint32_t ClassicStep(const KeyHash& h, bool up);
   void ClassicIncrement(const KeyHash& h);
   bool ClassicDecrement(const KeyHash& h);
   uint64_t ClassicMinCounter(const KeyHash& h) const;
