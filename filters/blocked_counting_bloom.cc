@@ -28,9 +28,13 @@ internal::CellMasks GatherCells(uint64_t lo, uint32_t probes) {
 
 uint64_t BlockedCountingBloom::BytesFor(const BlockedShape& shape) {
   if (shape.block_cells == 0) return 0;
-  const uint64_t blocks =
+  const uint64_t units =
       shape.cells / shape.block_cells + (shape.cells % shape.block_cells != 0 ? 1 : 0);
-  return blocks * kBlockBytes;  // blocks < 2^55, so < 2^61 bytes
+  if (IsClassicCells(shape.block_cells)) {
+    // One word per granule, in whole lines (units < 2^55).
+    return (units + kWordsPerBlock - 1) / kWordsPerBlock * kBlockBytes;
+  }
+  return units * kBlockBytes;  // blocks < 2^55, so < 2^61 bytes
 }
 
 std::unique_ptr<BlockedCountingBloom> BlockedCountingBloom::Create(const BlockedShape& shape,
@@ -39,16 +43,18 @@ std::unique_ptr<BlockedCountingBloom> BlockedCountingBloom::Create(const Blocked
       counter_bits != kCountingBloomWideCounterBits) {
     return nullptr;
   }
-  if (shape.block_cells != BlockCellsFor(counter_bits) || shape.cells == 0 ||
-      shape.cells % shape.block_cells != 0 || shape.probes < 1 ||
-      shape.probes > kMaxBloomProbes) {
+  const bool classic = shape.block_cells == ClassicCellsFor(counter_bits);
+  if ((!classic && shape.block_cells != BlockCellsFor(counter_bits)) || shape.cells == 0 ||
+      shape.cells % shape.block_cells != 0 || shape.cells >= MaxBlockedCells(shape.block_cells) ||
+      shape.probes < 1 || shape.probes > kMaxBloomProbes) {
     return nullptr;
   }
   const uint64_t bytes = BytesFor(shape);
+  const uint64_t num_words = classic ? shape.cells / shape.block_cells : bytes / 8;
   std::atomic<uint64_t>* words = internal::NewZeroedBlockWords(bytes);
   if (words == nullptr) return nullptr;
-  auto* layer = new (std::nothrow)
-      BlockedCountingBloom(words, bytes / kBlockBytes, shape.probes, counter_bits);
+  auto* layer = new (std::nothrow) BlockedCountingBloom(words, bytes / kBlockBytes, num_words,
+                                                        shape.probes, counter_bits, classic);
   if (layer == nullptr) {
     internal::DeleteBlockWords(words, bytes);
     return nullptr;
@@ -57,12 +63,15 @@ std::unique_ptr<BlockedCountingBloom> BlockedCountingBloom::Create(const Blocked
 }
 
 BlockedCountingBloom::BlockedCountingBloom(std::atomic<uint64_t>* words, uint64_t num_blocks,
-                                           uint32_t probes, uint32_t counter_bits)
+                                           uint64_t num_words, uint32_t probes,
+                                           uint32_t counter_bits, bool classic)
     : words_(words),
       num_blocks_(num_blocks),
+      num_words_(num_words),
       probes_(probes),
       counter_bits_(counter_bits),
-      block_cells_(BlockCellsFor(counter_bits)) {}
+      block_cells_(BlockCellsFor(counter_bits)),
+      classic_(classic) {}
 
 BlockedCountingBloom::~BlockedCountingBloom() {
   internal::DeleteBlockWords(words_, num_blocks_ * kBlockBytes);
@@ -130,7 +139,74 @@ uint64_t BlockedCountingBloom::MinCounterImpl(const KeyHash& h) const {
   return min;
 }
 
+uint32_t BlockedCountingBloom::ClassicCells(const KeyHash& h, uint64_t* out) const {
+  const uint64_t total = cells();
+  // Double hashing; hi | 1 so that no item's probes all land on one cell.
+  const uint64_t step = h.hi | 1;
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < probes_; ++i) {
+    const uint64_t x = h.lo + uint64_t{i} * step;
+    const uint64_t cell = static_cast<uint64_t>((static_cast<unsigned __int128>(x) * total) >> 64);
+    // Each distinct cell once (k <= 64: a linear scan beats sorting here).
+    if (std::find(out, out + n, cell) == out + n) out[n++] = cell;
+  }
+  return n;
+}
+
+uint32_t BlockedCountingBloom::ClassicStep(const KeyHash& h, bool up) {
+  uint64_t distinct[kMaxBloomProbes];
+  const uint32_t n = ClassicCells(h, distinct);
+  const uint32_t per_word = 64 / counter_bits_;
+  const uint64_t max = max_count();
+  uint32_t reached = 0;  // counters taken to the max (up) or to 0 (down)
+  for (uint32_t i = 0; i < n; ++i) {
+    std::atomic<uint64_t>& word = words_[distinct[i] / per_word];
+    const uint32_t shift = static_cast<uint32_t>(distinct[i] % per_word) * counter_bits_;
+    const uint64_t one = uint64_t{1} << shift;
+    // Relaxed (see above); a failed exchange refreshes `old`.
+    uint64_t old = word.load(std::memory_order_relaxed);
+    for (;;) {
+      const uint64_t counter = (old >> shift) & max;
+      // Saturated counters stay; never below 0.
+      if (counter == max || (!up && counter == 0)) break;
+      if (word.compare_exchange_weak(old, up ? old + one : old - one, std::memory_order_relaxed,
+                                     std::memory_order_relaxed)) {
+        reached += up ? counter + 1 == max : counter == 1;
+        break;
+      }
+    }
+  }
+  return reached;
+}
+
+void BlockedCountingBloom::ClassicIncrement(const KeyHash& h) {
+  if (const uint32_t saturated = ClassicStep(h, /*up=*/true); saturated != 0) {
+    NoteSaturated(saturated);
+  }
+}
+
+bool BlockedCountingBloom::ClassicDecrement(const KeyHash& h) {
+  return ClassicStep(h, /*up=*/false) != 0;
+}
+
+uint64_t BlockedCountingBloom::ClassicMinCounter(const KeyHash& h) const {
+  const uint64_t total = cells();
+  const uint64_t step = h.hi | 1;
+  const uint32_t per_word = 64 / counter_bits_;
+  uint64_t min = max_count();
+  for (uint32_t i = 0; i < probes_; ++i) {
+    const uint64_t x = h.lo + uint64_t{i} * step;
+    const uint64_t cell = static_cast<uint64_t>((static_cast<unsigned __int128>(x) * total) >> 64);
+    // Relaxed (see above).
+    const uint64_t word = words_[cell / per_word].load(std::memory_order_relaxed);
+    min = std::min(min, (word >> ((cell % per_word) * counter_bits_)) & max_count());
+    if (min == 0) return 0;  // a miss usually stops after a probe or two
+  }
+  return min;
+}
+
 void BlockedCountingBloom::Increment(const KeyHash& h) {
+  if (classic_) return ClassicIncrement(h);
   if (counter_bits_ == kCountingBloomNarrowCounterBits) {
     IncrementImpl<kCountingBloomNarrowCounterBits>(h);
   } else {
@@ -139,6 +215,7 @@ void BlockedCountingBloom::Increment(const KeyHash& h) {
 }
 
 bool BlockedCountingBloom::Decrement(const KeyHash& h) {
+  if (classic_) return ClassicDecrement(h);
   return counter_bits_ == kCountingBloomNarrowCounterBits
              ? DecrementImpl<kCountingBloomNarrowCounterBits>(h)
              : DecrementImpl<kCountingBloomWideCounterBits>(h);
@@ -149,6 +226,7 @@ bool BlockedCountingBloom::MayContain(const KeyHash& h) const {
 }
 
 uint64_t BlockedCountingBloom::MinCounter(const KeyHash& h) const {
+  if (classic_) return ClassicMinCounter(h);
   return counter_bits_ == kCountingBloomNarrowCounterBits
              ? MinCounterImpl<kCountingBloomNarrowCounterBits>(h)
              : MinCounterImpl<kCountingBloomWideCounterBits>(h);
@@ -163,7 +241,14 @@ uint64_t BlockedCountingBloom::Counter(uint64_t cell) const {
 
 void BlockedCountingBloom::Prefetch(const KeyHash& h) const {
   // One line: blocks are 64 bytes and 64-byte aligned. Read intent, keep in
-  // all cache levels (locality 3).
+  // all cache levels (locality 3). A classic layer: its first probe's line,
+  // the one every lookup reads.
+  if (classic_) {
+    const uint64_t cell =
+        static_cast<uint64_t>((static_cast<unsigned __int128>(h.lo) * cells()) >> 64);
+    __builtin_prefetch(words_ + cell / (64 / counter_bits_), /*rw=*/0, /*locality=*/3);
+    return;
+  }
   __builtin_prefetch(BlockFor(h.hi), /*rw=*/0, /*locality=*/3);
 }
 

@@ -43,6 +43,20 @@ enum class CounterWrites { kShared, kExclusive };
 // sizes it with the same model. An item's probes may repeat a cell; Increment
 // and Decrement touch each distinct cell of the item once.
 //
+// CLASSIC MODE. A layer created with shape.block_cells ==
+// ClassicCellsFor(counter_bits) (16 or 8: one 64-bit word, the granule its
+// cells come in) is a classic counting Bloom array instead: the same words
+// and lanes, but probe i of k is cell fastrange64(lo + i x (hi | 1), cells)
+// of the whole array, so an item touches up to k lines and the textbook
+// sizing applies (bloom_math.h's ChooseClassicShape). Why it exists: 128- or
+// 64-cell blocks need ever more cells per key as the rate falls (the Poisson
+// tail of crowded blocks): 82 cells/key at 1.2e-6, 2.4 million at 1.7e-20
+// (bloom_math.h), which a scaling filter's deep layers reach; a classic array
+// needs 28 and 96 there. The words are laid out as in the blocked mode (cell
+// c is lane c % (64/bits) of word c / (64/bits)), so saturation counting,
+// snapshots and merges read them the same way; the array is allocated in whole
+// 64-byte lines (zero padding past num_words()).
+//
 // Saturation: a counter that reaches max_count() (15 or 255) is never
 // incremented past it and never decremented again. An overflow therefore costs
 // accuracy (the cell stays set after its items are gone, and MinCounter can
@@ -68,12 +82,25 @@ class BlockedCountingBloom {
   static constexpr uint32_t BlockCellsFor(uint32_t counter_bits) {
     return static_cast<uint32_t>(kBlockBytes * 8) / counter_bits;
   }
+  // A classic layer's granule (see CLASSIC MODE): one word, 16 or 8 cells.
+  static constexpr uint32_t ClassicCellsFor(uint32_t counter_bits) { return 64 / counter_bits; }
+  // The counter width a layer shape's block_cells implies (128 or 16: 4 bits;
+  // 64 or 8: 8 bits), or 0 for any other value.
+  static constexpr uint32_t CounterBitsForCells(uint32_t block_cells) {
+    if (block_cells == BlockCellsFor(4) || block_cells == ClassicCellsFor(4)) return 4;
+    if (block_cells == BlockCellsFor(8) || block_cells == ClassicCellsFor(8)) return 8;
+    return 0;
+  }
+  static constexpr bool IsClassicCells(uint32_t block_cells) {
+    return block_cells == ClassicCellsFor(4) || block_cells == ClassicCellsFor(8);
+  }
 
-  // Bytes of the counter array for `shape` (whole blocks; < 2^61 bytes).
+  // Bytes allocated for `shape`'s counter array (whole 64-byte lines; < 2^61).
   static uint64_t BytesFor(const BlockedShape& shape);
 
   // A zeroed layer for `shape`, or nullptr if counter_bits is not 4 or 8, the
-  // shape is not for BlockCellsFor(counter_bits)-cell blocks, has no cells or
+  // shape is not for BlockCellsFor(counter_bits)-cell blocks (or, classic,
+  // ClassicCellsFor(counter_bits)-cell granules), has no cells or
   // probes outside [1, kMaxBloomProbes], or the allocation fails. Never
   // throws. Like BlockedBloom::Create, the array is zeroed here so the memory
   // is resident from the start.
@@ -134,21 +161,30 @@ class BlockedCountingBloom {
     saturated_.fetch_add(cells, std::memory_order_relaxed);
   }
 
-  uint64_t cells() const { return num_blocks_ * block_cells_; }
+  uint64_t cells() const { return num_words_ * (64 / counter_bits_); }
+  // Cells per 64-byte line (128 or 64), in both modes: what a scan of the
+  // words in lines (filter_health) reads per line.
   uint32_t block_cells() const { return block_cells_; }
+  bool classic() const { return classic_; }
+  // The block_cells of the shape this layer was made for: block_cells(), or
+  // ClassicCellsFor(counter_bits()) for a classic layer.
+  uint32_t shape_cells() const { return classic_ ? ClassicCellsFor(counter_bits_) : block_cells_; }
   uint32_t probes() const { return probes_; }
   uint32_t counter_bits() const { return counter_bits_; }
   uint64_t max_count() const { return (uint64_t{1} << counter_bits_) - 1; }
-  uint64_t bytes() const { return num_blocks_ * kBlockBytes; }
+  // Of the counters themselves (num_words() x 8; a classic layer's padding
+  // to whole lines is not counted here, BytesFor counts it).
+  uint64_t bytes() const { return num_words_ * 8; }
   // Cells whose counter has reached max_count(); exact once updates are quiet.
   uint64_t saturated_counters() const;
 
+  // 64-byte lines of the array: blocks, or a classic layer's padded lines.
   uint64_t num_blocks() const { return num_blocks_; }
 
   // Raw read access for snapshots: num_words() words, block after block, in
   // the lane layout drawn above.
   const std::atomic<uint64_t>* words() const { return words_; }
-  uint64_t num_words() const { return num_blocks_ * kWordsPerBlock; }
+  uint64_t num_words() const { return num_words_; }
 
   // Raw write access, same layout, ONLY for a loader filling a restored
   // layer before it is published to other threads (persistence/
@@ -162,8 +198,8 @@ class BlockedCountingBloom {
   uint64_t RecountSaturated();
 
  private:
-  BlockedCountingBloom(std::atomic<uint64_t>* words, uint64_t num_blocks, uint32_t probes,
-                       uint32_t counter_bits);
+  BlockedCountingBloom(std::atomic<uint64_t>* words, uint64_t num_blocks, uint64_t num_words,
+                       uint32_t probes, uint32_t counter_bits, bool classic);
 
   std::atomic<uint64_t>* BlockFor(uint64_t hi) const { return BlockIn(words_, num_blocks_, hi); }
 
@@ -173,12 +209,23 @@ class BlockedCountingBloom {
   bool DecrementImpl(const KeyHash& h);
   template <uint32_t kBits>
   uint64_t MinCounterImpl(const KeyHash& h) const;
+  // Classic mode: the item's distinct cells (<= probes_) into out[],
+  // returning how many.
+  uint32_t ClassicCells(const KeyHash& h, uint64_t* out) const;
+  // One up (below the max) or down (above 0, off the max) on each distinct
+  // cell; returns how many it took to the max (up) or to 0 (down).
+  uint32_t ClassicStep(const KeyHash& h, bool up);
+  void ClassicIncrement(const KeyHash& h);
+  bool ClassicDecrement(const KeyHash& h);
+  uint64_t ClassicMinCounter(const KeyHash& h) const;
 
   std::atomic<uint64_t>* const words_;  // 64-byte aligned, num_blocks_ * 8 words
-  const uint64_t num_blocks_;
+  const uint64_t num_blocks_;  // 64-byte lines allocated
+  const uint64_t num_words_;   // counter words: num_blocks_ x 8 when blocked
   const uint32_t probes_;
   const uint32_t counter_bits_;  // 4 or 8
   const uint32_t block_cells_;   // 128 or 64
+  const bool classic_;
   // On its own cache line: bumped rarely, but the fields above are read by
   // every operation and must not share a line that a writer dirties.
   // Relaxed fetch_add: a statistic, published through nothing.

@@ -238,4 +238,44 @@ BlockedShape ChooseBlockedShape(double fp_rate, uint64_t capacity, uint32_t bloc
   return shape;
 }
 
+BlockedShape ChooseClassicShape(double fp_rate, uint64_t capacity, uint32_t granule_cells) {
+  constexpr int kMaxProbes = static_cast<int>(kMaxBloomProbes);
+  const uint32_t granule = std::max<uint32_t>(granule_cells, 1);
+  const uint64_t max_cells = MaxBlockedCells(granule);
+  const double keys = static_cast<double>(std::max<uint64_t>(capacity, 1));
+  const BlockedShape saturated{/*cells=*/max_cells, /*block_cells=*/granule, /*probes=*/1,
+                               /*cells_per_key=*/static_cast<double>(max_cells) / keys,
+                               /*predicted_fp=*/1.0};
+  if (!(fp_rate > 0 && fp_rate < 1)) return saturated;
+  const double target = fp_rate * kBloomFpSafetyMargin;
+  // The real-valued optimum k = log2(1/target); of the whole counts around
+  // it (capped at 64) take the one needing the fewest cells per key.
+  const double optimum = -std::log2(target);
+  double best_cells_per_key = kInfinity;
+  for (double k : {std::floor(optimum), std::ceil(optimum)}) {
+    k = std::clamp(k, 1.0, static_cast<double>(kMaxProbes));
+    // -log1p(-x) is -ln(1 - x) without cancellation for small x.
+    const double cells_per_key = -k / std::log1p(-std::pow(target, 1.0 / k));
+    if (cells_per_key > 0) best_cells_per_key = std::min(best_cells_per_key, cells_per_key);
+  }
+  const double granules = std::ceil(keys * best_cells_per_key / granule);
+  if (!(granules < static_cast<double>(max_cells / granule))) return saturated;
+  BlockedShape shape;
+  shape.cells = std::max<uint64_t>(static_cast<uint64_t>(granules), 1) * granule;
+  shape.block_cells = granule;
+  shape.cells_per_key = static_cast<double>(shape.cells) / keys;
+  // Rounding up to granules can add cells/key to a small layer: re-pick k.
+  int best_k = 1;
+  double best_fp = StandardBloomFpRate(shape.cells_per_key, 1);
+  for (int k = 2; k <= kMaxProbes; ++k) {
+    const double fp = StandardBloomFpRate(shape.cells_per_key, k);
+    if (!(fp < best_fp)) break;  // unimodal in k
+    best_fp = fp;
+    best_k = k;
+  }
+  shape.probes = static_cast<uint32_t>(best_k);
+  shape.predicted_fp = best_fp;
+  return shape;
+}
+
 }  // namespace bloomgate

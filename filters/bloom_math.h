@@ -168,4 +168,20 @@ static_assert(MaxBlockedCells(kBloomBlockBits) == kMaxBloomBits);
 // first layer is sized for half the rate: 54.2 and 128.9 bits/key).
 BlockedShape ChooseBlockedShape(double fp_rate, uint64_t capacity, uint32_t block_cells);
 
+// A classic (unblocked) array of `granule_cells` cells per granule: every
+// probe picks its cell anywhere in the array, so the textbook model applies
+// (StandardBloomFpRate). Sized for fp_rate * kBloomFpSafetyMargin with at
+// most kMaxBloomProbes probes: at the best whole k <= 64 the fewest cells per
+// key that reach the target are b = -k / ln(1 - target^(1/k)) (solving
+// (1 - e^{-k/b})^k = target for b), then whole granules and the probe count
+// re-chosen for the cells actually given. Where the optimum k = log2(1/target)
+// is above 64 (target < ~5e-20) the cap costs little: 96 cells/key at 1e-20
+// (optimum 96.0 at k = 66), 106 at 1e-22 (103.4), 237 at 1e-40 (192).
+// So unlike ChooseBlockedShape (whose 128-cell blocks need 2.4 million cells
+// per key at 1.7e-20, table above) it never explodes as the rate falls; the
+// price is one cache line per probe instead of one per item. Saturated like
+// ChooseBlockedShape (cells == MaxBlockedCells(granule_cells), probes 1,
+// predicted_fp 1) for an fp_rate outside (0, 1) or a size past the cap.
+BlockedShape ChooseClassicShape(double fp_rate, uint64_t capacity, uint32_t granule_cells);
+
 }  // namespace bloomgate

@@ -30,7 +30,9 @@ FilterStatus CountingBloomFilter::Create(const CountingBloomOptions& options,
   Chain::Pending first;
   const FilterStatus status =
       Chain::Start(options.capacity, Chain::FirstErrorRate(error_rate, options.expansion),
-                   BlockedCountingBloom::BlockCellsFor(options.counter_bits),
+                   CountingLayoutCells(options.counter_bits,
+                                       options.layout.value_or(PreferredCountingLayout(
+                                           error_rate, options.expansion))),
                    /*owner_bytes=*/sizeof(CountingBloomFilter), limits, budget, &first);
   return Adopt(status, error_rate, options.expansion, SeedOrNew(options.hash_seed),
                limits, &first, out);
@@ -41,7 +43,7 @@ FilterStatus CountingBloomFilter::Restore(double error_rate, uint32_t expansion,
                                           std::span<const CountingBloomLayerShape> layers,
                                           const FilterLimits& limits, MemoryBudget* budget,
                                           std::unique_ptr<CountingBloomFilter>* out,
-                                          uint64_t hash_seed) {
+                                          uint64_t hash_seed, CountingLayout layout) {
   out->reset();
   // The loader has already refused these with precise texts; here they only
   // must never produce a filter. The chain checks the rest the same way.
@@ -50,7 +52,7 @@ FilterStatus CountingBloomFilter::Restore(double error_rate, uint32_t expansion,
   }
   Chain::Pending chain;
   const FilterStatus status = Chain::Restore(
-      layers, expansion, BlockedCountingBloom::BlockCellsFor(counter_bits),
+      layers, expansion, CountingLayoutCells(counter_bits, layout),
       /*owner_bytes=*/sizeof(CountingBloomFilter), limits, budget, &chain);
   return Adopt(status, error_rate, expansion, hash_seed, limits, &chain, out);
 }
@@ -219,6 +221,18 @@ FilterStatus CountingBloomFilter::AddBatchImpl(std::span<const KeyHash> hashes, 
 
 FilterStatus CountingBloomFilter::AddBatch(std::span<const KeyHash> hashes, bool* was_new,
                                            size_t* done, CounterWrites writes) {
+  if (layout() == CountingLayout::kClassic) {
+    // Classic layers have no inline block to gather: Add one item at a time,
+    // which is the same filter, item for item (AddBatch's contract).
+    *done = 0;
+    for (size_t i = 0; i < hashes.size(); ++i) {
+      if (FilterStatus status = Add(hashes[i], &was_new[i]); status != FilterStatus::kOk) {
+        return status;
+      }
+      *done = i + 1;
+    }
+    return FilterStatus::kOk;
+  }
   constexpr uint32_t kNarrow = kCountingBloomNarrowCounterBits;
   constexpr uint32_t kWide = kCountingBloomWideCounterBits;
   const bool narrow = counter_bits() == kNarrow;
@@ -287,6 +301,7 @@ bool CountingBloomFilter::AddCountersFrom(const CountingBloomFilter& other) {
   const Chain::List& mine = chain_.Load();
   const Chain::List& theirs = other.chain_.Load();
   if (other.hash_seed() != hash_seed() || other.counter_bits() != counter_bits() ||
+      other.layout() != layout() ||
       mine.size() != theirs.size()) {
     return false;
   }

@@ -20,6 +20,48 @@
 
 namespace bloomgate {
 
+// Which kind a counting filter's layers are (all of one kind per filter; the
+// chain's block_cells tells them apart: 128/64 blocked, 16/8 classic).
+enum class CountingLayout : uint8_t {
+  kBlocked,  // 128 4-bit or 64 8-bit counters per 64-byte block, one line per item
+  kClassic,  // counters anywhere in the array (blocked_counting_bloom.h CLASSIC MODE)
+};
+
+// Below this layer-0 rate a new counting filter gets classic layers. Cells
+// per key, large capacity (bloom_math.h's tables; classic = ChooseClassicShape):
+//
+//   layer rate   4-bit blocked   8-bit blocked   classic
+//   5e-3            13.5            16.1           11.0
+//   1e-4            ~33             ~52            ~19.5
+//   1.2e-6           82.1           203            28.3
+//   1.7e-20     2,423,553        saturated        94.7
+//
+// Above 1e-4 the blocked premium (1.2-2.7x) buys one cache line per operation
+// instead of up to k (14 at 1e-4); below it the premium doubles about every
+// two decades while the lines saved stay the same, so classic wins.
+constexpr double kClassicCountingBelowErrorRate = 1e-4;
+
+// The layout a NEW counting filter gets. Classic below
+// kClassicCountingBelowErrorRate, and always with EXPANSION 1: there every
+// layer has the first one's capacity while its rate halves, so 64 layers
+// reach 2^-63 of layer 0's rate (5.4e-22 from CBF.RESERVE k 0.01 100), where
+// 128-cell blocks would need ~10^7 cells per key -- 6,400 adds took 2.35 GB.
+// With EXPANSION >= 2 layer i holds capacity x E^i items, so the deep layers
+// only come after as many adds (layer 17 of a 100-item filter: 13 million),
+// and the memory caps bound how deep a blocked filter can go; the blocked
+// premium there is what the table says (4-bit: 3x at 1e-6).
+inline CountingLayout PreferredCountingLayout(double error_rate, uint32_t expansion) {
+  const double layer0 = expansion == 0 ? error_rate : error_rate * kErrorTighteningRatio;
+  return expansion == 1 || layer0 < kClassicCountingBelowErrorRate ? CountingLayout::kClassic
+                                                                   : CountingLayout::kBlocked;
+}
+
+// The chain's block_cells for a counter width and layout.
+constexpr uint32_t CountingLayoutCells(uint32_t counter_bits, CountingLayout layout) {
+  return layout == CountingLayout::kClassic ? BlockedCountingBloom::ClassicCellsFor(counter_bits)
+                                            : BlockedCountingBloom::BlockCellsFor(counter_bits);
+}
+
 struct CountingBloomOptions {
   double error_rate = 0.01;  // as BF.*: RedisBloom's default bf-error-rate
   uint64_t capacity = 100;   // as BF.*: bf-initial-size
@@ -28,6 +70,8 @@ struct CountingBloomOptions {
   // The item hash's seed (key_hash.h); unset: Create draws a fresh one with
   // NewHashSeed(). Set only to rebuild a known filter (tests, golden files).
   std::optional<uint64_t> hash_seed;
+  // Unset: PreferredCountingLayout(error_rate, expansion).
+  std::optional<CountingLayout> layout;
 };
 
 // One layer, as CBF.INFO and a snapshot writer see it.
@@ -59,14 +103,23 @@ struct CountingBloomLayerTraits {
     uint64_t num_blocks = 0;
     uint32_t probes = 0;
   };
+  // words == nullptr: a classic layer, reached through its cells.
   static Probe ProbeOf(BlockedCountingBloom& cells) {
+    if (cells.classic()) return Probe{};
     return Probe{cells.mutable_words(), cells.num_blocks(), cells.probes()};
+  }
+  static BlockedShape ChooseShape(double fp_rate, uint64_t capacity, uint32_t block_cells) {
+    if (BlockedCountingBloom::IsClassicCells(block_cells)) {
+      return ChooseClassicShape(fp_rate, capacity, block_cells);
+    }
+    return ChooseBlockedShape(fp_rate, capacity, block_cells);
   }
   static uint64_t BytesFor(const BlockedShape& shape) {
     return BlockedCountingBloom::BytesFor(shape);
   }
   static std::unique_ptr<BlockedCountingBloom> Create(const BlockedShape& shape) {
-    return BlockedCountingBloom::Create(shape, kBloomBlockBits / shape.block_cells);
+    return BlockedCountingBloom::Create(
+        shape, BlockedCountingBloom::CounterBitsForCells(shape.block_cells));
   }
 };
 
@@ -181,7 +234,8 @@ class CountingBloomFilter : public ChainedFilter<CountingBloomLayerTraits> {
   static FilterStatus Restore(double error_rate, uint32_t expansion, uint32_t counter_bits,
                               std::span<const CountingBloomLayerShape> layers,
                               const FilterLimits& limits, MemoryBudget* budget,
-                              std::unique_ptr<CountingBloomFilter>* out, uint64_t hash_seed = 0);
+                              std::unique_ptr<CountingBloomFilter>* out, uint64_t hash_seed = 0,
+                              CountingLayout layout = CountingLayout::kBlocked);
 
   // Releases memory_bytes() back to the budget. No call may be running.
   ~CountingBloomFilter();
@@ -242,7 +296,16 @@ class CountingBloomFilter : public ChainedFilter<CountingBloomLayerTraits> {
   uint64_t Count(const KeyHash& h) const;
 
   uint64_t items() const;  // adds minus removes, defined above (CBF.CARD)
-  uint32_t counter_bits() const { return kBloomBlockBits / chain_.block_cells(); }  // 4 or 8
+  uint32_t counter_bits() const {  // 4 or 8
+    return BlockedCountingBloom::CounterBitsForCells(chain_.block_cells());
+  }
+  CountingLayout layout() const {
+    return BlockedCountingBloom::IsClassicCells(chain_.block_cells()) ? CountingLayout::kClassic
+                                                                      : CountingLayout::kBlocked;
+  }
+  // Every layer's shape block_cells (what a snapshot saves per layer):
+  // CountingLayoutCells(counter_bits(), layout()).
+  uint32_t layer_block_cells() const { return chain_.block_cells(); }
   uint64_t max_count() const { return (uint64_t{1} << counter_bits()) - 1; }  // 15 or 255
   uint64_t saturated_counters() const;  // over all layers
   // From ChainedFilter: capacity(), num_layers() (CBF.INFO "Number of

@@ -291,6 +291,15 @@ bool CuckooFilter::KickInsert(SubFilter& sub, uint8_t fp, uint64_t i1, uint32_t 
   return false;
 }
 
+bool CuckooFilter::CopiesFill(const SubFilter& sub, uint8_t fp, uint64_t i1) const {
+  const uint8_t* b1 = Bucket(sub, i1);
+  const uint8_t* b2 = Bucket(sub, Alt(i1, fp));
+  const auto all_fp = [&](const uint8_t* bucket) {
+    return std::all_of(bucket, bucket + bucket_size_, [fp](uint8_t slot) { return slot == fp; });
+  };
+  return all_fp(b1) && all_fp(b2);
+}
+
 FilterStatus CuckooFilter::Insert(uint8_t fp, uint64_t i1, uint64_t* kicks_left) {
   for (uint32_t k = num_filters_; k-- > 0;) {
     if (uint8_t* slot = FreeSlot(filters_[k], fp, i1)) {
@@ -298,6 +307,14 @@ FilterStatus CuckooFilter::Insert(uint8_t fp, uint64_t i1, uint64_t* kicks_left)
       ++items_;
       return FilterStatus::kOk;
     }
+  }
+  // No kick can help (a kicked copy lands in the other bucket, full of
+  // copies too), and the sub-filter before did not either: refuse before
+  // kicking (see the header's "Deliberate difference 0").
+  if (scheme_ == CuckooScheme::kNative && scaling() && num_filters_ >= 2 &&
+      CopiesFill(filters_[num_filters_ - 1], fp, i1) &&
+      CopiesFill(filters_[num_filters_ - 2], fp, i1)) {
+    return FilterStatus::kCopiesFull;
   }
   uint32_t max_kicks = max_iterations_;
   if (kicks_left != nullptr && *kicks_left < max_kicks) {

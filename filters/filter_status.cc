@@ -18,6 +18,8 @@ const char* ToString(FilterStatus status) {
       return "invalid options";
     case FilterStatus::kMaxExpansions:
       return "maximum expansions reached";
+    case FilterStatus::kCopiesFull:
+      return "copies fill both buckets";
   }
   return "unknown filter status";
 }

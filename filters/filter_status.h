@@ -27,6 +27,12 @@ enum class FilterStatus {
   // A cuckoo filter needs a new sub-filter but already has max_expansions of
   // them (RedisBloom: "Maximum expansions reached").
   kMaxExpansions,
+  // A cuckoo insert found the item's two buckets in the newest sub-filter
+  // full of copies of its own fingerprint: a new sub-filter would hold only
+  // 2 x bucket_size more copies and be refused the same way after them, so
+  // copies of one item grew a filter to its memory cap (RedisBloom answers
+  // such an add by growing; see CuckooFilter's class comment).
+  kCopiesFull,
 };
 
 // A short lower-case name for logs and test messages, e.g. "filter memory limit".

@@ -22,6 +22,19 @@ constexpr uint32_t kMaxBloomExpansion = 32768;
 // (BF_ERROR_RATE_CAP in RedisBloom's config.h).
 constexpr double kMaxBloomErrorRate = 0.25;
 
+// The smallest error rate a new Bloom-like filter (BF, CBF and their
+// windowed forms) may ask for. RedisBloom takes any rate in (0, 1); here a
+// layer has at most kMaxBloomProbes probes, and once the optimum k =
+// log2(1/p) passes 64 (p < ~5e-20) each further decade costs ever more bits
+// per item (bloom_math.h's ChooseClassicShape, 1 bit per cell): 96 at 1e-20,
+// 237 at 1e-40, 2,300 at 1e-100, 3.1 million at 1e-300 -- so with no floor
+// the client's choice of rate, not what it adds, would set the memory (BF
+// 1e-300 and 10,000 adds: 3.9 GB). At 1e-30 a scaling filter's deepest layer
+// (layer 63, 2^-64 of the rate: 5.4e-50) costs 344 bits per item, 86 bytes a
+// 4-bit counting one; a rate that low already means "no false positive in
+// 10^30 lookups", far past any real need.
+constexpr double kMinBloomErrorRate = 1e-30;
+
 // Layers of one scalable filter. Each layer halves the error rate, so layer i
 // of a filter created at the 0.25 cap is sized for 0.125 * 2^-i. Why 64:
 //  - with EXPANSION >= 2, layer 63 alone would hold >= 2^63 items and could

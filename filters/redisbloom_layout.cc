@@ -62,6 +62,16 @@ BlockedShape ChooseRedisBloomShape(double error_rate, uint64_t capacity) {
 }
 
 BlockedShape ChooseClassicBloomShape(double error_rate, uint64_t capacity) {
+  // Where RedisBloom would take more than kMaxBloomProbes hashes (layer rates
+  // under ~5e-20: BF.RESERVE k 1e-19 1, or layer 14 of BF.RESERVE k 1e-15 1
+  // EXPANSION 1) its sizing has no shape of ours; take 64 probes and the
+  // cells they need instead (bloom_math.h's ChooseClassicShape: 96 bits/key at
+  // 1e-20, the optimum there being 96.0), so the probe cap never refuses a
+  // rate and only the memory limits bound how low one may go.
+  if (error_rate > 0 && error_rate < 1 &&
+      RedisBloomHashes(RedisBloomBitsPerEntry(error_rate)) > kMaxBloomProbes) {
+    return ChooseClassicShape(error_rate, capacity, kClassicBloomGranuleBits);
+  }
   const BlockedShape redisbloom = ChooseRedisBloomShape(error_rate, capacity);
   const uint64_t max_cells = MaxBlockedCells(kClassicBloomGranuleBits);
   BlockedShape shape{max_cells, kClassicBloomGranuleBits, 1, redisbloom.cells_per_key, 1.0};

@@ -80,7 +80,9 @@ BlockedShape ChooseRedisBloomShape(double error_rate, uint64_t capacity);
 // 0.05: k = 5, FP 1.7% over; p = 5e-4: k = 11, 0.0%). The filter stays under
 // its requested rate because layer 0 gets half of it (layer_chain.h), which
 // the bench row accuracy/layout measures with >= 1M probes per rate.
-// block_cells = kClassicBloomGranuleBits; saturated like the others.
+// block_cells = kClassicBloomGranuleBits; saturated like the others. Where
+// RedisBloom's hash count would exceed kMaxBloomProbes (layer rates under
+// ~5e-20), ChooseClassicShape's 64-probe sizing instead.
 BlockedShape ChooseClassicBloomShape(double error_rate, uint64_t capacity);
 
 // BF.INFO's "Size" as RedisBloom computes it: its chain struct (32 bytes),

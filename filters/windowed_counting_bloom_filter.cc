@@ -28,6 +28,9 @@ WindowedCountingBloomFilter::WindowedCountingBloomFilter(const WindowedCountingB
       capacity_(o.capacity),
       expansion_(o.expansion),
       counter_bits_(o.counter_bits),
+      layout_(o.layout.value_or(PreferredCountingLayout(
+          WindowGenerationErrorRate(error_rate_, kMaxBloomErrorRate, o.generations),
+          o.expansion))),
       hash_seed_(seed),
       limits_(limits),
       budget_(budget),
@@ -42,6 +45,7 @@ CountingBloomOptions WindowedCountingBloomFilter::GenerationOptions() const {
   options.expansion = expansion_;
   options.counter_bits = counter_bits_;
   options.hash_seed = hash_seed_;
+  options.layout = layout_;
   return options;
 }
 
@@ -95,7 +99,7 @@ FilterStatus WindowedCountingBloomFilter::Restore(
   const bool ok =
       filter->gens_.Restore(current_generation, &slots, [&](const CountingBloomFilter& g) {
         return g.hash_seed() == *options.hash_seed && g.expansion() == options.expansion &&
-               g.counter_bits() == options.counter_bits;
+               g.counter_bits() == options.counter_bits && g.layout() == filter->layout();
       });
   if (!ok) return FilterStatus::kInvalidOptions;
   filter->EnablePreparation();

@@ -56,6 +56,10 @@ struct WindowedCountingBloomOptions {
   uint64_t window_ms = 0;    // W, in [generations, kMaxWindowMs]
   uint32_t generations = kDefaultWindowGenerations;  // n, [1, kMaxWindowGenerations]
   std::optional<uint64_t> hash_seed;  // unset: a fresh one (NewHashSeed)
+  // Every generation's layout; unset: PreferredCountingLayout for a
+  // generation's error rate and the expansion (kept for the filter's life, so
+  // all generations are alike and a snapshot saves it once).
+  std::optional<CountingLayout> layout;
 };
 
 using WindowCountingSlotInfo = WindowSlotView<CountingBloomFilter>;
@@ -125,6 +129,7 @@ class WindowedCountingBloomFilter {
   uint64_t capacity() const { return capacity_; }
   uint32_t expansion() const { return expansion_; }
   uint32_t counter_bits() const { return counter_bits_; }
+  CountingLayout layout() const { return layout_; }
   uint64_t window_ms() const { return gens_.window_ms(); }
   uint32_t generations() const { return gens_.generations(); }
   uint64_t period_ms() const { return gens_.period_ms(); }
@@ -164,6 +169,7 @@ class WindowedCountingBloomFilter {
   const uint64_t capacity_;
   const uint32_t expansion_;
   const uint32_t counter_bits_;
+  const CountingLayout layout_;
   const uint64_t hash_seed_;
   const FilterLimits limits_;
   MemoryBudget* const budget_;

@@ -1,7 +1,8 @@
 // The counting Bloom filter's codec (FilterKind::kCountingBloom = 2).
 //
 // HEADER BYTES, layout version 2 (version 1 differs only in its seed):
-// the common prefix (header_fields.h, 12 bytes, block_layout 1), then
+// the common prefix (header_fields.h, 12 bytes, block_layout 1 = blocked or
+// 6 = classic: blocked_counting_bloom.h's CLASSIC MODE), then
 //
 //   +12 f64 error_rate       as Bloom
 //   +20 u32 expansion        as Bloom
@@ -14,7 +15,9 @@
 //                            running sums must fit in an i64
 //       +16 f64 error_rate   (0, 0.25]
 //       +24 u64 cells        whole blocks of block_cells, > 0, < 2^55 blocks
-//       +32 u32 block_cells  512 / counter_bits: 128 or 64
+//       +32 u32 block_cells  block_layout 1: 512 / counter_bits, 128 or 64;
+//                            block_layout 6: 64 / counter_bits, 16 or 8 (one
+//                            counter word per granule)
 //       +36 u32 probes       [1, 64]
 //   payload: each layer's cells * counter_bits / 8 bytes, oldest first
 //   (saturated counters are not stored: Finish recounts them)
@@ -46,12 +49,19 @@ struct CountingHeader {
   uint32_t expansion = 0;
   uint32_t counter_bits = 0;
   uint64_t hash_seed = 0;
+  CountingLayout layout = CountingLayout::kBlocked;
   std::vector<CountingBloomLayerShape> layers;
 };
 
 Status DecodeCountingHeader(std::string_view bytes, uint64_t payload_bytes, CountingHeader* out) {
   FieldReader r(bytes);
-  if (Status s = GetCommon(&r, kBlockedBloomLayout, &out->hash_seed); !s.ok()) return s;
+  uint8_t block_layout = 0;
+  if (Status s = GetBloomCommon(&r, &block_layout, &out->hash_seed); !s.ok()) return s;
+  if (block_layout == kRedisBloomLayout) {
+    return Status::Error("block_layout 5 (RedisBloom's) not supported by counting Bloom filters");
+  }
+  out->layout = block_layout == kClassicBloomLayout ? CountingLayout::kClassic
+                                                    : CountingLayout::kBlocked;
   uint8_t counter_bits = 0;
   uint32_t num_layers = 0;
   r.F64("error_rate", &out->error_rate);
@@ -68,7 +78,7 @@ Status DecodeCountingHeader(std::string_view bytes, uint64_t payload_bytes, Coun
   }
   out->counter_bits = counter_bits;
   if (Status s = CheckExpansionAndLayers(out->expansion, num_layers); !s.ok()) return s;
-  const uint32_t block_cells = BlockedCountingBloom::BlockCellsFor(counter_bits);
+  const uint32_t block_cells = CountingLayoutCells(counter_bits, out->layout);
   out->layers.reserve(num_layers);  // <= 64
   uint64_t needed = 0;
   int64_t items = 0;
@@ -143,7 +153,7 @@ class Codec final : public TypedCodec<CountingBloomFilter> {
             ? FilterStatus::kFilterMemoryLimit
             : CountingBloomFilter::Restore(header.error_rate, header.expansion,
                                            header.counter_bits, header.layers, limits, budget,
-                                           &filter, header.hash_seed);
+                                           &filter, header.hash_seed, header.layout);
     if (status != FilterStatus::kOk) return RestoreFailed(status, payload_bytes, limits, budget);
     out->reset(new (std::nothrow) Loader(payload_bytes, std::move(filter)));
     return LoaderMade(*out);
@@ -156,7 +166,10 @@ class Codec final : public TypedCodec<CountingBloomFilter> {
     const std::vector<CountingBloomLayerInfo> layers = counting.Layers();
     const uint32_t counter_bits = counting.counter_bits();
     header.kind = FilterKind::kCountingBloom;
-    PutCommon(&w, kBlockedBloomLayout, counting.hash_seed());
+    PutCommon(&w,
+              counting.layout() == CountingLayout::kClassic ? kClassicBloomLayout
+                                                            : kBlockedBloomLayout,
+              counting.hash_seed());
     w.PutF64(counting.error_rate());
     w.PutU32(counting.expansion());
     w.PutU8(static_cast<uint8_t>(counter_bits));
@@ -166,7 +179,7 @@ class Codec final : public TypedCodec<CountingBloomFilter> {
       w.PutI64(layer.net_items);
       w.PutF64(layer.error_rate);
       w.PutU64(layer.cells);
-      w.PutU32(BlockedCountingBloom::BlockCellsFor(counter_bits));
+      w.PutU32(counting.layer_block_cells());
       w.PutU32(layer.probes);
       header.payload_bytes += layer.bytes;
     }

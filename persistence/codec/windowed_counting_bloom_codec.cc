@@ -6,7 +6,8 @@
 //   +12 f64 error_rate         for the union, after the 0.25 cap  (0, 0.25]
 //   +20 u64 capacity           distinct items per window          >= 1
 //   +28 u32 expansion          each generation's growth           [1, 32768]
-//   +32 u8  counter_bits       4 or 8
+//   +32 u8  counter_bits       4 or 8, + 0x80 when every generation is in
+//                              the classic layout (below: block_cells 16 or 8)
 //   +33 u64 window_ms          W                                  [n, 10 years]
 //   +41 u32 generations        n; n + 1 slots follow              [1, 64]
 //   +45 i64 origin_ms          start of generation 0 (window clock)
@@ -16,7 +17,8 @@
 //       +4  u64 generation     <= current
 //       +12 per layer, 40 bytes, as the counting Bloom codec's layers:
 //           u64 capacity, i64 items, f64 error_rate, u64 cells,
-//           u32 block_cells (512 / counter_bits), u32 probes
+//           u32 block_cells (512 / counter_bits; classic: 64 / counter_bits),
+//           u32 probes
 //   payload: each used slot's layers' cells * counter_bits / 8 bytes, slot
 //   0 first (saturated counters are recounted at load)
 //
@@ -57,10 +59,14 @@ struct WindowedCountingBloomFamily {
   static constexpr const char* kCellsName = "cells";
   static constexpr const char* kBlockName = "block_cells";
 
+  // The counter_bits byte's top bit: the classic layout (older files: 0).
+  static constexpr uint8_t kClassicFlag = 0x80;
   static void ReadOptionFields(FieldReader* r, Options* o) {
     uint8_t counter_bits = 0;
     r->U8("counter_bits", &counter_bits);
-    o->counter_bits = counter_bits;
+    o->counter_bits = counter_bits & ~kClassicFlag;
+    o->layout = (counter_bits & kClassicFlag) != 0 ? CountingLayout::kClassic
+                                                   : CountingLayout::kBlocked;
   }
   static Status CheckOptionFields(const Options& o) {
     if (o.counter_bits == kCountingBloomNarrowCounterBits ||
@@ -70,7 +76,8 @@ struct WindowedCountingBloomFamily {
     return Status::Error("counter_bits " + Num(uint64_t{o.counter_bits}) + " not in {4, 8}");
   }
   static void WriteOptionFields(ByteWriter* w, const Filter& f) {
-    w->PutU8(static_cast<uint8_t>(f.counter_bits()));
+    w->PutU8(static_cast<uint8_t>(f.counter_bits() |
+                                  (f.layout() == CountingLayout::kClassic ? kClassicFlag : 0)));
   }
 
   static void ReadLayerItems(FieldReader* r, LayerShape* layer) { r->I64("items", &layer->items); }
@@ -85,7 +92,7 @@ struct WindowedCountingBloomFamily {
     return Status::Ok();
   }
   static uint32_t BlockCells(const Options& o) {
-    return BlockedCountingBloom::BlockCellsFor(o.counter_bits);
+    return CountingLayoutCells(o.counter_bits, o.layout.value_or(CountingLayout::kBlocked));
   }
   static uint64_t LayerBytes(uint64_t cells, const Options& o) {
     return cells * o.counter_bits / 8;
@@ -98,7 +105,7 @@ struct WindowedCountingBloomFamily {
     w->PutI64(layer.net_items);
     w->PutF64(layer.error_rate);
     w->PutU64(layer.cells);
-    w->PutU32(BlockedCountingBloom::BlockCellsFor(f.counter_bits()));
+    w->PutU32(CountingLayoutCells(f.counter_bits(), f.layout()));
     w->PutU32(layer.probes);
   }
 
@@ -108,7 +115,8 @@ struct WindowedCountingBloomFamily {
     const double generation_error =
         WindowGenerationErrorRate(o.error_rate, kMaxBloomErrorRate, o.generations);
     return CountingBloomFilter::Restore(generation_error, o.expansion, o.counter_bits, layers,
-                                        limits, budget, out, *o.hash_seed);
+                                        limits, budget, out, *o.hash_seed,
+                                        o.layout.value_or(CountingLayout::kBlocked));
   }
   // Saturated counters are recounted once the payload is in.
   template <typename Slots>

@@ -23,6 +23,8 @@ std::string_view ToString(BloomStatus status) {
     case BloomStatus::kSnapshotCopyOom: return "snapshot copy out of memory";
     case BloomStatus::kProblemInserting: return "problem inserting";
     case BloomStatus::kMergeMismatch: return "merge mismatch";
+    case BloomStatus::kTooManyLayers: return "too many layers";
+    case BloomStatus::kErrorRateFloor: return "error rate below the floor";
   }
   return "unknown";
 }
@@ -43,6 +45,8 @@ std::string_view BloomStatusText(BloomStatus status) {
     case BloomStatus::kSnapshotCopyOom: return errors::kOom;
     // The op names the mismatch in its own text; this is the fallback.
     case BloomStatus::kMergeMismatch: return errors::kMergeMismatch;
+    case BloomStatus::kTooManyLayers: return errors::kTooManyLayers;
+    case BloomStatus::kErrorRateFloor: return errors::kErrorRateFloor;
   }
   return errors::kProblemInserting;
 }
@@ -55,10 +59,12 @@ BloomStatus BloomAddStatus(FilterStatus status) {
       return BloomStatus::kNonScalingFull;
     case FilterStatus::kOutOfMemory:
       return BloomStatus::kOutOfMemory;
-    case FilterStatus::kFilterMemoryLimit:
     case FilterStatus::kTooManyLayers:
+      return BloomStatus::kTooManyLayers;
+    case FilterStatus::kFilterMemoryLimit:
     case FilterStatus::kInvalidOptions:
     case FilterStatus::kMaxExpansions:
+    case FilterStatus::kCopiesFull:
       break;
   }
   return BloomStatus::kProblemInserting;
@@ -76,8 +82,9 @@ BloomStatus BloomLookupStatus(Lookup lookup, BloomStatus missing) {
 
 BloomStatus CreateBloom(FilterStore& store, const KeyRef& key, const BloomParams& params,
                         bool fail_if_exists, EntryPtr* entry) {
-  if (params.window_ms != 0) return CreateWindowedBloom(store, key, params, fail_if_exists, entry);
   entry->reset();
+  if (params.error_rate < kMinBloomErrorRate) return BloomStatus::kErrorRateFloor;
+  if (params.window_ms != 0) return CreateWindowedBloom(store, key, params, fail_if_exists, entry);
   ScalableBloomOptions options;
   options.error_rate = params.error_rate;
   options.capacity = params.capacity;

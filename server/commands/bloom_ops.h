@@ -31,6 +31,8 @@ enum class BloomStatus : uint8_t {
   kProblemInserting,    // any other failed scale-out (layer or filter-memory limit)
   kSnapshotCopyOom,     // a write's snapshot copy of the filter does not fit maxmemory
   kMergeMismatch,       // BF.MERGE / CBF.MERGE inputs differ (or one is windowed)
+  kTooManyLayers,       // scale-out refused: the filter has kMaxBloomLayers layers
+  kErrorRateFloor,      // creation of a filter below kMinBloomErrorRate
 };
 
 // What storing a newly created Bloom-like filter (StoreNewFilter) means for

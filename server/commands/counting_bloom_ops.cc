@@ -24,10 +24,11 @@ BloomStatus ReserveCounting(FilterStore& store, const KeyRef& key, const BloomPa
 
 BloomStatus CreateCounting(FilterStore& store, const KeyRef& key, const BloomParams& params,
                            bool fail_if_exists, EntryPtr* entry) {
+  entry->reset();
+  if (params.error_rate < kMinBloomErrorRate) return BloomStatus::kErrorRateFloor;
   if (params.window_ms != 0) {
     return CreateWindowedCounting(store, key, params, fail_if_exists, entry);
   }
-  entry->reset();
   CountingBloomOptions options;
   options.error_rate = params.error_rate;
   options.capacity = params.capacity;

@@ -24,6 +24,7 @@ std::string_view ToString(CuckooStatus status) {
     case CuckooStatus::kSnapshotCopyOom: return "snapshot copy out of memory";
     case CuckooStatus::kNothingToDelete: return "nothing to delete";
     case CuckooStatus::kNothingToCompact: return "nothing to compact";
+    case CuckooStatus::kCopiesFull: return "copies fill both buckets";
   }
   return "unknown";
 }
@@ -43,6 +44,7 @@ std::string_view CuckooStatusText(CuckooStatus status) {
     case CuckooStatus::kNothingToDelete: return errors::kCfDelNotFound;
     case CuckooStatus::kNothingToCompact: return errors::kCfCompactNotFound;
     case CuckooStatus::kSnapshotCopyOom: return errors::kOom;
+    case CuckooStatus::kCopiesFull: return errors::kCfCopiesFull;
   }
   return errors::kCfInsufficientMemory;
 }
@@ -52,6 +54,7 @@ CuckooStatus CuckooAddStatus(FilterStatus status) {
     case FilterStatus::kOk: return CuckooStatus::kOk;
     case FilterStatus::kFull: return CuckooStatus::kFull;
     case FilterStatus::kMaxExpansions: return CuckooStatus::kMaxExpansions;
+    case FilterStatus::kCopiesFull: return CuckooStatus::kCopiesFull;
     case FilterStatus::kFilterMemoryLimit:
     case FilterStatus::kOutOfMemory:
     case FilterStatus::kTooManyLayers:

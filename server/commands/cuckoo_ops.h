@@ -30,6 +30,7 @@ enum class CuckooStatus : uint8_t {
   kNothingToDelete,       // CF.DEL on a missing key
   kNothingToCompact,      // CF.COMPACT on a missing key
   kSnapshotCopyOom,       // a write's snapshot copy of the filter does not fit maxmemory
+  kCopiesFull,            // the item's copies fill both its buckets (CuckooFilter kCopiesFull)
 };
 
 // A short name for test messages and logs; not a client-visible text.

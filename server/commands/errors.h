@@ -118,6 +118,18 @@ inline constexpr std::string_view kInsufficientMemory =
     "ERR Insufficient memory to create filter";
 inline constexpr std::string_view kNonScalingFull = "ERR non scaling filter is full";
 inline constexpr std::string_view kProblemInserting = "ERR problem inserting into filter";
+// RedisBloom's text for a failed scale-out plus which limit it was: a
+// RedisBloom filter has no layer cap (it grows until its error rate
+// underflows), so a client matching RedisBloom's text still matches the
+// prefix, and the rest says why this one stopped (kMaxBloomLayers).
+// Ours: RedisBloom takes any rate in (0, 1) (filters/limits.h's
+// kMinBloomErrorRate says why we do not). Its range text prints the bounds
+// with %f, so "(0.000000, 1.000000)" cannot say 1e-30: a text of its own.
+inline constexpr std::string_view kErrorRateFloor =
+    "ERR error rate must be at least 1e-30 (below it every item costs more memory than the "
+    "rate is worth)";
+inline constexpr std::string_view kTooManyLayers =
+    "ERR problem inserting into filter: it already has 64 layers, the most a filter may have";
 inline constexpr std::string_view kInvalidInfoValue = "Invalid information value";
 // BF.INSERT's own texts carry no "ERR" code in RedisBloom.
 inline constexpr std::string_view kInsertBadErrorRate = "Bad error rate";
@@ -162,7 +174,7 @@ inline std::string MergeWindowed(std::string_view command, std::string_view key)
 }
 // Windowed filters (ours: RedisBloom has none).
 inline constexpr std::string_view kBadWindow =
-    "ERR WINDOW must be a number of seconds in [0.001, 315619200]";
+    "ERR WINDOW must be a number of seconds in [0.001, 316224000]";
 inline constexpr std::string_view kBadGenerations = "ERR GENERATIONS must be in the range [1, 64]";
 inline constexpr std::string_view kGenerationsWithoutWindow = "ERR GENERATIONS requires WINDOW";
 inline constexpr std::string_view kWindowNonScaling =
@@ -193,6 +205,10 @@ inline constexpr std::string_view kCfInsertCapacityRange =
     "Capacity must be in the range [cf-bucket-size * 2, 18446744073709551615]";
 inline constexpr std::string_view kCfMaxExpansions = "Maximum expansions reached";
 inline constexpr std::string_view kCfFull = "Filter is full";
+// Ours (CuckooFilter's kCopiesFull): RedisBloom would add a sub-filter for
+// the copy; we refuse it with RedisBloom's no-room text and say why.
+inline constexpr std::string_view kCfCopiesFull =
+    "Filter is full: copies of this item fill its buckets in the newest two sub-filters";
 inline constexpr std::string_view kCfInsufficientMemory = "ERR Insufficient memory";
 inline constexpr std::string_view kCfDelNotFound = "Not found";
 inline constexpr std::string_view kCfCompactNotFound = "Cuckoo filter was not found";

@@ -77,8 +77,8 @@ class WindowedBloomCommands(ServerTestCase):
 
     def test_bad_options_are_refused_and_create_nothing(self):
         cases = [
-            (("WINDOW", "0"), "ERR WINDOW must be a number of seconds in [0.001, 315619200]"),
-            (("WINDOW", "abc"), "ERR WINDOW must be a number of seconds in [0.001, 315619200]"),
+            (("WINDOW", "0"), "ERR WINDOW must be a number of seconds in [0.001, 316224000]"),
+            (("WINDOW", "abc"), "ERR WINDOW must be a number of seconds in [0.001, 316224000]"),
             (("WINDOW", "1", "GENERATIONS", "0"), "ERR GENERATIONS must be in the range [1, 64]"),
             (("WINDOW", "1", "GENERATIONS", "65"), "ERR GENERATIONS must be in the range [1, 64]"),
             (("GENERATIONS", "4"), "ERR GENERATIONS requires WINDOW"),

@@ -75,7 +75,7 @@ class WindowedCountingCommands(ServerTestCase):
 
     def test_bad_options_are_refused_and_create_nothing(self):
         cases = [
-            (("WINDOW", "0"), "WINDOW must be a number of seconds in [0.001, 315619200]"),
+            (("WINDOW", "0"), "WINDOW must be a number of seconds in [0.001, 316224000]"),
             (("WINDOW", "1", "GENERATIONS", "65"), "GENERATIONS must be in the range [1, 64]"),
             (("GENERATIONS", "4"), "GENERATIONS requires WINDOW"),
             (("WINDOW", "1", "NONSCALING"),

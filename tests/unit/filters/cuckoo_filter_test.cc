@@ -254,10 +254,12 @@ TEST(CuckooFilter, MaximumExpansionsStopGrowthButNotInsertsThatFit) {
   for (uint64_t i = 0; i < added; ++i) ASSERT_TRUE(filter->MayContain(ItemHash("item", i))) << i;
 }
 
-TEST(CuckooFilter, TheSameItemAddedRepeatedlyFillsItsBucketsThenGrows) {
+TEST(CuckooFilter, TheSameItemAddedRepeatedlyGrowsOnceThenIsRefused) {
   // One item has 2 buckets x 2 slots per sub-filter: the 5th copy needs a
-  // new sub-filter, as in RedisBloom.
-  const auto filter = MakeFilter(Options(1024, 2, 20, 1, /*max_expansions=*/2));
+  // new sub-filter, as in RedisBloom; once that one's buckets are full of
+  // copies too, the 9th is refused (RedisBloom would grow again), whatever
+  // max_expansions allows.
+  const auto filter = MakeFilter(Options(1024, 2, 20, 1, /*max_expansions=*/32));
   ASSERT_NE(filter, nullptr);
   const KeyHash item = ItemHash("item", 3);
   for (int n = 0; n < 4; ++n) ASSERT_EQ(filter->Add(item), FilterStatus::kOk);
@@ -265,8 +267,13 @@ TEST(CuckooFilter, TheSameItemAddedRepeatedlyFillsItsBucketsThenGrows) {
   ASSERT_EQ(filter->Add(item), FilterStatus::kOk);
   EXPECT_EQ(filter->num_filters(), 2u);
   for (int n = 0; n < 3; ++n) ASSERT_EQ(filter->Add(item), FilterStatus::kOk);
-  EXPECT_EQ(filter->Add(item), FilterStatus::kMaxExpansions);
+  const CuckooFilterShape before = filter->Shape();
+  EXPECT_EQ(filter->Add(item), FilterStatus::kCopiesFull);
+  EXPECT_EQ(filter->Shape().items, before.items);
+  EXPECT_EQ(filter->num_filters(), 2u);
   EXPECT_EQ(filter->Count(item), 8u);
+  // Another item still goes in.
+  EXPECT_EQ(filter->Add(ItemHash("item", 4)), FilterStatus::kOk);
 }
 
 TEST(CuckooFilter, CompactMovesItemsIntoOlderSubFiltersAndFreesEmptiedOnes) {

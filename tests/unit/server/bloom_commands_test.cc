@@ -109,13 +109,13 @@ TEST_F(BloomCommands, ReserveRefusesABadErrorRate) {
 }
 
 // Issue 10, bug 1: each of these spun an I/O thread at 100% forever in the
-// shape search. Now a rate whose filter cannot be built is refused with
-// RedisBloom's creation text, and nothing is stored.
+// shape search. Now a rate under the floor (filters/limits.h's
+// kMinBloomErrorRate) is refused by name, and nothing is stored.
 TEST_F(BloomCommands, ATinyErrorRateIsRefusedInsteadOfHangingTheThread) {
-  EXPECT_EQ(Run({"BF.RESERVE", "k", "1e-62", "100"}), Err(errors::kInsufficientMemory));
-  EXPECT_EQ(Run({"CBF.RESERVE", "c", "8.8e-36", "100"}), Err(errors::kInsufficientMemory));
+  EXPECT_EQ(Run({"BF.RESERVE", "k", "1e-62", "100"}), Err(errors::kErrorRateFloor));
+  EXPECT_EQ(Run({"CBF.RESERVE", "c", "8.8e-36", "100"}), Err(errors::kErrorRateFloor));
   EXPECT_EQ(Run({"CONFIG", "SET", "bf-error-rate", "1e-62"}), kOk);
-  EXPECT_EQ(Run({"BF.ADD", "new", "x"}), Err(errors::kInsufficientMemory));
+  EXPECT_EQ(Run({"BF.ADD", "new", "x"}), Err(errors::kErrorRateFloor));
   EXPECT_EQ(DbSize(), 0u);
 }
 

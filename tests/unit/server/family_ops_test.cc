@@ -150,7 +150,9 @@ TEST_F(FamilyOps, BloomStatusesMapToRedisBloomTexts) {
   EXPECT_EQ(BloomStatusText(BloomStatus::kProblemInserting), errors::kProblemInserting);
   EXPECT_EQ(BloomAddStatus(FilterStatus::kFull), BloomStatus::kNonScalingFull);
   EXPECT_EQ(BloomAddStatus(FilterStatus::kOutOfMemory), BloomStatus::kOutOfMemory);
-  EXPECT_EQ(BloomAddStatus(FilterStatus::kTooManyLayers), BloomStatus::kProblemInserting);
+  EXPECT_EQ(BloomAddStatus(FilterStatus::kTooManyLayers), BloomStatus::kTooManyLayers);
+  EXPECT_EQ(BloomStatusText(BloomStatus::kTooManyLayers), errors::kTooManyLayers);
+  EXPECT_EQ(BloomStatusText(BloomStatus::kErrorRateFloor), errors::kErrorRateFloor);
   EXPECT_EQ(BloomAddStatus(FilterStatus::kFilterMemoryLimit), BloomStatus::kProblemInserting);
 }
 
