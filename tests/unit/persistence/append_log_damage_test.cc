@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <xxhash.h>
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <string_view>
@@ -131,11 +132,12 @@ Log MakeLog(const std::vector<std::string>& records) {
   return log;
 }
 
-// Four commands and a filter creation record, of varied shapes. The final
+// Four commands and a filter creation record, of varied shapes (a time near
+// INT64_MAX: many non-zero bytes, and a time the reader accepts). The final
 // record ends in a non-zero byte, so flipping or cutting it always changes it.
 Log SmallLog() {
   return MakeLog({Command(1, {"BF.ADD", "k", "a"}), Command(2, {"BF.MADD", "", "\r\n", "z"}),
-                  FilterCreation("cbf"), Command(-3, {std::string_view("\0\0x", 3)}),
+                  FilterCreation("cbf"), Command(INT64_MAX - 3, {std::string_view("\0\0x", 3)}),
                   Command(4, {"PING", "!"})});
 }
 
