@@ -10,6 +10,7 @@ which every other connection of that loop waited; `CF.RESERVE c 1073741824`
 """
 
 import select
+import subprocess
 import sys
 import time
 import unittest
@@ -19,10 +20,20 @@ from harness import BloomgateServer, RawConnection, RespError, encode_command, p
 # One event loop, so the creating client and the pinging one share it.
 ONE_LOOP = ("--threads", "1", "--save", "", "--appendonly", "no")
 # The worst pause another client of the loop may see: far above a PING's
-# round trip (~0.1 ms), far below the stalls this guards against (0.9 s and
-# more). On a machine so loaded that PINGs alone pause longer (the worst
-# gap of an idle baseline), three times that baseline instead.
-MAX_GAP_S = 0.100
+# round trip (~0.1 ms), far below the stalls this guards against (0.9 s to
+# 48 s before builds left the loop). Not 100 ms: on this 2-core VM, while one
+# core fills fresh pages (what the filter maker does), PINGs of a loop that
+# does nothing else pause ~100 ms now and then (the baseline below measured
+# 101.3 ms beside a page-filling process; builds measured 100.3 ms), a
+# quantum of the machine's, not ours. The baseline is printed beside each
+# result so a change in either shows in CI's log.
+MAX_GAP_S = 0.200
+# A stand-in for the maker's build: fills 1 GiB of fresh pages, again and again.
+PAGE_TOUCHER = ("import time\n"
+                "end = time.monotonic() + {seconds}\n"
+                "while time.monotonic() < end:\n"
+                "    b = bytearray(b'\\x01') * (1 << 30)\n"
+                "    del b\n")
 
 
 def readable(conn):
@@ -34,17 +45,25 @@ def readable(conn):
 
 class OffLoopAllocationTest(unittest.TestCase):
 
-    def idle_gap(self, conn, seconds=2.0):
-        """The worst time between two PONGs while nothing else runs."""
-        end = time.monotonic() + seconds
-        last = time.monotonic()
-        worst = 0.0
-        while last < end:
-            self.assertEqual(conn.call("PING"), "PONG")
-            now = time.monotonic()
-            worst = max(worst, now - last)
-            last = now
-        sys.stderr.write(f"\n  idle baseline: worst gap {worst * 1000:.1f} ms\n")
+    def baseline_gap(self, conn, seconds=3.0):
+        """The worst time between two PONGs while another process fills fresh
+        pages on the other core, as the filter maker would."""
+        toucher = subprocess.Popen(["/usr/bin/python3", "-c",
+                                    PAGE_TOUCHER.format(seconds=seconds)])
+        try:
+            end = time.monotonic() + seconds
+            last = time.monotonic()
+            worst = 0.0
+            while last < end:
+                self.assertEqual(conn.call("PING"), "PONG")
+                now = time.monotonic()
+                worst = max(worst, now - last)
+                last = now
+        finally:
+            toucher.kill()
+            toucher.wait()
+        sys.stderr.write(f"\n  baseline beside a page-filling process: worst gap "
+                         f"{worst * 1000:.1f} ms\n")
         return worst
 
     def worst_gap_while(self, server, *command):
@@ -54,7 +73,7 @@ class OffLoopAllocationTest(unittest.TestCase):
         with RawConnection(server.port, timeout=120) as creator, \
                 RawConnection(server.port, timeout=120) as other:
             self.assertEqual(other.call("PING"), "PONG")
-            self.bound = max(MAX_GAP_S, 3 * self.idle_gap(other))
+            self.bound = max(MAX_GAP_S, 1.5 * self.baseline_gap(other))
             started = time.monotonic()
             creator.send(encode_command(*command))
             last = started
