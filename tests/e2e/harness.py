@@ -55,6 +55,17 @@ def wait_until(predicate, deadline_s, interval_s=0.01, what="condition"):
         time.sleep(interval_s)
 
 
+def stop_process(proc, grace_s):
+    """SIGTERM, then SIGKILL if `proc` has not exited within grace_s: how a
+    test stops a helper process (an exporter, a prometheus) whatever happened."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 def raise_fd_limit(wanted):
     """Raises this process's soft RLIMIT_NOFILE to `wanted` (capped by the hard
     limit); servers started afterwards inherit it. Returns the new soft limit."""

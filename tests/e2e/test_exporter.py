@@ -11,7 +11,7 @@ import tempfile
 import unittest
 import urllib.request
 
-from harness import ServerTestCase, free_port, wait_until
+from harness import ServerTestCase, free_port, stop_process, wait_until
 
 EXPORTER = shutil.which("prometheus-redis-exporter")
 
@@ -46,14 +46,7 @@ class ExporterTest(ServerTestCase):
              "--web.listen-address", f"127.0.0.1:{port}", "--log-format", "txt"],
             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
 
-        def stop():
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        self.addCleanup(stop)
+        self.addCleanup(stop_process, proc, 10)
         return port, log_path
 
     def scrape(self, port):

@@ -17,7 +17,7 @@ import unittest
 import urllib.parse
 import urllib.request
 
-from harness import BloomgateServer, free_port, wait_until
+from harness import BloomgateServer, free_port, stop_process, wait_until
 from metrics_support import basic, families, filter_series, http_get, samples
 
 PROMETHEUS = shutil.which("prometheus")
@@ -256,14 +256,7 @@ class PrometheusScrape(unittest.TestCase):
              f"--web.listen-address=127.0.0.1:{port}"],
             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
 
-        def stop():
-            proc.terminate()
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        self.addCleanup(stop)
+        self.addCleanup(stop_process, proc, 15)
         self.prometheus_log = log.name
         return port
 
