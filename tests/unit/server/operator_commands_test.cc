@@ -554,8 +554,11 @@ TEST(MemoryDoctor, JudgesTheFiltersPeakAgainstTheFiltersNotTheStartUpOverhead) {
   const uint64_t peak = server->budget.used();
   ASSERT_GT(peak, 3u << 20);
   ASSERT_LT(peak, 4u << 20);
+  // No peak finding while the filters are all there. (Not "No memory problem
+  // found": the fragmentation finding reads this test process's resident set,
+  // 54 MiB under ThreadSanitizer.)
   std::string text = s.Run({"MEMORY", "DOCTOR"});
-  EXPECT_NE(text.find("No memory problem found"), std::string::npos) << text;
+  EXPECT_EQ(text.find("Peak memory"), std::string::npos) << text;
   ASSERT_EQ(s.Run({"DEL", "k0", "k1", "k2", "k3"}), Int(4));
   ASSERT_EQ(server->budget.used(), 0u);
   // The filters went from 3.9 MiB to none. Counted with the 8 MiB start-up
