@@ -23,7 +23,7 @@
 //
 // Time is a number the caller passes in (milliseconds on a clock that only
 // moves forwards while the process runs; the server's is WindowClockMs() in
-// server/keyspace/clock.h), so tests inject it. Generation numbers count from
+// server/base/clock.h), so tests inject it. Generation numbers count from
 // the filter's origin; a lookup at time `now` ignores every generation older
 // than GenerationAt(now) - n even before it is physically replaced, so a
 // restart after a long stop, or a read after an idle spell, never sees

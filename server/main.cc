@@ -15,10 +15,11 @@
 #include "config/server_config.h"
 #include "filters/deferred_free.h"
 #include "filters/generation_preparer.h"
+#include "server/base/memory_limit.h"
 #include "server/commands/journal_applier.h"
-#include "server/data_dir.h"
-#include "server/context/memory_limit.h"
+#include "server/commands/registry.h"
 #include "server/context/server_context.h"
+#include "server/data_dir.h"
 #include "server/keyspace/filter_maker.h"
 #include "server/metrics/metrics_listener.h"
 #include "server/net/server.h"
@@ -120,6 +121,7 @@ class DeferredFreerScope final : public bloomgate::DeferredFreer {
 
 int main(int argc, char** argv) {
   using namespace bloomgate;
+  RegisterAllCommands();
   if (IsOfflineMode(argc, argv)) return RunOfflineMode(argc, argv);
   CommandLine command_line;
   std::vector<std::pair<std::string, std::string>> overrides;

@@ -22,7 +22,7 @@
 #include "persistence/append_log.h"
 #include "persistence/file_system.h"
 #include "persistence/snapshot_file.h"
-#include "server/context/family_registry.h"
+#include "server/catalogue/family_registry.h"
 #include "server/context/server_context.h"
 #include "server/data_dir.h"
 #include "server/durability/progress.h"

@@ -22,7 +22,7 @@
 //   payload: each used slot's layers' bits / 8 bytes, slot 0 first
 //
 // The boundary is persisted as origin_ms + generation numbers, on the
-// window clock (server/keyspace/clock.h), which equals the wall clock when
+// window clock (server/base/clock.h), which equals the wall clock when
 // the process starts; a loaded filter's generations whose time passed while
 // the server was down are simply not live at the next lookup.
 //

@@ -1,15 +1,15 @@
 // ACL SETUSER / DELUSER / GETUSER / LIST / USERS / WHOAMI / CAT: Redis 7's
-// ACL commands over the users in context/acl_store.h. The permission check
+// ACL commands over the users in access/acl_store.h. The permission check
 // itself is central, in the dispatcher; these only read and change users.
 // Changes are not persisted: as in Redis without an ACL file, users come
 // back from the config file's `users` at start-up.
 #include <algorithm>
 
+#include "server/catalogue/acl_categories.h"
+#include "server/catalogue/command_table.h"
 #include "server/commands/command_context.h"
 #include "server/commands/container_help.h"
 #include "server/commands/errors.h"
-#include "server/context/acl_categories.h"
-#include "server/context/command_table.h"
 
 namespace bloomgate {
 namespace {

@@ -3,7 +3,7 @@
 #include <charconv>
 #include <cmath>
 
-#include "server/context/command_table.h"
+#include "server/catalogue/command_table.h"
 
 namespace bloomgate {
 

@@ -10,8 +10,8 @@
 
 #include <vector>
 
-#include "server/commands/arg_parser.h"
 #include "config/runtime_config.h"
+#include "server/commands/arg_parser.h"
 #include "server/resp/reply_builder.h"
 
 namespace bloomgate {

@@ -13,13 +13,13 @@
 
 #include "filters/count_min_sketch.h"
 #include "filters/key_hash.h"
+#include "server/catalogue/command_table.h"
+#include "server/catalogue/filter_family.h"
 #include "server/commands/arg_parser.h"
 #include "server/commands/chunk_transfer.h"
 #include "server/commands/command_context.h"
 #include "server/commands/errors.h"
 #include "server/commands/filter_lookup.h"
-#include "server/context/command_table.h"
-#include "server/context/filter_family.h"
 
 namespace bloomgate {
 namespace {
@@ -311,7 +311,7 @@ std::string Describe(const AnyFilter& filter) {
 
 }  // namespace
 
-// The family's registration (server/context/family_registry.cc lists it).
+// The family's registration (server/commands/registry.cc registers it).
 const FilterFamily& CountMinSketchFamily() {
   static const FilterFamily family{
       .kind = FilterKind::kCountMinSketch,

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "filters/filter_status.h"
-#include "server/context/client_state.h"
+#include "server/clients/client_state.h"
 #include "server/context/server_context.h"
 #include "server/keyspace/filter_maker.h"
 #include "server/resp/reply_builder.h"

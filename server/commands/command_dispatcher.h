@@ -7,7 +7,7 @@
 #include <span>
 #include <string_view>
 
-#include "server/context/client_state.h"
+#include "server/clients/client_state.h"
 #include "server/context/server_context.h"
 #include "server/resp/reply_builder.h"
 
@@ -23,7 +23,7 @@ namespace bloomgate {
 // to be built off the loop (client.making, CommandContext::MakeFilter): the
 // connection hands it to the FilterMaker and, once made, dispatches the
 // same command again, which takes the filter. kPaused: likewise nothing ran; CLIENT
-// PAUSE holds the command (context/client_pause.h): the connection parks it
+// PAUSE holds the command (clients/client_pause.h): the connection parks it
 // until the pause ends or CLIENT UNPAUSE, then dispatches it again.
 enum class CommandOutcome { kDone, kFailed, kQueued, kParked, kPaused };
 

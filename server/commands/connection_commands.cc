@@ -4,15 +4,15 @@
 
 #include <algorithm>
 
+#include "server/access/auth_throttle.h"
+#include "server/base/log_limiter.h"
+#include "server/catalogue/command_table.h"
 #include "server/commands/arg_parser.h"
 #include "server/commands/command_context.h"
-#include "server/commands/container_help.h"
 #include "server/commands/command_dispatcher.h"
+#include "server/commands/container_help.h"
 #include "server/commands/errors.h"
 #include "server/commands/module_info.h"
-#include "server/context/auth_throttle.h"
-#include "server/context/command_table.h"
-#include "server/context/log_limiter.h"
 
 namespace bloomgate {
 namespace {
@@ -22,7 +22,7 @@ LogLimiter failed_auth_log(/*interval_ms=*/1000);
 // Checks a username/password pair against the ACL users (requirepass is the
 // default user's password). An unknown user, a disabled one and a wrong
 // password get the same reply, as in Redis, and all are throttled per
-// connection and per source address (server/context/auth_throttle.h).
+// connection and per source address (server/access/auth_throttle.h).
 std::optional<std::string_view> Authenticate(CommandContext& ctx, std::string_view user,
                                              std::string_view password) {
   AuthThrottle& throttle = ctx.server.auth_throttle;

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "server/catalogue/command_syntax.h"
 #include "server/commands/command_context.h"
-#include "server/context/command_syntax.h"
 
 namespace bloomgate {
 namespace {

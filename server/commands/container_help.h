@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-#include "server/context/command_table.h"
+#include "server/catalogue/command_table.h"
 
 namespace bloomgate {
 

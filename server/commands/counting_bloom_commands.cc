@@ -14,18 +14,18 @@
 #include <vector>
 
 #include "filters/key_hash.h"
+#include "server/base/clock.h"
+#include "server/catalogue/command_table.h"
+#include "server/catalogue/filter_family.h"
 #include "server/commands/bloom_merge.h"
-#include "server/commands/counting_bloom_ops.h"
-#include "server/commands/windowed_counting_ops.h"
 #include "server/commands/chunk_transfer.h"
 #include "server/commands/command_context.h"
+#include "server/commands/counting_bloom_ops.h"
 #include "server/commands/errors.h"
 #include "server/commands/filter_health_report.h"
 #include "server/commands/filter_lookup.h"
 #include "server/commands/info_reply.h"
-#include "server/context/command_table.h"
-#include "server/context/filter_family.h"
-#include "server/keyspace/clock.h"
+#include "server/commands/windowed_counting_ops.h"
 
 namespace bloomgate {
 
@@ -420,7 +420,7 @@ std::string Describe(const AnyFilter& filter) {
 
 }  // namespace
 
-// The family's registration (server/context/family_registry.cc lists it).
+// The family's registration (server/commands/registry.cc registers it).
 const FilterFamily& CountingBloomFamily() {
   static const FilterFamily family{
       .kind = FilterKind::kCountingBloom,

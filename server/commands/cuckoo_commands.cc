@@ -11,14 +11,14 @@
 #include <vector>
 
 #include "filters/key_hash.h"
+#include "server/catalogue/command_table.h"
+#include "server/catalogue/filter_family.h"
 #include "server/commands/arg_parser.h"
 #include "server/commands/chunk_transfer.h"
 #include "server/commands/command_context.h"
-#include "server/commands/errors.h"
 #include "server/commands/cuckoo_ops.h"
+#include "server/commands/errors.h"
 #include "server/commands/info_reply.h"
-#include "server/context/command_table.h"
-#include "server/context/filter_family.h"
 
 namespace bloomgate {
 namespace {
@@ -453,7 +453,7 @@ std::string Describe(const AnyFilter& filter) {
 
 }  // namespace
 
-// The family's registration (server/context/family_registry.cc lists it).
+// The family's registration (server/commands/registry.cc registers it).
 const FilterFamily& CuckooFamily() {
   static const FilterFamily family{
       .kind = FilterKind::kCuckoo,

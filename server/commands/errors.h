@@ -33,7 +33,7 @@ inline constexpr std::string_view kWrongType =
 inline constexpr std::string_view kNoAuth = "NOAUTH Authentication required.";
 // Redis's text with our name (clients match the LOADING code and retry).
 inline constexpr std::string_view kLoading = "LOADING Bloomgate is loading the dataset in memory";
-// Ours (Redis has no AUTH throttling): see server/context/auth_throttle.h.
+// Ours (Redis has no AUTH throttling): see server/access/auth_throttle.h.
 inline constexpr std::string_view kAuthThrottled =
     "ERR too many failed AUTH attempts from this address; try again later";
 inline constexpr std::string_view kWrongPass =

@@ -1,6 +1,6 @@
 #include "server/commands/filter_lookup.h"
 
-#include "server/keyspace/clock.h"
+#include "server/base/clock.h"
 
 #include "server/commands/command_context.h"
 #include "server/commands/errors.h"

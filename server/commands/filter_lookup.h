@@ -11,10 +11,10 @@
 #include "config/runtime_config.h"
 #include "filters/limits.h"
 #include "filters/memory_budget.h"
-#include "server/context/server_stats.h"
 #include "server/durability/journal.h"
 #include "server/keyspace/key_ref.h"
 #include "server/keyspace/keyspace.h"
+#include "server/stats/server_stats.h"
 
 namespace bloomgate {
 
@@ -33,7 +33,7 @@ struct FilterStore {
   Journal& journal;
   JournalSession& session;
   int64_t now_ms = 0;
-  // The window clock (keyspace/clock.h) that windowed filters age by.
+  // The window clock (base/clock.h) that windowed filters age by.
   int64_t window_now_ms = 0;
   // A write takes the snapshot's copy of a filter before changing it
   // (KeyEntry::TakeSnapshotCopy).

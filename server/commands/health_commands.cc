@@ -2,11 +2,11 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "server/base/log_limiter.h"
+#include "server/catalogue/family_registry.h"
 #include "server/commands/command_context.h"
 #include "server/commands/errors.h"
 #include "server/commands/filter_health_report.h"
-#include "server/context/family_registry.h"
-#include "server/context/log_limiter.h"
 #include "server/context/server_context.h"
 
 namespace bloomgate {

@@ -7,8 +7,8 @@
 #include <span>
 #include <string_view>
 
+#include "server/catalogue/command_table.h"
 #include "server/commands/errors.h"
-#include "server/context/command_table.h"
 #include "server/resp/reply_builder.h"
 
 namespace bloomgate {

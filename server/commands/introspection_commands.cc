@@ -10,16 +10,16 @@
 #include <fstream>
 #include <set>
 
+#include "server/base/glob.h"
+#include "server/catalogue/acl_categories.h"
+#include "server/catalogue/command_table.h"
+#include "server/catalogue/family_registry.h"
 #include "server/commands/arg_parser.h"
 #include "server/commands/command_context.h"
 #include "server/commands/container_help.h"
 #include "server/commands/errors.h"
 #include "server/commands/filter_health_report.h"
 #include "server/commands/module_info.h"
-#include "server/context/acl_categories.h"
-#include "server/context/command_table.h"
-#include "server/context/family_registry.h"
-#include "server/keyspace/glob.h"
 
 namespace bloomgate {
 namespace {
@@ -43,7 +43,7 @@ std::vector<std::string_view> FlagNames(const CommandSpec& spec) {
 // The filter families, which Redis lists as the "bf" module's commands.
 bool IsFilterCommand(const CommandSpec& spec) { return FamilyOfGroup(spec.group) != nullptr; }
 
-// Derived from the row once, by the command table (context/acl_categories.h).
+// Derived from the row once, by the command table (catalogue/acl_categories.h).
 std::vector<std::string_view> AclCategories(const CommandSpec& spec) {
   return AclCategoryList(spec.acl_categories);
 }
@@ -462,7 +462,7 @@ std::string CommandStatsSection(CommandContext& ctx) {
 // Redis 7's "latency_percentiles_usec_<command>:p50=1.003,p99=2.007,p99.9=2.007":
 // per command called since the last RESETSTAT, the percentiles of
 // latency-tracking-info-percentiles in microseconds with three decimals,
-// each the top of its histogram bucket (context/latency_histogram.h).
+// each the top of its histogram bucket (stats/latency_histogram.h).
 // Empty while latency-tracking is off, as in Redis.
 std::string LatencyStatsSection(CommandContext& ctx) {
   std::string text = "# Latencystats\r\n";
@@ -485,7 +485,7 @@ std::string LatencyStatsSection(CommandContext& ctx) {
   return text;
 }
 
-// errorstat_<code>:count=N per error code replied (context/error_stats.h).
+// errorstat_<code>:count=N per error code replied (stats/error_stats.h).
 std::string ErrorStatsSection(CommandContext& ctx) {
   std::string text = "# Errorstats\r\n";
   for (const auto& [code, count] : ctx.server.error_stats.Counts()) {

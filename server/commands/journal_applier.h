@@ -12,7 +12,7 @@
 
 #include "persistence/append_log.h"
 #include "persistence/status.h"
-#include "server/context/client_state.h"
+#include "server/clients/client_state.h"
 
 namespace bloomgate {
 

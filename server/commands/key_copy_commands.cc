@@ -13,10 +13,10 @@
 #include <string>
 
 #include "persistence/dump_payload.h"
+#include "server/catalogue/command_table.h"
 #include "server/commands/arg_parser.h"
 #include "server/commands/command_context.h"
 #include "server/commands/errors.h"
-#include "server/context/command_table.h"
 
 namespace bloomgate {
 namespace {

@@ -5,9 +5,9 @@
 #include <optional>
 #include <random>
 
+#include "server/catalogue/command_table.h"
 #include "server/commands/command_context.h"
 #include "server/commands/errors.h"
-#include "server/context/command_table.h"
 
 namespace bloomgate {
 namespace {

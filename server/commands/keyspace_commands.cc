@@ -3,13 +3,13 @@
 #include <limits>
 #include <vector>
 
+#include "server/base/glob.h"
+#include "server/catalogue/command_table.h"
+#include "server/catalogue/family_registry.h"
 #include "server/commands/arg_parser.h"
 #include "server/commands/command_context.h"
 #include "server/commands/errors.h"
 #include "server/commands/memory_report.h"
-#include "server/context/command_table.h"
-#include "server/context/family_registry.h"
-#include "server/keyspace/glob.h"
 #include "server/keyspace/key_locks.h"
 #include "server/keyspace/lazy_freer.h"
 

@@ -4,9 +4,9 @@
 
 #include <algorithm>
 
+#include "server/base/memory_limit.h"
+#include "server/catalogue/family_registry.h"
 #include "server/commands/command_context.h"
-#include "server/context/family_registry.h"
-#include "server/context/memory_limit.h"
 #include "server/context/server_context.h"
 
 namespace bloomgate {

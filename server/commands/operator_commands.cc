@@ -4,10 +4,10 @@
 #include <bit>
 #include <initializer_list>
 
+#include "server/catalogue/command_table.h"
 #include "server/commands/arg_parser.h"
 #include "server/commands/command_context.h"
 #include "server/commands/errors.h"
-#include "server/context/command_table.h"
 
 namespace bloomgate {
 namespace {

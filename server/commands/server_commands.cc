@@ -4,11 +4,11 @@
 #include <chrono>
 
 #include "config/config_params.h"
+#include "server/base/glob.h"
+#include "server/catalogue/command_table.h"
 #include "server/commands/command_context.h"
 #include "server/commands/container_help.h"
 #include "server/commands/errors.h"
-#include "server/context/command_table.h"
-#include "server/keyspace/glob.h"
 
 namespace bloomgate {
 namespace {

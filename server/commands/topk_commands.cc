@@ -20,13 +20,13 @@
 
 #include "filters/key_hash.h"
 #include "filters/top_k.h"
+#include "server/catalogue/command_table.h"
+#include "server/catalogue/filter_family.h"
 #include "server/commands/arg_parser.h"
 #include "server/commands/chunk_transfer.h"
 #include "server/commands/command_context.h"
 #include "server/commands/errors.h"
 #include "server/commands/filter_lookup.h"
-#include "server/context/command_table.h"
-#include "server/context/filter_family.h"
 
 namespace bloomgate {
 namespace {
@@ -263,7 +263,7 @@ std::string Describe(const AnyFilter& filter) {
 
 }  // namespace
 
-// The family's registration (server/context/family_registry.cc lists it).
+// The family's registration (server/commands/registry.cc registers it).
 const FilterFamily& TopKFamily() {
   static const FilterFamily family{
       .kind = FilterKind::kTopK,

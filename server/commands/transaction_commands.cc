@@ -10,10 +10,10 @@
 #include <algorithm>
 #include <vector>
 
+#include "server/catalogue/command_table.h"
 #include "server/commands/command_context.h"
 #include "server/commands/command_dispatcher.h"
 #include "server/commands/errors.h"
-#include "server/context/command_table.h"
 
 namespace bloomgate {
 namespace {

@@ -8,10 +8,10 @@
 
 #include "filters/filter_health.h"
 #include "filters/windowed_counting_bloom_filter.h"
+#include "server/base/clock.h"
+#include "server/catalogue/filter_family.h"
 #include "server/commands/command_context.h"
 #include "server/commands/info_reply.h"
-#include "server/context/filter_family.h"
-#include "server/keyspace/clock.h"
 
 namespace bloomgate {
 
@@ -99,7 +99,7 @@ std::string Describe(const AnyFilter& filter) {
 
 }  // namespace
 
-// The family's registration (server/context/family_registry.cc lists it).
+// The family's registration (server/commands/registry.cc registers it).
 // No rows: CBF.* (CountingBloomFamily, the same group) serves it.
 const FilterFamily& WindowedCountingBloomFamily() {
   static const FilterFamily family{

@@ -1,6 +1,6 @@
 #include "server/context/server_context.h"
 
-#include "server/context/memory_limit.h"
+#include "server/base/memory_limit.h"
 
 #include <chrono>
 #include <algorithm>

@@ -13,8 +13,8 @@
 #include "config/config_params.h"
 #include "persistence/codec/codec_registry.h"
 #include "persistence/snapshot_file.h"
+#include "server/base/clock.h"
 #include "server/durability/progress_file_system.h"
-#include "server/keyspace/clock.h"
 
 namespace bloomgate {
 namespace {

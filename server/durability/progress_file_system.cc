@@ -4,7 +4,7 @@
 #include <chrono>
 #include <thread>
 
-#include "server/keyspace/clock.h"
+#include "server/base/clock.h"
 
 namespace bloomgate {
 namespace {

@@ -8,7 +8,7 @@
 #include <xxhash.h>
 
 #include "persistence/filter_codec.h"
-#include "server/keyspace/glob.h"
+#include "server/base/glob.h"
 #include "server/keyspace/key_locks.h"
 #include "server/keyspace/key_ref.h"
 #include "server/keyspace/lazy_freer.h"

@@ -30,13 +30,13 @@
 #include "filters/any_filter.h"
 #include "filters/memory_budget.h"
 #include "persistence/codec/codec_registry.h"
-#include "server/keyspace/clock.h"
+#include "server/base/clock.h"
 #include "server/keyspace/key_ref.h"
 
 namespace bloomgate {
 
 // A key's type is its filter family, named by the family's persistent kind
-// (persistence/codec/filter_kind.h); TypeName (server/context/
+// (persistence/codec/filter_kind.h); TypeName (server/catalogue/
 // family_registry.h) gives the name TYPE shows.
 using KeyType = FilterKind;
 

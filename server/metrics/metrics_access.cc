@@ -3,7 +3,7 @@
 #include <array>
 #include <cctype>
 
-#include "server/context/acl_user.h"
+#include "server/access/acl_user.h"
 #include "server/context/server_context.h"
 #include "server/net/admission.h"
 

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "filters/filter_health.h"
-#include "server/context/family_registry.h"
-#include "server/context/memory_limit.h"
+#include "server/base/memory_limit.h"
+#include "server/catalogue/family_registry.h"
 #include "server/context/server_context.h"
 #include "server/metrics/exposition_writer.h"
 

@@ -3,8 +3,8 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "server/context/log_limiter.h"
-#include "server/keyspace/clock.h"
+#include "server/base/clock.h"
+#include "server/base/log_limiter.h"
 #include "server/metrics/metrics_access.h"
 #include "server/metrics/metrics_collector.h"
 

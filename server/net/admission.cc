@@ -2,8 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
-#include "server/context/log_limiter.h"
-#include "server/keyspace/clock.h"
+#include "server/base/clock.h"
+#include "server/base/log_limiter.h"
 
 namespace bloomgate {
 namespace {

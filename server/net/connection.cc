@@ -11,12 +11,12 @@
 #include <type_traits>
 #include <vector>
 
+#include "server/base/log_limiter.h"
+#include "server/clients/client_pause.h"
+#include "server/clients/client_state.h"
+#include "server/clients/monitor_feed.h"
 #include "server/commands/command_dispatcher.h"
 #include "server/commands/errors.h"
-#include "server/context/client_pause.h"
-#include "server/context/client_state.h"
-#include "server/context/log_limiter.h"
-#include "server/context/monitor_feed.h"
 #include "server/context/server_context.h"
 #include "server/net/admission.h"
 #include "server/net/asio_ssl.h"

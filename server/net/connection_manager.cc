@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "server/context/client_state.h"
+#include "server/clients/client_state.h"
 #include "server/context/server_context.h"
 #include "server/net/connection.h"
 

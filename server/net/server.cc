@@ -11,8 +11,8 @@
 #include <thread>
 
 #include "config/bind_address.h"
+#include "server/base/log_limiter.h"
 #include "server/commands/errors.h"
-#include "server/context/log_limiter.h"
 #include "server/net/admission.h"
 #include "server/net/connection.h"
 

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "config/command_line.h"
-#include "server/keyspace/clock.h"
+#include "server/base/clock.h"
 #include "server/tools/resp_client.h"
 
 namespace bloomgate {

@@ -1,4 +1,4 @@
-"""AUTH throttling against the real server (server/context/auth_throttle.h):
+"""AUTH throttling against the real server (server/access/auth_throttle.h):
 a connection is dropped after 10 wrong passwords in a row, and an address
 with 20 failures is refused, even with the right password, for a backoff
 that doubles from 1 s. The figure the issue gave: 20,000 wrong AUTHs on one

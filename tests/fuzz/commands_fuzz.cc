@@ -42,9 +42,10 @@
 #include <vector>
 
 #include "config/server_config.h"
-#include "server/keyspace/clock.h"
+#include "server/base/clock.h"
+#include "server/clients/client_state.h"
 #include "server/commands/command_dispatcher.h"
-#include "server/context/client_state.h"
+#include "server/commands/registry.h"
 #include "server/context/server_context.h"
 #include "server/resp/reply_builder.h"
 #include "tests/fuzz/command_program.h"
@@ -206,6 +207,7 @@ class Harness {
     config.dir = "/nonexistent-fuzz-dir";  // never written: no saves, no log
     config.maxmemory = uint64_t{8} << 20;
     config.max_filter_memory = uint64_t{1} << 20;
+    RegisterAllCommands();
     server_ = std::make_unique<ServerContext>(config, /*workers=*/1);
     client_.authenticated = true;
     g_window_clock_ms = kStartClockMs;

@@ -19,9 +19,9 @@
 #include <thread>
 #include <vector>
 
+#include "fault_file_system.h"
 #include "filters/scalable_bloom_filter.h"
 #include "persistence/byte_io.h"
-#include "fault_file_system.h"
 
 namespace bloomgate {
 namespace {

@@ -6,9 +6,9 @@
 
 #include <string>
 
+#include "server/access/sha256.h"
 #include "server/commands/errors.h"
 #include "server/commands/journal_applier.h"
-#include "server/context/sha256.h"
 #include "session.h"
 
 namespace bloomgate {

@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "server/context/acl_categories.h"
-#include "server/context/acl_user.h"
-#include "server/context/command_table.h"
-#include "server/context/sha256.h"
+#include "server/access/acl_user.h"
+#include "server/access/sha256.h"
+#include "server/catalogue/acl_categories.h"
+#include "server/catalogue/command_table.h"
 
 namespace bloomgate {
 namespace {

@@ -1,5 +1,5 @@
 // AUTH throttling: per connection, per address, and through the commands.
-#include "server/context/auth_throttle.h"
+#include "server/access/auth_throttle.h"
 
 #include <gtest/gtest.h>
 

@@ -11,11 +11,11 @@
 #include "filters/scalable_bloom_filter.h"
 #include "filters/windowed_bloom_filter.h"
 #include "filters/windowed_counting_bloom_filter.h"
+#include "server/base/clock.h"
 #include "server/commands/bloom_merge.h"
 #include "server/commands/bloom_ops.h"
 #include "server/commands/counting_bloom_ops.h"
 #include "server/commands/errors.h"
-#include "server/keyspace/clock.h"
 #include "session.h"
 
 namespace bloomgate {

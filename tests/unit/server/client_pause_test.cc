@@ -3,12 +3,12 @@
 // on expiry while paused. The waiting itself (parked connections, resumed
 // from a timer or UNPAUSE) is the connection's, tested end to end in
 // tests/e2e/test_pause_monitor.py.
-#include "server/context/client_pause.h"
+#include "server/clients/client_pause.h"
 
 #include <gtest/gtest.h>
 
+#include "server/base/clock.h"
 #include "server/commands/errors.h"
-#include "server/keyspace/clock.h"
 #include "server/keyspace/keyspace.h"
 #include "session.h"
 

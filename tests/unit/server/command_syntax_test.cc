@@ -1,10 +1,10 @@
-#include "server/context/command_syntax.h"
+#include "server/catalogue/command_syntax.h"
 
 #include <gtest/gtest.h>
 
 #include <set>
 
-#include "server/context/command_table.h"
+#include "server/catalogue/command_table.h"
 #include "session.h"
 
 namespace bloomgate {
@@ -29,7 +29,7 @@ TEST(CommandSyntax, EveryRowHasALineAndEveryLineARow) {
   for (const CommandSpec* spec : table.all()) {
     rows.insert(spec->full_name);
     EXPECT_NE(FindCommandSyntax(spec->full_name), nullptr)
-        << spec->full_name << " has no line in server/context/command_syntax.cc";
+        << spec->full_name << " has no line in server/catalogue/command_syntax.cc";
   }
   for (const CommandSyntax& syntax : CommandSyntaxTable()) {
     EXPECT_TRUE(rows.count(syntax.command))

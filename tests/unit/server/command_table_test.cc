@@ -1,4 +1,4 @@
-#include "server/context/command_table.h"
+#include "server/catalogue/command_table.h"
 
 #include <gtest/gtest.h>
 

@@ -7,7 +7,7 @@
 
 #include "filters/cuckoo_filter.h"
 #include "filters/limits.h"
-#include "server/keyspace/clock.h"
+#include "server/base/clock.h"
 #include "session.h"
 
 namespace bloomgate {

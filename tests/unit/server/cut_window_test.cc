@@ -18,11 +18,11 @@
 #include <mutex>
 #include <thread>
 
+#include "../config/temp_dir.h"
+#include "durable_session.h"
 #include "persistence/codec/codec_registry.h"
 #include "persistence/filter_codec.h"
 #include "persistence/snapshot_file.h"
-#include "../config/temp_dir.h"
-#include "durable_session.h"
 #include "session.h"
 
 namespace bloomgate::testing {

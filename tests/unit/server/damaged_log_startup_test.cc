@@ -14,10 +14,10 @@
 
 #include "../config/temp_dir.h"
 #include "../persistence/fault_file_system.h"
+#include "durable_session.h"
 #include "persistence/append_log.h"
 #include "server/commands/journal_applier.h"
 #include "server/durability/durability.h"
-#include "durable_session.h"
 
 namespace bloomgate::testing {
 namespace {

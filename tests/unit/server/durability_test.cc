@@ -14,11 +14,11 @@
 
 #include "../config/temp_dir.h"
 #include "../persistence/fault_file_system.h"
+#include "durable_session.h"
 #include "filters/key_hash.h"
 #include "persistence/snapshot_file.h"
 #include "server/commands/journal_applier.h"
 #include "server/durability/durability.h"
-#include "durable_session.h"
 
 namespace bloomgate::testing {
 namespace {

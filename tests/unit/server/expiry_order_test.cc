@@ -16,10 +16,10 @@
 #include <mutex>
 #include <thread>
 
-#include "server/commands/command_dispatcher.h"
-#include "server/context/command_table.h"
 #include "../config/temp_dir.h"
 #include "durable_session.h"
+#include "server/catalogue/command_table.h"
+#include "server/commands/command_dispatcher.h"
 #include "session.h"
 
 namespace bloomgate::testing {

@@ -12,11 +12,11 @@
 #include "filters/counting_bloom_filter.h"
 #include "filters/cuckoo_filter.h"
 #include "filters/scalable_bloom_filter.h"
+#include "server/base/clock.h"
 #include "server/commands/bloom_ops.h"
 #include "server/commands/counting_bloom_ops.h"
 #include "server/commands/cuckoo_ops.h"
 #include "server/commands/errors.h"
-#include "server/keyspace/clock.h"
 #include "session.h"
 
 namespace bloomgate {

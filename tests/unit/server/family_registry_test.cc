@@ -5,7 +5,7 @@
 // persistent formats know is served (else a snapshot could load a key that
 // TYPE cannot name and no command can reach).
 
-#include "server/context/family_registry.h"
+#include "server/catalogue/family_registry.h"
 
 #include <gtest/gtest.h>
 
@@ -13,7 +13,7 @@
 #include <string>
 
 #include "persistence/codec/codec_registry.h"
-#include "server/context/command_table.h"
+#include "server/catalogue/command_table.h"
 
 namespace bloomgate {
 namespace {

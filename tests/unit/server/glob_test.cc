@@ -1,4 +1,4 @@
-#include "server/keyspace/glob.h"
+#include "server/base/glob.h"
 
 #include <gtest/gtest.h>
 

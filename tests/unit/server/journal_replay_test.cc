@@ -10,13 +10,13 @@
 #include <thread>
 
 #include "../config/temp_dir.h"
+#include "../persistence/fault_file_system.h"
+#include "durable_session.h"
 #include "filters/counting_bloom_filter.h"
 #include "filters/cuckoo_filter.h"
-#include "../persistence/fault_file_system.h"
 #include "server/commands/journal_applier.h"
 #include "server/durability/durability.h"
 #include "server/durability/journal.h"
-#include "durable_session.h"
 
 namespace bloomgate::testing {
 namespace {

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "../config/temp_dir.h"
-#include "server/context/memory_limit.h"
+#include "server/base/memory_limit.h"
 
 namespace bloomgate {
 namespace {

@@ -7,7 +7,7 @@
 #include <sstream>
 #include <string>
 
-#include "server/keyspace/clock.h"
+#include "server/base/clock.h"
 #include "server/metrics/metrics_collector.h"
 #include "session.h"
 

@@ -2,7 +2,7 @@
 // what the dispatcher feeds (after the command ran, EXEC's commands before
 // "exec", secrets redacted, admin commands left out). The connection's side
 // (RESP2/RESP3, output limits, threads) is in tests/e2e/test_pause_monitor.py.
-#include "server/context/monitor_feed.h"
+#include "server/clients/monitor_feed.h"
 
 #include <gtest/gtest.h>
 

@@ -8,8 +8,8 @@
 #include <set>
 #include <string>
 
-#include "server/context/latency_histogram.h"
-#include "server/context/slow_log.h"
+#include "server/stats/latency_histogram.h"
+#include "server/stats/slow_log.h"
 #include "session.h"
 
 namespace bloomgate {

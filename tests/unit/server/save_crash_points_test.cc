@@ -21,12 +21,12 @@
 
 #include "../config/temp_dir.h"
 #include "../persistence/fault_file_system.h"
+#include "durable_session.h"
 #include "persistence/append_log.h"
 #include "persistence/snapshot_file.h"
+#include "server/base/clock.h"
 #include "server/commands/journal_applier.h"
 #include "server/durability/durability.h"
-#include "server/keyspace/clock.h"
-#include "durable_session.h"
 
 namespace bloomgate::testing {
 namespace {

@@ -13,8 +13,8 @@
 #include <thread>
 #include <vector>
 
+#include "server/base/clock.h"
 #include "server/commands/errors.h"
-#include "server/keyspace/clock.h"
 #include "session.h"
 
 namespace bloomgate {

@@ -16,8 +16,9 @@
 #include "config/server_config.h"
 #include "filters/cuckoo_filter.h"
 #include "filters/scalable_bloom_filter.h"
+#include "server/clients/client_state.h"
 #include "server/commands/command_dispatcher.h"
-#include "server/context/client_state.h"
+#include "server/commands/registry.h"
 #include "server/context/server_context.h"
 #include "server/keyspace/filter_maker.h"
 #include "server/keyspace/keyspace.h"
@@ -89,6 +90,7 @@ class Session {
 
 // A server with `workers` statistics slots and the given configuration.
 inline std::unique_ptr<ServerContext> MakeServer(ServerConfig config = {}, size_t workers = 2) {
+  RegisterAllCommands();
   return std::make_unique<ServerContext>(std::move(config), workers);
 }
 

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "server/context/sha256.h"
+#include "server/access/sha256.h"
 
 namespace bloomgate {
 namespace {

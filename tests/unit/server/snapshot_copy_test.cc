@@ -5,10 +5,10 @@
 
 #include <memory>
 
-#include "filters/key_hash.h"
-#include "server/commands/errors.h"
 #include "../config/temp_dir.h"
 #include "durable_session.h"
+#include "filters/key_hash.h"
+#include "server/commands/errors.h"
 #include "session.h"
 
 namespace bloomgate::testing {

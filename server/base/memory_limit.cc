@@ -1,4 +1,4 @@
-#include "server/context/memory_limit.h"
+#include "server/base/memory_limit.h"
 
 #include <unistd.h>
 

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "server/context/acl_user.h"
-#include "server/context/client_registry.h"
-#include "server/context/watched_key.h"
+#include "server/access/acl_user.h"
+#include "server/clients/client_registry.h"
+#include "server/clients/watched_key.h"
 #include "server/durability/journal.h"
 #include "server/keyspace/filter_maker.h"
 #include "server/keyspace/keyspace.h"
@@ -30,7 +30,7 @@ struct ClientState {
   bool resp3 = false;
   bool authenticated = false;
   // The ACL user the connection runs as ("default" until AUTH), the copy
-  // published at acl_version (context/acl_store.h); the dispatcher takes the
+  // published at acl_version (access/acl_store.h); the dispatcher takes the
   // new copy when the store's version moves. Null only in tests that build a
   // ClientState by hand: the dispatcher then uses the default user.
   std::shared_ptr<const AclUser> user;

@@ -8,12 +8,19 @@
 #include <span>
 #include <string_view>
 
-#include "server/context/filter_family.h"
+#include "server/catalogue/filter_family.h"
 
 namespace bloomgate {
 
-// Every registered family, in registration order. Built on first use and
-// never changed afterwards, so threads read it without locks.
+// Adds a family. The catalogue names no family: the rooms above register
+// theirs at start-up (commands/registry.cc is the one list), before the
+// registry is first read and before any thread starts. A variant served by
+// another family's rows (FilterFamily::commands == nullptr) registers after
+// that family: FamilyOfGroup gives the first of a group.
+void RegisterFamily(const FilterFamily& family);
+
+// Every registered family, in registration order; never changed once read,
+// so threads read it without locks.
 std::span<const FilterFamily* const> RegisteredFamilies();
 
 // The family with this kind, or null.

@@ -1,4 +1,4 @@
-#include "server/context/error_stats.h"
+#include "server/stats/error_stats.h"
 
 namespace bloomgate {
 

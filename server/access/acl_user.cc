@@ -1,11 +1,11 @@
-#include "server/context/acl_user.h"
+#include "server/access/acl_user.h"
 
 #include <algorithm>
 
-#include "server/context/acl_categories.h"
-#include "server/context/command_table.h"
-#include "server/context/sha256.h"
-#include "server/keyspace/glob.h"
+#include "server/access/sha256.h"
+#include "server/base/glob.h"
+#include "server/catalogue/acl_categories.h"
+#include "server/catalogue/command_table.h"
 
 namespace bloomgate {
 namespace {

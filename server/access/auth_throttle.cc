@@ -1,4 +1,4 @@
-#include "server/context/auth_throttle.h"
+#include "server/access/auth_throttle.h"
 
 #include <algorithm>
 

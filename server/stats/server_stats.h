@@ -15,7 +15,7 @@
 #include <mutex>
 #include <vector>
 
-#include "server/context/latency_histogram.h"
+#include "server/stats/latency_histogram.h"
 
 namespace bloomgate {
 

@@ -1,8 +1,8 @@
-#include "server/context/client_registry.h"
+#include "server/clients/client_registry.h"
 
 #include <fmt/format.h>
 
-#include "server/context/command_table.h"
+#include "server/catalogue/command_table.h"
 #include "server/keyspace/keyspace.h"
 
 namespace bloomgate {

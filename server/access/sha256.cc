@@ -1,4 +1,4 @@
-#include "server/context/sha256.h"
+#include "server/access/sha256.h"
 
 namespace bloomgate {
 namespace {

@@ -1,4 +1,4 @@
-#include "server/context/command_syntax.h"
+#include "server/catalogue/command_syntax.h"
 
 #include <algorithm>
 #include <map>

@@ -16,7 +16,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "server/context/command_syntax.h"
+#include "server/catalogue/command_syntax.h"
 
 namespace bloomgate {
 
@@ -76,28 +76,24 @@ struct CommandSpec {
 
   // Filled in by CommandTable: "client|setname", a dense index used by
   // per-thread statistics and ACL permission bits, and the row's ACL
-  // categories (context/acl_categories.h, derived from the fields above).
+  // categories (catalogue/acl_categories.h, derived from the fields above).
   std::string full_name;
   size_t id = 0;
   const CommandSpec* parent = nullptr;
   uint64_t acl_categories = 0;
   // COMMAND DOCS's arguments, parsed from the command's line in
-  // context/command_syntax.cc; empty when it has none (or no line).
+  // catalogue/command_syntax.cc; empty when it has none (or no line).
   const std::vector<CommandArgument>* arguments = nullptr;
 };
 
-// Each built-in command group lists its rows in its own file; the filter
-// families' rows come from the family registry (family_registry.h).
-std::vector<CommandSpec> ConnectionCommands();
-std::vector<CommandSpec> IntrospectionCommands();
-std::vector<CommandSpec> ServerCommands();
-std::vector<CommandSpec> OperatorCommands();
-std::vector<CommandSpec> KeyspaceCommands();
-std::vector<CommandSpec> KeyInspectionCommands();
-std::vector<CommandSpec> KeyCopyCommands();  // DUMP, RESTORE, COPY
-std::vector<CommandSpec> TransactionCommands();
-std::vector<CommandSpec> HealthCommands();  // BLOOMGATE.HEALTH
-std::vector<CommandSpec> AclCommands();
+// The rows of one command group (connection, keyspace, ...), defined in the
+// group's file in commands/. The catalogue names no group: the rooms above
+// register theirs at start-up (commands/registry.cc is the one list), before
+// the first CommandTable is built and before any thread starts; the list
+// never changes afterwards, so threads read it without locks.
+using CommandRows = std::vector<CommandSpec> (*)();
+void RegisterCommandGroup(CommandRows rows);
+std::span<const CommandRows> RegisteredCommandGroups();
 
 // FNV-1a over ASCII case-folded bytes: the command table hashes the
 // client's bytes where they lie instead of lower-casing a copy first.
@@ -105,8 +101,8 @@ uint64_t AsciiCaseHash(std::string_view text);
 
 class CommandTable {
  public:
-  // Builds the table from the built-in groups and every registered filter
-  // family; the rows are immutable afterwards,
+  // Builds the table from the registered command groups and filter
+  // families; the rows are immutable afterwards,
   // so worker threads read it without locks.
   CommandTable();
 

@@ -1,4 +1,4 @@
-#include "server/context/client_pause.h"
+#include "server/clients/client_pause.h"
 
 #include <algorithm>
 #include <vector>

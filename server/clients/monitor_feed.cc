@@ -1,4 +1,4 @@
-#include "server/context/monitor_feed.h"
+#include "server/clients/monitor_feed.h"
 
 #include <algorithm>
 #include <cstdio>

@@ -1,4 +1,4 @@
-#include "server/context/latency_monitor.h"
+#include "server/stats/latency_monitor.h"
 
 #include <algorithm>
 

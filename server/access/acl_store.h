@@ -20,7 +20,7 @@
 #include <string_view>
 #include <vector>
 
-#include "server/context/acl_user.h"
+#include "server/access/acl_user.h"
 
 namespace bloomgate {
 

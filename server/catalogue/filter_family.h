@@ -1,6 +1,6 @@
 // What the server knows of one filter family, declared once, at the end of
 // the family's commands file (server/commands/<family>_commands.cc), and
-// listed in family_registry.cc. Its persistent half (kind, header, payload,
+// registered by server/commands/registry.cc. Its persistent half (kind, header, payload,
 // whether a snapshot may read it while it is written) is its codec in
 // persistence/codec/.
 #pragma once
@@ -12,7 +12,7 @@
 #include "filters/any_filter.h"
 #include "filters/filter_health.h"
 #include "persistence/codec/filter_kind.h"
-#include "server/context/command_table.h"
+#include "server/catalogue/command_table.h"
 
 namespace bloomgate {
 

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "server/context/watched_key.h"
+#include "server/clients/watched_key.h"
 
 namespace bloomgate {
 

@@ -1,10 +1,10 @@
-#include "server/context/acl_categories.h"
+#include "server/catalogue/acl_categories.h"
 
 #include <cassert>
 #include <string>
 
-#include "server/context/command_table.h"
-#include "server/context/family_registry.h"
+#include "server/catalogue/command_table.h"
+#include "server/catalogue/family_registry.h"
 
 namespace bloomgate {
 namespace {

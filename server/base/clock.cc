@@ -1,4 +1,4 @@
-#include "server/keyspace/clock.h"
+#include "server/base/clock.h"
 
 #include <atomic>
 

@@ -1,6 +1,6 @@
-#include "server/context/acl_store.h"
+#include "server/access/acl_store.h"
 
-#include "server/context/command_table.h"
+#include "server/catalogue/command_table.h"
 
 namespace bloomgate {
 

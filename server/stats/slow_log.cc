@@ -1,4 +1,4 @@
-#include "server/context/slow_log.h"
+#include "server/stats/slow_log.h"
 
 #include <algorithm>
 

@@ -1,10 +1,11 @@
-#include "server/context/command_table.h"
+#include "server/catalogue/command_table.h"
 
 #include <algorithm>
+#include <cassert>
 #include <charconv>
 
-#include "server/context/acl_categories.h"
-#include "server/context/family_registry.h"
+#include "server/catalogue/acl_categories.h"
+#include "server/catalogue/family_registry.h"
 
 namespace bloomgate {
 
@@ -43,10 +44,22 @@ uint64_t AsciiCaseHash(std::string_view text) {
   return hash;
 }
 
+namespace {
+
+std::vector<CommandRows>& Groups() {
+  static std::vector<CommandRows> groups;
+  return groups;
+}
+
+}  // namespace
+
+void RegisterCommandGroup(CommandRows rows) { Groups().push_back(rows); }
+
+std::span<const CommandRows> RegisteredCommandGroups() { return Groups(); }
+
 CommandTable::CommandTable() {
-  for (auto group : {ConnectionCommands, IntrospectionCommands, ServerCommands, OperatorCommands,
-                     KeyspaceCommands, KeyInspectionCommands, KeyCopyCommands, TransactionCommands,
-                     AclCommands, HealthCommands}) {
+  assert(!RegisteredCommandGroups().empty() && "commands/registry.cc registers the groups first");
+  for (CommandRows group : RegisteredCommandGroups()) {
     for (CommandSpec& spec : group()) commands_.push_back(std::move(spec));
   }
   for (const FilterFamily* family : RegisteredFamilies()) {
