@@ -300,7 +300,8 @@ bool CuckooFilter::CopiesFill(const SubFilter& sub, uint8_t fp, uint64_t i1) con
   return all_fp(b1) && all_fp(b2);
 }
 
-FilterStatus CuckooFilter::Insert(uint8_t fp, uint64_t i1, uint64_t* kicks_left) {
+FilterStatus CuckooFilter::Insert(uint8_t fp, uint64_t i1, uint64_t* kicks_left,
+                                  Admission admission) {
   for (uint32_t k = num_filters_; k-- > 0;) {
     if (uint8_t* slot = FreeSlot(filters_[k], fp, i1)) {
       *slot = fp;
@@ -310,8 +311,10 @@ FilterStatus CuckooFilter::Insert(uint8_t fp, uint64_t i1, uint64_t* kicks_left)
   }
   // No kick can help (a kicked copy lands in the other bucket, full of
   // copies too), and the sub-filter before did not either: refuse before
-  // kicking (see the header's "Deliberate difference 0").
-  if (scheme_ == CuckooScheme::kNative && scaling() && num_filters_ >= 2 &&
+  // kicking (see the header's "Deliberate difference 0"). A client rule: a
+  // replay applies what an older build acknowledged (see Add).
+  if (admission == Admission::kClient && scheme_ == CuckooScheme::kNative && scaling() &&
+      num_filters_ >= 2 &&
       CopiesFill(filters_[num_filters_ - 1], fp, i1) &&
       CopiesFill(filters_[num_filters_ - 2], fp, i1)) {
     return FilterStatus::kCopiesFull;
@@ -338,17 +341,18 @@ FilterStatus CuckooFilter::Insert(uint8_t fp, uint64_t i1, uint64_t* kicks_left)
   return FilterStatus::kOk;
 }
 
-FilterStatus CuckooFilter::Add(const KeyHash& h, uint64_t* kicks_left) {
+FilterStatus CuckooFilter::Add(const KeyHash& h, uint64_t* kicks_left, Admission admission) {
   std::unique_lock lock(mutex_);
-  return Insert(FingerprintOf(h), h.hi, kicks_left);
+  return Insert(FingerprintOf(h), h.hi, kicks_left, admission);
 }
 
-FilterStatus CuckooFilter::AddIfAbsent(const KeyHash& h, bool* added, uint64_t* kicks_left) {
+FilterStatus CuckooFilter::AddIfAbsent(const KeyHash& h, bool* added, uint64_t* kicks_left,
+                                       Admission admission) {
   *added = false;
   const uint8_t fp = FingerprintOf(h);
   std::unique_lock lock(mutex_);
   if (Contains(fp, h.hi)) return FilterStatus::kOk;
-  const FilterStatus status = Insert(fp, h.hi, kicks_left);
+  const FilterStatus status = Insert(fp, h.hi, kicks_left, admission);
   *added = status == FilterStatus::kOk;
   return status;
 }

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "filters/admission.h"
 #include "filters/filter_status.h"
 #include "filters/key_hash.h"
 #include "filters/limits.h"
@@ -237,12 +238,20 @@ class CuckooFilter {
   // can, else kFull / kMaxExpansions -- RedisBloom's answers for a full
   // filter. The result depends only on the filter and *kicks_left, so a
   // replay that passes the same budget builds the same filter.
-  FilterStatus Add(const KeyHash& h, uint64_t* kicks_left = nullptr);
+  //
+  // `admission` kAsRecorded (a journal replay, filters/admission.h) skips
+  // the copies rule: a log an older build wrote holds copies it took by
+  // growing. A log of this build holds none the rule refused (a refused
+  // CF.ADD is not journaled, CF.INSERT's record is cut before it), and where
+  // the rule did not fire the insert takes the same steps either way.
+  FilterStatus Add(const KeyHash& h, uint64_t* kicks_left = nullptr,
+                   Admission admission = Admission::kClient);
 
   // CF.ADDNX: if the item is (probably) present, *added = false and kOk;
   // otherwise as Add, with *added = true on kOk. Check and insert are one
   // atomic step (under the exclusive lock).
-  FilterStatus AddIfAbsent(const KeyHash& h, bool* added, uint64_t* kicks_left = nullptr);
+  FilterStatus AddIfAbsent(const KeyHash& h, bool* added, uint64_t* kicks_left = nullptr,
+                           Admission admission = Admission::kClient);
 
   // True if the item's fingerprint is in one of its buckets in any sub-filter.
   bool MayContain(const KeyHash& h) const;
@@ -339,7 +348,7 @@ class CuckooFilter {
   }
   uint8_t* FreeSlot(const SubFilter& sub, uint8_t fp, uint64_t index) const;
   bool Contains(uint8_t fp, uint64_t i1) const;
-  FilterStatus Insert(uint8_t fp, uint64_t i1, uint64_t* kicks_left);
+  FilterStatus Insert(uint8_t fp, uint64_t i1, uint64_t* kicks_left, Admission admission);
   // True iff both of the item's buckets in `sub` hold nothing but `fp`.
   bool CopiesFill(const SubFilter& sub, uint8_t fp, uint64_t i1) const;
   // At most `max_kicks` kicks; returns how many it made in *kicks_made.

@@ -162,7 +162,9 @@ void AddOne(CommandContext& ctx, bool only_if_absent) {
   bool added = false;
   CuckooStatus status = FindOrCreateCuckoo(store, ctx.Key(ctx.args[1]), /*create=*/true,
                                            /*capacity=*/std::nullopt, &entry);
-  if (status == CuckooStatus::kOk) status = AddCuckooItem(*entry, ctx.args[2], only_if_absent, &added);
+  if (status == CuckooStatus::kOk) {
+    status = AddCuckooItem(*entry, ctx.args[2], only_if_absent, store.admission, &added);
+  }
   if (status != CuckooStatus::kOk) {
     Fail(ctx, status);
     return;
@@ -221,7 +223,7 @@ void InsertMany(CommandContext& ctx, bool only_if_absent) {
     return;
   }
   const std::span<const std::string_view> items = parser.Rest();
-  CuckooInsertResult result = InsertCuckooItems(*entry, items, only_if_absent);
+  CuckooInsertResult result = InsertCuckooItems(*entry, items, only_if_absent, store.admission);
   const bool stopped = result.status != CuckooStatus::kOk;
   ctx.reply.ArrayHeader(result.results.size() + (stopped ? 1 : 0));
   for (CuckooInsert one : result.results) {

@@ -131,13 +131,14 @@ CuckooStatus FindOrCreateCuckoo(FilterStore& store, const KeyRef& key, bool crea
 }
 
 CuckooStatus AddCuckooItem(KeyEntry& entry, std::string_view item, bool only_if_absent,
-                           bool* added) {
+                           Admission admission, bool* added) {
   CuckooFilter& filter = *entry.get<CuckooFilter>();
   *added = true;
   const KeyHash hash = filter.Hash(item);
   uint64_t kicks_left = CommandKickBudget(1);  // filters/limits.h
-  const FilterStatus status = only_if_absent ? filter.AddIfAbsent(hash, added, &kicks_left)
-                                             : filter.Add(hash, &kicks_left);
+  const FilterStatus status = only_if_absent
+                                  ? filter.AddIfAbsent(hash, added, &kicks_left, admission)
+                                  : filter.Add(hash, &kicks_left, admission);
   if (status != FilterStatus::kOk) {
     *added = false;
     return CuckooAddStatus(status);
@@ -151,7 +152,7 @@ CuckooStatus AddCuckooItem(KeyEntry& entry, std::string_view item, bool only_if_
 }
 
 CuckooInsertResult InsertCuckooItems(KeyEntry& entry, std::span<const std::string_view> items,
-                                     bool only_if_absent) {
+                                     bool only_if_absent, Admission admission) {
   CuckooFilter& filter = *entry.get<CuckooFilter>();
   CuckooInsertResult result;
   result.results.reserve(items.size());
@@ -163,8 +164,8 @@ CuckooInsertResult InsertCuckooItems(KeyEntry& entry, std::span<const std::strin
     kicks_left += kKicksPerItem;
     const KeyHash hash = filter.Hash(item);
     const CuckooStatus status =
-        CuckooAddStatus(only_if_absent ? filter.AddIfAbsent(hash, &added, &kicks_left)
-                                       : filter.Add(hash, &kicks_left));
+        CuckooAddStatus(only_if_absent ? filter.AddIfAbsent(hash, &added, &kicks_left, admission)
+                                       : filter.Add(hash, &kicks_left, admission));
     if (status == CuckooStatus::kFull || status == CuckooStatus::kMaxExpansions) {
       result.results.push_back(CuckooInsert::kNoRoom);
     } else if (status != CuckooStatus::kOk) {

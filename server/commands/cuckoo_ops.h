@@ -67,9 +67,10 @@ CuckooStatus FindOrCreateCuckoo(FilterStore& store, const KeyRef& key, bool crea
                                 std::optional<uint64_t> capacity, EntryPtr* entry);
 
 // CF.ADD (always a new fingerprint) or CF.ADDNX (only if the item tests
-// absent): *added says whether one went in.
+// absent): *added says whether one went in. `admission`: the store's
+// (a replay applies copies an older build took, filters/admission.h).
 CuckooStatus AddCuckooItem(KeyEntry& entry, std::string_view item, bool only_if_absent,
-                           bool* added);
+                           Admission admission, bool* added);
 
 // Per item of CF.INSERT / CF.INSERTNX: added, already there (NX), no room.
 enum class CuckooInsert : int8_t { kAdded = 1, kPresent = 0, kNoRoom = -1 };
@@ -82,7 +83,7 @@ struct CuckooInsertResult {
 // Inserts items in order; a full filter is a per-item kNoRoom, running out
 // of memory stops there.
 CuckooInsertResult InsertCuckooItems(KeyEntry& entry, std::span<const std::string_view> items,
-                                     bool only_if_absent);
+                                     bool only_if_absent, Admission admission);
 
 // Deletes one fingerprint of `item`; whether there was one.
 bool DeleteCuckooItem(KeyEntry& entry, std::string_view item);

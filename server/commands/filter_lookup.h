@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "config/runtime_config.h"
+#include "filters/admission.h"
 #include "filters/limits.h"
 #include "filters/memory_budget.h"
 #include "server/context/server_stats.h"
@@ -39,6 +40,9 @@ struct FilterStore {
   // (KeyEntry::TakeSnapshotCopy).
   bool write = false;
   WorkerCounters* counters = nullptr;  // keyspace hits / misses; may be null
+  // kAsRecorded for a journal replay (session.replaying): client-only rules
+  // do not judge it again (filters/admission.h).
+  Admission admission = Admission::kClient;
 };
 
 // The store of a running command: its server, client session, time, and

@@ -261,11 +261,14 @@ TEST_F(FamilyOps, CuckooAddNxDeleteAndCompact) {
   EntryPtr entry;
   ASSERT_EQ(FindOrCreateCuckoo(store, Key("cf"), true, std::nullopt, &entry), CuckooStatus::kOk);
   bool added = false;
-  EXPECT_EQ(AddCuckooItem(*entry, "a", /*only_if_absent=*/true, &added), CuckooStatus::kOk);
+  EXPECT_EQ(AddCuckooItem(*entry, "a", /*only_if_absent=*/true, Admission::kClient, &added),
+            CuckooStatus::kOk);
   EXPECT_TRUE(added);
-  EXPECT_EQ(AddCuckooItem(*entry, "a", /*only_if_absent=*/true, &added), CuckooStatus::kOk);
+  EXPECT_EQ(AddCuckooItem(*entry, "a", /*only_if_absent=*/true, Admission::kClient, &added),
+            CuckooStatus::kOk);
   EXPECT_FALSE(added) << "NX: a is there";
-  EXPECT_EQ(AddCuckooItem(*entry, "a", /*only_if_absent=*/false, &added), CuckooStatus::kOk);
+  EXPECT_EQ(AddCuckooItem(*entry, "a", /*only_if_absent=*/false, Admission::kClient, &added),
+            CuckooStatus::kOk);
   EXPECT_TRUE(added) << "CF.ADD always adds a fingerprint";
   EXPECT_EQ(entry->get<CuckooFilter>()->Count(entry->get<CuckooFilter>()->Hash("a")), 2u);
   EXPECT_TRUE(DeleteCuckooItem(*entry, "a"));
@@ -287,7 +290,8 @@ TEST_F(FamilyOps, CuckooInsertsIntoAFullNonScalingFilterSayNoRoomPerItem) {
   std::vector<std::string> names;
   for (int i = 0; i < 16; ++i) names.push_back("item" + std::to_string(i));
   for (const std::string& name : names) items.push_back(name);
-  CuckooInsertResult result = InsertCuckooItems(*entry, items, /*only_if_absent=*/false);
+  CuckooInsertResult result =
+      InsertCuckooItems(*entry, items, /*only_if_absent=*/false, Admission::kClient);
   EXPECT_EQ(result.status, CuckooStatus::kOk) << "no room is per item, not a stop";
   ASSERT_EQ(result.results.size(), items.size());
   size_t in = 0, no_room = 0;
@@ -301,7 +305,7 @@ TEST_F(FamilyOps, CuckooInsertsIntoAFullNonScalingFilterSayNoRoomPerItem) {
   EXPECT_EQ(entry->get<CuckooFilter>()->Info().items, in);
 
   bool added = true;
-  EXPECT_EQ(AddCuckooItem(*entry, "one more", false, &added), CuckooStatus::kFull);
+  EXPECT_EQ(AddCuckooItem(*entry, "one more", false, Admission::kClient, &added), CuckooStatus::kFull);
   EXPECT_FALSE(added);
 }
 
