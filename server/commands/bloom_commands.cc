@@ -43,13 +43,15 @@ namespace {
 // Each parses, calls the ops of bloom_ops.h, maps a status to its text with
 // BloomStatusText and replies.
 
-// A failed status as the command's reply.
-void Fail(CommandContext& ctx, BloomStatus status) { ctx.Fail(BloomStatusText(status)); }
+// A failed status as the command's reply; a memory refusal says its limit.
+void Fail(CommandContext& ctx, BloomStatus status, const MemoryRefusal& refusal = {}) {
+  ctx.Fail(BloomFailureText(status, refusal));
+}
 
 // The error that stopped a multi-item add, inside its array reply.
-std::optional<std::string_view> StoppedBy(const BloomAddResult& result) {
+std::optional<std::string> StoppedBy(const BloomAddResult& result) {
   if (result.status == BloomStatus::kOk) return std::nullopt;
-  return BloomStatusText(result.status);
+  return BloomFailureText(result.status, result.refusal);
 }
 
 // Has the journal record the adds that took effect rather than the command:
@@ -70,12 +72,16 @@ BloomAddResult FindAndAdd(CommandContext& ctx, const CreateRule& rule,
   BloomAddResult result;
   result.status = FindOrCreateBloom(store, ctx.Key(ctx.args[1]), rule, &entry);
   *found = result.status == BloomStatus::kOk;
-  if (!*found) return result;
+  if (!*found) {
+    result.refusal = store.refusal;
+    return result;
+  }
   if (entry->get<WindowedBloomFilter>() != nullptr) {
     WindowAddResult added = AddWindowedItems(*entry, items, store.window_now_ms);
     WindowAddedEffect(ctx.args[1], items, added, &ctx.effect_bytes, &ctx.effect);
     if (ctx.effect.empty()) ctx.skip_journal = true;
     result.status = added.status;
+    result.refusal = added.refusal;
     result.added = std::move(added.added);
     return result;
   }
@@ -105,7 +111,7 @@ void CmdReserve(CommandContext& ctx) {
   FilterStore store = StoreFor(ctx);
   if (BloomStatus status = ReserveBloom(store, ctx.Key(ctx.args[1]), params);
       status != BloomStatus::kOk) {
-    Fail(ctx, status);
+    Fail(ctx, status, store.refusal);
     return;
   }
   ctx.skip_journal = true;  // the creation record in the log says it all
@@ -117,7 +123,7 @@ void CmdAdd(CommandContext& ctx) {
   bool found = false;
   BloomAddResult result = FindAndAdd(ctx, CreateRule{}, ctx.args.subspan(2, 1), &found);
   if (result.status != BloomStatus::kOk) {
-    Fail(ctx, result.status);
+    Fail(ctx, result.status, result.refusal);
     return;
   }
   ctx.reply.Bool(result.added[0]);
@@ -128,7 +134,7 @@ void CmdMAdd(CommandContext& ctx) {
   bool found = false;
   BloomAddResult result = FindAndAdd(ctx, CreateRule{}, ctx.args.subspan(2), &found);
   if (!found) {
-    Fail(ctx, result.status);
+    Fail(ctx, result.status, result.refusal);
     return;
   }
   ReplyBoolsThenError(ctx.reply, result.added, StoppedBy(result));
@@ -147,7 +153,7 @@ void CmdInsert(CommandContext& ctx) {
   bool found = false;
   BloomAddResult result = FindAndAdd(ctx, rule, parser.Rest(), &found);
   if (!found) {
-    Fail(ctx, result.status);
+    Fail(ctx, result.status, result.refusal);
     return;
   }
   ReplyBoolsThenError(ctx.reply, result.added, StoppedBy(result));

@@ -12,6 +12,7 @@
 #include "filters/admission.h"
 #include "filters/limits.h"
 #include "filters/memory_budget.h"
+#include "filters/memory_refusal.h"
 #include "server/context/server_stats.h"
 #include "server/durability/journal.h"
 #include "server/keyspace/key_ref.h"
@@ -43,6 +44,9 @@ struct FilterStore {
   // kAsRecorded for a journal replay (session.replaying): client-only rules
   // do not judge it again (filters/admission.h).
   Admission admission = Admission::kClient;
+  // Filled by an op whose creation the memory limits refused: which limit
+  // and the figures, for the handler's text (errors::MemoryRefused).
+  MemoryRefusal refusal;
 };
 
 // The store of a running command: its server, client session, time, and
