@@ -109,8 +109,41 @@ void CmdReserve(CommandContext& ctx) {
     return;
   }
   FilterStore store = StoreFor(ctx);
-  if (BloomStatus status = ReserveBloom(store, ctx.Key(ctx.args[1]), params);
-      status != BloomStatus::kOk) {
+  const KeyRef key = ctx.Key(ctx.args[1]);
+  const uint64_t bytes = BloomBytesEstimate(params);
+  if (params.window_ms == 0 && params.error_rate >= kMinBloomErrorRate &&
+      bytes >= FilterMaker::kInlineBytes) {
+    // Big enough to build off the loop (FilterMaker), as TOPK.RESERVE: the
+    // key is checked first, the build stored as ReserveBloom would store it.
+    if (const Lookup conflict = ReserveConflict<ScalableBloomFilter>(store, key);
+        conflict != Lookup::kMissing) {
+      Fail(ctx, conflict == Lookup::kFound ? BloomStatus::kItemExists : BloomStatus::kWrongType);
+      return;
+    }
+    std::unique_ptr<ScalableBloomFilter> filter;
+    FilterStatus created = FilterStatus::kOk;
+    MemoryRefusal refusal;
+    if (!ctx.MakeFilter(bytes,
+                        [options = BloomOptionsOf(params), limits = store.limits,
+                         budget = store.budget](std::unique_ptr<ScalableBloomFilter>* out,
+                                                MemoryRefusal* refused) {
+                          return ScalableBloomFilter::Create(options, limits, budget, out,
+                                                             refused);
+                        },
+                        &created, &filter, &refusal)) {
+      return;  // parked: runs again once the filter is made off the loop
+    }
+    if (created != FilterStatus::kOk) {
+      Fail(ctx, BloomCreateStatus(created, refusal), refusal);
+      return;
+    }
+    EntryPtr entry;
+    if (StoreNewFilter(store, key, std::move(filter), /*fail_if_exists=*/true, &entry) !=
+        StoreOutcome::kStored) {
+      Fail(ctx, BloomStatus::kItemExists);  // under this command's key lock: only a bug
+      return;
+    }
+  } else if (BloomStatus status = ReserveBloom(store, key, params); status != BloomStatus::kOk) {
     Fail(ctx, status, store.refusal);
     return;
   }

@@ -1,6 +1,7 @@
 #include "server/commands/bloom_ops.h"
 
 #include <algorithm>
+#include <cmath>
 #include <memory>
 #include <utility>
 
@@ -108,17 +109,29 @@ BloomStatus BloomLookupStatus(Lookup lookup, BloomStatus missing) {
   return missing;
 }
 
-BloomStatus CreateBloom(FilterStore& store, const KeyRef& key, const BloomParams& params,
-                        bool fail_if_exists, EntryPtr* entry) {
-  entry->reset();
-  if (params.error_rate < kMinBloomErrorRate) return BloomStatus::kErrorRateFloor;
-  if (params.window_ms != 0) return CreateWindowedBloom(store, key, params, fail_if_exists, entry);
+ScalableBloomOptions BloomOptionsOf(const BloomParams& params) {
   ScalableBloomOptions options;
   options.error_rate = params.error_rate;
   options.capacity = params.capacity;
   options.expansion = params.expansion;
   options.hash_seed = params.seed;
   options.layout = PreferredBloomLayout(params.error_rate, params.expansion);
+  return options;
+}
+
+uint64_t BloomBytesEstimate(const BloomParams& params) {
+  const double bits_per_item =
+      1.44 * std::log2(1 / std::clamp(params.error_rate, kMinBloomErrorRate, kMaxBloomErrorRate));
+  const double bytes = static_cast<double>(params.capacity) * bits_per_item / 8;
+  return bytes >= 1.8e19 ? UINT64_MAX : static_cast<uint64_t>(bytes);
+}
+
+BloomStatus CreateBloom(FilterStore& store, const KeyRef& key, const BloomParams& params,
+                        bool fail_if_exists, EntryPtr* entry) {
+  entry->reset();
+  if (params.error_rate < kMinBloomErrorRate) return BloomStatus::kErrorRateFloor;
+  if (params.window_ms != 0) return CreateWindowedBloom(store, key, params, fail_if_exists, entry);
+  const ScalableBloomOptions options = BloomOptionsOf(params);
   std::unique_ptr<ScalableBloomFilter> filter;
   if (FilterStatus s =
           ScalableBloomFilter::Create(options, store.limits, store.budget, &filter, &store.refusal);

@@ -81,6 +81,13 @@ BloomStatus CreateBloom(FilterStore& store, const KeyRef& key, const BloomParams
 // anything is allocated, then creates the filter.
 BloomStatus ReserveBloom(FilterStore& store, const KeyRef& key, const BloomParams& params);
 
+// CreateBloom's build half for a scalable (not windowed) filter: the
+// options it builds with, and about how many bytes their first layer takes
+// (1.44 x log2(1/p) bits per item), which decides whether BF.RESERVE builds
+// it off the event loop (CommandContext::MakeFilter).
+ScalableBloomOptions BloomOptionsOf(const BloomParams& params);
+uint64_t BloomBytesEstimate(const BloomParams& params);
+
 // The filter under `key`, created by `rule` (with the config's defaults)
 // when the key is missing and rule.create; NOCREATE on a missing key is
 // kNotFound.
