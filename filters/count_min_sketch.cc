@@ -47,32 +47,34 @@ uint64_t CountMinSketch::BytesFor(uint64_t width, uint64_t depth) {
 }
 
 FilterStatus CountMinSketch::Create(uint64_t width, uint64_t depth, const FilterLimits& limits,
-                                    MemoryBudget* budget, std::unique_ptr<CountMinSketch>* out) {
-  return Restore(width, depth, /*total=*/0, limits, budget, out);
+                                    MemoryBudget* budget, std::unique_ptr<CountMinSketch>* out,
+                                    MemoryRefusal* refusal) {
+  return Restore(width, depth, /*total=*/0, limits, budget, out, refusal);
 }
 
 FilterStatus CountMinSketch::Restore(uint64_t width, uint64_t depth, uint64_t total,
                                      const FilterLimits& limits, MemoryBudget* budget,
-                                     std::unique_ptr<CountMinSketch>* out) {
+                                     std::unique_ptr<CountMinSketch>* out,
+                                     MemoryRefusal* refusal) {
   out->reset();
   if (width < 1 || depth < 1 || width > kMaxCells / depth || total > kMaxTotal) {
     return FilterStatus::kInvalidOptions;
   }
   const uint64_t bytes = BytesFor(width, depth);
-  if (limits.max_filter_bytes != 0 && bytes > limits.max_filter_bytes) {
-    return FilterStatus::kFilterMemoryLimit;
+  if (bytes > SIZE_MAX / 2) return internal::AbsurdSize(bytes, limits, refusal);
+  if (FilterStatus s = internal::CheckAndReserve(bytes, 0, limits, budget, refusal);
+      s != FilterStatus::kOk) {
+    return s;
   }
-  if (bytes > SIZE_MAX / 2) return FilterStatus::kFilterMemoryLimit;
-  if (budget != nullptr && !budget->TryReserve(bytes)) return FilterStatus::kOutOfMemory;
   PendingReservation reservation(budget, bytes);
   const uint64_t words = (width * depth + 1) / 2;
   // Value-initialised: every cell starts at 0.
   std::unique_ptr<std::atomic<uint64_t>[]> cells(
       new (std::nothrow) std::atomic<uint64_t>[static_cast<size_t>(words)]());
-  if (cells == nullptr) return FilterStatus::kOutOfMemory;
+  if (cells == nullptr) return internal::AllocationFailed(bytes, refusal);
   std::unique_ptr<CountMinSketch> sketch(
       new (std::nothrow) CountMinSketch(width, depth, bytes, budget, std::move(cells)));
-  if (sketch == nullptr) return FilterStatus::kOutOfMemory;
+  if (sketch == nullptr) return internal::AllocationFailed(bytes, refusal);
   reservation.Keep();  // the destructor releases memory_bytes_ from here on
   sketch->total_.store(total, std::memory_order_relaxed);
   *out = std::move(sketch);

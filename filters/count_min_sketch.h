@@ -43,6 +43,7 @@
 #include "filters/key_hash.h"
 #include "filters/limits.h"
 #include "filters/memory_budget.h"
+#include "filters/memory_refusal.h"
 
 namespace bloomgate {
 
@@ -69,13 +70,16 @@ class CountMinSketch {
   // width, depth >= 1 and width x depth <= kMaxCells, else kInvalidOptions;
   // memory over limits.max_filter_bytes -> kFilterMemoryLimit; over the
   // budget or a failed allocation -> kOutOfMemory. Every cell 0.
+  // A memory refusal is described in *refusal when given.
   static FilterStatus Create(uint64_t width, uint64_t depth, const FilterLimits& limits,
-                             MemoryBudget* budget, std::unique_ptr<CountMinSketch>* out);
+                             MemoryBudget* budget, std::unique_ptr<CountMinSketch>* out,
+                             MemoryRefusal* refusal = nullptr);
   // For loaders: Create's checks, then total() as given (<= kMaxTotal, else
   // kInvalidOptions); the cells are filled through mutable_words().
   static FilterStatus Restore(uint64_t width, uint64_t depth, uint64_t total,
                               const FilterLimits& limits, MemoryBudget* budget,
-                              std::unique_ptr<CountMinSketch>* out);
+                              std::unique_ptr<CountMinSketch>* out,
+                              MemoryRefusal* refusal = nullptr);
   // Releases memory_bytes() back to the budget.
   ~CountMinSketch();
   CountMinSketch(const CountMinSketch&) = delete;

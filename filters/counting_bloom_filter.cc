@@ -20,7 +20,8 @@ bool IsCounterWidth(uint32_t counter_bits) {
 
 FilterStatus CountingBloomFilter::Create(const CountingBloomOptions& options,
                                          const FilterLimits& limits, MemoryBudget* budget,
-                                         std::unique_ptr<CountingBloomFilter>* out) {
+                                         std::unique_ptr<CountingBloomFilter>* out,
+                                         MemoryRefusal* refusal) {
   out->reset();
   if (!(options.error_rate > 0 && options.error_rate < 1) || options.capacity == 0 ||
       options.expansion > kMaxBloomExpansion || !IsCounterWidth(options.counter_bits)) {
@@ -33,7 +34,8 @@ FilterStatus CountingBloomFilter::Create(const CountingBloomOptions& options,
                    CountingLayoutCells(options.counter_bits,
                                        options.layout.value_or(PreferredCountingLayout(
                                            error_rate, options.expansion))),
-                   /*owner_bytes=*/sizeof(CountingBloomFilter), limits, budget, &first);
+                   /*owner_bytes=*/sizeof(CountingBloomFilter), limits, budget, &first,
+                   refusal);
   return Adopt(status, error_rate, options.expansion, SeedOrNew(options.hash_seed),
                limits, &first, out);
 }
@@ -94,7 +96,7 @@ uint64_t CountingBloomFilter::Count(const KeyHash& h) const {
   return total;
 }
 
-FilterStatus CountingBloomFilter::Add(const KeyHash& h, bool* was_new) {
+FilterStatus CountingBloomFilter::Add(const KeyHash& h, bool* was_new, MemoryRefusal* refusal) {
   *was_new = false;
   const Chain::List* list = &chain_.Load();
   if (Chain::Layer* holder = OldestHolder(*list, h); holder != nullptr) {
@@ -106,7 +108,7 @@ FilterStatus CountingBloomFilter::Add(const KeyHash& h, bool* was_new) {
     newest.cells->Increment(h);
     newest.CountItems(1);
     *was_new = true;
-  });
+  }, refusal);
 }
 
 namespace {
@@ -150,7 +152,8 @@ void CountingBloomFilter::PrefetchLayers(const Chain::List& list, const KeyHash&
 
 template <uint32_t kBits, CounterWrites kWrites>
 FilterStatus CountingBloomFilter::AddOne(const Chain::List** list, const KeyHash& h,
-                                         bool* was_new, PassCounts* pending) {
+                                         bool* was_new, PassCounts* pending,
+                                         MemoryRefusal* refusal) {
   *was_new = false;
   internal::ProbeCells<kBits> cells(h.lo);
   const auto increment = [&](Chain::Layer& layer) {
@@ -187,7 +190,8 @@ FilterStatus CountingBloomFilter::AddOne(const Chain::List** list, const KeyHash
     if (!scaling()) return FilterStatus::kFull;
     // Either we append a layer or another thread already did; loop to
     // re-check the (new) newest layer, which may itself be full by now.
-    if (const FilterStatus status = chain_.Grow(*list, list); status != FilterStatus::kOk) {
+    if (const FilterStatus status = chain_.Grow(*list, list, refusal);
+        status != FilterStatus::kOk) {
       return status;
     }
   }
@@ -195,7 +199,7 @@ FilterStatus CountingBloomFilter::AddOne(const Chain::List** list, const KeyHash
 
 template <uint32_t kBits, CounterWrites kWrites>
 FilterStatus CountingBloomFilter::AddBatchImpl(std::span<const KeyHash> hashes, bool* was_new,
-                                               size_t* done) {
+                                               size_t* done, MemoryRefusal* refusal) {
   *done = 0;
   PassCounts pending;
   size_t start = 0;
@@ -206,7 +210,7 @@ FilterStatus CountingBloomFilter::AddBatchImpl(std::span<const KeyHash> hashes, 
     FilterStatus status = FilterStatus::kOk;
     size_t i = start;
     for (; i < end; ++i) {
-      status = AddOne<kBits, kWrites>(&list, hashes[i], &was_new[i], &pending);
+      status = AddOne<kBits, kWrites>(&list, hashes[i], &was_new[i], &pending, refusal);
       if (status != FilterStatus::kOk) break;
     }
     // One atomic add per layer touched in the pass instead of one per item:
@@ -220,13 +224,15 @@ FilterStatus CountingBloomFilter::AddBatchImpl(std::span<const KeyHash> hashes, 
 }
 
 FilterStatus CountingBloomFilter::AddBatch(std::span<const KeyHash> hashes, bool* was_new,
-                                           size_t* done, CounterWrites writes) {
+                                           size_t* done, CounterWrites writes,
+                                           MemoryRefusal* refusal) {
   if (layout() == CountingLayout::kClassic) {
     // Classic layers have no inline block to gather: Add one item at a time,
     // which is the same filter, item for item (AddBatch's contract).
     *done = 0;
     for (size_t i = 0; i < hashes.size(); ++i) {
-      if (FilterStatus status = Add(hashes[i], &was_new[i]); status != FilterStatus::kOk) {
+      if (FilterStatus status = Add(hashes[i], &was_new[i], refusal);
+          status != FilterStatus::kOk) {
         return status;
       }
       *done = i + 1;
@@ -237,11 +243,11 @@ FilterStatus CountingBloomFilter::AddBatch(std::span<const KeyHash> hashes, bool
   constexpr uint32_t kWide = kCountingBloomWideCounterBits;
   const bool narrow = counter_bits() == kNarrow;
   if (writes == CounterWrites::kExclusive) {
-    return narrow ? AddBatchImpl<kNarrow, CounterWrites::kExclusive>(hashes, was_new, done)
-                  : AddBatchImpl<kWide, CounterWrites::kExclusive>(hashes, was_new, done);
+    return narrow ? AddBatchImpl<kNarrow, CounterWrites::kExclusive>(hashes, was_new, done, refusal)
+                  : AddBatchImpl<kWide, CounterWrites::kExclusive>(hashes, was_new, done, refusal);
   }
-  return narrow ? AddBatchImpl<kNarrow, CounterWrites::kShared>(hashes, was_new, done)
-                : AddBatchImpl<kWide, CounterWrites::kShared>(hashes, was_new, done);
+  return narrow ? AddBatchImpl<kNarrow, CounterWrites::kShared>(hashes, was_new, done, refusal)
+                : AddBatchImpl<kWide, CounterWrites::kShared>(hashes, was_new, done, refusal);
 }
 
 bool CountingBloomFilter::Remove(const KeyHash& h) {

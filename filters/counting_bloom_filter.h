@@ -214,9 +214,11 @@ class CountingBloomFilter : public ChainedFilter<CountingBloomLayerTraits> {
   //    limits.max_filter_bytes -> kFilterMemoryLimit;
   //  - not enough room in *budget, or the allocation fails -> kOutOfMemory.
   // On failure nothing stays reserved and *out is reset. `budget` may be
-  // nullptr; otherwise it must outlive the filter. Never throws.
+  // nullptr; otherwise it must outlive the filter. Never throws. A memory
+  // refusal is described in *refusal when given, as for growth below.
   static FilterStatus Create(const CountingBloomOptions& options, const FilterLimits& limits,
-                             MemoryBudget* budget, std::unique_ptr<CountingBloomFilter>* out);
+                             MemoryBudget* budget, std::unique_ptr<CountingBloomFilter>* out,
+                             MemoryRefusal* refusal = nullptr);
 
   // For loaders (persistence/filter_codec.cc): a filter with exactly these
   // layers, oldest first, every counter zero and each layer's net item count
@@ -250,7 +252,7 @@ class CountingBloomFilter : public ChainedFilter<CountingBloomLayerTraits> {
   // full, and the item is new); or, when a layer must be appended,
   // kTooManyLayers / kFilterMemoryLimit / kOutOfMemory, in which case nothing
   // changed. *was_new is false on any status but kOk.
-  FilterStatus Add(const KeyHash& h, bool* was_new);
+  FilterStatus Add(const KeyHash& h, bool* was_new, MemoryRefusal* refusal = nullptr);
 
   // CBF.MADD: as Add for each item in order, stopping at the first non-kOk
   // status (that item is not added); *done is how many items were handled
@@ -268,7 +270,8 @@ class CountingBloomFilter : public ChainedFilter<CountingBloomLayerTraits> {
   // CounterWrites (blocked_counting_bloom.h); kExclusive only for a caller
   // that no other Add, AddBatch or Remove of this filter can run beside.
   FilterStatus AddBatch(std::span<const KeyHash> hashes, bool* was_new, size_t* done,
-                        CounterWrites writes = CounterWrites::kShared);
+                        CounterWrites writes = CounterWrites::kShared,
+                        MemoryRefusal* refusal = nullptr);
   // Items per pass for a filter of `layers` layers: kBatchPassLines lines in
   // flight at most (1 layer: 128 items, 16 layers: 8), at least 4 items; as
   // ScalableBloomFilter's batches.
@@ -336,10 +339,11 @@ class CountingBloomFilter : public ChainedFilter<CountingBloomLayerTraits> {
   // it, *list the list to start from (updated when it grows).
   struct PassCounts;
   template <uint32_t kBits, CounterWrites kWrites>
-  FilterStatus AddBatchImpl(std::span<const KeyHash> hashes, bool* was_new, size_t* done);
+  FilterStatus AddBatchImpl(std::span<const KeyHash> hashes, bool* was_new, size_t* done,
+                            MemoryRefusal* refusal);
   template <uint32_t kBits, CounterWrites kWrites>
   FilterStatus AddOne(const Chain::List** list, const KeyHash& h, bool* was_new,
-                      PassCounts* pending);
+                      PassCounts* pending, MemoryRefusal* refusal);
   static void PrefetchLayers(const Chain::List& list, const KeyHash& h);
 };
 

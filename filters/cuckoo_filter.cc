@@ -15,6 +15,8 @@
 namespace bloomgate {
 namespace {
 
+using internal::AllocationFailed;
+using internal::CheckAndReserve;
 using internal::PendingReservation;
 using internal::SaturatingAdd;
 using internal::SaturatingMul;
@@ -39,10 +41,16 @@ uint64_t CountInBucket(const uint8_t* bucket, uint32_t bucket_size, uint8_t fp) 
   return n;
 }
 
+// A sub-filter of more buckets than any filter may have (kMaxCuckooBuckets).
+FilterStatus AbsurdSize(const FilterLimits& limits, MemoryRefusal* refusal) {
+  return internal::AbsurdSize(UINT64_MAX, limits, refusal);
+}
+
 }  // namespace
 
 FilterStatus CuckooFilter::Create(const CuckooFilterOptions& options, const FilterLimits& limits,
-                                  MemoryBudget* budget, std::unique_ptr<CuckooFilter>* out) {
+                                  MemoryBudget* budget, std::unique_ptr<CuckooFilter>* out,
+                                  MemoryRefusal* refusal) {
   out->reset();
   if (options.bucket_size < 1 || options.bucket_size > kMaxCuckooBucketSize ||
       options.max_iterations < 1 || options.max_iterations > kMaxCuckooIterations ||
@@ -54,9 +62,9 @@ FilterStatus CuckooFilter::Create(const CuckooFilterOptions& options, const Filt
   }
   // RedisBloom: numBuckets = getNextN2(capacity / bucketSize), >= 2 here.
   const uint64_t per_bucket = options.capacity / options.bucket_size;
-  if (per_bucket > kMaxCuckooBuckets) return FilterStatus::kFilterMemoryLimit;
+  if (per_bucket > kMaxCuckooBuckets) return AbsurdSize(limits, refusal);
   const uint64_t base_buckets = NextPowerOfTwo(per_bucket);
-  if (base_buckets > kMaxCuckooBuckets) return FilterStatus::kFilterMemoryLimit;
+  if (base_buckets > kMaxCuckooBuckets) return AbsurdSize(limits, refusal);
   // 0 stays 0 (non-scaling), as getNextN2(0) wraps back to 0 in RedisBloom.
   const uint32_t expansion =
       options.expansion == 0 ? 0 : static_cast<uint32_t>(NextPowerOfTwo(options.expansion));
@@ -67,19 +75,22 @@ FilterStatus CuckooFilter::Create(const CuckooFilterOptions& options, const Filt
   const uint64_t first_bytes =
       object_bytes + sizeof(SubFilter) + base_buckets * options.bucket_size;  // < 2^64
   if (limits.max_filter_bytes != 0 && first_bytes > limits.max_filter_bytes) {
-    return FilterStatus::kFilterMemoryLimit;
+    return CheckAndReserve(first_bytes, 0, limits, nullptr, refusal);  // describes the refusal
   }
-  if (budget != nullptr && !budget->TryReserve(object_bytes)) return FilterStatus::kOutOfMemory;
+  if (FilterStatus s = CheckAndReserve(object_bytes, 0, limits, budget, refusal);
+      s != FilterStatus::kOk) {
+    return s;
+  }
   PendingReservation reservation(budget, object_bytes);
   std::unique_ptr<CuckooFilter> filter(new (std::nothrow) CuckooFilter(
       options, expansion, base_buckets,
       options.scheme == CuckooScheme::kRedisBloom ? 0 : SeedOrNew(options.hash_seed), limits,
       budget, /*bytes=*/object_bytes));
-  if (filter == nullptr) return FilterStatus::kOutOfMemory;
+  if (filter == nullptr) return AllocationFailed(object_bytes, refusal);
   reservation.Keep();  // the filter's destructor releases memory_bytes_ from here on
   // No other thread can see the filter yet; the lock is for form (and TSan).
   std::unique_lock lock(filter->mutex_);
-  const FilterStatus status = filter->Grow();
+  const FilterStatus status = filter->Grow(refusal);
   lock.unlock();
   if (status != FilterStatus::kOk) return status;  // ~CuckooFilter releases what it holds
   *out = std::move(filter);
@@ -195,28 +206,27 @@ CuckooFilter::~CuckooFilter() {
   if (budget_ != nullptr) budget_->Release(memory_bytes_);
 }
 
-FilterStatus CuckooFilter::Grow() {
+FilterStatus CuckooFilter::Grow(MemoryRefusal* refusal) {
   const uint32_t index = num_filters_;
   // n_k = n_0 x expansion^k, saturating: an absurd size is refused below.
   uint64_t growth = 1;
   for (uint32_t i = 0; i < index; ++i) growth = SaturatingMul(growth, expansion_);
   const uint64_t buckets = SaturatingMul(base_buckets_, growth);
-  if (buckets > kMaxCuckooBuckets) return FilterStatus::kFilterMemoryLimit;
+  if (buckets > kMaxCuckooBuckets) return AbsurdSize(limits_, refusal);
   const uint64_t slot_bytes = buckets * bucket_size_;  // <= 2^56 * 255 < 2^64
   const bool new_array = num_filters_ == filters_capacity_;
   const uint64_t cost = slot_bytes + (new_array ? sizeof(SubFilter) : 0);
-  if (limits_.max_filter_bytes != 0 &&
-      SaturatingAdd(memory_bytes_, cost) > limits_.max_filter_bytes) {
-    return FilterStatus::kFilterMemoryLimit;
+  if (FilterStatus s = CheckAndReserve(cost, memory_bytes_, limits_, budget_, refusal);
+      s != FilterStatus::kOk) {
+    return s;
   }
-  if (budget_ != nullptr && !budget_->TryReserve(cost)) return FilterStatus::kOutOfMemory;
   PendingReservation reservation(budget_, cost);
 
-  if (slot_bytes > PTRDIFF_MAX) return FilterStatus::kOutOfMemory;
+  if (slot_bytes > PTRDIFF_MAX) return AllocationFailed(cost, refusal);
   // Value-initialised: zeroed (all slots empty) and resident from the start,
   // so what the budget counts is what the process holds.
   std::unique_ptr<uint8_t[]> slots(new (std::nothrow) uint8_t[static_cast<size_t>(slot_bytes)]());
-  if (slots == nullptr) return FilterStatus::kOutOfMemory;
+  if (slots == nullptr) return AllocationFailed(cost, refusal);
   if (new_array) {
     // One more entry, exactly: growth is rare and bounded by max_expansions.
     std::unique_ptr<SubFilter[]> grown(new (std::nothrow) SubFilter[filters_capacity_ + 1]);
@@ -300,7 +310,8 @@ bool CuckooFilter::CopiesFill(const SubFilter& sub, uint8_t fp, uint64_t i1) con
   return all_fp(b1) && all_fp(b2);
 }
 
-FilterStatus CuckooFilter::Insert(uint8_t fp, uint64_t i1, uint64_t* kicks_left) {
+FilterStatus CuckooFilter::Insert(uint8_t fp, uint64_t i1, uint64_t* kicks_left,
+                                  Admission admission, MemoryRefusal* refusal) {
   for (uint32_t k = num_filters_; k-- > 0;) {
     if (uint8_t* slot = FreeSlot(filters_[k], fp, i1)) {
       *slot = fp;
@@ -310,8 +321,10 @@ FilterStatus CuckooFilter::Insert(uint8_t fp, uint64_t i1, uint64_t* kicks_left)
   }
   // No kick can help (a kicked copy lands in the other bucket, full of
   // copies too), and the sub-filter before did not either: refuse before
-  // kicking (see the header's "Deliberate difference 0").
-  if (scheme_ == CuckooScheme::kNative && scaling() && num_filters_ >= 2 &&
+  // kicking (see the header's "Deliberate difference 0"). A client rule: a
+  // replay applies what an older build acknowledged (see Add).
+  if (admission == Admission::kClient && scheme_ == CuckooScheme::kNative && scaling() &&
+      num_filters_ >= 2 &&
       CopiesFill(filters_[num_filters_ - 1], fp, i1) &&
       CopiesFill(filters_[num_filters_ - 2], fp, i1)) {
     return FilterStatus::kCopiesFull;
@@ -330,7 +343,7 @@ FilterStatus CuckooFilter::Insert(uint8_t fp, uint64_t i1, uint64_t* kicks_left)
   }
   if (!scaling()) return FilterStatus::kFull;
   if (num_filters_ >= max_expansions_) return FilterStatus::kMaxExpansions;
-  const FilterStatus status = Grow();
+  const FilterStatus status = Grow(refusal);
   if (status != FilterStatus::kOk) return status;
   // The new sub-filter is empty: bucket i1 has a free slot.
   *FreeSlot(filters_[num_filters_ - 1], fp, i1) = fp;
@@ -338,17 +351,19 @@ FilterStatus CuckooFilter::Insert(uint8_t fp, uint64_t i1, uint64_t* kicks_left)
   return FilterStatus::kOk;
 }
 
-FilterStatus CuckooFilter::Add(const KeyHash& h, uint64_t* kicks_left) {
+FilterStatus CuckooFilter::Add(const KeyHash& h, uint64_t* kicks_left, Admission admission,
+                               MemoryRefusal* refusal) {
   std::unique_lock lock(mutex_);
-  return Insert(FingerprintOf(h), h.hi, kicks_left);
+  return Insert(FingerprintOf(h), h.hi, kicks_left, admission, refusal);
 }
 
-FilterStatus CuckooFilter::AddIfAbsent(const KeyHash& h, bool* added, uint64_t* kicks_left) {
+FilterStatus CuckooFilter::AddIfAbsent(const KeyHash& h, bool* added, uint64_t* kicks_left,
+                                       Admission admission, MemoryRefusal* refusal) {
   *added = false;
   const uint8_t fp = FingerprintOf(h);
   std::unique_lock lock(mutex_);
   if (Contains(fp, h.hi)) return FilterStatus::kOk;
-  const FilterStatus status = Insert(fp, h.hi, kicks_left);
+  const FilterStatus status = Insert(fp, h.hi, kicks_left, admission, refusal);
   *added = status == FilterStatus::kOk;
   return status;
 }

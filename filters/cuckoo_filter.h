@@ -8,7 +8,9 @@
 #include <string_view>
 #include <vector>
 
+#include "filters/admission.h"
 #include "filters/filter_status.h"
+#include "filters/memory_refusal.h"
 #include "filters/key_hash.h"
 #include "filters/limits.h"
 #include "filters/memory_budget.h"
@@ -199,8 +201,11 @@ class CuckooFilter {
   //  - not enough room in *budget, or the allocation fails -> kOutOfMemory.
   // On failure nothing stays reserved and *out is reset. `budget` may be
   // nullptr; otherwise it must outlive the filter. Never throws.
+  // A memory refusal (here or in a growth) is described in *refusal when
+  // given (filters/memory_refusal.h).
   static FilterStatus Create(const CuckooFilterOptions& options, const FilterLimits& limits,
-                             MemoryBudget* budget, std::unique_ptr<CuckooFilter>* out);
+                             MemoryBudget* budget, std::unique_ptr<CuckooFilter>* out,
+                             MemoryRefusal* refusal = nullptr);
 
   // For loaders (persistence/filter_codec.cc): a filter of exactly `shape`,
   // every slot empty and items()/deletes() as given; fill the slots through
@@ -237,12 +242,21 @@ class CuckooFilter {
   // can, else kFull / kMaxExpansions -- RedisBloom's answers for a full
   // filter. The result depends only on the filter and *kicks_left, so a
   // replay that passes the same budget builds the same filter.
-  FilterStatus Add(const KeyHash& h, uint64_t* kicks_left = nullptr);
+  //
+  // `admission` kAsRecorded (a journal replay, filters/admission.h) skips
+  // the copies rule: a log an older build wrote holds copies it took by
+  // growing. A log of this build holds none the rule refused (a refused
+  // CF.ADD is not journaled, CF.INSERT's record is cut before it), and where
+  // the rule did not fire the insert takes the same steps either way.
+  FilterStatus Add(const KeyHash& h, uint64_t* kicks_left = nullptr,
+                   Admission admission = Admission::kClient, MemoryRefusal* refusal = nullptr);
 
   // CF.ADDNX: if the item is (probably) present, *added = false and kOk;
   // otherwise as Add, with *added = true on kOk. Check and insert are one
   // atomic step (under the exclusive lock).
-  FilterStatus AddIfAbsent(const KeyHash& h, bool* added, uint64_t* kicks_left = nullptr);
+  FilterStatus AddIfAbsent(const KeyHash& h, bool* added, uint64_t* kicks_left = nullptr,
+                           Admission admission = Admission::kClient,
+                           MemoryRefusal* refusal = nullptr);
 
   // True if the item's fingerprint is in one of its buckets in any sub-filter.
   bool MayContain(const KeyHash& h) const;
@@ -339,7 +353,8 @@ class CuckooFilter {
   }
   uint8_t* FreeSlot(const SubFilter& sub, uint8_t fp, uint64_t index) const;
   bool Contains(uint8_t fp, uint64_t i1) const;
-  FilterStatus Insert(uint8_t fp, uint64_t i1, uint64_t* kicks_left);
+  FilterStatus Insert(uint8_t fp, uint64_t i1, uint64_t* kicks_left, Admission admission,
+                      MemoryRefusal* refusal);
   // True iff both of the item's buckets in `sub` hold nothing but `fp`.
   bool CopiesFill(const SubFilter& sub, uint8_t fp, uint64_t i1) const;
   // At most `max_kicks` kicks; returns how many it made in *kicks_made.
@@ -348,7 +363,7 @@ class CuckooFilter {
   // The slot kick number `kick` of item i1 evicts: pseudo-random, and
   // recomputable, so a failed insert can retrace its kicks backwards.
   uint32_t VictimSlot(uint64_t seed, uint32_t kick) const;
-  FilterStatus Grow();
+  FilterStatus Grow(MemoryRefusal* refusal);
   void CompactFrom(bool keep_going);
 
   const uint64_t base_buckets_;  // sub-filter 0's bucket count, a power of two

@@ -258,10 +258,11 @@ class LayerChain {
   // `block_cells` cells. Statuses: kFilterMemoryLimit (a layer too large to
   // exist, or owner_bytes + its cost over limits.max_filter_bytes),
   // kOutOfMemory (budget or allocation); on failure *out holds nothing and
-  // nothing stays reserved.
+  // nothing stays reserved. A memory refusal is described in *refusal when
+  // given (filters/memory_refusal.h).
   static FilterStatus Start(uint64_t capacity, double error_rate, uint32_t block_cells,
                             uint64_t owner_bytes, const FilterLimits& limits, MemoryBudget* budget,
-                            Pending* out);
+                            Pending* out, MemoryRefusal* refusal = nullptr);
 
   // A chain of exactly `layers` (oldest first, zeroed cells, the saved item
   // counts). kInvalidOptions unless: expansion <= kMaxBloomExpansion;
@@ -298,15 +299,17 @@ class LayerChain {
   // Appends a layer if `seen` is still the published list; if another thread
   // got there first, appends nothing. *current is the published list
   // afterwards, on every status. kFull when NONSCALING; kTooManyLayers,
-  // kFilterMemoryLimit, kOutOfMemory as in the contract (nothing changed).
-  FilterStatus Grow(const List* seen, const List** current);
+  // kFilterMemoryLimit, kOutOfMemory as in the contract (nothing changed),
+  // described in *refusal when given.
+  FilterStatus Grow(const List* seen, const List** current, MemoryRefusal* refusal = nullptr);
 
   // Runs insert(layer) on the newest layer of *list that has room, growing
   // first when the newest is full; *list is updated to the list it used. The
   // usual "new item" step of a scalable filter. Statuses as Grow (kFull: a
   // full NONSCALING chain); insert is not run on any status but kOk.
   template <typename Insert>
-  FilterStatus InsertIntoNewest(const List** list, Insert&& insert) {
+  FilterStatus InsertIntoNewest(const List** list, Insert&& insert,
+                                MemoryRefusal* refusal = nullptr) {
     for (;;) {
       Layer& newest = (*list)->newest();
       if (newest.HasRoom()) {
@@ -318,7 +321,7 @@ class LayerChain {
       if (!scaling()) return FilterStatus::kFull;
       // Either we append a layer or another thread already did; loop to
       // re-check the (new) newest layer, which may itself be full by now.
-      const FilterStatus status = Grow(*list, list);
+      const FilterStatus status = Grow(*list, list, refusal);
       if (status != FilterStatus::kOk) return status;
     }
   }
@@ -352,7 +355,13 @@ class LayerChain {
   // Checks `bytes` more against the cap (current_bytes held already) and
   // reserves them in the budget; on failure nothing is reserved.
   static FilterStatus Reserve(uint64_t bytes, uint64_t current_bytes, const FilterLimits& limits,
-                              MemoryBudget* budget);
+                              MemoryBudget* budget, MemoryRefusal* refusal = nullptr) {
+    return internal::CheckAndReserve(bytes, current_bytes, limits, budget, refusal);
+  }
+  // A layer too large to exist (its cell count saturated).
+  static FilterStatus AbsurdShape(const FilterLimits& limits, MemoryRefusal* refusal) {
+    return internal::AbsurdSize(UINT64_MAX, limits, refusal);
+  }
   // A new, unpublished list: previous's layers plus one zeroed layer of
   // `shape`, which does not own `previous` yet. nullptr if an allocation
   // fails. Checks and reserves nothing.
@@ -373,17 +382,6 @@ class LayerChain {
 };
 
 // ---------------------------------------------------------------- details ---
-
-template <typename Traits>
-FilterStatus LayerChain<Traits>::Reserve(uint64_t bytes, uint64_t current_bytes,
-                                         const FilterLimits& limits, MemoryBudget* budget) {
-  if (limits.max_filter_bytes != 0 &&
-      internal::SaturatingAdd(current_bytes, bytes) > limits.max_filter_bytes) {
-    return FilterStatus::kFilterMemoryLimit;
-  }
-  if (budget != nullptr && !budget->TryReserve(bytes)) return FilterStatus::kOutOfMemory;
-  return FilterStatus::kOk;
-}
 
 template <typename Traits>
 typename LayerChain<Traits>::LayerPtr LayerChain<Traits>::NewLayer(std::unique_ptr<Cells> cells,
@@ -427,19 +425,20 @@ std::unique_ptr<typename LayerChain<Traits>::List> LayerChain<Traits>::Append(
 template <typename Traits>
 FilterStatus LayerChain<Traits>::Start(uint64_t capacity, double error_rate, uint32_t block_cells,
                                        uint64_t owner_bytes, const FilterLimits& limits,
-                                       MemoryBudget* budget, Pending* out) {
+                                       MemoryBudget* budget, Pending* out, MemoryRefusal* refusal) {
   out->list_.reset();
   const BlockedShape shape = ChooseLayerShape<Traits>(error_rate, capacity, block_cells);
   // A saturated shape (2^61 bytes) can never be allocated: refuse it as the
   // absurd size it is, before asking anyone for memory.
-  if (shape.cells >= MaxBlockedCells(block_cells)) return FilterStatus::kFilterMemoryLimit;
+  if (shape.cells >= MaxBlockedCells(block_cells)) return AbsurdShape(limits, refusal);
   const uint64_t cost = owner_bytes + LayerCost(shape, /*count=*/1);
-  if (FilterStatus s = Reserve(cost, /*current_bytes=*/0, limits, budget); s != FilterStatus::kOk) {
+  if (FilterStatus s = Reserve(cost, /*current_bytes=*/0, limits, budget, refusal);
+      s != FilterStatus::kOk) {
     return s;
   }
   internal::PendingReservation reservation(budget, cost);
   std::unique_ptr<List> list = Append(/*previous=*/nullptr, capacity, error_rate, shape);
-  if (list == nullptr) return FilterStatus::kOutOfMemory;
+  if (list == nullptr) return internal::AllocationFailed(cost, refusal);
   reservation.Keep();  // *out gives it back from here on
   out->Hold(std::move(list), budget, cost, block_cells);
   return FilterStatus::kOk;
@@ -513,7 +512,8 @@ LayerChain<Traits>::~LayerChain() {
 }
 
 template <typename Traits>
-FilterStatus LayerChain<Traits>::Grow(const List* seen, const List** current) {
+FilterStatus LayerChain<Traits>::Grow(const List* seen, const List** current,
+                                      MemoryRefusal* refusal) {
   internal::GrowStripe& stripe = internal::GrowStripeFor(this);
   std::lock_guard<std::mutex> lock(stripe.mutex());
   // Relaxed: layers_ is only stored with this stripe held, which we hold
@@ -531,14 +531,16 @@ FilterStatus LayerChain<Traits>::Grow(const List* seen, const List** current) {
   // chain stuck at a memory limit retries growth on every new item.
   const BlockedShape next_shape =
       stripe.Shape(&ChooseLayerShape<Traits>, error_rate, capacity, block_cells_);
-  if (next_shape.cells >= MaxBlockedCells(block_cells_)) return FilterStatus::kFilterMemoryLimit;
+  if (next_shape.cells >= MaxBlockedCells(block_cells_)) return AbsurdShape(limits_, refusal);
   const uint64_t cost = LayerCost(next_shape, list->count_ + 1);
   // Relaxed: only this thread (holding the mutex) writes memory_bytes_.
   const uint64_t bytes = memory_bytes_.load(std::memory_order_relaxed);
-  if (FilterStatus s = Reserve(cost, bytes, limits_, budget_); s != FilterStatus::kOk) return s;
+  if (FilterStatus s = Reserve(cost, bytes, limits_, budget_, refusal); s != FilterStatus::kOk) {
+    return s;
+  }
   internal::PendingReservation reservation(budget_, cost);
   std::unique_ptr<List> grown = Append(list, capacity, error_rate, next_shape);
-  if (grown == nullptr) return FilterStatus::kOutOfMemory;
+  if (grown == nullptr) return internal::AllocationFailed(cost, refusal);
   reservation.Keep();
 
   grown->previous_.reset(list);  // the new list owns the one it replaces

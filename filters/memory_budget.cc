@@ -6,15 +6,17 @@ namespace bloomgate {
 
 MemoryBudget::MemoryBudget(uint64_t limit_bytes) : limit_(limit_bytes) {}
 
-bool MemoryBudget::TryReserve(uint64_t bytes) {
+bool MemoryBudget::TryReserve(uint64_t bytes, uint64_t* used_seen) {
   // Relaxed: a limit change racing with this reservation may apply to it or
   // not; either answer is one a sequential order would also have given.
   const uint64_t limit = limit_.load(std::memory_order_relaxed);
   // Relaxed: only this counter's own value matters (see the class comment).
   uint64_t used = used_.load(std::memory_order_relaxed);
   for (;;) {
-    if (bytes > UINT64_MAX - used) return false;  // the sum would wrap
-    if (limit != 0 && used + bytes > limit) return false;
+    if (bytes > UINT64_MAX - used || (limit != 0 && used + bytes > limit)) {  // or it would wrap
+      if (used_seen != nullptr) *used_seen = used;
+      return false;
+    }
     // Relaxed on success and failure: the CAS orders this reservation among
     // all others on the same counter, which is all the cap needs; on failure
     // `used` is refreshed with the current value and we re-check the limit.

@@ -26,7 +26,10 @@ class MemoryBudget {
   // Reserves `bytes` if used() + bytes <= limit(); otherwise reserves nothing
   // and returns false. Also false if the sum would overflow 64 bits, even
   // when unlimited (such a request can never be allocated anyway).
-  bool TryReserve(uint64_t bytes);
+  bool TryReserve(uint64_t bytes) { return TryReserve(bytes, nullptr); }
+  // The same; when it refuses, *used_seen (if given) is what the budget held
+  // at the moment it compared (the figure a refusal reports).
+  bool TryReserve(uint64_t bytes, uint64_t* used_seen);
 
   // Gives back bytes from an earlier successful TryReserve.
   void Release(uint64_t bytes);

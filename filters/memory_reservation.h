@@ -2,7 +2,10 @@
 
 #include <cstdint>
 
+#include "filters/filter_status.h"
+#include "filters/limits.h"
 #include "filters/memory_budget.h"
+#include "filters/memory_refusal.h"
 
 namespace bloomgate::internal {
 
@@ -16,6 +19,46 @@ inline uint64_t SaturatingAdd(uint64_t a, uint64_t b) {
 inline uint64_t SaturatingMul(uint64_t a, uint64_t b) {
   uint64_t product;
   return __builtin_mul_overflow(a, b, &product) ? UINT64_MAX : product;
+}
+
+// The one memory check of every creation and growth: `bytes` more for a
+// filter that holds `current_bytes` must keep it within
+// limits.max_filter_bytes (0: no cap) -> kFilterMemoryLimit, then fit the
+// budget (may be nullptr) -> kOutOfMemory; on kOk the bytes are reserved.
+// A refusal is described in *refusal when given; nothing stays reserved.
+inline FilterStatus CheckAndReserve(uint64_t bytes, uint64_t current_bytes,
+                                    const FilterLimits& limits, MemoryBudget* budget,
+                                    MemoryRefusal* refusal) {
+  const uint64_t total = SaturatingAdd(current_bytes, bytes);
+  if (limits.max_filter_bytes != 0 && total > limits.max_filter_bytes) {
+    if (refusal != nullptr) {
+      *refusal = {MemoryRefusal::Limit::kFilterCap, total, limits.max_filter_bytes, 0};
+    }
+    return FilterStatus::kFilterMemoryLimit;
+  }
+  uint64_t used = 0;
+  if (budget != nullptr && !budget->TryReserve(bytes, &used)) {
+    if (refusal != nullptr) *refusal = {MemoryRefusal::Limit::kBudget, bytes, budget->limit(), used};
+    return FilterStatus::kOutOfMemory;
+  }
+  return FilterStatus::kOk;
+}
+
+// A size no filter can have (no allocator could give it, or a count it
+// saturated): refused as over the cap, whatever the cap is.
+inline FilterStatus AbsurdSize(uint64_t bytes, const FilterLimits& limits,
+                               MemoryRefusal* refusal) {
+  if (refusal != nullptr) {
+    *refusal = {MemoryRefusal::Limit::kFilterCap, bytes, limits.max_filter_bytes, 0};
+  }
+  return FilterStatus::kFilterMemoryLimit;
+}
+
+// A failed allocation of `bytes` (new returned null, or a size no allocator
+// can give), as a refusal.
+inline FilterStatus AllocationFailed(uint64_t bytes, MemoryRefusal* refusal) {
+  if (refusal != nullptr) *refusal = {MemoryRefusal::Limit::kAllocation, bytes, 0, 0};
+  return FilterStatus::kOutOfMemory;
 }
 
 // Bytes taken from a MemoryBudget (which may be nullptr: no shared cap), given

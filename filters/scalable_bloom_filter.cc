@@ -10,7 +10,8 @@ namespace bloomgate {
 
 FilterStatus ScalableBloomFilter::Create(const ScalableBloomOptions& options,
                                          const FilterLimits& limits, MemoryBudget* budget,
-                                         std::unique_ptr<ScalableBloomFilter>* out) {
+                                         std::unique_ptr<ScalableBloomFilter>* out,
+                                         MemoryRefusal* refusal) {
   out->reset();
   // Out-of-range options are the caller's to reject with a proper text; here
   // they only must not produce a filter (no NaN, zero or > 32768 shapes that a
@@ -26,7 +27,7 @@ FilterStatus ScalableBloomFilter::Create(const ScalableBloomOptions& options,
       Chain::Start(options.capacity, Chain::FirstErrorRate(error_rate, options.expansion),
                    /*block_cells=*/BloomLayoutCells(options.layout),
                    /*owner_bytes=*/sizeof(ScalableBloomFilter),
-                   limits, budget, &first);
+                   limits, budget, &first, refusal);
   // RedisBloom's hash takes no seed: such a filter's seed stays 0.
   return Adopt(status, error_rate, options.expansion,
                redisbloom ? 0 : SeedOrNew(options.hash_seed),
@@ -110,7 +111,8 @@ void ScalableBloomFilter::MayContainBatch(std::span<const KeyHash> hashes, bool*
 }
 
 FilterStatus ScalableBloomFilter::AddOne(const Chain::List** list, const KeyHash& h, bool* added,
-                                         uint64_t* pending, bool prefetched) {
+                                         uint64_t* pending, bool prefetched,
+                                         MemoryRefusal* refusal) {
   *added = false;
   const Chain::List& seen = **list;
   Chain::Layer* const newest = &seen.newest();
@@ -159,21 +161,21 @@ FilterStatus ScalableBloomFilter::AddOne(const Chain::List** list, const KeyHash
     if (!scaling()) return FilterStatus::kFull;
     // Either we append a layer or another thread already did; loop to
     // re-check the (new) newest layer, which may itself be full by now.
-    const FilterStatus status = chain_.Grow(*list, list);
+    const FilterStatus status = chain_.Grow(*list, list, refusal);
     if (status != FilterStatus::kOk) return status;
   }
 }
 
-FilterStatus ScalableBloomFilter::Add(const KeyHash& h, bool* added) {
+FilterStatus ScalableBloomFilter::Add(const KeyHash& h, bool* added, MemoryRefusal* refusal) {
   const Chain::List* list = &chain_.Load();
   uint64_t pending = 0;
-  const FilterStatus status = AddOne(&list, h, added, &pending, /*prefetched=*/false);
+  const FilterStatus status = AddOne(&list, h, added, &pending, /*prefetched=*/false, refusal);
   if (pending != 0) list->newest().CountItems(pending);
   return status;
 }
 
 FilterStatus ScalableBloomFilter::AddBatch(std::span<const KeyHash> hashes, bool* added,
-                                           size_t* done) {
+                                           size_t* done, MemoryRefusal* refusal) {
   *done = 0;
   size_t start = 0;
   while (start < hashes.size()) {
@@ -186,7 +188,7 @@ FilterStatus ScalableBloomFilter::AddBatch(std::span<const KeyHash> hashes, bool
     FilterStatus status = FilterStatus::kOk;
     size_t i = start;
     for (; i < end; ++i) {
-      status = AddOne(&list, hashes[i], &added[i], &pending, /*prefetched=*/true);
+      status = AddOne(&list, hashes[i], &added[i], &pending, /*prefetched=*/true, refusal);
       if (status != FilterStatus::kOk) break;
     }
     // One atomic add for the pass: with one thread adding, the counter's

@@ -11,6 +11,7 @@
 #include "filters/blocked_bloom.h"
 #include "filters/bloom_layer.h"
 #include "filters/bloom_math.h"
+#include "filters/memory_refusal.h"
 #include "filters/chained_filter.h"
 #include "filters/filter_status.h"
 #include "filters/key_hash.h"
@@ -150,9 +151,11 @@ class ScalableBloomFilter : public ChainedFilter<BloomLayerTraits> {
   //  - not enough room in *budget, or the allocation fails -> kOutOfMemory.
   // On failure nothing stays reserved and *out is reset. `budget` may be
   // nullptr (no shared cap); otherwise it must outlive the filter. `out` must
-  // not be nullptr. Never throws.
+  // not be nullptr. Never throws. A memory refusal is described in *refusal
+  // when given (filters/memory_refusal.h), as for growth below.
   static FilterStatus Create(const ScalableBloomOptions& options, const FilterLimits& limits,
-                             MemoryBudget* budget, std::unique_ptr<ScalableBloomFilter>* out);
+                             MemoryBudget* budget, std::unique_ptr<ScalableBloomFilter>* out,
+                             MemoryRefusal* refusal = nullptr);
 
   // For loaders (persistence/filter_codec.cc): a filter with exactly these
   // layers, oldest first, every bit zero and each layer's items() as given;
@@ -182,7 +185,7 @@ class ScalableBloomFilter : public ChainedFilter<BloomLayerTraits> {
   // Statuses: kOk; kFull (NONSCALING and full); or, when a layer must be
   // appended, kTooManyLayers / kFilterMemoryLimit / kOutOfMemory, in which
   // case the filter is left exactly as it was and the item is not added.
-  FilterStatus Add(const KeyHash& h, bool* added);
+  FilterStatus Add(const KeyHash& h, bool* added, MemoryRefusal* refusal = nullptr);
 
   // Re-applies an add that was acknowledged before (journal replay, and a
   // replica applying its primary's stream), so it is NEVER refused: the item
@@ -216,7 +219,8 @@ class ScalableBloomFilter : public ChainedFilter<BloomLayerTraits> {
   // yet, so a lone client's layers fill exactly as with Add); racing adders
   // may therefore push a layer past its capacity by up to one pass of items
   // each, rather than one item each.
-  FilterStatus AddBatch(std::span<const KeyHash> hashes, bool* added, size_t* done);
+  FilterStatus AddBatch(std::span<const KeyHash> hashes, bool* added, size_t* done,
+                        MemoryRefusal* refusal = nullptr);
   // Items per pass for a filter of `layers` layers: kBatchPassLines lines
   // in flight at most (1 layer: 128 items, 16 layers: 8), at least 4 items.
   static constexpr size_t kBatchPassLines = 128;
@@ -271,7 +275,7 @@ class ScalableBloomFilter : public ChainedFilter<BloomLayerTraits> {
   // it grows): *pending is what has been added to (*list)'s newest layer
   // and not counted yet, for the caller to count.
   FilterStatus AddOne(const Chain::List** list, const KeyHash& h, bool* added, uint64_t* pending,
-                      bool prefetched);
+                      bool prefetched, MemoryRefusal* refusal);
 };
 
 }  // namespace bloomgate

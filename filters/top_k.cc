@@ -24,29 +24,31 @@ uint64_t TopK::FixedBytesFor(uint32_t k, uint32_t width, uint32_t depth) {
 }
 
 FilterStatus TopK::Create(const TopKOptions& options, const FilterLimits& limits,
-                          MemoryBudget* budget, std::unique_ptr<TopK>* out) {
+                          MemoryBudget* budget, std::unique_ptr<TopK>* out,
+                          MemoryRefusal* refusal) {
   out->reset();
   if (options.k < 1 || options.width < 1 || options.depth < 1 || !(options.decay > 0) ||
       !(options.decay <= 1)) {
     return FilterStatus::kInvalidOptions;
   }
   if (uint64_t{options.width} * options.depth > kMaxBuckets) {
-    return FilterStatus::kFilterMemoryLimit;
+    return internal::AbsurdSize(UINT64_MAX, limits, refusal);
   }
   const uint64_t bytes = FixedBytesFor(options.k, options.width, options.depth);
-  if ((limits.max_filter_bytes != 0 && bytes > limits.max_filter_bytes) || bytes > SIZE_MAX / 2) {
-    return FilterStatus::kFilterMemoryLimit;
+  if (bytes > SIZE_MAX / 2) return internal::AbsurdSize(bytes, limits, refusal);
+  if (FilterStatus s = internal::CheckAndReserve(bytes, 0, limits, budget, refusal);
+      s != FilterStatus::kOk) {
+    return s;
   }
-  if (budget != nullptr && !budget->TryReserve(bytes)) return FilterStatus::kOutOfMemory;
   PendingReservation reservation(budget, bytes);
   std::unique_ptr<TopK> topk(new (std::nothrow) TopK(options, bytes, budget));
-  if (topk == nullptr) return FilterStatus::kOutOfMemory;
+  if (topk == nullptr) return internal::AllocationFailed(bytes, refusal);
   reservation.Keep();  // ~TopK releases fixed_bytes_ from here on
   try {
     topk->buckets_.resize(static_cast<size_t>(uint64_t{options.width} * options.depth));
     topk->heap_.resize(options.k);
   } catch (const std::bad_alloc&) {
-    return FilterStatus::kOutOfMemory;  // ~TopK gives the reservation back
+    return internal::AllocationFailed(bytes, refusal);  // ~TopK gives the reservation back
   }
   *out = std::move(topk);
   return FilterStatus::kOk;

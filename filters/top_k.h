@@ -45,6 +45,7 @@
 #include "filters/key_hash.h"
 #include "filters/limits.h"
 #include "filters/memory_budget.h"
+#include "filters/memory_refusal.h"
 
 namespace bloomgate {
 
@@ -82,8 +83,10 @@ class TopK {
   // kInvalidOptions; the buckets and slots over limits.max_filter_bytes ->
   // kFilterMemoryLimit; over the budget or a failed allocation ->
   // kOutOfMemory. Empty buckets and heap.
+  // A memory refusal is described in *refusal when given.
   static FilterStatus Create(const TopKOptions& options, const FilterLimits& limits,
-                             MemoryBudget* budget, std::unique_ptr<TopK>* out);
+                             MemoryBudget* budget, std::unique_ptr<TopK>* out,
+                             MemoryRefusal* refusal = nullptr);
 
   // width x depth buckets at most: 2^60 (8 EiB of 8-byte buckets), far past
   // every byte cap; the bound keeps width x depth x 8 under 2^64 (two u32s

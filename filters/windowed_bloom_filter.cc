@@ -50,11 +50,12 @@ ScalableBloomOptions WindowedBloomFilter::GenerationOptions() const {
 }
 
 FilterStatus WindowedBloomFilter::NewGeneration(bool budgeted,
-                                                std::unique_ptr<ScalableBloomFilter>* out) const {
+                                                std::unique_ptr<ScalableBloomFilter>* out,
+                                                MemoryRefusal* refusal) const {
   FilterLimits limits = limits_;
   if (!budgeted) limits.max_filter_bytes = 0;  // replay never refuses
   return ScalableBloomFilter::Create(GenerationOptions(), limits, budgeted ? budget_ : nullptr,
-                                     out);
+                                     out, refusal);
 }
 
 void WindowedBloomFilter::EnablePreparation() {
@@ -67,7 +68,8 @@ void WindowedBloomFilter::EnablePreparation() {
 
 FilterStatus WindowedBloomFilter::Create(const WindowedBloomOptions& options, int64_t now_ms,
                                          const FilterLimits& limits, MemoryBudget* budget,
-                                         std::unique_ptr<WindowedBloomFilter>* out) {
+                                         std::unique_ptr<WindowedBloomFilter>* out,
+                                         MemoryRefusal* refusal) {
   out->reset();
   if (FilterStatus s = Check(options); s != FilterStatus::kOk) return s;
   const uint64_t seed = options.hash_seed ? *options.hash_seed : NewHashSeed();
@@ -77,7 +79,7 @@ FilterStatus WindowedBloomFilter::Create(const WindowedBloomOptions& options, in
       budget));
   if (filter == nullptr) return FilterStatus::kOutOfMemory;
   std::unique_ptr<ScalableBloomFilter> first;
-  if (FilterStatus s = filter->NewGeneration(/*budgeted=*/true, &first); s != FilterStatus::kOk) {
+  if (FilterStatus s = filter->NewGeneration(/*budgeted=*/true, &first, refusal); s != FilterStatus::kOk) {
     return s;
   }
   filter->gens_.SetFirst(std::move(first));
@@ -130,7 +132,8 @@ FilterStatus WindowedBloomFilter::AdvanceToGeneration(uint64_t target, bool budg
 }
 
 FilterStatus WindowedBloomFilter::Add(const KeyHash& h, int64_t now_ms, bool* seen,
-                                      uint64_t* generation, bool* added_to_generation) {
+                                      uint64_t* generation, bool* added_to_generation,
+                                      MemoryRefusal* refusal) {
   *seen = false;
   *added_to_generation = false;
   const uint64_t target = GenerationAt(now_ms);
@@ -150,7 +153,7 @@ FilterStatus WindowedBloomFilter::Add(const KeyHash& h, int64_t now_ms, bool* se
       }
     }
     bool added = false;
-    if (FilterStatus s = slot.filter->Add(h, &added); s != FilterStatus::kOk) return s;
+    if (FilterStatus s = slot.filter->Add(h, &added, refusal); s != FilterStatus::kOk) return s;
     if (!found) slot.new_items.fetch_add(1, std::memory_order_relaxed);
     *seen = found;
     *generation = current;

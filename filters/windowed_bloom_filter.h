@@ -79,7 +79,8 @@ class WindowedBloomFilter {
   // (AlignedWindowOrigin, window_generations.h), the filter's origin.
   static FilterStatus Create(const WindowedBloomOptions& options, int64_t now_ms,
                              const FilterLimits& limits, MemoryBudget* budget,
-                             std::unique_ptr<WindowedBloomFilter>* out);
+                             std::unique_ptr<WindowedBloomFilter>* out,
+                             MemoryRefusal* refusal = nullptr);
 
   // For loaders: a filter with these parameters, its origin and current
   // generation, and `slots` (exactly generations + 1 of them, slot i holding
@@ -108,8 +109,9 @@ class WindowedBloomFilter {
   // journal; *added_to_generation: it flipped a bit there. On a failed
   // status (a new layer or a fresh generation refused by the limits) nothing
   // changed.
+  // A layer refused for memory is described in *refusal when given.
   FilterStatus Add(const KeyHash& h, int64_t now_ms, bool* seen, uint64_t* generation,
-                   bool* added_to_generation);
+                   bool* added_to_generation, MemoryRefusal* refusal = nullptr);
 
   // Re-applies an acknowledged add into `generation` (advancing to it
   // first), never refused: fresh generations that the budget refuses are
@@ -166,7 +168,8 @@ class WindowedBloomFilter {
 
   static FilterStatus Check(const WindowedBloomOptions& options);
   ScalableBloomOptions GenerationOptions() const;
-  FilterStatus NewGeneration(bool budgeted, std::unique_ptr<ScalableBloomFilter>* out) const;
+  FilterStatus NewGeneration(bool budgeted, std::unique_ptr<ScalableBloomFilter>* out,
+                             MemoryRefusal* refusal = nullptr) const;
   // Has the ring build each next generation ahead (window_generations.h).
   void EnablePreparation();
   // Moves the current generation to `target`; `budgeted` false for replay.

@@ -50,11 +50,12 @@ CountingBloomOptions WindowedCountingBloomFilter::GenerationOptions() const {
 }
 
 FilterStatus WindowedCountingBloomFilter::NewGeneration(
-    bool budgeted, std::unique_ptr<CountingBloomFilter>* out) const {
+    bool budgeted, std::unique_ptr<CountingBloomFilter>* out,
+    MemoryRefusal* refusal) const {
   FilterLimits limits = limits_;
   if (!budgeted) limits.max_filter_bytes = 0;  // replay never refuses
   return CountingBloomFilter::Create(GenerationOptions(), limits, budgeted ? budget_ : nullptr,
-                                     out);
+                                     out, refusal);
 }
 
 void WindowedCountingBloomFilter::EnablePreparation() {
@@ -67,7 +68,8 @@ void WindowedCountingBloomFilter::EnablePreparation() {
 
 FilterStatus WindowedCountingBloomFilter::Create(
     const WindowedCountingBloomOptions& options, int64_t now_ms, const FilterLimits& limits,
-    MemoryBudget* budget, std::unique_ptr<WindowedCountingBloomFilter>* out) {
+    MemoryBudget* budget, std::unique_ptr<WindowedCountingBloomFilter>* out,
+    MemoryRefusal* refusal) {
   out->reset();
   if (FilterStatus s = Check(options); s != FilterStatus::kOk) return s;
   const uint64_t seed = options.hash_seed ? *options.hash_seed : NewHashSeed();
@@ -77,7 +79,7 @@ FilterStatus WindowedCountingBloomFilter::Create(
       budget));
   if (filter == nullptr) return FilterStatus::kOutOfMemory;
   std::unique_ptr<CountingBloomFilter> first;
-  if (FilterStatus s = filter->NewGeneration(/*budgeted=*/true, &first); s != FilterStatus::kOk) {
+  if (FilterStatus s = filter->NewGeneration(/*budgeted=*/true, &first, refusal); s != FilterStatus::kOk) {
     return s;
   }
   filter->gens_.SetFirst(std::move(first));
@@ -132,7 +134,8 @@ uint64_t WindowedCountingBloomFilter::CountIn(const std::vector<Gens::Slot>& slo
 }
 
 FilterStatus WindowedCountingBloomFilter::Add(const KeyHash& h, int64_t now_ms, bool* was_new,
-                                              uint64_t* count, uint64_t* generation) {
+                                              uint64_t* count, uint64_t* generation,
+                                              MemoryRefusal* refusal) {
   *was_new = false;
   *count = 0;
   if (FilterStatus s = AdvanceToGeneration(GenerationAt(now_ms), /*budgeted=*/true);
@@ -151,7 +154,7 @@ FilterStatus WindowedCountingBloomFilter::Add(const KeyHash& h, int64_t now_ms, 
     }
     bool new_to_generation = false;
     Gens::Slot& slot = slots[current % slots.size()];
-    if (FilterStatus s = slot.filter->Add(h, &new_to_generation); s != FilterStatus::kOk) {
+    if (FilterStatus s = slot.filter->Add(h, &new_to_generation, refusal); s != FilterStatus::kOk) {
       return s;
     }
     *was_new = !seen;

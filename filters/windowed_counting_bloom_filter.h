@@ -74,7 +74,8 @@ class WindowedCountingBloomFilter {
   // whole period (AlignedWindowOrigin), the origin.
   static FilterStatus Create(const WindowedCountingBloomOptions& options, int64_t now_ms,
                              const FilterLimits& limits, MemoryBudget* budget,
-                             std::unique_ptr<WindowedCountingBloomFilter>* out);
+                             std::unique_ptr<WindowedCountingBloomFilter>* out,
+                             MemoryRefusal* refusal = nullptr);
 
   // For loaders: as WindowedBloomFilter::Restore (options.hash_seed set,
   // n + 1 slots, the current one present, each generation hashing with the
@@ -96,8 +97,9 @@ class WindowedCountingBloomFilter {
   // (CBF.INCR's reply); *generation: where it went, for the journal. On a
   // failed status (a fresh generation or a new layer refused by the limits)
   // nothing changed.
+  // A layer refused for memory is described in *refusal when given.
   FilterStatus Add(const KeyHash& h, int64_t now_ms, bool* was_new, uint64_t* count,
-                   uint64_t* generation);
+                   uint64_t* generation, MemoryRefusal* refusal = nullptr);
 
   // Re-applies an acknowledged add into `generation` (advancing to it
   // first; a fresh generation the budget refuses is made outside it). An
@@ -158,7 +160,8 @@ class WindowedCountingBloomFilter {
 
   static FilterStatus Check(const WindowedCountingBloomOptions& options);
   CountingBloomOptions GenerationOptions() const;
-  FilterStatus NewGeneration(bool budgeted, std::unique_ptr<CountingBloomFilter>* out) const;
+  FilterStatus NewGeneration(bool budgeted, std::unique_ptr<CountingBloomFilter>* out,
+                             MemoryRefusal* refusal = nullptr) const;
   // Has the ring build each next generation ahead (window_generations.h).
   void EnablePreparation();
   FilterStatus AdvanceToGeneration(uint64_t target, bool budgeted);

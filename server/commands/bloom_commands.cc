@@ -43,13 +43,15 @@ namespace {
 // Each parses, calls the ops of bloom_ops.h, maps a status to its text with
 // BloomStatusText and replies.
 
-// A failed status as the command's reply.
-void Fail(CommandContext& ctx, BloomStatus status) { ctx.Fail(BloomStatusText(status)); }
+// A failed status as the command's reply; a memory refusal says its limit.
+void Fail(CommandContext& ctx, BloomStatus status, const MemoryRefusal& refusal = {}) {
+  ctx.Fail(BloomFailureText(status, refusal));
+}
 
 // The error that stopped a multi-item add, inside its array reply.
-std::optional<std::string_view> StoppedBy(const BloomAddResult& result) {
+std::optional<std::string> StoppedBy(const BloomAddResult& result) {
   if (result.status == BloomStatus::kOk) return std::nullopt;
-  return BloomStatusText(result.status);
+  return BloomFailureText(result.status, result.refusal);
 }
 
 // Has the journal record the adds that took effect rather than the command:
@@ -70,12 +72,16 @@ BloomAddResult FindAndAdd(CommandContext& ctx, const CreateRule& rule,
   BloomAddResult result;
   result.status = FindOrCreateBloom(store, ctx.Key(ctx.args[1]), rule, &entry);
   *found = result.status == BloomStatus::kOk;
-  if (!*found) return result;
+  if (!*found) {
+    result.refusal = store.refusal;
+    return result;
+  }
   if (entry->get<WindowedBloomFilter>() != nullptr) {
     WindowAddResult added = AddWindowedItems(*entry, items, store.window_now_ms);
     WindowAddedEffect(ctx.args[1], items, added, &ctx.effect_bytes, &ctx.effect);
     if (ctx.effect.empty()) ctx.skip_journal = true;
     result.status = added.status;
+    result.refusal = added.refusal;
     result.added = std::move(added.added);
     return result;
   }
@@ -103,9 +109,42 @@ void CmdReserve(CommandContext& ctx) {
     return;
   }
   FilterStore store = StoreFor(ctx);
-  if (BloomStatus status = ReserveBloom(store, ctx.Key(ctx.args[1]), params);
-      status != BloomStatus::kOk) {
-    Fail(ctx, status);
+  const KeyRef key = ctx.Key(ctx.args[1]);
+  const uint64_t bytes = BloomBytesEstimate(params);
+  if (params.window_ms == 0 && params.error_rate >= kMinBloomErrorRate &&
+      bytes >= FilterMaker::kInlineBytes) {
+    // Big enough to build off the loop (FilterMaker), as TOPK.RESERVE: the
+    // key is checked first, the build stored as ReserveBloom would store it.
+    if (const Lookup conflict = ReserveConflict<ScalableBloomFilter>(store, key);
+        conflict != Lookup::kMissing) {
+      Fail(ctx, conflict == Lookup::kFound ? BloomStatus::kItemExists : BloomStatus::kWrongType);
+      return;
+    }
+    std::unique_ptr<ScalableBloomFilter> filter;
+    FilterStatus created = FilterStatus::kOk;
+    MemoryRefusal refusal;
+    if (!ctx.MakeFilter(bytes,
+                        [options = BloomOptionsOf(params), limits = store.limits,
+                         budget = store.budget](std::unique_ptr<ScalableBloomFilter>* out,
+                                                MemoryRefusal* refused) {
+                          return ScalableBloomFilter::Create(options, limits, budget, out,
+                                                             refused);
+                        },
+                        &created, &filter, &refusal)) {
+      return;  // parked: runs again once the filter is made off the loop
+    }
+    if (created != FilterStatus::kOk) {
+      Fail(ctx, BloomCreateStatus(created, refusal), refusal);
+      return;
+    }
+    EntryPtr entry;
+    if (StoreNewFilter(store, key, std::move(filter), /*fail_if_exists=*/true, &entry) !=
+        StoreOutcome::kStored) {
+      Fail(ctx, BloomStatus::kItemExists);  // under this command's key lock: only a bug
+      return;
+    }
+  } else if (BloomStatus status = ReserveBloom(store, key, params); status != BloomStatus::kOk) {
+    Fail(ctx, status, store.refusal);
     return;
   }
   ctx.skip_journal = true;  // the creation record in the log says it all
@@ -117,7 +156,7 @@ void CmdAdd(CommandContext& ctx) {
   bool found = false;
   BloomAddResult result = FindAndAdd(ctx, CreateRule{}, ctx.args.subspan(2, 1), &found);
   if (result.status != BloomStatus::kOk) {
-    Fail(ctx, result.status);
+    Fail(ctx, result.status, result.refusal);
     return;
   }
   ctx.reply.Bool(result.added[0]);
@@ -128,7 +167,7 @@ void CmdMAdd(CommandContext& ctx) {
   bool found = false;
   BloomAddResult result = FindAndAdd(ctx, CreateRule{}, ctx.args.subspan(2), &found);
   if (!found) {
-    Fail(ctx, result.status);
+    Fail(ctx, result.status, result.refusal);
     return;
   }
   ReplyBoolsThenError(ctx.reply, result.added, StoppedBy(result));
@@ -147,7 +186,7 @@ void CmdInsert(CommandContext& ctx) {
   bool found = false;
   BloomAddResult result = FindAndAdd(ctx, rule, parser.Rest(), &found);
   if (!found) {
-    Fail(ctx, result.status);
+    Fail(ctx, result.status, result.refusal);
     return;
   }
   ReplyBoolsThenError(ctx.reply, result.added, StoppedBy(result));

@@ -1,6 +1,7 @@
 #include "server/commands/bloom_ops.h"
 
 #include <algorithm>
+#include <cmath>
 #include <memory>
 #include <utility>
 
@@ -17,7 +18,10 @@ std::string_view ToString(BloomStatus status) {
     case BloomStatus::kNotFound: return "not found";
     case BloomStatus::kWrongType: return "wrong type";
     case BloomStatus::kItemExists: return "item exists";
+    case BloomStatus::kCreateOverFilterMemory: return "create over max-filter-memory";
+    case BloomStatus::kCreateOverMaxmemory: return "create over maxmemory";
     case BloomStatus::kCreateFailed: return "create failed";
+    case BloomStatus::kGrowOverFilterMemory: return "growth over max-filter-memory";
     case BloomStatus::kNonScalingFull: return "non-scaling full";
     case BloomStatus::kOutOfMemory: return "out of memory";
     case BloomStatus::kSnapshotCopyOom: return "snapshot copy out of memory";
@@ -36,8 +40,12 @@ std::string_view BloomStatusText(BloomStatus status) {
     case BloomStatus::kWrongType: return errors::kWrongType;
     case BloomStatus::kItemExists: return errors::kItemExists;
     // RedisBloom's one text for every creation failure; all are memory
-    // limits, the parameters having been validated before.
+    // limits, the parameters having been validated before
+    // (BloomFailureText adds which one).
+    case BloomStatus::kCreateOverFilterMemory:
+    case BloomStatus::kCreateOverMaxmemory:
     case BloomStatus::kCreateFailed: return errors::kInsufficientMemory;
+    case BloomStatus::kGrowOverFilterMemory: return errors::kProblemInserting;
     case BloomStatus::kNonScalingFull: return errors::kNonScalingFull;
     case BloomStatus::kOutOfMemory: return errors::kOom;
     case BloomStatus::kProblemInserting: return errors::kProblemInserting;
@@ -51,6 +59,26 @@ std::string_view BloomStatusText(BloomStatus status) {
   return errors::kProblemInserting;
 }
 
+std::string BloomFailureText(BloomStatus status, const MemoryRefusal& refusal) {
+  switch (status) {
+    case BloomStatus::kCreateOverFilterMemory:
+    case BloomStatus::kCreateOverMaxmemory:
+    case BloomStatus::kCreateFailed:
+      return errors::MemoryRefused(BloomStatusText(status), refusal, /*growth=*/false);
+    case BloomStatus::kOutOfMemory:
+    case BloomStatus::kGrowOverFilterMemory:
+      return errors::MemoryRefused(BloomStatusText(status), refusal, /*growth=*/true);
+    default: break;
+  }
+  return std::string(BloomStatusText(status));
+}
+
+BloomStatus BloomCreateStatus(FilterStatus status, const MemoryRefusal& refusal) {
+  if (status == FilterStatus::kFilterMemoryLimit) return BloomStatus::kCreateOverFilterMemory;
+  if (refusal.limit == MemoryRefusal::Limit::kBudget) return BloomStatus::kCreateOverMaxmemory;
+  return BloomStatus::kCreateFailed;
+}
+
 BloomStatus BloomAddStatus(FilterStatus status) {
   switch (status) {
     case FilterStatus::kOk:
@@ -62,6 +90,7 @@ BloomStatus BloomAddStatus(FilterStatus status) {
     case FilterStatus::kTooManyLayers:
       return BloomStatus::kTooManyLayers;
     case FilterStatus::kFilterMemoryLimit:
+      return BloomStatus::kGrowOverFilterMemory;
     case FilterStatus::kInvalidOptions:
     case FilterStatus::kMaxExpansions:
     case FilterStatus::kCopiesFull:
@@ -80,21 +109,34 @@ BloomStatus BloomLookupStatus(Lookup lookup, BloomStatus missing) {
   return missing;
 }
 
-BloomStatus CreateBloom(FilterStore& store, const KeyRef& key, const BloomParams& params,
-                        bool fail_if_exists, EntryPtr* entry) {
-  entry->reset();
-  if (params.error_rate < kMinBloomErrorRate) return BloomStatus::kErrorRateFloor;
-  if (params.window_ms != 0) return CreateWindowedBloom(store, key, params, fail_if_exists, entry);
+ScalableBloomOptions BloomOptionsOf(const BloomParams& params) {
   ScalableBloomOptions options;
   options.error_rate = params.error_rate;
   options.capacity = params.capacity;
   options.expansion = params.expansion;
   options.hash_seed = params.seed;
   options.layout = PreferredBloomLayout(params.error_rate, params.expansion);
+  return options;
+}
+
+uint64_t BloomBytesEstimate(const BloomParams& params) {
+  const double bits_per_item =
+      1.44 * std::log2(1 / std::clamp(params.error_rate, kMinBloomErrorRate, kMaxBloomErrorRate));
+  const double bytes = static_cast<double>(params.capacity) * bits_per_item / 8;
+  return bytes >= 1.8e19 ? UINT64_MAX : static_cast<uint64_t>(bytes);
+}
+
+BloomStatus CreateBloom(FilterStore& store, const KeyRef& key, const BloomParams& params,
+                        bool fail_if_exists, EntryPtr* entry) {
+  entry->reset();
+  if (params.error_rate < kMinBloomErrorRate) return BloomStatus::kErrorRateFloor;
+  if (params.window_ms != 0) return CreateWindowedBloom(store, key, params, fail_if_exists, entry);
+  const ScalableBloomOptions options = BloomOptionsOf(params);
   std::unique_ptr<ScalableBloomFilter> filter;
-  if (ScalableBloomFilter::Create(options, store.limits, store.budget, &filter) !=
-      FilterStatus::kOk) {
-    return BloomStatus::kCreateFailed;
+  if (FilterStatus s =
+          ScalableBloomFilter::Create(options, store.limits, store.budget, &filter, &store.refusal);
+      s != FilterStatus::kOk) {
+    return BloomCreateStatus(s, store.refusal);
   }
   return BloomStatusOf(StoreNewFilter(store, key, std::move(filter), fail_if_exists, entry));
 }
@@ -132,7 +174,7 @@ BloomAddResult AddBloomItems(KeyEntry& entry, std::span<const std::string_view> 
     const size_t count = std::min(kBloomBatchItems, items.size() - start);
     for (size_t i = 0; i < count; ++i) hashes[i] = filter.Hash(items[start + i]);
     size_t done = 0;
-    const FilterStatus status = filter.AddBatch({hashes, count}, added, &done);
+    const FilterStatus status = filter.AddBatch({hashes, count}, added, &done, &result.refusal);
     for (size_t i = 0; i < done; ++i) {
       result.added.push_back(added[i]);
       changed |= added[i];

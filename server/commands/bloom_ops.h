@@ -25,10 +25,13 @@ enum class BloomStatus : uint8_t {
   kNotFound,            // no filter under the key where one is needed (NOCREATE, INFO)
   kWrongType,           // the key holds another family
   kItemExists,          // RESERVE of a key that holds a filter
-  kCreateFailed,        // creation refused by the memory limits
+  kCreateOverFilterMemory,  // creation refused: the filter would pass max-filter-memory
+  kCreateOverMaxmemory,     // creation refused: maxmemory has not room for it
+  kCreateFailed,        // creation failed otherwise (the allocation itself)
   kNonScalingFull,      // a non-scaling filter is at capacity and the item is new
-  kOutOfMemory,         // maxmemory refused a new layer
-  kProblemInserting,    // any other failed scale-out (layer or filter-memory limit)
+  kOutOfMemory,         // maxmemory (or the allocator) refused a new layer
+  kGrowOverFilterMemory,  // a new layer would pass max-filter-memory
+  kProblemInserting,    // any other failed scale-out
   kSnapshotCopyOom,     // a write's snapshot copy of the filter does not fit maxmemory
   kMergeMismatch,       // BF.MERGE / CBF.MERGE inputs differ (or one is windowed)
   kTooManyLayers,       // scale-out refused: the filter has kMaxBloomLayers layers
@@ -54,6 +57,12 @@ std::string_view ToString(BloomStatus status);
 // The one place a BloomStatus becomes a client-visible text (errors.h,
 // RedisBloom's wording). kOk has none.
 std::string_view BloomStatusText(BloomStatus status);
+// The text for a failed status with what the memory check said
+// (errors::MemoryRefused): BloomStatusText plus the limit and figures for a
+// memory status, BloomStatusText alone for any other.
+std::string BloomFailureText(BloomStatus status, const MemoryRefusal& refusal);
+// A failed creation's status, from the filter's status and its refusal.
+BloomStatus BloomCreateStatus(FilterStatus status, const MemoryRefusal& refusal);
 
 // How a failed add to a Bloom or counting Bloom layer chain is told.
 BloomStatus BloomAddStatus(FilterStatus status);
@@ -72,6 +81,13 @@ BloomStatus CreateBloom(FilterStore& store, const KeyRef& key, const BloomParams
 // anything is allocated, then creates the filter.
 BloomStatus ReserveBloom(FilterStore& store, const KeyRef& key, const BloomParams& params);
 
+// CreateBloom's build half for a scalable (not windowed) filter: the
+// options it builds with, and about how many bytes their first layer takes
+// (1.44 x log2(1/p) bits per item), which decides whether BF.RESERVE builds
+// it off the event loop (CommandContext::MakeFilter).
+ScalableBloomOptions BloomOptionsOf(const BloomParams& params);
+uint64_t BloomBytesEstimate(const BloomParams& params);
+
 // The filter under `key`, created by `rule` (with the config's defaults)
 // when the key is missing and rule.create; NOCREATE on a missing key is
 // kNotFound.
@@ -80,6 +96,7 @@ BloomStatus FindOrCreateBloom(FilterStore& store, const KeyRef& key, const Creat
 
 struct BloomAddResult {
   BloomStatus status = BloomStatus::kOk;  // why the adds stopped early, if they did
+  MemoryRefusal refusal;                  // ... and for a memory status, its figures
   std::vector<bool> added;                // per item that went in, in order: new to the filter?
 };
 

@@ -42,15 +42,17 @@ EntryPtr FindSketch(CommandContext& ctx, std::string_view key) {
 void CreateAndReply(CommandContext& ctx, uint64_t width, uint64_t depth) {
   std::unique_ptr<CountMinSketch> sketch;
   FilterStatus created = FilterStatus::kOk;
+  MemoryRefusal refusal;
   // Dimensions Create refuses cost nothing to refuse: built "inline".
   const uint64_t bytes = depth != 0 && width <= CountMinSketch::kMaxCells / depth
                              ? CountMinSketch::BytesFor(width, depth) : 0;
   if (!ctx.MakeFilter(bytes,
                       [width, depth, limits = ctx.server.filter_limits(),
-                       budget = &ctx.server.budget](std::unique_ptr<CountMinSketch>* out) {
-                        return CountMinSketch::Create(width, depth, limits, budget, out);
+                       budget = &ctx.server.budget](std::unique_ptr<CountMinSketch>* out,
+                                                    MemoryRefusal* refused) {
+                        return CountMinSketch::Create(width, depth, limits, budget, out, refused);
                       },
-                      &created, &sketch)) {
+                      &created, &sketch, &refusal)) {
     return;  // parked: runs again once the sketch is made off the loop
   }
   switch (created) {
@@ -60,7 +62,7 @@ void CreateAndReply(CommandContext& ctx, uint64_t width, uint64_t depth) {
       ctx.Fail(errors::kCmsInvalidInitArguments);
       return;
     default:  // the per-filter cap, maxmemory or the allocation
-      ctx.Fail(errors::kCmsInsufficientMemory);
+      ctx.Fail(errors::MemoryRefused(errors::kCmsInsufficientMemory, refusal, /*growth=*/false));
       return;
   }
   FilterStore store = StoreFor(ctx);

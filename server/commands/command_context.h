@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "filters/filter_status.h"
+#include "filters/memory_refusal.h"
 #include "server/clients/client_state.h"
 #include "server/context/server_context.h"
 #include "server/keyspace/filter_maker.h"
@@ -24,6 +25,7 @@ class MadeFilterResult : public MadeFilter {
  public:
   using MadeFilter::MadeFilter;
   FilterStatus status = FilterStatus::kOk;
+  MemoryRefusal refusal;  // what the memory check said, for a refused build
   std::unique_ptr<Filter> filter;
 };
 
@@ -34,7 +36,7 @@ class MadeFilterOf final : public MadeFilterResult<Filter> {
       : MadeFilterResult<Filter>(spec), create_(std::move(create)) {}
 
  private:
-  void Build() override { this->status = create_(&this->filter); }
+  void Build() override { this->status = create_(&this->filter, &this->refusal); }
   Create create_;
 };
 
@@ -78,10 +80,11 @@ struct CommandContext {
   bool failed = false;
 
   // Builds a new filter of about `bytes` with `create`, a callable
-  // FilterStatus(std::unique_ptr<Filter>*) that owns what it reads and
+  // FilterStatus(std::unique_ptr<Filter>*, MemoryRefusal*) that owns what it reads and
   // reaches nothing shared but the memory budget (it may run on the filter
   // maker's thread). True, with *status and *filter set, when the filter is
-  // ready: built inline, or made off the loop for this command's first run.
+  // ready: built inline, or made off the loop for this command's first run
+  // (*refusal: what a refused build's memory check said).
   // False when the command must park (see server/keyspace/filter_maker.h):
   // the handler returns at once, having replied and changed nothing, and
   // runs again from the start once the filter is made.
@@ -94,10 +97,11 @@ struct CommandContext {
   // with no maker installed.
   template <typename Filter, typename Create>
   bool MakeFilter(uint64_t bytes, Create create, FilterStatus* status,
-                  std::unique_ptr<Filter>* filter) {
+                  std::unique_ptr<Filter>* filter, MemoryRefusal* refusal) {
     if (client.making != nullptr && client.making->spec() == &spec && client.making->made()) {
       if (auto* made = dynamic_cast<MadeFilterResult<Filter>*>(client.making.get())) {
         *status = made->status;
+        *refusal = made->refusal;
         *filter = std::move(made->filter);
         client.making.reset();
         return true;
@@ -105,7 +109,7 @@ struct CommandContext {
     }
     if (bytes < FilterMaker::kInlineBytes || client.journal.replaying || client.in_exec ||
         CurrentFilterMaker() == nullptr) {
-      *status = create(filter);
+      *status = create(filter, refusal);
       return true;
     }
     client.making = std::make_shared<MadeFilterOf<Filter, Create>>(&spec, std::move(create));

@@ -39,7 +39,10 @@ namespace {
 // Each parses, calls the ops of counting_bloom_ops.h, maps a status to its
 // text with BloomStatusText (the family follows BF.*) and replies.
 
-void Fail(CommandContext& ctx, BloomStatus status) { ctx.Fail(BloomStatusText(status)); }
+// A memory refusal says its limit (BloomFailureText).
+void Fail(CommandContext& ctx, BloomStatus status, const MemoryRefusal& refusal = {}) {
+  ctx.Fail(BloomFailureText(status, refusal));
+}
 
 // A windowed filter's writes are journaled as what they did, each with its
 // generation (kWindowCountEffect), so replay needs no clock; nothing when
@@ -59,7 +62,7 @@ void AddAndReply(CommandContext& ctx, const CreateRule& rule,
   EntryPtr entry;
   if (BloomStatus status = FindOrCreateCounting(store, ctx.Key(ctx.args[1]), rule, &entry);
       status != BloomStatus::kOk) {
-    Fail(ctx, status);
+    Fail(ctx, status, store.refusal);
     return;
   }
   if (entry->get<WindowedCountingBloomFilter>() != nullptr) {
@@ -67,14 +70,14 @@ void AddAndReply(CommandContext& ctx, const CreateRule& rule,
     JournalWindowCount(ctx, items, result, /*deleted=*/false);
     if (single) {
       if (result.status != BloomStatus::kOk) {
-        Fail(ctx, result.status);
+        Fail(ctx, result.status, result.refusal);
       } else {
         ctx.reply.Bool(result.done[0]);
       }
       return;
     }
-    std::optional<std::string_view> error;
-    if (result.status != BloomStatus::kOk) error = BloomStatusText(result.status);
+    std::optional<std::string> error;
+    if (result.status != BloomStatus::kOk) error = BloomFailureText(result.status, result.refusal);
     ReplyBoolsThenError(ctx.reply, result.done, error);
     return;
   }
@@ -89,14 +92,14 @@ void AddAndReply(CommandContext& ctx, const CreateRule& rule,
   }
   if (single) {
     if (result.status != BloomStatus::kOk) {
-      Fail(ctx, result.status);
+      Fail(ctx, result.status, result.refusal);
     } else {
       ctx.reply.Bool(result.added[0]);
     }
     return;
   }
-  std::optional<std::string_view> error;
-  if (result.status != BloomStatus::kOk) error = BloomStatusText(result.status);
+  std::optional<std::string> error;
+  if (result.status != BloomStatus::kOk) error = BloomFailureText(result.status, result.refusal);
   ReplyBoolsThenError(ctx.reply, result.added, error);
 }
 
@@ -164,7 +167,7 @@ void CmdReserve(CommandContext& ctx) {
   FilterStore store = StoreFor(ctx);
   if (BloomStatus status = ReserveCounting(store, ctx.Key(ctx.args[1]), params);
       status != BloomStatus::kOk) {
-    Fail(ctx, status);
+    Fail(ctx, status, store.refusal);
     return;
   }
   ctx.skip_journal = true;  // the creation record in the log says it all
@@ -182,7 +185,7 @@ void CmdIncr(CommandContext& ctx) {
   EntryPtr entry;
   if (BloomStatus status = FindOrCreateCounting(store, ctx.Key(ctx.args[1]), CreateRule{}, &entry);
       status != BloomStatus::kOk) {
-    Fail(ctx, status);
+    Fail(ctx, status, store.refusal);
     return;
   }
   if (entry->get<WindowedCountingBloomFilter>() != nullptr) {
@@ -193,14 +196,14 @@ void CmdIncr(CommandContext& ctx) {
     const bool stopped = result.status != BloomStatus::kOk;
     ctx.reply.ArrayHeader(result.counts.size() + (stopped ? 1 : 0));
     for (uint64_t count : result.counts) ctx.reply.Integer(static_cast<int64_t>(count));
-    if (stopped) ctx.reply.Error(BloomStatusText(result.status));
+    if (stopped) ctx.reply.Error(BloomFailureText(result.status, result.refusal));
     return;
   }
   CountingIncrResult result = IncrCountingItems(*entry, ctx.args.subspan(2));
   const bool stopped = result.status != BloomStatus::kOk;
   ctx.reply.ArrayHeader(result.counts.size() + (stopped ? 1 : 0));
   for (uint64_t count : result.counts) ctx.reply.Integer(static_cast<int64_t>(count));
-  if (stopped) ctx.reply.Error(BloomStatusText(result.status));
+  if (stopped) ctx.reply.Error(BloomFailureText(result.status, result.refusal));
 }
 
 void CmdAdd(CommandContext& ctx) { AddAndReply(ctx, CreateRule{}, ctx.args.subspan(2), true); }

@@ -36,9 +36,10 @@ BloomStatus CreateCounting(FilterStore& store, const KeyRef& key, const BloomPar
   options.counter_bits = params.counter_bits;
   options.hash_seed = params.seed;
   std::unique_ptr<CountingBloomFilter> filter;
-  if (CountingBloomFilter::Create(options, store.limits, store.budget, &filter) !=
-      FilterStatus::kOk) {
-    return BloomStatus::kCreateFailed;
+  if (FilterStatus s =
+          CountingBloomFilter::Create(options, store.limits, store.budget, &filter, &store.refusal);
+      s != FilterStatus::kOk) {
+    return BloomCreateStatus(s, store.refusal);
   }
   return BloomStatusOf(StoreNewFilter(store, key, std::move(filter), fail_if_exists, entry));
 }
@@ -69,7 +70,8 @@ BloomAddResult AddCountingItems(KeyEntry& entry, std::span<const std::string_vie
     for (size_t i = 0; i < count; ++i) hashes[i] = filter.Hash(items[start + i]);
     size_t done = 0;
     const FilterStatus status =
-        filter.AddBatch({hashes, count}, was_new, &done, CounterWrites::kExclusive);
+        filter.AddBatch({hashes, count}, was_new, &done, CounterWrites::kExclusive,
+                        &result.refusal);
     for (size_t i = 0; i < done; ++i) result.added.push_back(was_new[i]);
     if (status != FilterStatus::kOk) {
       result.status = BloomAddStatus(status);
@@ -87,7 +89,8 @@ CountingIncrResult IncrCountingItems(KeyEntry& entry, std::span<const std::strin
   for (std::string_view item : items) {
     const KeyHash h = filter.Hash(item);
     bool was_new = false;
-    if (const FilterStatus status = filter.Add(h, &was_new); status != FilterStatus::kOk) {
+    if (const FilterStatus status = filter.Add(h, &was_new, &result.refusal);
+        status != FilterStatus::kOk) {
       result.status = BloomAddStatus(status);
       break;
     }

@@ -36,6 +36,7 @@ BloomAddResult AddCountingItems(KeyEntry& entry, std::span<const std::string_vie
 // delete. The entry is marked modified if any was.
 struct CountingIncrResult {
   BloomStatus status = BloomStatus::kOk;  // why the adds stopped early, if they did
+  MemoryRefusal refusal;                  // ... and for a memory status, its figures
   std::vector<uint64_t> counts;           // per item that went in: CBF.COUNT after its add
 };
 

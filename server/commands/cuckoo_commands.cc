@@ -27,7 +27,10 @@ namespace {
 // Each parses, calls the ops of cuckoo_ops.h, maps a status to its text with
 // CuckooStatusText and replies.
 
-void Fail(CommandContext& ctx, CuckooStatus status) { ctx.Fail(CuckooStatusText(status)); }
+// A memory refusal says its limit (CuckooFailureText).
+void Fail(CommandContext& ctx, CuckooStatus status, const MemoryRefusal& refusal = {}) {
+  ctx.Fail(CuckooFailureText(status, refusal));
+}
 
 // The filter of a command that does not create one into *filter (null for
 // a missing key); false when the key holds another type and WRONGTYPE was
@@ -125,18 +128,18 @@ void CmdReserve(CommandContext& ctx) {
     }
     std::unique_ptr<CuckooFilter> filter;
     FilterStatus created = FilterStatus::kOk;
+    MemoryRefusal refusal;
     if (!ctx.MakeFilter(options.capacity,
-                        [options, limits = store.limits,
-                         budget = store.budget](std::unique_ptr<CuckooFilter>* out) {
-                          return CuckooFilter::Create(options, limits, budget, out);
+                        [options, limits = store.limits, budget = store.budget](
+                            std::unique_ptr<CuckooFilter>* out, MemoryRefusal* refused) {
+                          return CuckooFilter::Create(options, limits, budget, out, refused);
                         },
-                        &created, &filter)) {
+                        &created, &filter, &refusal)) {
       return;  // parked: runs again once the filter is made off the loop
     }
     EntryPtr entry;
     if (created != FilterStatus::kOk) {
-      Fail(ctx, created == FilterStatus::kInvalidOptions ? CuckooStatus::kCouldNotCreate
-                                                         : CuckooStatus::kCreateFailed);
+      Fail(ctx, CuckooCreateStatus(created, refusal), refusal);
       return;
     }
     if (StoreNewFilter(store, key, std::move(filter), /*fail_if_exists=*/true, &entry) !=
@@ -148,7 +151,7 @@ void CmdReserve(CommandContext& ctx) {
     }
   } else if (CuckooStatus status = ReserveCuckoo(store, key, options);
              status != CuckooStatus::kOk) {
-    Fail(ctx, status);
+    Fail(ctx, status, store.refusal);
     return;
   }
   ctx.skip_journal = true;  // the creation record in the log says it all
@@ -162,9 +165,12 @@ void AddOne(CommandContext& ctx, bool only_if_absent) {
   bool added = false;
   CuckooStatus status = FindOrCreateCuckoo(store, ctx.Key(ctx.args[1]), /*create=*/true,
                                            /*capacity=*/std::nullopt, &entry);
-  if (status == CuckooStatus::kOk) status = AddCuckooItem(*entry, ctx.args[2], only_if_absent, &added);
+  MemoryRefusal refusal = store.refusal;  // a creation's, else the add's below
+  if (status == CuckooStatus::kOk) {
+    status = AddCuckooItem(*entry, ctx.args[2], only_if_absent, store.admission, &added, &refusal);
+  }
   if (status != CuckooStatus::kOk) {
-    Fail(ctx, status);
+    Fail(ctx, status, refusal);
     return;
   }
   ctx.reply.Bool(added);
@@ -217,11 +223,11 @@ void InsertMany(CommandContext& ctx, bool only_if_absent) {
   if (CuckooStatus status = FindOrCreateCuckoo(store, ctx.Key(ctx.args[1]), create, capacity,
                                                &entry);
       status != CuckooStatus::kOk) {
-    Fail(ctx, status);
+    Fail(ctx, status, store.refusal);
     return;
   }
   const std::span<const std::string_view> items = parser.Rest();
-  CuckooInsertResult result = InsertCuckooItems(*entry, items, only_if_absent);
+  CuckooInsertResult result = InsertCuckooItems(*entry, items, only_if_absent, store.admission);
   const bool stopped = result.status != CuckooStatus::kOk;
   ctx.reply.ArrayHeader(result.results.size() + (stopped ? 1 : 0));
   for (CuckooInsert one : result.results) {
@@ -238,7 +244,7 @@ void InsertMany(CommandContext& ctx, bool only_if_absent) {
   // command cut after the items tried, so replay neither drops the ones that
   // went in nor adds the ones refused (cuckoo kicks are deterministic: the
   // same state gives the same outcome per item).
-  ctx.reply.Error(CuckooStatusText(result.status));
+  ctx.reply.Error(CuckooFailureText(result.status, result.refusal));
   if (result.results.empty()) {
     ctx.skip_journal = true;  // nothing took effect; a creation journals itself
     return;

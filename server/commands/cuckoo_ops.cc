@@ -16,7 +16,10 @@ std::string_view ToString(CuckooStatus status) {
     case CuckooStatus::kWrongType: return "wrong type";
     case CuckooStatus::kItemExists: return "item exists";
     case CuckooStatus::kInsertCapacityRange: return "insert capacity out of range";
+    case CuckooStatus::kCreateOverFilterMemory: return "create over max-filter-memory";
+    case CuckooStatus::kCreateOverMaxmemory: return "create over maxmemory";
     case CuckooStatus::kCreateFailed: return "create failed";
+    case CuckooStatus::kGrowOverFilterMemory: return "growth over max-filter-memory";
     case CuckooStatus::kCouldNotCreate: return "could not create";
     case CuckooStatus::kFull: return "full";
     case CuckooStatus::kMaxExpansions: return "max expansions";
@@ -36,7 +39,10 @@ std::string_view CuckooStatusText(CuckooStatus status) {
     case CuckooStatus::kWrongType: return errors::kWrongType;
     case CuckooStatus::kItemExists: return errors::kItemExists;
     case CuckooStatus::kInsertCapacityRange: return errors::kCfInsertCapacityRange;
+    case CuckooStatus::kCreateOverFilterMemory:
+    case CuckooStatus::kCreateOverMaxmemory:
     case CuckooStatus::kCreateFailed: return errors::kInsufficientMemory;
+    case CuckooStatus::kGrowOverFilterMemory: return errors::kCfInsufficientMemory;
     case CuckooStatus::kCouldNotCreate: return errors::kCouldNotCreateFilter;
     case CuckooStatus::kFull: return errors::kCfFull;
     case CuckooStatus::kMaxExpansions: return errors::kCfMaxExpansions;
@@ -49,13 +55,34 @@ std::string_view CuckooStatusText(CuckooStatus status) {
   return errors::kCfInsufficientMemory;
 }
 
+std::string CuckooFailureText(CuckooStatus status, const MemoryRefusal& refusal) {
+  switch (status) {
+    case CuckooStatus::kCreateOverFilterMemory:
+    case CuckooStatus::kCreateOverMaxmemory:
+    case CuckooStatus::kCreateFailed:
+      return errors::MemoryRefused(CuckooStatusText(status), refusal, /*growth=*/false);
+    case CuckooStatus::kOutOfMemory:
+    case CuckooStatus::kGrowOverFilterMemory:
+      return errors::MemoryRefused(CuckooStatusText(status), refusal, /*growth=*/true);
+    default: break;
+  }
+  return std::string(CuckooStatusText(status));
+}
+
+CuckooStatus CuckooCreateStatus(FilterStatus status, const MemoryRefusal& refusal) {
+  if (status == FilterStatus::kInvalidOptions) return CuckooStatus::kCouldNotCreate;
+  if (status == FilterStatus::kFilterMemoryLimit) return CuckooStatus::kCreateOverFilterMemory;
+  if (refusal.limit == MemoryRefusal::Limit::kBudget) return CuckooStatus::kCreateOverMaxmemory;
+  return CuckooStatus::kCreateFailed;
+}
+
 CuckooStatus CuckooAddStatus(FilterStatus status) {
   switch (status) {
     case FilterStatus::kOk: return CuckooStatus::kOk;
     case FilterStatus::kFull: return CuckooStatus::kFull;
     case FilterStatus::kMaxExpansions: return CuckooStatus::kMaxExpansions;
     case FilterStatus::kCopiesFull: return CuckooStatus::kCopiesFull;
-    case FilterStatus::kFilterMemoryLimit:
+    case FilterStatus::kFilterMemoryLimit: return CuckooStatus::kGrowOverFilterMemory;
     case FilterStatus::kOutOfMemory:
     case FilterStatus::kTooManyLayers:
     case FilterStatus::kInvalidOptions:
@@ -102,12 +129,12 @@ CuckooStatus CreateCuckoo(FilterStore& store, const KeyRef& key,
                           EntryPtr* entry) {
   entry->reset();
   std::unique_ptr<CuckooFilter> filter;
-  const FilterStatus status = CuckooFilter::Create(options, store.limits, store.budget, &filter);
+  const FilterStatus status =
+      CuckooFilter::Create(options, store.limits, store.budget, &filter, &store.refusal);
   if (status != FilterStatus::kOk) {
     // Options were validated with RedisBloom's texts before: what is left
     // is memory (or a bug, which must still not crash the server).
-    return status == FilterStatus::kInvalidOptions ? CuckooStatus::kCouldNotCreate
-                                                   : CuckooStatus::kCreateFailed;
+    return CuckooCreateStatus(status, store.refusal);
   }
   switch (StoreNewFilter(store, key, std::move(filter), fail_if_exists, entry)) {
     case StoreOutcome::kStored:
@@ -131,13 +158,14 @@ CuckooStatus FindOrCreateCuckoo(FilterStore& store, const KeyRef& key, bool crea
 }
 
 CuckooStatus AddCuckooItem(KeyEntry& entry, std::string_view item, bool only_if_absent,
-                           bool* added) {
+                           Admission admission, bool* added, MemoryRefusal* refusal) {
   CuckooFilter& filter = *entry.get<CuckooFilter>();
   *added = true;
   const KeyHash hash = filter.Hash(item);
   uint64_t kicks_left = CommandKickBudget(1);  // filters/limits.h
-  const FilterStatus status = only_if_absent ? filter.AddIfAbsent(hash, added, &kicks_left)
-                                             : filter.Add(hash, &kicks_left);
+  const FilterStatus status = only_if_absent
+                                  ? filter.AddIfAbsent(hash, added, &kicks_left, admission, refusal)
+                                  : filter.Add(hash, &kicks_left, admission, refusal);
   if (status != FilterStatus::kOk) {
     *added = false;
     return CuckooAddStatus(status);
@@ -151,7 +179,7 @@ CuckooStatus AddCuckooItem(KeyEntry& entry, std::string_view item, bool only_if_
 }
 
 CuckooInsertResult InsertCuckooItems(KeyEntry& entry, std::span<const std::string_view> items,
-                                     bool only_if_absent) {
+                                     bool only_if_absent, Admission admission) {
   CuckooFilter& filter = *entry.get<CuckooFilter>();
   CuckooInsertResult result;
   result.results.reserve(items.size());
@@ -163,8 +191,9 @@ CuckooInsertResult InsertCuckooItems(KeyEntry& entry, std::span<const std::strin
     kicks_left += kKicksPerItem;
     const KeyHash hash = filter.Hash(item);
     const CuckooStatus status =
-        CuckooAddStatus(only_if_absent ? filter.AddIfAbsent(hash, &added, &kicks_left)
-                                       : filter.Add(hash, &kicks_left));
+        CuckooAddStatus(only_if_absent ? filter.AddIfAbsent(hash, &added, &kicks_left, admission,
+                                                            &result.refusal)
+                                       : filter.Add(hash, &kicks_left, admission, &result.refusal));
     if (status == CuckooStatus::kFull || status == CuckooStatus::kMaxExpansions) {
       result.results.push_back(CuckooInsert::kNoRoom);
     } else if (status != CuckooStatus::kOk) {

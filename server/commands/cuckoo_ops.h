@@ -22,11 +22,14 @@ enum class CuckooStatus : uint8_t {
   kWrongType,
   kItemExists,            // RESERVE of a key that holds a filter
   kInsertCapacityRange,   // an auto-created filter's capacity < 2 x bucket size
-  kCreateFailed,          // creation refused by the memory limits
+  kCreateOverFilterMemory,  // creation refused: the filter would pass max-filter-memory
+  kCreateOverMaxmemory,     // creation refused: maxmemory has not room for it
+  kCreateFailed,          // creation failed otherwise (the allocation itself)
   kCouldNotCreate,        // creation refused its options (a server bug: they were validated)
   kFull,                  // a non-scaling filter has no room for the item
   kMaxExpansions,         // the filter needs a sub-filter beyond cf-max-expansions
-  kOutOfMemory,           // growth refused by the memory limits
+  kOutOfMemory,           // growth refused by maxmemory (or the allocator)
+  kGrowOverFilterMemory,  // growth refused: a sub-filter would pass max-filter-memory
   kNothingToDelete,       // CF.DEL on a missing key
   kNothingToCompact,      // CF.COMPACT on a missing key
   kSnapshotCopyOom,       // a write's snapshot copy of the filter does not fit maxmemory
@@ -39,6 +42,11 @@ std::string_view ToString(CuckooStatus status);
 // The one place a CuckooStatus becomes a client-visible text (errors.h,
 // RedisBloom's wording). kOk has none.
 std::string_view CuckooStatusText(CuckooStatus status);
+// CuckooStatusText plus, for a memory status, which limit and the figures
+// (errors::MemoryRefused).
+std::string CuckooFailureText(CuckooStatus status, const MemoryRefusal& refusal);
+// A failed creation's status, from the filter's status and its refusal.
+CuckooStatus CuckooCreateStatus(FilterStatus status, const MemoryRefusal& refusal);
 
 // How a failed add is told.
 CuckooStatus CuckooAddStatus(FilterStatus status);
@@ -67,22 +75,25 @@ CuckooStatus FindOrCreateCuckoo(FilterStore& store, const KeyRef& key, bool crea
                                 std::optional<uint64_t> capacity, EntryPtr* entry);
 
 // CF.ADD (always a new fingerprint) or CF.ADDNX (only if the item tests
-// absent): *added says whether one went in.
+// absent): *added says whether one went in. `admission`: the store's
+// (a replay applies copies an older build took, filters/admission.h). A
+// growth refused for memory is described in *refusal (may be null).
 CuckooStatus AddCuckooItem(KeyEntry& entry, std::string_view item, bool only_if_absent,
-                           bool* added);
+                           Admission admission, bool* added, MemoryRefusal* refusal = nullptr);
 
 // Per item of CF.INSERT / CF.INSERTNX: added, already there (NX), no room.
 enum class CuckooInsert : int8_t { kAdded = 1, kPresent = 0, kNoRoom = -1 };
 
 struct CuckooInsertResult {
   CuckooStatus status = CuckooStatus::kOk;  // kOutOfMemory stops the inserts
+  MemoryRefusal refusal;                    // ... and for a memory status, its figures
   std::vector<CuckooInsert> results;        // per item tried, in order
 };
 
 // Inserts items in order; a full filter is a per-item kNoRoom, running out
 // of memory stops there.
 CuckooInsertResult InsertCuckooItems(KeyEntry& entry, std::span<const std::string_view> items,
-                                     bool only_if_absent);
+                                     bool only_if_absent, Admission admission);
 
 // Deletes one fingerprint of `item`; whether there was one.
 bool DeleteCuckooItem(KeyEntry& entry, std::string_view item);

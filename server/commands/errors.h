@@ -11,6 +11,8 @@
 #include <string>
 #include <string_view>
 
+#include "filters/memory_refusal.h"
+
 namespace bloomgate::errors {
 
 // --- Generic (Redis's networking.c / server.c texts) ---
@@ -116,6 +118,48 @@ inline constexpr std::string_view kNonScalingCannotExpand =
     "Nonscaling filters cannot expand";
 inline constexpr std::string_view kInsufficientMemory =
     "ERR Insufficient memory to create filter";
+// A memory refusal, for every family: the family's RedisBloom text (`text`:
+// kInsufficientMemory, kCfInsufficientMemory, kCmsInsufficientMemory,
+// kTopKInsufficientMemory, or for a refused growth kProblemInserting / kOom)
+// stays the prefix clients match, then which limit and the figures:
+//   "ERR Insufficient memory to create filter: needs 4000002737 bytes,
+//    max-filter-memory is 4294967296"
+//   "ERR Insufficient memory to create filter: needs 1234 bytes, maxmemory has
+//    100 bytes free of 100000000"
+//   "ERR problem inserting into filter: growing needs 8589934720 bytes in all,
+//    max-filter-memory is 4294967296"
+//   "OOM command not allowed when used memory > 'maxmemory'.: growing needs
+//    2048 more bytes, maxmemory has 100 bytes free of 100000000"
+// A size no filter can have says so; a failed allocation names its size.
+// Limit::kNone (nothing told) leaves `text` bare.
+inline std::string MemoryRefused(std::string_view text, const MemoryRefusal& r, bool growth) {
+  using Limit = MemoryRefusal::Limit;
+  std::string out(text);
+  if (r.limit == Limit::kNone) return out;
+  const std::string needed = r.needed_bytes == UINT64_MAX ? std::string("more than 2^64")
+                                                           : std::to_string(r.needed_bytes);
+  out.append(growth ? ": growing needs " : ": needs ").append(needed);
+  switch (r.limit) {
+    case Limit::kFilterCap:
+      out.append(growth ? " bytes in all" : " bytes");
+      if (r.limit_bytes == 0 || r.needed_bytes == UINT64_MAX) {
+        return out.append(", more than any filter can have");
+      }
+      return out.append(", max-filter-memory is ").append(std::to_string(r.limit_bytes));
+    case Limit::kBudget: {
+      const uint64_t free = r.used_bytes >= r.limit_bytes ? 0 : r.limit_bytes - r.used_bytes;
+      return out.append(growth ? " more bytes" : " bytes")
+          .append(", maxmemory has ")
+          .append(std::to_string(free))
+          .append(" bytes free of ")
+          .append(std::to_string(r.limit_bytes));
+    }
+    case Limit::kAllocation:
+      return out.append(growth ? " more bytes" : " bytes").append(", which could not be allocated");
+    case Limit::kNone: break;
+  }
+  return out;
+}
 inline constexpr std::string_view kNonScalingFull = "ERR non scaling filter is full";
 inline constexpr std::string_view kProblemInserting = "ERR problem inserting into filter";
 // RedisBloom's text for a failed scale-out plus which limit it was: a

@@ -25,7 +25,9 @@ FilterStore StoreOf(ServerContext& server, JournalSession& session, int64_t now_
                      .now_ms = now_ms,
                      .window_now_ms = WindowClockMs(),
                      .write = write,
-                     .counters = nullptr};
+                     .counters = nullptr,
+                     .admission = session.replaying ? Admission::kAsRecorded
+                                                    : Admission::kClient};
 }
 
 bool FoundOrFail(CommandContext& ctx, Lookup lookup, std::string_view missing_text) {

@@ -9,8 +9,10 @@
 #include <memory>
 
 #include "config/runtime_config.h"
+#include "filters/admission.h"
 #include "filters/limits.h"
 #include "filters/memory_budget.h"
+#include "filters/memory_refusal.h"
 #include "server/durability/journal.h"
 #include "server/keyspace/key_ref.h"
 #include "server/keyspace/keyspace.h"
@@ -39,6 +41,12 @@ struct FilterStore {
   // (KeyEntry::TakeSnapshotCopy).
   bool write = false;
   WorkerCounters* counters = nullptr;  // keyspace hits / misses; may be null
+  // kAsRecorded for a journal replay (session.replaying): client-only rules
+  // do not judge it again (filters/admission.h).
+  Admission admission = Admission::kClient;
+  // Filled by an op whose creation the memory limits refused: which limit
+  // and the figures, for the handler's text (errors::MemoryRefused).
+  MemoryRefusal refusal;
 };
 
 // The store of a running command: its server, client session, time, and

@@ -107,16 +107,17 @@ void CmdReserve(CommandContext& ctx) {
   options.prng_state = seed.lo ^ 0x746f706b2d707267ULL;  // "topk-prg"
   std::unique_ptr<TopK> topk;
   FilterStatus created = FilterStatus::kOk;
+  MemoryRefusal refusal;
   if (!ctx.MakeFilter(TopK::FixedBytesFor(options.k, options.width, options.depth),
-                      [options, limits = ctx.server.filter_limits(),
-                       budget = &ctx.server.budget](std::unique_ptr<TopK>* out) {
-                        return TopK::Create(options, limits, budget, out);
+                      [options, limits = ctx.server.filter_limits(), budget = &ctx.server.budget](
+                          std::unique_ptr<TopK>* out, MemoryRefusal* refused) {
+                        return TopK::Create(options, limits, budget, out, refused);
                       },
-                      &created, &topk)) {
+                      &created, &topk, &refusal)) {
     return;  // parked: runs again once the filter is made off the loop
   }
   if (created != FilterStatus::kOk) {
-    ctx.Fail(errors::kTopKInsufficientMemory);
+    ctx.Fail(errors::MemoryRefused(errors::kTopKInsufficientMemory, refusal, /*growth=*/false));
     return;
   }
   FilterStore store = StoreFor(ctx);

@@ -19,9 +19,10 @@ BloomStatus CreateWindowedBloom(FilterStore& store, const KeyRef& key, const Blo
   options.generations = params.generations;
   options.hash_seed = params.seed;
   std::unique_ptr<WindowedBloomFilter> filter;
-  if (WindowedBloomFilter::Create(options, store.window_now_ms, store.limits, store.budget,
-                                  &filter) != FilterStatus::kOk) {
-    return BloomStatus::kCreateFailed;
+  if (FilterStatus s = WindowedBloomFilter::Create(options, store.window_now_ms, store.limits,
+                                                   store.budget, &filter, &store.refusal);
+      s != FilterStatus::kOk) {
+    return BloomCreateStatus(s, store.refusal);
   }
   return BloomStatusOf(StoreNewFilter(store, key, std::move(filter), fail_if_exists, entry));
 }
@@ -33,7 +34,8 @@ WindowAddResult AddWindowedItems(KeyEntry& entry, std::span<const std::string_vi
   for (std::string_view item : items) {
     bool seen = false, flipped = false;
     uint64_t generation = 0;
-    const FilterStatus status = filter.Add(filter.Hash(item), now_ms, &seen, &generation, &flipped);
+    const FilterStatus status =
+        filter.Add(filter.Hash(item), now_ms, &seen, &generation, &flipped, &result.refusal);
     if (status != FilterStatus::kOk) {
       result.status = BloomAddStatus(status);
       break;

@@ -20,6 +20,7 @@ BloomStatus CreateWindowedBloom(FilterStore& store, const KeyRef& key, const Blo
 
 struct WindowAddResult {
   BloomStatus status = BloomStatus::kOk;  // why the adds stopped early, if they did
+  MemoryRefusal refusal;                  // ... and for a memory status, its figures
   std::vector<bool> added;                // per item that went in: new to the window?
   std::vector<uint64_t> generations;      // where each went
   std::vector<bool> added_to_generation;  // whether it flipped a bit there

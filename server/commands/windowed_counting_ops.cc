@@ -22,9 +22,11 @@ BloomStatus CreateWindowedCounting(FilterStore& store, const KeyRef& key,
   options.generations = params.generations;
   options.hash_seed = params.seed;
   std::unique_ptr<WindowedCountingBloomFilter> filter;
-  if (WindowedCountingBloomFilter::Create(options, store.window_now_ms, store.limits,
-                                          store.budget, &filter) != FilterStatus::kOk) {
-    return BloomStatus::kCreateFailed;
+  if (FilterStatus s = WindowedCountingBloomFilter::Create(options, store.window_now_ms,
+                                                           store.limits, store.budget, &filter,
+                                                           &store.refusal);
+      s != FilterStatus::kOk) {
+    return BloomCreateStatus(s, store.refusal);
   }
   return BloomStatusOf(StoreNewFilter(store, key, std::move(filter), fail_if_exists, entry));
 }
@@ -36,7 +38,8 @@ WindowCountResult AddWindowedCountingItems(KeyEntry& entry, std::span<const std:
   for (std::string_view item : items) {
     bool was_new = false;
     uint64_t count = 0, generation = 0;
-    const FilterStatus status = filter.Add(filter.Hash(item), now_ms, &was_new, &count, &generation);
+    const FilterStatus status =
+        filter.Add(filter.Hash(item), now_ms, &was_new, &count, &generation, &result.refusal);
     if (status != FilterStatus::kOk) {
       result.status = BloomAddStatus(status);
       break;

@@ -25,6 +25,7 @@ BloomStatus CreateWindowedCounting(FilterStore& store, const KeyRef& key,
 // layer refused by the limits).
 struct WindowCountResult {
   BloomStatus status = BloomStatus::kOk;  // why the adds stopped early, if they did
+  MemoryRefusal refusal;                  // ... and for a memory status, its figures
   std::vector<bool> done;                 // add: new to the window; delete: removed
   std::vector<uint64_t> counts;           // add: the window count after it (CBF.INCR)
   std::vector<uint64_t> generations;      // where each add or removal went

@@ -539,6 +539,14 @@ class ServerTestCase(unittest.TestCase):
         self.assertIsInstance(reply, RespError, f"expected error {expected!r}, got {reply!r}")
         self.assertEqual(str(reply), expected)
 
+    def assertMemoryRefusal(self, reply, prefix, ending):
+        """A memory refusal: the family's RedisBloom text `prefix`, then ": needs N bytes"
+        or ": growing needs ..." and the limit's figures, ending in `ending`."""
+        self.assertIsInstance(reply, RespError, f"expected a refusal {prefix!r}, got {reply!r}")
+        text = str(reply)
+        self.assertTrue(text.startswith((prefix + ": needs ", prefix + ": growing needs ")), text)
+        self.assertTrue(text.endswith(ending), text)
+
     def assertRaisesText(self, expected, fn, *args, **kwargs):
         """fn(*args) raises a redis-py ResponseError whose text is exactly `expected`."""
         with self.assertRaises(redis.ResponseError) as ctx:

@@ -112,7 +112,8 @@ class ReserveTest(ServerTestCase):
     def test_reserve_of_an_impossible_capacity_fails_cleanly(self):
         c = self.raw()
         self.assertErrorText(c.call("BF.RESERVE", "k", "0.01", "18446744073709551615"),
-                             "ERR Insufficient memory to create filter")
+                             "ERR Insufficient memory to create filter: needs more than 2^64 "
+                             "bytes, more than any filter can have")
         self.assertEqual(c.call("EXISTS", "k"), 0)
         self.assertEqual(c.call("BF.ADD", "other", "x"), 1, "the server keeps serving")
         self.assertServesNewClients()

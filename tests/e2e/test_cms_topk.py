@@ -87,7 +87,8 @@ class CountMinSketchTest(CmsTopkTestCase):
         self.assertError("CMS: invalid prob value", "CMS.INITBYPROB", "n", 0.1, 0)
         self.assertError("CMS: invalid init arguments",
                          "CMS.INITBYPROB", "n", 0.9, "0.9999999999999999")
-        self.assertError("CMS: Insufficient memory to create the key",
+        self.assertError("CMS: Insufficient memory to create the key: needs 4503599627370544 "
+                         "bytes, max-filter-memory is 4294967296",
                          "CMS.INITBYDIM", "n", 2 ** 40, 2 ** 10)
         self.assertError("CMS: key does not exist", "CMS.QUERY", "n", "x")
         self.assertError(WRONGTYPE, "CMS.INCRBY", "bloom", "x", 1)
@@ -165,7 +166,8 @@ class TopKTest(CmsTopkTestCase):
                          "TOPK.RESERVE", "n", 1, 8, 7, 1.5)
         self.assertError("ERR wrong number of arguments for 'topk.reserve' command",
                          "TOPK.RESERVE", "n", 1, 8)
-        self.assertError("ERR Insufficient memory to create topk data structure",
+        self.assertError("ERR Insufficient memory to create topk data structure: needs "
+                         "17592186046616 bytes, max-filter-memory is 4294967296",
                          "TOPK.RESERVE", "n", 1, 2 ** 31, 2 ** 10, 0.9)
         self.assertError("TopK: key does not exist", "TOPK.ADD", "n", "x")
         self.assertError(WRONGTYPE, "TOPK.QUERY", "cms", "x")

@@ -155,7 +155,8 @@ class ReserveTest(CountingTestCase):
     def test_reserve_of_an_impossible_capacity_fails_cleanly(self):
         c = self.raw()
         self.assertErrorText(c.call("CBF.RESERVE", "k", "0.01", "18446744073709551615"),
-                             "ERR Insufficient memory to create filter")
+                             "ERR Insufficient memory to create filter: needs more than 2^64 "
+                             "bytes, more than any filter can have")
         self.assertEqual(c.call("EXISTS", "k"), 0)
         self.assertEqual(c.call("CBF.ADD", "other", "x"), 1, "the server keeps serving")
         self.assertServesNewClients()
@@ -604,8 +605,10 @@ class MemoryLimitTest(CountingTestCase):
         self.assertEqual(c.call("CBF.RESERVE", "f", "0.01", "500"), "OK")
         reply = c.call("CBF.MADD", "f", *items("m", 2000))
         self.assertEqual(len(reply), 501, "500 adds fit the first layer, then the error")
-        self.assertErrorText(reply[-1], "ERR problem inserting into filter")
-        self.assertErrorText(c.call("CBF.ADD", "f", "m:1999"), "ERR problem inserting into filter")
+        growth = ("ERR problem inserting into filter: growing needs 12048 bytes in all, "
+                  "max-filter-memory is 8192")
+        self.assertErrorText(reply[-1], growth)
+        self.assertErrorText(c.call("CBF.ADD", "f", "m:1999"), growth)
         info = self.info("f")
         self.assertEqual((info["Number of filters"], info["Number of items inserted"]), (1, 500))
         self.assertEqual(self.cmd("CBF.MEXISTS", "f", *items("m", 500)), [1] * 500)
@@ -615,10 +618,12 @@ class MemoryLimitTest(CountingTestCase):
     def test_a_filter_over_max_filter_memory_is_not_created(self):
         self.assertTrue(self.r.config_set("max-filter-memory", "8192"))
         c = self.raw()
-        self.assertErrorText(c.call("CBF.RESERVE", "f", "0.01", "100000"),
-                             "ERR Insufficient memory to create filter")
-        self.assertErrorText(c.call("CBF.INSERT", "f", "CAPACITY", "100000", "ITEMS", "a"),
-                             "ERR Insufficient memory to create filter")
+        self.assertMemoryRefusal(c.call("CBF.RESERVE", "f", "0.01", "100000"),
+                                 "ERR Insufficient memory to create filter",
+                                 " bytes, max-filter-memory is 8192")
+        self.assertMemoryRefusal(c.call("CBF.INSERT", "f", "CAPACITY", "100000", "ITEMS", "a"),
+                                 "ERR Insufficient memory to create filter",
+                                 " bytes, max-filter-memory is 8192")
         self.assertEqual(c.call("EXISTS", "f"), 0)
 
 

@@ -187,7 +187,8 @@ class ReserveTest(CuckooTestCase):
     def test_reserve_of_an_impossible_capacity_fails_cleanly(self):
         c = self.raw()
         self.assertErrorText(c.call("CF.RESERVE", "k", U64_MAX),
-                             "ERR Insufficient memory to create filter")
+                             "ERR Insufficient memory to create filter: needs more than 2^64 "
+                             "bytes, more than any filter can have")
         self.assertEqual(c.call("EXISTS", "k"), 0)
         self.assertEqual(c.call("CF.ADD", "other", "x"), 1, "the server keeps serving")
         self.assertServesNewClients()
@@ -565,10 +566,12 @@ class MemoryLimitTest(CuckooTestCase):
         reply = c.call("CF.INSERT", "f", "ITEMS", *items("m", 6000))
         self.assertIsInstance(reply, list, reply)
         self.assertLess(len(reply), 6000, "the insert stops at the first item that needs memory")
-        self.assertErrorText(reply[-1], "ERR Insufficient memory")
+        self.assertMemoryRefusal(reply[-1], "ERR Insufficient memory",
+                                 " bytes in all, max-filter-memory is 8192")
         self.assertEqual(reply[:-1], [1] * (len(reply) - 1), reply)
         refused = f"m:{len(reply) - 1}"
-        self.assertErrorText(c.call("CF.ADD", "f", refused), "ERR Insufficient memory")
+        self.assertMemoryRefusal(c.call("CF.ADD", "f", refused), "ERR Insufficient memory",
+                                 " bytes in all, max-filter-memory is 8192")
         info = self.r.cf().info("f")
         self.assertEqual((info.filterNum, info.insertedNum), (1, len(reply) - 1), vars(info))
         self.assertEqual(self.r.cf().mexists("f", *items("m", len(reply) - 1)),
@@ -578,10 +581,12 @@ class MemoryLimitTest(CuckooTestCase):
     def test_a_filter_over_max_filter_memory_is_not_created(self):
         self.assertTrue(self.r.config_set("max-filter-memory", "8192"))
         c = self.raw()
-        self.assertErrorText(c.call("CF.RESERVE", "f", "100000"),
-                             "ERR Insufficient memory to create filter")
-        self.assertErrorText(c.call("CF.INSERT", "f", "CAPACITY", "100000", "ITEMS", "a"),
-                             "ERR Insufficient memory to create filter")
+        self.assertMemoryRefusal(c.call("CF.RESERVE", "f", "100000"),
+                                 "ERR Insufficient memory to create filter",
+                                 " bytes, max-filter-memory is 8192")
+        self.assertMemoryRefusal(c.call("CF.INSERT", "f", "CAPACITY", "100000", "ITEMS", "a"),
+                                 "ERR Insufficient memory to create filter",
+                                 " bytes, max-filter-memory is 8192")
         self.assertEqual(c.call("EXISTS", "f"), 0)
 
 

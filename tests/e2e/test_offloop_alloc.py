@@ -122,6 +122,21 @@ class OffLoopAllocationTest(unittest.TestCase):
                 self.assertEqual(c.call("CF.EXISTS", "c", "y"), 0)
                 self.assertEqual(c.call("DEL", "c"), 1)
 
+    def test_bf_reserve_of_about_1_gb_leaves_the_loop_serving(self):
+        # 400 million items at 0.0001: ~19 bits each in its first layer.
+        with BloomgateServer(ONE_LOOP) as server:
+            reply, worst, took = self.worst_gap_while(server, "BF.RESERVE", "b", "0.0001",
+                                                      400_000_000)
+            self.assertEqual(reply, "OK")
+            self.assertLess(worst, self.bound,
+                            f"another client waited {worst * 1000:.0f} ms "
+                            f"(the RESERVE took {took * 1000:.0f} ms)")
+            with RawConnection(server.port) as c:
+                self.assertEqual(c.call("BF.ADD", "b", "x"), 1)
+                self.assertEqual(c.call("BF.EXISTS", "b", "x"), 1)
+                self.assertGreater(int(c.call("MEMORY", "USAGE", "b")), 900_000_000)
+                self.assertEqual(c.call("DEL", "b"), 1)
+
     def test_a_key_created_while_the_filter_is_built_wins_and_the_build_is_dropped(self):
         with BloomgateServer(ONE_LOOP) as server:
             with RawConnection(server.port, timeout=120) as creator, \

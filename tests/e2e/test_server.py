@@ -480,8 +480,9 @@ class MemoryLimitsTest(ServerTestCase):
 
     def test_a_filter_larger_than_max_filter_memory_is_refused_up_front(self):
         c = self.raw()
-        self.assertErrorText(c.call("BF.RESERVE", "big", "0.01", "10000000"),
-                             "ERR Insufficient memory to create filter")
+        self.assertMemoryRefusal(c.call("BF.RESERVE", "big", "0.01", "10000000"),
+                                 "ERR Insufficient memory to create filter",
+                                 " bytes, max-filter-memory is 1048576")
         self.assertEqual(c.call("EXISTS", "big"), 0)
 
     def test_filters_past_maxmemory_get_oom_and_the_server_keeps_serving(self):
@@ -491,6 +492,8 @@ class MemoryLimitsTest(ServerTestCase):
         self.assertTrue(refused, "40 x ~240 KB filters cannot fit in 4 MB")
         self.assertTrue(all(r.startswith(("OOM", "ERR Insufficient memory")) for r in refused),
                         refused)
+        for r in refused:  # and say what maxmemory had left
+            self.assertIn(" bytes free of 4194304", str(r))
         self.assertEqual(c.call("PING"), "PONG")
         c.call("FLUSHALL")
         self.assertEqual(c.call("BF.RESERVE", "again", "0.01", "200000"), "OK",

@@ -209,10 +209,14 @@ TEST_F(BloomCommands, ReserveArityIsFourToThirteen) {
 
 TEST_F(BloomCommands, ReserveOfAnImpossibleCapacityFailsCleanly) {
   uint64_t used = server_->budget.used();
+  // A layer no memory could hold says so; one past the 4 GiB default cap
+  // names the cap.
   EXPECT_EQ(Run({"BF.RESERVE", "k", "0.01", kU64Max}),
-            Err("ERR Insufficient memory to create filter"));
-  EXPECT_EQ(Run({"BF.RESERVE", "k", "0.000001", "1000000000000000"}),
-            Err("ERR Insufficient memory to create filter"));
+            Err("ERR Insufficient memory to create filter: needs more than 2^64 bytes, more "
+                "than any filter can have"));
+  EXPECT_TRUE(IsMemoryRefusal(Run({"BF.RESERVE", "k", "0.000001", "1000000000000000"}),
+                              "ERR Insufficient memory to create filter",
+                              " bytes, max-filter-memory is 4294967296"));
   EXPECT_EQ(server_->budget.used(), used);
   EXPECT_EQ(Run({"DBSIZE"}), Int(0));
 }
@@ -398,7 +402,8 @@ TEST_F(BloomCommands, InsertOnAFullNonScalingFilterTruncatesLikeMadd) {
 TEST_F(BloomCommands, InsertOfAnImpossibleCapacityFailsCleanly) {
   uint64_t used = server_->budget.used();
   EXPECT_EQ(Run({"BF.INSERT", "k", "CAPACITY", kU64Max, "ITEMS", "a"}),
-            Err("ERR Insufficient memory to create filter"));
+            Err("ERR Insufficient memory to create filter: needs more than 2^64 bytes, more "
+                "than any filter can have"));
   EXPECT_EQ(server_->budget.used(), used);
   EXPECT_EQ(DbSize(), 0u);
 }
@@ -593,10 +598,12 @@ TEST(BloomMemoryLimits, MaxmemoryRefusesAFilterThatDoesNotFit) {
   config.maxmemory = 64 * 1024;
   auto server = MakeServer(config);
   Session s(server.get());
-  EXPECT_EQ(s.Run({"BF.RESERVE", "big", "0.01", "1000000"}),
-            Err("ERR Insufficient memory to create filter"));
-  EXPECT_EQ(s.Run({"BF.INSERT", "big", "CAPACITY", "1000000", "ITEMS", "a"}),
-            Err("ERR Insufficient memory to create filter"));
+  EXPECT_TRUE(IsMemoryRefusal(s.Run({"BF.RESERVE", "big", "0.01", "1000000"}),
+                              "ERR Insufficient memory to create filter",
+                              " bytes free of 65536"));
+  EXPECT_TRUE(IsMemoryRefusal(s.Run({"BF.INSERT", "big", "CAPACITY", "1000000", "ITEMS", "a"}),
+                              "ERR Insufficient memory to create filter",
+                              " bytes free of 65536"));
   EXPECT_EQ(server->budget.used(), 0u);
   EXPECT_EQ(s.Run({"DBSIZE"}), Int(0));
   // A small one still fits.
@@ -610,8 +617,9 @@ TEST(BloomMemoryLimits, MaxFilterMemoryRefusesAFilterLargerThanTheCap) {
   config.max_filter_memory = 64 * 1024;
   auto server = MakeServer(config);
   Session s(server.get());
-  EXPECT_EQ(s.Run({"BF.RESERVE", "big", "0.01", "1000000"}),
-            Err("ERR Insufficient memory to create filter"));
+  EXPECT_TRUE(IsMemoryRefusal(s.Run({"BF.RESERVE", "big", "0.01", "1000000"}),
+                              "ERR Insufficient memory to create filter",
+                              " bytes, max-filter-memory is 65536"));
   EXPECT_EQ(server->budget.used(), 0u);
   EXPECT_EQ(s.Run({"BF.RESERVE", "small", "0.01", "1000"}), kOk);
   EXPECT_EQ(s.Run({"DBSIZE"}), Int(1));
@@ -646,13 +654,17 @@ TEST(BloomMemoryLimits, GrowthBlockedByMaxFilterMemoryTruncatesMadd) {
   ArrayReply reply = ParseFlatArray(s.Run(Items("BF.MADD", "k", 300)));
   ASSERT_FALSE(reply.elements.empty());
   EXPECT_EQ(reply.header, reply.elements.size());
-  EXPECT_EQ(reply.elements.back(), Err("ERR problem inserting into filter"));
+  // RedisBloom's text, then the limit: layer 1 would take the filter to 928
+  // bytes (BF.INFO Size after growth), past the cap.
+  const std::string refused = "ERR problem inserting into filter: growing needs 928 bytes in all, "
+                              "max-filter-memory is " + std::to_string(config.max_filter_memory);
+  EXPECT_EQ(reply.elements.back(), Err(refused));
   EXPECT_GE(reply.elements.size(), 101u);  // at least the first 100 items, then the error
   EXPECT_LT(reply.elements.size(), 300u);
   EXPECT_EQ(s.Run({"BF.CARD", "k"}), Int(100));
   EXPECT_EQ(s.Run({"BF.INFO", "k", "FILTERS"}), Arr(1) + Int(1));
   EXPECT_EQ(server->budget.used(), used);
-  EXPECT_EQ(s.Run({"BF.ADD", "k", "one more"}), Err("ERR problem inserting into filter"));
+  EXPECT_EQ(s.Run({"BF.ADD", "k", "one more"}), Err(refused));
 }
 
 TEST(BloomMemoryLimits, GrowthBlockedByMaxmemoryTruncatesMaddWithOom) {
@@ -667,7 +679,10 @@ TEST(BloomMemoryLimits, GrowthBlockedByMaxmemoryTruncatesMaddWithOom) {
   ArrayReply reply = ParseFlatArray(s.Run(Items("BF.MADD", "k", 300)));
   ASSERT_FALSE(reply.elements.empty());
   EXPECT_EQ(reply.header, reply.elements.size());
-  EXPECT_EQ(reply.elements.back(), Err(errors::kOom));
+  // Redis's OOM text, then what the layer needs and what maxmemory has left.
+  EXPECT_EQ(reply.elements.back(),
+            Err(std::string(errors::kOom) + ": growing needs 536 more bytes, maxmemory has 64 " +
+                "bytes free of " + std::to_string(config.maxmemory)));
   EXPECT_EQ(s.Run({"BF.CARD", "k"}), Int(100));
   EXPECT_EQ(server->budget.used(), used);
 }

@@ -96,13 +96,17 @@ TEST_F(FamilyOps, BloomFindOrCreateHonoursNocreateAndTheConfigDefaults) {
   EXPECT_EQ(recorder_.created.size(), 1u);
 }
 
-TEST_F(FamilyOps, BloomCreationRefusedByTheMemoryLimitIsCreateFailed) {
+TEST_F(FamilyOps, BloomCreationRefusedByMaxFilterMemorySaysSoWithItsFigures) {
   FilterStore store = Store();
   store.limits.max_filter_bytes = 64;  // less than one 64-byte block plus bookkeeping
   EntryPtr entry;
   EXPECT_EQ(CreateBloom(store, Key("k"), BloomParams{.capacity = 1'000'000},
                         /*fail_if_exists=*/false, &entry),
-            BloomStatus::kCreateFailed);
+            BloomStatus::kCreateOverFilterMemory);
+  // The refusal's figures come back in the store, for the handler's text.
+  EXPECT_EQ(store.refusal.limit, MemoryRefusal::Limit::kFilterCap);
+  EXPECT_EQ(store.refusal.limit_bytes, 64u);
+  EXPECT_GT(store.refusal.needed_bytes, 64u);
   EXPECT_EQ(entry, nullptr);
   EXPECT_EQ(server_->keyspace.Size(), 0u);
   EXPECT_TRUE(recorder_.created.empty());
@@ -145,6 +149,9 @@ TEST_F(FamilyOps, BloomStatusesMapToRedisBloomTexts) {
   EXPECT_EQ(BloomStatusText(BloomStatus::kWrongType), errors::kWrongType);
   EXPECT_EQ(BloomStatusText(BloomStatus::kItemExists), errors::kItemExists);
   EXPECT_EQ(BloomStatusText(BloomStatus::kCreateFailed), errors::kInsufficientMemory);
+  EXPECT_EQ(BloomStatusText(BloomStatus::kCreateOverFilterMemory), errors::kInsufficientMemory);
+  EXPECT_EQ(BloomStatusText(BloomStatus::kCreateOverMaxmemory), errors::kInsufficientMemory);
+  EXPECT_EQ(BloomStatusText(BloomStatus::kGrowOverFilterMemory), errors::kProblemInserting);
   EXPECT_EQ(BloomStatusText(BloomStatus::kNonScalingFull), errors::kNonScalingFull);
   EXPECT_EQ(BloomStatusText(BloomStatus::kOutOfMemory), errors::kOom);
   EXPECT_EQ(BloomStatusText(BloomStatus::kProblemInserting), errors::kProblemInserting);
@@ -153,7 +160,14 @@ TEST_F(FamilyOps, BloomStatusesMapToRedisBloomTexts) {
   EXPECT_EQ(BloomAddStatus(FilterStatus::kTooManyLayers), BloomStatus::kTooManyLayers);
   EXPECT_EQ(BloomStatusText(BloomStatus::kTooManyLayers), errors::kTooManyLayers);
   EXPECT_EQ(BloomStatusText(BloomStatus::kErrorRateFloor), errors::kErrorRateFloor);
-  EXPECT_EQ(BloomAddStatus(FilterStatus::kFilterMemoryLimit), BloomStatus::kProblemInserting);
+  EXPECT_EQ(BloomAddStatus(FilterStatus::kFilterMemoryLimit), BloomStatus::kGrowOverFilterMemory);
+  const MemoryRefusal budget{MemoryRefusal::Limit::kBudget, 1000, 65536, 65000};
+  EXPECT_EQ(BloomCreateStatus(FilterStatus::kOutOfMemory, budget), BloomStatus::kCreateOverMaxmemory);
+  EXPECT_EQ(BloomCreateStatus(FilterStatus::kOutOfMemory, {}), BloomStatus::kCreateFailed);
+  EXPECT_EQ(BloomFailureText(BloomStatus::kCreateOverMaxmemory, budget),
+            "ERR Insufficient memory to create filter: needs 1000 bytes, maxmemory has 536 bytes "
+            "free of 65536");
+  EXPECT_EQ(BloomFailureText(BloomStatus::kNonScalingFull, budget), errors::kNonScalingFull);
 }
 
 // --- Counting Bloom -----------------------------------------------------
@@ -261,11 +275,14 @@ TEST_F(FamilyOps, CuckooAddNxDeleteAndCompact) {
   EntryPtr entry;
   ASSERT_EQ(FindOrCreateCuckoo(store, Key("cf"), true, std::nullopt, &entry), CuckooStatus::kOk);
   bool added = false;
-  EXPECT_EQ(AddCuckooItem(*entry, "a", /*only_if_absent=*/true, &added), CuckooStatus::kOk);
+  EXPECT_EQ(AddCuckooItem(*entry, "a", /*only_if_absent=*/true, Admission::kClient, &added),
+            CuckooStatus::kOk);
   EXPECT_TRUE(added);
-  EXPECT_EQ(AddCuckooItem(*entry, "a", /*only_if_absent=*/true, &added), CuckooStatus::kOk);
+  EXPECT_EQ(AddCuckooItem(*entry, "a", /*only_if_absent=*/true, Admission::kClient, &added),
+            CuckooStatus::kOk);
   EXPECT_FALSE(added) << "NX: a is there";
-  EXPECT_EQ(AddCuckooItem(*entry, "a", /*only_if_absent=*/false, &added), CuckooStatus::kOk);
+  EXPECT_EQ(AddCuckooItem(*entry, "a", /*only_if_absent=*/false, Admission::kClient, &added),
+            CuckooStatus::kOk);
   EXPECT_TRUE(added) << "CF.ADD always adds a fingerprint";
   EXPECT_EQ(entry->get<CuckooFilter>()->Count(entry->get<CuckooFilter>()->Hash("a")), 2u);
   EXPECT_TRUE(DeleteCuckooItem(*entry, "a"));
@@ -287,7 +304,8 @@ TEST_F(FamilyOps, CuckooInsertsIntoAFullNonScalingFilterSayNoRoomPerItem) {
   std::vector<std::string> names;
   for (int i = 0; i < 16; ++i) names.push_back("item" + std::to_string(i));
   for (const std::string& name : names) items.push_back(name);
-  CuckooInsertResult result = InsertCuckooItems(*entry, items, /*only_if_absent=*/false);
+  CuckooInsertResult result =
+      InsertCuckooItems(*entry, items, /*only_if_absent=*/false, Admission::kClient);
   EXPECT_EQ(result.status, CuckooStatus::kOk) << "no room is per item, not a stop";
   ASSERT_EQ(result.results.size(), items.size());
   size_t in = 0, no_room = 0;
@@ -301,7 +319,7 @@ TEST_F(FamilyOps, CuckooInsertsIntoAFullNonScalingFilterSayNoRoomPerItem) {
   EXPECT_EQ(entry->get<CuckooFilter>()->Info().items, in);
 
   bool added = true;
-  EXPECT_EQ(AddCuckooItem(*entry, "one more", false, &added), CuckooStatus::kFull);
+  EXPECT_EQ(AddCuckooItem(*entry, "one more", false, Admission::kClient, &added), CuckooStatus::kFull);
   EXPECT_FALSE(added);
 }
 
@@ -311,6 +329,9 @@ TEST_F(FamilyOps, CuckooStatusesMapToRedisBloomTexts) {
   EXPECT_EQ(CuckooStatusText(CuckooStatus::kItemExists), errors::kItemExists);
   EXPECT_EQ(CuckooStatusText(CuckooStatus::kInsertCapacityRange), errors::kCfInsertCapacityRange);
   EXPECT_EQ(CuckooStatusText(CuckooStatus::kCreateFailed), errors::kInsufficientMemory);
+  EXPECT_EQ(CuckooStatusText(CuckooStatus::kCreateOverFilterMemory), errors::kInsufficientMemory);
+  EXPECT_EQ(CuckooStatusText(CuckooStatus::kCreateOverMaxmemory), errors::kInsufficientMemory);
+  EXPECT_EQ(CuckooStatusText(CuckooStatus::kGrowOverFilterMemory), errors::kCfInsufficientMemory);
   EXPECT_EQ(CuckooStatusText(CuckooStatus::kCouldNotCreate), errors::kCouldNotCreateFilter);
   EXPECT_EQ(CuckooStatusText(CuckooStatus::kFull), errors::kCfFull);
   EXPECT_EQ(CuckooStatusText(CuckooStatus::kMaxExpansions), errors::kCfMaxExpansions);
@@ -318,7 +339,7 @@ TEST_F(FamilyOps, CuckooStatusesMapToRedisBloomTexts) {
   EXPECT_EQ(CuckooStatusText(CuckooStatus::kNothingToDelete), errors::kCfDelNotFound);
   EXPECT_EQ(CuckooStatusText(CuckooStatus::kNothingToCompact), errors::kCfCompactNotFound);
   EXPECT_EQ(CuckooAddStatus(FilterStatus::kOutOfMemory), CuckooStatus::kOutOfMemory);
-  EXPECT_EQ(CuckooAddStatus(FilterStatus::kFilterMemoryLimit), CuckooStatus::kOutOfMemory);
+  EXPECT_EQ(CuckooAddStatus(FilterStatus::kFilterMemoryLimit), CuckooStatus::kGrowOverFilterMemory);
 }
 
 TEST_F(FamilyOps, AReadStoreCountsHitsAndMissesWhenGivenCounters) {

@@ -49,7 +49,12 @@ TEST_F(FilterMakerTest, ABigReserveParksAndItsSecondRunPublishesTheFilterMadeOff
   // The same for the other families whose creation is the handler's.
   ASSERT_EQ(s.Run({"CF.RESERVE", "c", "16777216"}), kOk);
   ASSERT_EQ(s.Run({"CMS.INITBYDIM", "m", "1000000", "4"}), kOk);
-  EXPECT_EQ(s.makes(), 3u);
+  // BF.RESERVE at 0.0001 for 10 million items: ~24 MB.
+  ASSERT_EQ(s.Run({"BF.RESERVE", "b", "0.0001", "10000000"}), kOk);
+  EXPECT_EQ(s.makes(), 4u);
+  EXPECT_EQ(s.Run({"BF.ADD", "b", "x"}), Int(1));
+  EXPECT_EQ(s.Run({"BF.RESERVE", "b", "0.0001", "10000000"}), Err(errors::kItemExists));
+  EXPECT_EQ(s.makes(), 4u) << "an existing key is refused before anything is built";
   EXPECT_EQ(s.Run({"CF.ADD", "c", "x"}), Int(1));
   EXPECT_EQ(s.Run({"CF.EXISTS", "c", "x"}), Int(1));
   EXPECT_EQ(s.Run({"CMS.INCRBY", "m", "x", "3"}), Arr(1) + Int(3));
@@ -136,7 +141,8 @@ TEST_F(FilterMakerTest, AFilterOverMaxmemoryIsRefusedWhenMadeAndNothingStaysChar
   server_ = MakeServer(config);
   Session s(server_.get());
   const uint64_t used = server_->budget.used();
-  EXPECT_EQ(s.Run({"TOPK.RESERVE", "k", kBigTopK}), Err(errors::kTopKInsufficientMemory));
+  EXPECT_TRUE(IsMemoryRefusal(s.Run({"TOPK.RESERVE", "k", kBigTopK}),
+                              errors::kTopKInsufficientMemory, " bytes free of 16777216"));
   EXPECT_EQ(s.makes(), 1u);
   EXPECT_EQ(server_->budget.used(), used);
   EXPECT_EQ(server_->keyspace.Find("k", NowMs()), nullptr);

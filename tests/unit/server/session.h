@@ -6,6 +6,8 @@
 // are several clients (WATCH from one, writes from another).
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <cstdint>
 #include <future>
 #include <memory>
@@ -111,6 +113,18 @@ inline const std::string kNilArray = "*-1\r\n";
 inline const std::string kNull3 = "_\r\n";
 inline const std::string kTrue3 = "#t\r\n";
 inline const std::string kFalse3 = "#f\r\n";
+
+// A memory refusal's reply (errors::MemoryRefused): `prefix`, the family's
+// RedisBloom text, then ": needs N bytes" and what ends in `ending` (the
+// limit's figures: ", max-filter-memory is 65536").
+inline ::testing::AssertionResult IsMemoryRefusal(const std::string& reply,
+                                                  std::string_view prefix,
+                                                  std::string_view ending) {
+  const std::string head = "-" + std::string(prefix) + ": needs ";
+  const std::string tail = std::string(ending) + "\r\n";
+  if (reply.starts_with(head) && reply.ends_with(tail)) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "reply " << reply << " is not " << head << "..." << tail;
+}
 
 inline std::string WrongArity(std::string_view full_name) {
   return Err("ERR wrong number of arguments for '" + std::string(full_name) + "' command");
