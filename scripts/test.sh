@@ -25,7 +25,19 @@ tsan_not_built='^(config_test|alloc_test)_NOT_BUILT$'
 # Every ctest call fails when it finds no test (--no-tests=error): a stage
 # that silently ran nothing (a build dir configured without tests, e.g. by
 # scripts/run.sh's BUILD_TESTING=OFF) must not pass.
-run_ctest() { ctest --no-tests=error --output-on-failure --parallel "$jobs" --timeout 600 "$@"; }
+# Each call ends with its ten slowest tests, so a test that grows slow shows
+# in CI's log before it eats the budget.
+run_ctest() {
+  local log status=0
+  log=$(mktemp)
+  ctest --no-tests=error --output-on-failure --parallel "$jobs" --timeout 600 "$@" | tee "$log" ||
+    status=$?
+  echo "-- the ten slowest:"
+  sed -nE 's/^ *[0-9]+\/[0-9]+ Test +#[0-9]+: ([^ ]+) [ .*]+(Passed|Failed|\*+[A-Za-z]+).* ([0-9.]+) sec$/\3 s  \1/p' "$log" |
+    sort -rn | head -n 10
+  rm -f "$log"
+  return "$status"
+}
 # Each stage's wall time, so a slow stage shows in CI's log (budget: 20 min).
 stage_start=$SECONDS
 stage_done() {
