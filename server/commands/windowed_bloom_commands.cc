@@ -69,17 +69,13 @@ void ReplyWindowedInfo(CommandContext& ctx, const KeyEntry& entry,
 
 namespace {
 
-const WindowedBloomFilter& Of(const AnyFilter& filter) {
-  return *std::get<std::unique_ptr<WindowedBloomFilter>>(filter);
+// BLOOMGATE.HEALTH: the generations live now, as BF.INFO / CBF.INFO count them.
+FilterHealth Health(const WindowedBloomFilter& f, uint64_t max_scan_bytes) {
+  return WindowedBloomHealth(f, NowMs(), max_scan_bytes);
 }
 
-FilterHealth Health(const AnyFilter& filter, uint64_t max_scan_bytes) {
-  // The generations live now, as BF.INFO / CBF.INFO count them.
-  return WindowedBloomHealth(Of(filter), NowMs(), max_scan_bytes);
-}
-
-std::string Describe(const AnyFilter& filter) {
-  const WindowedBloomFilter& f = Of(filter);
+// check-snapshot's summary line.
+std::string Describe(const WindowedBloomFilter& f) {
   char line[256];
   std::snprintf(line, sizeof(line),
                 "windowed bloom: window %llu ms in %u generations, current %llu, capacity %llu, "
@@ -103,8 +99,8 @@ const FilterFamily& WindowedBloomFamily() {
       .acl_category = "@bloom",
       .writes = FamilyWrites::kCommute,
       .commands = nullptr,
-      .describe = Describe,
-      .health = Health,
+      .describe = DescribeAs<WindowedBloomFilter, Describe>,
+      .health = HealthAs<WindowedBloomFilter, Health>,
   };
   return family;
 }

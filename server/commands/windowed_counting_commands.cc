@@ -75,17 +75,13 @@ void ReplyWindowedCountingInfo(CommandContext& ctx, const KeyEntry& entry,
 
 namespace {
 
-const WindowedCountingBloomFilter& Of(const AnyFilter& filter) {
-  return *std::get<std::unique_ptr<WindowedCountingBloomFilter>>(filter);
+// BLOOMGATE.HEALTH: the generations live now, as BF.INFO / CBF.INFO count them.
+FilterHealth Health(const WindowedCountingBloomFilter& f, uint64_t max_scan_bytes) {
+  return WindowedCountingBloomHealth(f, NowMs(), max_scan_bytes);
 }
 
-FilterHealth Health(const AnyFilter& filter, uint64_t max_scan_bytes) {
-  // The generations live now, as BF.INFO / CBF.INFO count them.
-  return WindowedCountingBloomHealth(Of(filter), NowMs(), max_scan_bytes);
-}
-
-std::string Describe(const AnyFilter& filter) {
-  const WindowedCountingBloomFilter& f = Of(filter);
+// check-snapshot's summary line.
+std::string Describe(const WindowedCountingBloomFilter& f) {
   char line[256];
   std::snprintf(line, sizeof(line),
                 "windowed counting bloom: window %llu ms in %u generations, current %llu, "
@@ -109,8 +105,8 @@ const FilterFamily& WindowedCountingBloomFamily() {
       .acl_category = "@bloom",
       .writes = FamilyWrites::kExclusive,
       .commands = nullptr,
-      .describe = Describe,
-      .health = Health,
+      .describe = DescribeAs<WindowedCountingBloomFilter, Describe>,
+      .health = HealthAs<WindowedCountingBloomFilter, Health>,
   };
   return family;
 }
