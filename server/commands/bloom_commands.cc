@@ -350,14 +350,9 @@ void CmdMerge(CommandContext& ctx) {
   keys.reserve(ctx.args.size() - 1);
   for (size_t i = 1; i < ctx.args.size(); ++i) keys.push_back(ctx.Key(ctx.args[i]));
   FilterStore store = StoreFor(ctx);
-  MergeResult result =
-      MergeBloom(store, "BF.MERGE", keys[0], std::span<const KeyRef>(keys).subspan(1));
+  MergeResult result = MergeBloom(store, keys[0], std::span<const KeyRef>(keys).subspan(1));
   if (result.status != BloomStatus::kOk) {
-    if (result.detail.empty()) {
-      Fail(ctx, result.status);
-    } else {
-      ctx.Fail(result.detail);
-    }
+    ctx.Fail(MergeFailureText("BF.MERGE", result));
     return;
   }
   if (result.journaled) ctx.skip_journal = true;  // a windowed merge logged its result

@@ -343,11 +343,9 @@ void CmdMerge(CommandContext& ctx) {
   keys.reserve(ctx.args.size() - 1);
   for (size_t i = 1; i < ctx.args.size(); ++i) keys.push_back(ctx.Key(ctx.args[i]));
   FilterStore store = StoreFor(ctx);
-  MergeResult result =
-      MergeCounting(store, "CBF.MERGE", keys[0], std::span<const KeyRef>(keys).subspan(1));
+  MergeResult result = MergeCounting(store, keys[0], std::span<const KeyRef>(keys).subspan(1));
   if (result.status != BloomStatus::kOk) {
-    ctx.Fail(result.detail.empty() ? BloomStatusText(result.status)
-                                   : std::string_view(result.detail));
+    ctx.Fail(MergeFailureText("CBF.MERGE", result));
     return;
   }
   if (result.journaled) ctx.skip_journal = true;  // a windowed merge logged its result
