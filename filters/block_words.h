@@ -47,8 +47,8 @@ inline constexpr uint64_t kHugePageBytes = uint64_t{2} << 20;
 // free). Why: a random line of a big filter also misses the TLB, and on
 // 4 KiB pages under KVM that is a two-dimensional page walk: a 4 GiB
 // filter's lookup cost 1.30-1.35x a dependent DRAM miss on 4 KiB pages and
-// 1.00-1.03x on 2 MiB ones (bench/results/memory-2026-12-01.md, issue 14
-// target 7). 8 MiB is where 4 KiB pages run out of reach of a
+// 1.00-1.03x on 2 MiB ones (bench/results/memory-2026-12-01.md). 8 MiB is
+// where 4 KiB pages run out of reach of a
 // 1536-2048-entry L2 TLB (6-8 MiB on current x86-64 cores). The mapping's
 // length is the array's rounded up to 4 KiB, so no partial huge page is made
 // resident past the array.

@@ -111,8 +111,8 @@ double MinBitsPerKey(double target, int probes, double textbook, int block_cells
   } while (fp(hi) > target);
   // Bounded twice: past ~2^47 cells/key neighbouring doubles are further
   // apart than the step, so hi - lo can stop shrinking (mid rounds to lo or
-  // hi), and a loop on the gap alone then never ends (issue 10: BF.RESERVE
-  // k 1e-62 100 hung an I/O thread). 64 halvings shrink any gap below the
+  // hi), and a loop on the gap alone then never ends (BF.RESERVE k 1e-62
+  // 100 would hang an I/O thread). 64 halvings shrink any gap below the
   // 1.5x bracket by 2^-64, far under the step.
   for (int i = 0; i < 64 && hi - lo > kBloomBitsPerKeyStep; ++i) {
     const double mid = (lo + hi) / 2;

@@ -116,7 +116,7 @@ BloomShape ChooseBlockedBloomShape(double fp_rate, uint64_t capacity);
 // rate of ~1.0e-3 (1.096 at 1.2e-3, 1.101 at 1e-3, 1.105 at 9e-4): a scaling
 // BF.RESERVE under 0.002 (a NONSCALING one under 0.001) is classic. The
 // price of the blocked layout above the crossover is that BF.INFO Size there
-// is 4-7% over RedisBloom's (bench/README.md, issue 14 target 3).
+// is 4-7% over RedisBloom's (bench/README.md).
 constexpr double kClassicBloomBelowErrorRate = 1e-3;
 
 // True iff a new filter whose layer 0 has error rate `layer_error_rate` gets

@@ -148,8 +148,8 @@ using CountingBloomLayerShape = LayerShape<CountingBloomLayerTraits::Count>;
 //
 // Which layer an item lives in: Add of an item that some layer already reports
 // increments the OLDEST layer that reports it; Remove decrements the OLDEST
-// layer that reports it. (Issue 3 says "newest"; "oldest" is what keeps
-// deletes exact.) Why: a layer that is no longer the newest
+// layer that reports it ("oldest", not "newest": only that keeps deletes
+// exact). Why: a layer that is no longer the newest
 // only ever receives increments of items it already reports -- which set no
 // new cell -- and decrements, so the set of non-zero cells of an older layer
 // never grows. An item first added into layer H was absent from every older

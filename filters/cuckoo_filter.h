@@ -22,7 +22,7 @@ namespace bloomgate {
 // one-byte fingerprints, 0 = empty, bucket b at byte b x bucket_size), so a
 // RedisBloom dump's bytes are our slots as they are.
 enum class CuckooScheme : uint8_t {
-  // Ours: XXH3-128 with the filter's random seed (issue 10), a 64-bit mixed
+  // Ours: XXH3-128 with the filter's random seed (hash_seed.h), a 64-bit mixed
   // alternate index, pseudo-random eviction victims.
   kNative = 0,
   // RedisBloom's (cuckoo.c, v2.4 and Redis 8 alike), for filters imported
@@ -32,7 +32,7 @@ enum class CuckooScheme : uint8_t {
   // adds both buckets' matches even when i1 and i2 are the same bucket.
   // Every answer is then exactly RedisBloom's. Seedless, as RedisBloom is:
   // anyone can compute which items share a bucket, so such a filter lacks
-  // issue 10's hash-flooding protection (the kick budget still bounds the
+  // the random seed's hash-flooding protection (the kick budget still bounds the
   // work of one command); the README says so.
   kRedisBloom = 1,
 };

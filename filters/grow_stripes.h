@@ -1,9 +1,9 @@
 // The locks and the next-shape memo that LayerChain::Grow needs, kept in 64
 // process-wide stripes instead of in every chain.
 //
-// Why: a std::mutex (40 bytes) and a cached next shape (40 bytes) were 80 of
-// a small filter's 729 bytes of MEMORY USAGE (`BF.RESERVE k 0.01 100`,
-// issue 14 target 3b), for work a filter does once per layer it appends --
+// Why: a std::mutex (40 bytes) and a cached next shape (40 bytes) in every
+// chain would be 80 of a small filter's 729 bytes of MEMORY USAGE
+// (`BF.RESERVE k 0.01 100`), for work a filter does once per layer it appends --
 // at most 64 times in its life. Growth is rare and short (a reservation, a
 // few allocations), so two filters meeting on one stripe cost one of them a
 // short wait, never a wrong answer.

@@ -141,8 +141,8 @@ class LayerChain {
   // over, so a small layer's bounces are bounded and brief (a counting
   // filter's deletes also write older, small layers' counters: those lines
   // bounce under concurrent deletes and lookups of one small filter), while
-  // the spare line was 64 of a small filter's 729 bytes (issue 14 target
-  // 3b). 4 KiB of cells is ~2,800 items at 1%; there the extra line is at
+  // the spare line would be 64 of a small filter's 729 bytes. 4 KiB of
+  // cells is ~2,800 items at 1%; there the extra line is at
   // most 1.6% of the layer.
   static constexpr uint64_t kCounterLineFromBytes = 4096;
   static constexpr uint64_t kCounterLineBytes = 64;

@@ -22,8 +22,8 @@
 //
 // Seedless: RedisBloom hashes every filter with the same fixed seeds, so
 // anyone can compute which items collide in an imported filter and flood it
-// with false positives or fill its layers (issue 10's per-filter random
-// seeds protect only our blocked filters). Such a filter keeps RedisBloom's
+// with false positives or fill its layers (our per-filter random seeds,
+// hash_seed.h, protect only our blocked filters). Such a filter keeps RedisBloom's
 // hash for as long as it lives, because its bits were set by that hash; the
 // README says so ("Coming from RedisBloom").
 #pragma once

@@ -55,6 +55,7 @@
 #include "filters/memory_budget.h"
 #include "filters/scalable_bloom_filter.h"
 #include "filters/window_generations.h"
+#include "filters/windowed_filter.h"
 
 namespace bloomgate {
 
@@ -70,38 +71,17 @@ struct WindowedBloomOptions {
 // One generation slot as a snapshot sees it.
 using WindowSlotInfo = WindowSlotView<ScalableBloomFilter>;
 
-class WindowedBloomFilter {
+// Create, Restore, MayContain, the accessors, ring() and WithSlots are
+// WindowedFilter's (windowed_filter.h); what an add means is this class's.
+class WindowedBloomFilter
+    : public WindowedFilter<WindowedBloomFilter, ScalableBloomFilter, WindowedBloomOptions> {
  public:
-  // Validates (error_rate in (0, 1), capacity >= 1, expansion in
-  // [1, kMaxBloomExpansion], generations in [1, kMaxWindowGenerations],
-  // window_ms in [generations, kMaxWindowMs]; else kInvalidOptions) and
-  // creates generation 0 at `now_ms` rounded down to a whole period
-  // (AlignedWindowOrigin, window_generations.h), the filter's origin.
-  static FilterStatus Create(const WindowedBloomOptions& options, int64_t now_ms,
-                             const FilterLimits& limits, MemoryBudget* budget,
-                             std::unique_ptr<WindowedBloomFilter>* out,
-                             MemoryRefusal* refusal = nullptr);
-
-  // For loaders: a filter with these parameters, its origin and current
-  // generation, and `slots` (exactly generations + 1 of them, slot i holding
-  // a generation g with g % (n+1) == i, g <= current, present ones with
-  // their filter). kInvalidOptions if anything is out of range.
-  using RestoredSlot = WindowGenerations<ScalableBloomFilter>::RestoredSlot;
-  static FilterStatus Restore(const WindowedBloomOptions& options, int64_t origin_ms,
-                              uint64_t current_generation, std::vector<RestoredSlot> slots,
-                              const FilterLimits& limits, MemoryBudget* budget,
-                              std::unique_ptr<WindowedBloomFilter>* out);
-
   // The per-generation error rate and first-layer capacity for `options`
   // (see "Sizing").
   static double GenerationErrorRate(double error_rate, uint32_t generations);
   static uint64_t GenerationCapacity(uint64_t capacity, uint32_t generations);
 
-  WindowedBloomFilter(const WindowedBloomFilter&) = delete;
-  WindowedBloomFilter& operator=(const WindowedBloomFilter&) = delete;
   ~WindowedBloomFilter();
-
-  KeyHash Hash(std::string_view item) const { return HashKey(item, hash_seed_); }
 
   // Records the item in the generation current at `now_ms` (turning over
   // first if a period ended). *seen: it was already present in a live
@@ -120,68 +100,21 @@ class WindowedBloomFilter {
   // out when it ran, too).
   void ReplayAdd(const KeyHash& h, uint64_t generation, bool seen, bool added_to_generation);
 
-  // Whether any generation live at `now_ms` may hold the item.
-  bool MayContain(const KeyHash& h, int64_t now_ms) const;
-
-  // Replaces the generations dropped by `now_ms` with fresh ones (Add does
-  // it; exposed for tests and for a load that wants memory back early).
-  FilterStatus AdvanceTo(int64_t now_ms);
-
-  // The generation number current at `now_ms` (0 before the origin).
-  uint64_t GenerationAt(int64_t now_ms) const;
   // Adds new to the window among the generations live at `now_ms` (BF.CARD).
   uint64_t ItemsAt(int64_t now_ms) const;
-  // How long the current generation at `now_ms` has run, in ms.
-  int64_t GenerationAgeMs(int64_t now_ms) const;
-
-  double error_rate() const { return error_rate_; }
-  uint64_t capacity() const { return capacity_; }
-  uint32_t expansion() const { return expansion_; }
-  uint64_t window_ms() const { return gens_.window_ms(); }
-  uint32_t generations() const { return gens_.generations(); }
-  uint64_t period_ms() const { return gens_.period_ms(); }
-  int64_t origin_ms() const { return gens_.origin_ms(); }
-  uint64_t hash_seed() const { return hash_seed_; }
-  const FilterLimits& limits() const { return limits_; }
-  uint64_t current_generation() const { return gens_.current(); }
-  // Every slot's generation filter plus this object.
-  uint64_t memory_bytes() const;
-
-  // The generation ring itself, for BF.MERGE / CBF.MERGE (server/commands/
-  // bloom_merge.h), which combine generation by generation while holding
-  // every key exclusively.
-  WindowGenerations<ScalableBloomFilter>& ring() { return gens_; }
-  const WindowGenerations<ScalableBloomFilter>& ring() const { return gens_; }
-
-  // Runs `fn(slots)` with the slot array held still (no turnover meanwhile):
-  // the snapshot codec describes and copies through it, BF.INFO reads it.
-  template <typename Fn>
-  auto WithSlots(Fn&& fn) const {
-    return gens_.WithViews(std::forward<Fn>(fn));
-  }
 
  private:
-  using Gens = WindowGenerations<ScalableBloomFilter>;
+  friend class WindowedFilter<WindowedBloomFilter, ScalableBloomFilter, WindowedBloomOptions>;
 
   WindowedBloomFilter(const WindowedBloomOptions& options, uint64_t seed, int64_t origin_ms,
-                      const FilterLimits& limits, MemoryBudget* budget);
+                      const FilterLimits& limits, MemoryBudget* budget)
+      : WindowedFilter(options, seed, origin_ms, limits, budget) {}
 
-  static FilterStatus Check(const WindowedBloomOptions& options);
+  // Nothing beyond the window's own checks.
+  static FilterStatus Check(const WindowedBloomOptions&) { return FilterStatus::kOk; }
   ScalableBloomOptions GenerationOptions() const;
-  FilterStatus NewGeneration(bool budgeted, std::unique_ptr<ScalableBloomFilter>* out,
-                             MemoryRefusal* refusal = nullptr) const;
-  // Has the ring build each next generation ahead (window_generations.h).
-  void EnablePreparation();
-  // Moves the current generation to `target`; `budgeted` false for replay.
-  FilterStatus AdvanceToGeneration(uint64_t target, bool budgeted);
-
-  const double error_rate_;
-  const uint64_t capacity_;
-  const uint32_t expansion_;
-  const uint64_t hash_seed_;
-  const FilterLimits limits_;
-  MemoryBudget* const budget_;
-  Gens gens_;  // the clock, the slot ring and the turnover
+  // Seed and expansion are checked for every windowed filter.
+  bool AcceptsGeneration(const ScalableBloomFilter&) const { return true; }
 };
 
 }  // namespace bloomgate

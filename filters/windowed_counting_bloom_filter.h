@@ -45,6 +45,7 @@
 #include "filters/limits.h"
 #include "filters/memory_budget.h"
 #include "filters/window_generations.h"
+#include "filters/windowed_filter.h"
 
 namespace bloomgate {
 
@@ -64,32 +65,14 @@ struct WindowedCountingBloomOptions {
 
 using WindowCountingSlotInfo = WindowSlotView<CountingBloomFilter>;
 
-class WindowedCountingBloomFilter {
+// Create, Restore, MayContain, the accessors, ring() and WithSlots are
+// WindowedFilter's (windowed_filter.h), as for WindowedBloomFilter; what an
+// add, a count and a delete mean is this class's.
+class WindowedCountingBloomFilter
+    : public WindowedFilter<WindowedCountingBloomFilter, CountingBloomFilter,
+                            WindowedCountingBloomOptions> {
  public:
-  using Gens = WindowGenerations<CountingBloomFilter>;
-  using RestoredSlot = Gens::RestoredSlot;
-
-  // Validates (as WindowedBloomFilter, plus counter_bits 4 or 8; else
-  // kInvalidOptions) and creates generation 0 at `now_ms` rounded down to a
-  // whole period (AlignedWindowOrigin), the origin.
-  static FilterStatus Create(const WindowedCountingBloomOptions& options, int64_t now_ms,
-                             const FilterLimits& limits, MemoryBudget* budget,
-                             std::unique_ptr<WindowedCountingBloomFilter>* out,
-                             MemoryRefusal* refusal = nullptr);
-
-  // For loaders: as WindowedBloomFilter::Restore (options.hash_seed set,
-  // n + 1 slots, the current one present, each generation hashing with the
-  // seed and with the options' counter width and expansion).
-  static FilterStatus Restore(const WindowedCountingBloomOptions& options, int64_t origin_ms,
-                              uint64_t current_generation, std::vector<RestoredSlot> slots,
-                              const FilterLimits& limits, MemoryBudget* budget,
-                              std::unique_ptr<WindowedCountingBloomFilter>* out);
-
-  WindowedCountingBloomFilter(const WindowedCountingBloomFilter&) = delete;
-  WindowedCountingBloomFilter& operator=(const WindowedCountingBloomFilter&) = delete;
   ~WindowedCountingBloomFilter();
-
-  KeyHash Hash(std::string_view item) const { return HashKey(item, hash_seed_); }
 
   // Adds one occurrence to the generation current at `now_ms` (turning over
   // first if a period ended). *was_new: no live generation reported the item
@@ -114,69 +97,31 @@ class WindowedCountingBloomFilter {
   // Re-applies a Remove into `generation` if it is still there.
   void ReplayRemove(const KeyHash& h, uint64_t generation);
 
-  bool MayContain(const KeyHash& h, int64_t now_ms) const;
   // Sum over the live generations of the item's count there (CBF.COUNT).
   uint64_t Count(const KeyHash& h, int64_t now_ms) const;
   // Occurrences (adds minus deletes) within the live generations (CBF.CARD).
   uint64_t ItemsAt(int64_t now_ms) const;
 
-  // Replaces the generations dropped by `now_ms` (Add does it; for tests).
-  FilterStatus AdvanceTo(int64_t now_ms);
-
-  uint64_t GenerationAt(int64_t now_ms) const { return gens_.GenerationAt(now_ms); }
-  int64_t GenerationAgeMs(int64_t now_ms) const { return gens_.GenerationAgeMs(now_ms); }
-  uint64_t LookupAt(int64_t now_ms) const { return gens_.LookupAt(now_ms); }
-
-  double error_rate() const { return error_rate_; }
-  uint64_t capacity() const { return capacity_; }
-  uint32_t expansion() const { return expansion_; }
   uint32_t counter_bits() const { return counter_bits_; }
   CountingLayout layout() const { return layout_; }
-  uint64_t window_ms() const { return gens_.window_ms(); }
-  uint32_t generations() const { return gens_.generations(); }
-  uint64_t period_ms() const { return gens_.period_ms(); }
-  int64_t origin_ms() const { return gens_.origin_ms(); }
-  uint64_t hash_seed() const { return hash_seed_; }
-  const FilterLimits& limits() const { return limits_; }
-  uint64_t current_generation() const { return gens_.current(); }
-  uint64_t memory_bytes() const;
-
-  // The generation ring itself, for BF.MERGE / CBF.MERGE (server/commands/
-  // bloom_merge.h), which combine generation by generation while holding
-  // every key exclusively.
-  WindowGenerations<CountingBloomFilter>& ring() { return gens_; }
-  const WindowGenerations<CountingBloomFilter>& ring() const { return gens_; }
-
-  // Runs `fn(slots)` (std::vector<WindowCountingSlotInfo>) with the ring
-  // held still: the codec, CBF.INFO and CBF.MERGE read through it.
-  template <typename Fn>
-  auto WithSlots(Fn&& fn) const {
-    return gens_.WithViews(std::forward<Fn>(fn));
-  }
 
  private:
+  friend class WindowedFilter<WindowedCountingBloomFilter, CountingBloomFilter,
+                              WindowedCountingBloomOptions>;
+
   WindowedCountingBloomFilter(const WindowedCountingBloomOptions& options, uint64_t seed,
                               int64_t origin_ms, const FilterLimits& limits, MemoryBudget* budget);
 
+  // counter_bits 4 or 8.
   static FilterStatus Check(const WindowedCountingBloomOptions& options);
   CountingBloomOptions GenerationOptions() const;
-  FilterStatus NewGeneration(bool budgeted, std::unique_ptr<CountingBloomFilter>* out,
-                             MemoryRefusal* refusal = nullptr) const;
-  // Has the ring build each next generation ahead (window_generations.h).
-  void EnablePreparation();
-  FilterStatus AdvanceToGeneration(uint64_t target, bool budgeted);
+  // A loaded generation has this filter's counter width and layout.
+  bool AcceptsGeneration(const CountingBloomFilter& g) const;
   // The window count at generation `at`; call inside gens_.Shared.
   uint64_t CountIn(const std::vector<Gens::Slot>& slots, const KeyHash& h, uint64_t at) const;
 
-  const double error_rate_;
-  const uint64_t capacity_;
-  const uint32_t expansion_;
   const uint32_t counter_bits_;
   const CountingLayout layout_;
-  const uint64_t hash_seed_;
-  const FilterLimits limits_;
-  MemoryBudget* const budget_;
-  Gens gens_;
 };
 
 }  // namespace bloomgate

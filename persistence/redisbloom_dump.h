@@ -1,5 +1,5 @@
 // RedisBloom's BF.SCANDUMP chunks, so filters move both ways between
-// RedisBloom and Bloomgate (issue 12). Facts from RedisBloom v2.4's public
+// RedisBloom and Bloomgate. Facts from RedisBloom v2.4's public
 // source (sb.c SB_NewChainFromHeader / SBChain_GetEncodedChunk /
 // SBChain_LoadEncodedChunk, rebloom.c) and the dumps in
 // ../shared/redisbloom-dumps, whose chunks we reproduce byte for byte.

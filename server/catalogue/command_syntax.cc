@@ -5,9 +5,11 @@
 
 namespace bloomgate {
 
-// One line per command, sorted by name. Lines follow Redis 7's and
-// RedisBloom's documented syntax where the command is theirs, with Redis's
-// argument names; a command's own README entry says what each does.
+// One line per command, sorted by name, but for the rows that carry their
+// own (every family's SCANDUMP and LOADCHUNK: commands/family_rows.h). Lines
+// follow Redis 7's and RedisBloom's documented syntax where the command is
+// theirs, with Redis's argument names; a command's own README entry says
+// what each does.
 const std::vector<CommandSyntax>& CommandSyntaxTable() {
   static const std::vector<CommandSyntax> table = {
       {"acl", "", ""},
@@ -30,7 +32,6 @@ const std::vector<CommandSyntax>& CommandSyntaxTable() {
        "[WINDOW seconds [GENERATIONS generations]] [SEED seed] ITEMS item [item ...]",
        "capacity:integer error:double expansion:integer seconds:integer generations:integer "
        "seed:integer"},
-      {"bf.loadchunk", "key iterator data", "iterator:integer"},
       {"bf.madd", "key item [item ...]", ""},
       {"bf.merge", "destkey sourcekey [sourcekey ...]", "destkey:key sourcekey:key"},
       {"bf.mexists", "key item [item ...]", ""},
@@ -39,7 +40,6 @@ const std::vector<CommandSyntax>& CommandSyntaxTable() {
        "[WINDOW seconds [GENERATIONS generations]] [SEED seed]",
        "error_rate:double capacity:integer expansion:integer seconds:integer "
        "generations:integer seed:integer"},
-      {"bf.scandump", "key iterator", "iterator:integer"},
       {"bgrewriteaof", "", ""},
       {"bgsave", "[SCHEDULE]", ""},
       {"bloomgate.health", "key", ""},
@@ -56,7 +56,6 @@ const std::vector<CommandSyntax>& CommandSyntaxTable() {
        "ITEMS item [item ...]",
        "capacity:integer error:double expansion:integer counterbits:integer seconds:integer "
        "generations:integer seed:integer"},
-      {"cbf.loadchunk", "key iterator data", "iterator:integer"},
       {"cbf.madd", "key item [item ...]", ""},
       {"cbf.mdel", "key item [item ...]", ""},
       {"cbf.merge", "destkey sourcekey [sourcekey ...]", "destkey:key sourcekey:key"},
@@ -66,7 +65,6 @@ const std::vector<CommandSyntax>& CommandSyntaxTable() {
        "[WINDOW seconds [GENERATIONS generations]] [SEED seed]",
        "error_rate:double capacity:integer expansion:integer counterbits:integer "
        "seconds:integer generations:integer seed:integer"},
-      {"cbf.scandump", "key iterator", "iterator:integer"},
       {"cf.add", "key item", ""},
       {"cf.addnx", "key item", ""},
       {"cf.compact", "key", ""},
@@ -79,13 +77,11 @@ const std::vector<CommandSyntax>& CommandSyntaxTable() {
        "capacity:integer"},
       {"cf.insertnx", "key [CAPACITY capacity] [NOCREATE] ITEMS item [item ...]",
        "capacity:integer"},
-      {"cf.loadchunk", "key iterator data", "iterator:integer"},
       {"cf.mexists", "key item [item ...]", ""},
       {"cf.reserve",
        "key capacity [BUCKETSIZE bucketsize] [MAXITERATIONS maxiterations] "
        "[EXPANSION expansion]",
        "capacity:integer bucketsize:integer maxiterations:integer expansion:integer"},
-      {"cf.scandump", "key iterator", "iterator:integer"},
       {"client", "", ""},
       {"client|getname", "", ""},
       {"client|help", "", ""},
@@ -106,11 +102,9 @@ const std::vector<CommandSyntax>& CommandSyntaxTable() {
       {"cms.info", "key", ""},
       {"cms.initbydim", "key width depth", "width:integer depth:integer"},
       {"cms.initbyprob", "key error probability", "error:double probability:double"},
-      {"cms.loadchunk", "key iterator data", "iterator:integer"},
       {"cms.merge", "destination numKeys source [source ...] [WEIGHTS weight [weight ...]]",
        "destination:key numKeys:integer source:key weight:double"},
       {"cms.query", "key item [item ...]", ""},
-      {"cms.scandump", "key iterator", "iterator:integer"},
       {"command", "", ""},
       {"command|count", "", ""},
       {"command|docs", "[command-name [command-name ...]]", ""},
@@ -194,11 +188,9 @@ const std::vector<CommandSyntax>& CommandSyntaxTable() {
       {"topk.incrby", "key item increment [item increment ...]", "increment:integer"},
       {"topk.info", "key", ""},
       {"topk.list", "key [WITHCOUNT]", ""},
-      {"topk.loadchunk", "key iterator data", "iterator:integer"},
       {"topk.query", "key item [item ...]", ""},
       {"topk.reserve", "key topk [width depth decay]",
        "topk:integer width:integer depth:integer decay:double"},
-      {"topk.scandump", "key iterator", "iterator:integer"},
       {"touch", "key [key ...]", ""},
       {"ttl", "key", ""},
       {"type", "key", ""},

@@ -91,11 +91,11 @@ CommandTable::CommandTable() {
     while (by_name_[i].spec != nullptr) i = (i + 1) & by_name_mask_;
     by_name_[i] = NameSlot{hash, &spec};
   }
-  // Arguments from the syntax table; a row without a line (or a line that
+  // Arguments from the row's syntax line; a row without one (or a line that
   // does not parse) has none, which command_table_test refuses.
   arguments_.resize(all_.size());
   auto parse = [this](CommandSpec& spec) {
-    if (const CommandSyntax* syntax = FindCommandSyntax(spec.full_name)) {
+    if (const CommandSyntax* syntax = SyntaxOf(spec)) {
       std::string error;
       if (!ParseCommandSyntax(*syntax, KeySpecCount(spec), &arguments_[spec.id], &error)) {
         arguments_[spec.id].clear();
@@ -107,6 +107,10 @@ CommandTable::CommandTable() {
     parse(spec);
     for (CommandSpec& sub : spec.subcommands) parse(sub);
   }
+}
+
+const CommandSyntax* SyntaxOf(const CommandSpec& spec) {
+  return spec.syntax != nullptr ? spec.syntax : FindCommandSyntax(spec.full_name);
 }
 
 const CommandSpec* CommandTable::Find(std::string_view name) const {

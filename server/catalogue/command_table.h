@@ -72,6 +72,10 @@ struct CommandSpec {
   std::string_view summary;
   std::string_view group;             // COMMAND DOCS group: "bf", "generic", ...
   std::string_view since;             // the Redis / RedisBloom version it follows
+  // The row's own syntax line (command_syntax.h), for rows written alike
+  // for every family (commands/family_rows.h: SCANDUMP, LOADCHUNK); null:
+  // the command's line in catalogue/command_syntax.cc.
+  const CommandSyntax* syntax = nullptr;
   std::vector<CommandSpec> subcommands;
 
   // Filled in by CommandTable: "client|setname", a dense index used by
@@ -81,8 +85,8 @@ struct CommandSpec {
   size_t id = 0;
   const CommandSpec* parent = nullptr;
   uint64_t acl_categories = 0;
-  // COMMAND DOCS's arguments, parsed from the command's line in
-  // catalogue/command_syntax.cc; empty when it has none (or no line).
+  // COMMAND DOCS's arguments, parsed from the command's line (SyntaxOf);
+  // empty when it has none (or no line).
   const std::vector<CommandArgument>* arguments = nullptr;
 };
 
@@ -94,6 +98,11 @@ struct CommandSpec {
 using CommandRows = std::vector<CommandSpec> (*)();
 void RegisterCommandGroup(CommandRows rows);
 std::span<const CommandRows> RegisteredCommandGroups();
+
+// The row's syntax line: its own, else its command's in command_syntax.cc;
+// null when it has neither (command_syntax_test refuses that). Needs the
+// row's full_name, which the table fills in.
+const CommandSyntax* SyntaxOf(const CommandSpec& spec);
 
 // FNV-1a over ASCII case-folded bytes: the command table hashes the
 // client's bytes where they lie instead of lower-casing a copy first.

@@ -5,8 +5,10 @@
 // persistence/codec/.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 #include "filters/any_filter.h"
@@ -38,5 +40,17 @@ struct FilterFamily {
   // at most max_scan_bytes of cells; 0 = the totals alone, in O(layers).
   FilterHealth (*health)(const AnyFilter& filter, uint64_t max_scan_bytes) = nullptr;
 };
+
+// A family's `describe` and `health` written over its own filter type:
+// `.describe = DescribeAs<CountMinSketch, Describe>` unwraps the AnyFilter,
+// which holds that type whenever the registry calls the family's functions.
+template <typename Filter, std::string (*Describe)(const Filter&)>
+std::string DescribeAs(const AnyFilter& filter) {
+  return Describe(*std::get<std::unique_ptr<Filter>>(filter));
+}
+template <typename Filter, FilterHealth (*Health)(const Filter&, uint64_t max_scan_bytes)>
+FilterHealth HealthAs(const AnyFilter& filter, uint64_t max_scan_bytes) {
+  return Health(*std::get<std::unique_ptr<Filter>>(filter), max_scan_bytes);
+}
 
 }  // namespace bloomgate

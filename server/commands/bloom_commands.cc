@@ -19,6 +19,7 @@
 #include "server/commands/chunk_transfer.h"
 #include "server/commands/command_context.h"
 #include "server/commands/errors.h"
+#include "server/commands/family_rows.h"
 #include "server/commands/filter_health_report.h"
 #include "server/commands/filter_lookup.h"
 #include "server/commands/info_reply.h"
@@ -32,6 +33,8 @@ void ReplyBoolsThenError(ReplyBuilder& reply, const std::vector<bool>& results,
   for (bool result : results) reply.Bool(result);
   if (error) reply.Error(*error);
 }
+
+const FilterFamily& BloomFamily();  // the record, at the end of this file
 
 // windowed_bloom_commands.cc: BF.INFO's reply for a windowed filter.
 void ReplyWindowedInfo(CommandContext& ctx, const KeyEntry& entry,
@@ -347,14 +350,9 @@ void CmdMerge(CommandContext& ctx) {
   keys.reserve(ctx.args.size() - 1);
   for (size_t i = 1; i < ctx.args.size(); ++i) keys.push_back(ctx.Key(ctx.args[i]));
   FilterStore store = StoreFor(ctx);
-  MergeResult result =
-      MergeBloom(store, "BF.MERGE", keys[0], std::span<const KeyRef>(keys).subspan(1));
+  MergeResult result = MergeBloom(store, keys[0], std::span<const KeyRef>(keys).subspan(1));
   if (result.status != BloomStatus::kOk) {
-    if (result.detail.empty()) {
-      Fail(ctx, result.status);
-    } else {
-      ctx.Fail(result.detail);
-    }
+    ctx.Fail(MergeFailureText("BF.MERGE", result));
     return;
   }
   if (result.journaled) ctx.skip_journal = true;  // a windowed merge logged its result
@@ -366,70 +364,47 @@ constexpr ChunkCommandTexts kChunkTexts = {FilterKind::kScalableBloom, FilterKin
                                            errors::kLoadChunkBadIterator,
                                            errors::kReceivedBadData};
 
-// BF.SCANDUMP key iterator / BF.LOADCHUNK key iterator data
-void CmdScanDump(CommandContext& ctx) { ScanDump(ctx, kChunkTexts); }
-void CmdLoadChunk(CommandContext& ctx) { LoadChunk(ctx, kChunkTexts); }
-
 std::vector<CommandSpec> BloomCommands() {
-  // Flags as RedisBloom registers them (COMPAT.md §1.4): writes are
-  // "write deny-oom", reads "readonly fast".
-  constexpr uint32_t kWriteOom = kCmdWrite | kCmdDenyOom;
-  constexpr uint32_t kReadFast = kCmdReadOnly | kCmdFast;
-  auto row = [](std::string_view name, int arity, int max_args, uint32_t flags,
-                CommandHandler handler, std::string_view summary, std::string_view since) {
-    return CommandSpec{.name = name, .arity = arity, .max_args = max_args, .flags = flags,
-                       .first_key = 1, .last_key = 1, .key_step = 1, .handler = handler,
-                       .summary = summary, .group = "bf", .since = since};
-  };
-  std::vector<CommandSpec> rows = {
+  const FamilyRows rows(BloomFamily(), /*since=*/"1.0.0");
+  constexpr uint32_t kWriteOom = FamilyRows::kWriteOom;
+  constexpr uint32_t kReadFast = FamilyRows::kReadFast;
+  std::vector<CommandSpec> list = {
       // 13: key error_rate capacity EXPANSION n NONSCALING WINDOW s GENERATIONS n
       // SEED s.
-      row("bf.reserve", -4, 13, kWriteOom, CmdReserve, "Creates a new Bloom filter",
-          "1.0.0"),
-      row("bf.add", 3, 0, kWriteOom | kCmdOrderFree, CmdAdd, "Adds an item to a Bloom filter",
-          "1.0.0"),
-      row("bf.madd", -3, 0, kWriteOom | kCmdOrderFree, CmdMAdd,
-          "Adds one or more items to a Bloom filter. A filter will be created if it does not "
-          "exist",
-          "1.0.0"),
-      row("bf.insert", -4, 0, kWriteOom | kCmdOrderFree, CmdInsert,
-          "Adds one or more items to a Bloom filter. A filter will be created if it does not "
-          "exist",
-          "1.0.0"),
-      row("bf.exists", 3, 0, kReadFast, CmdExists,
-          "Checks whether an item exists in a Bloom filter", "1.0.0"),
-      row("bf.mexists", -3, 0, kReadFast, CmdMExists,
-          "Checks whether one or more items exist in a Bloom filter", "1.0.0"),
-      row("bf.card", 2, 0, kReadFast, CmdCard, "Returns the cardinality of a Bloom filter",
-          "2.4.4"),
-      row("bf.info", -2, 3, kReadFast, CmdInfo, "Returns information about a Bloom filter",
-          "1.0.0"),
-      row("bf.debug", 2, 0, kReadFast, CmdDebug,
-          "Returns the item count and each sub-filter's size, hashes and fill", "1.0.0"),
-      // Exclusive on its key: order-free adds must not change the filter
-      // while a chunk is copied (chunk_transfer.cc).
-      row("bf.scandump", 3, 0, kReadFast | kCmdExclusiveKeys, CmdScanDump,
-          "Begins an incremental save of the bloom filter", "1.0.0"),
-      row("bf.loadchunk", 4, 0, kWriteOom, CmdLoadChunk,
-          "Restores a filter previously saved using SCANDUMP", "1.0.0"),
+      rows.Row("bf.reserve", -4, 13, kWriteOom, CmdReserve, "Creates a new Bloom filter"),
+      rows.Row("bf.add", 3, 0, kWriteOom | kCmdOrderFree, CmdAdd,
+               "Adds an item to a Bloom filter"),
+      rows.Row("bf.madd", -3, 0, kWriteOom | kCmdOrderFree, CmdMAdd,
+               "Adds one or more items to a Bloom filter. A filter will be created if it does "
+               "not exist"),
+      rows.Row("bf.insert", -4, 0, kWriteOom | kCmdOrderFree, CmdInsert,
+               "Adds one or more items to a Bloom filter. A filter will be created if it does "
+               "not exist"),
+      rows.Row("bf.exists", 3, 0, kReadFast, CmdExists,
+               "Checks whether an item exists in a Bloom filter"),
+      rows.Row("bf.mexists", -3, 0, kReadFast, CmdMExists,
+               "Checks whether one or more items exist in a Bloom filter"),
+      rows.Row("bf.card", 2, 0, kReadFast, CmdCard, "Returns the cardinality of a Bloom filter",
+               "2.4.4"),
+      rows.Row("bf.info", -2, 3, kReadFast, CmdInfo, "Returns information about a Bloom filter"),
+      rows.Row("bf.debug", 2, 0, kReadFast, CmdDebug,
+               "Returns the item count and each sub-filter's size, hashes and fill"),
+      rows.ScanDumpRow<kChunkTexts>("bf.scandump",
+                                    "Begins an incremental save of the bloom filter"),
+      rows.LoadChunkRow<kChunkTexts>("bf.loadchunk",
+                                     "Restores a filter previously saved using SCANDUMP"),
   };
   // Every argument is a key (dest, then the sources); not order-free, so
   // the keys are locked exclusively.
-  CommandSpec merge = row("bf.merge", -3, 0, kWriteOom, CmdMerge,
-                          "Merges Bloom filters of identical parameters into one", "1.0.0");
+  CommandSpec merge = rows.Row("bf.merge", -3, 0, kWriteOom, CmdMerge,
+                               "Merges Bloom filters of identical parameters into one");
   merge.last_key = -1;
-  rows.push_back(std::move(merge));
-  return rows;
+  list.push_back(std::move(merge));
+  return list;
 }
 
 // check-snapshot's summary line.
-FilterHealth Health(const AnyFilter& filter, uint64_t max_scan_bytes) {
-  const ScalableBloomFilter& f = *std::get<std::unique_ptr<ScalableBloomFilter>>(filter);
-  return BloomHealth(f, max_scan_bytes);
-}
-
-std::string Describe(const AnyFilter& filter) {
-  const ScalableBloomFilter& f = *std::get<std::unique_ptr<ScalableBloomFilter>>(filter);
+std::string Describe(const ScalableBloomFilter& f) {
   char line[256];
   std::snprintf(line, sizeof(line),
                 "bloom: %u layer(s), capacity %llu, items %llu, error %g, expansion %u, %llu bytes",
@@ -450,8 +425,8 @@ const FilterFamily& BloomFamily() {
       .acl_category = "@bloom",
       .writes = FamilyWrites::kCommute,
       .commands = BloomCommands,
-      .describe = Describe,
-      .health = Health,
+      .describe = DescribeAs<ScalableBloomFilter, Describe>,
+      .health = HealthAs<ScalableBloomFilter, BloomHealth>,
   };
   return family;
 }

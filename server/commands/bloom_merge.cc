@@ -65,12 +65,20 @@ Facts FactsOf(const CountingBloomFilter& filter) {
   return facts;
 }
 
-// The first way `facts` (of `name`) differs from `ref` (of `ref_name`), as
-// the client's text; empty when they merge.
-std::string FirstMismatch(std::string_view command, std::string_view name, const Facts& facts,
-                          std::string_view ref_name, const Facts& ref) {
-  auto differ = [&](std::string_view what, const std::string& value, const std::string& theirs) {
-    return errors::MergeMismatch(command, name, what, value, ref_name, theirs);
+// `name`'s difference from `ref_name`: `what`, and the two values.
+std::optional<MergeDifference> Differ(std::string_view name, std::string_view what,
+                                      std::string value, std::string_view ref_name,
+                                      std::string ref_value) {
+  return MergeDifference{std::string(name), std::string(what), std::move(value),
+                         std::string(ref_name), std::move(ref_value), std::nullopt};
+}
+
+// The first way `facts` (of `name`) differs from `ref` (of `ref_name`);
+// nullopt when they merge.
+std::optional<MergeDifference> FirstMismatch(std::string_view name, const Facts& facts,
+                                             std::string_view ref_name, const Facts& ref) {
+  auto differ = [&](std::string_view what, std::string value, std::string theirs) {
+    return Differ(name, what, std::move(value), ref_name, std::move(theirs));
   };
   if (facts.error_rate != ref.error_rate) {
     return differ("error rate", Number(facts.error_rate), Number(ref.error_rate));
@@ -110,7 +118,7 @@ std::string FirstMismatch(std::string_view command, std::string_view name, const
                     Number(theirs.cells) + " and " + Number(uint64_t{theirs.probes}));
     }
   }
-  return {};
+  return std::nullopt;
 }
 
 // Set bits of one Bloom layer.
@@ -134,28 +142,28 @@ uint64_t UnionItems(const BloomLayer& layer, uint64_t largest, uint64_t sum) {
   return std::clamp(n, largest, sum);
 }
 
-MergeResult Failed(BloomStatus status, std::string detail = {}) {
-  return MergeResult{status, std::move(detail)};
+MergeResult Failed(BloomStatus status, MergeDifference difference = {}) {
+  return MergeResult{status, std::move(difference)};
 }
 
 // The family's filter under `key` for a merge: kOk with *entry set, or why not.
 template <typename Filter>
-MergeResult FindInput(FilterStore& store, std::string_view command, const KeyRef& key,
+MergeResult FindInput(FilterStore& store, const KeyRef& key,
                       bool missing_ok, std::string_view ref_name, EntryPtr* entry) {
   const Lookup lookup = FindFilter<Filter>(store, key, entry);
   if (lookup == Lookup::kMissing && missing_ok) return {};
   const BloomStatus status = BloomLookupStatus(lookup, BloomStatus::kNotFound);
   if (status != BloomStatus::kOk) return Failed(status);
   if ((*entry)->get<Filter>() == nullptr) {  // served by BF.* / CBF.* but windowed
-    return Failed(BloomStatus::kMergeMismatch,
-                  errors::MergeMismatch(command, key.name, "", "a window", ref_name, "none"));
+    return Failed(BloomStatus::kMergeMismatch, *Differ(key.name, "", "a window", ref_name, "none"));
   }
   if constexpr (std::is_same_v<Filter, ScalableBloomFilter>) {
     // Imported from RedisBloom: its classic layers cannot be rebuilt as a
     // new dest's (RestoreLike makes blocked ones), so such filters stay out.
     if ((*entry)->get<Filter>()->layout() == BloomLayout::kRedisBloom) {
-      return Failed(BloomStatus::kMergeMismatch,
-                    errors::MergeUnsupported(command, key.name, "a filter in RedisBloom's layout"));
+      return Failed(BloomStatus::kMergeUnsupported,
+                    MergeDifference{.key = std::string(key.name),
+                                    .value = "a filter in RedisBloom's layout"});
     }
   }
   return {};
@@ -212,11 +220,10 @@ bool Combine(CountingBloomFilter& target, std::span<const CountingBloomFilter* c
 }
 
 template <typename Filter>
-MergeResult Merge(FilterStore& store, std::string_view command, const KeyRef& dest,
-                  std::span<const KeyRef> sources) {
+MergeResult Merge(FilterStore& store, const KeyRef& dest, std::span<const KeyRef> sources) {
   EntryPtr dest_entry;
-  if (MergeResult found = FindInput<Filter>(store, command, dest, /*missing_ok=*/true,
-                                            sources[0].name, &dest_entry);
+  if (MergeResult found = FindInput<Filter>(store, dest, /*missing_ok=*/true, sources[0].name,
+                                            &dest_entry);
       found.status != BloomStatus::kOk) {
     return found;
   }
@@ -226,7 +233,7 @@ MergeResult Merge(FilterStore& store, std::string_view command, const KeyRef& de
   for (const KeyRef& source : sources) {
     EntryPtr entry;
     if (MergeResult found =
-            FindInput<Filter>(store, command, source, /*missing_ok=*/false, ref_name, &entry);
+            FindInput<Filter>(store, source, /*missing_ok=*/false, ref_name, &entry);
         found.status != BloomStatus::kOk) {
       return found;
     }
@@ -236,9 +243,10 @@ MergeResult Merge(FilterStore& store, std::string_view command, const KeyRef& de
   const Facts ref =
       FactsOf(dest_entry != nullptr ? *dest_entry->get<Filter>() : *inputs[0]->get<Filter>());
   for (size_t i = 0; i < inputs.size(); ++i) {
-    std::string mismatch =
-        FirstMismatch(command, sources[i].name, FactsOf(*inputs[i]->get<Filter>()), ref_name, ref);
-    if (!mismatch.empty()) return Failed(BloomStatus::kMergeMismatch, std::move(mismatch));
+    if (std::optional<MergeDifference> mismatch =
+            FirstMismatch(sources[i].name, FactsOf(*inputs[i]->get<Filter>()), ref_name, ref)) {
+      return Failed(BloomStatus::kMergeMismatch, std::move(*mismatch));
+    }
   }
   if (dest_entry == nullptr) {
     // The first source's shapes, empty: Restore sizes and charges it whole.
@@ -319,10 +327,10 @@ WindowFacts WindowFactsOf(const W& f, int64_t now) {
                      f.origin_ms() + static_cast<int64_t>(at * f.ring().period_ms())};
 }
 
-std::string WindowMismatch(std::string_view command, std::string_view name, const WindowFacts& w,
-                           std::string_view ref_name, const WindowFacts& ref) {
-  auto differ = [&](std::string_view what, const std::string& value, const std::string& theirs) {
-    return errors::MergeMismatch(command, name, what, value, ref_name, theirs);
+std::optional<MergeDifference> WindowMismatch(std::string_view name, const WindowFacts& w,
+                                              std::string_view ref_name, const WindowFacts& ref) {
+  auto differ = [&](std::string_view what, std::string value, std::string theirs) {
+    return Differ(name, what, std::move(value), ref_name, std::move(theirs));
   };
   if (w.error_rate != ref.error_rate) {
     return differ("error rate", Number(w.error_rate), Number(ref.error_rate));
@@ -348,7 +356,7 @@ std::string WindowMismatch(std::string_view command, std::string_view name, cons
                   Number(static_cast<uint64_t>(w.current_start)) + " ms",
                   Number(static_cast<uint64_t>(ref.current_start)) + " ms");
   }
-  return {};
+  return std::nullopt;
 }
 
 // The live generation `back` periods before `at`, or nullptr.
@@ -372,8 +380,8 @@ uint64_t NewItemsBack(const WindowGenerations<Gen>& ring, uint64_t at, uint64_t 
 }
 
 template <typename W>
-MergeResult FindWindowedInput(FilterStore& store, std::string_view command, const KeyRef& key,
-                              bool missing_ok, std::string_view ref_name, EntryPtr* entry) {
+MergeResult FindWindowedInput(FilterStore& store, const KeyRef& key, bool missing_ok,
+                              std::string_view ref_name, EntryPtr* entry) {
   using Served = std::conditional_t<std::is_same_v<W, WindowedBloomFilter>, ScalableBloomFilter,
                                     CountingBloomFilter>;
   const Lookup lookup = FindFilter<Served>(store, key, entry);
@@ -381,8 +389,7 @@ MergeResult FindWindowedInput(FilterStore& store, std::string_view command, cons
   const BloomStatus status = BloomLookupStatus(lookup, BloomStatus::kNotFound);
   if (status != BloomStatus::kOk) return Failed(status);
   if ((*entry)->get<W>() == nullptr) {  // a plain filter among windowed ones
-    return Failed(BloomStatus::kMergeMismatch,
-                  errors::MergeMismatch(command, key.name, "", "no window", ref_name, "one"));
+    return Failed(BloomStatus::kMergeMismatch, *Differ(key.name, "", "no window", ref_name, "one"));
   }
   return {};
 }
@@ -400,7 +407,7 @@ void SetNewItems(WindowedBloomFilter& f, uint64_t g, uint64_t largest, uint64_t 
 void SetNewItems(WindowedCountingBloomFilter&, uint64_t, uint64_t, uint64_t) {}
 
 template <typename W>
-MergeResult MergeWindowedFilters(FilterStore& store, std::string_view command, const KeyRef& dest,
+MergeResult MergeWindowedFilters(FilterStore& store, const KeyRef& dest,
                                  std::span<const KeyRef> sources) {
   using Gen = GenOf<W>;
   using Ring = WindowGenerations<Gen>;
@@ -408,8 +415,8 @@ MergeResult MergeWindowedFilters(FilterStore& store, std::string_view command, c
   const int64_t now = store.window_now_ms;
   EntryPtr dest_entry;
   const std::string_view first_name = sources[0].name;
-  if (MergeResult found = FindWindowedInput<W>(store, command, dest, /*missing_ok=*/true,
-                                               first_name, &dest_entry);
+  if (MergeResult found =
+          FindWindowedInput<W>(store, dest, /*missing_ok=*/true, first_name, &dest_entry);
       found.status != BloomStatus::kOk) {
     return found;
   }
@@ -417,8 +424,8 @@ MergeResult MergeWindowedFilters(FilterStore& store, std::string_view command, c
   std::vector<EntryPtr> inputs;
   for (const KeyRef& source : sources) {
     EntryPtr entry;
-    if (MergeResult found = FindWindowedInput<W>(store, command, source, /*missing_ok=*/false,
-                                                 ref_name, &entry);
+    if (MergeResult found =
+            FindWindowedInput<W>(store, source, /*missing_ok=*/false, ref_name, &entry);
         found.status != BloomStatus::kOk) {
       return found;
     }
@@ -427,19 +434,19 @@ MergeResult MergeWindowedFilters(FilterStore& store, std::string_view command, c
   const W& ref = dest_entry != nullptr ? *dest_entry->get<W>() : *inputs[0]->get<W>();
   const WindowFacts ref_facts = WindowFactsOf(ref, now);
   for (size_t i = 0; i < inputs.size(); ++i) {
-    std::string mismatch = WindowMismatch(command, sources[i].name,
-                                          WindowFactsOf(*inputs[i]->get<W>(), now), ref_name,
-                                          ref_facts);
-    if (!mismatch.empty()) return Failed(BloomStatus::kMergeMismatch, std::move(mismatch));
+    if (std::optional<MergeDifference> mismatch = WindowMismatch(
+            sources[i].name, WindowFactsOf(*inputs[i]->get<W>(), now), ref_name, ref_facts)) {
+      return Failed(BloomStatus::kMergeMismatch, std::move(*mismatch));
+    }
   }
   // Each offset's generations against that offset's reference (dest's, else
   // the first source's that has one), every check before the first change.
   const uint32_t n = ref.generations();
   std::vector<std::optional<Facts>> shape(n + 1);
   std::vector<std::string> shape_name(n + 1);
-  auto check = [&](const W& f, std::string_view name) -> std::string {
+  auto check = [&](const W& f, std::string_view name) -> std::optional<MergeDifference> {
     const uint64_t at = f.ring().LookupAt(now);
-    return f.ring().Shared([&](const Slots& slots) -> std::string {
+    return f.ring().Shared([&](const Slots& slots) -> std::optional<MergeDifference> {
       for (uint32_t back = 0; back <= n; ++back) {
         const Gen* g = GenerationBack<Gen>(slots, at, back);
         if (g == nullptr) continue;
@@ -449,22 +456,23 @@ MergeResult MergeWindowedFilters(FilterStore& store, std::string_view command, c
           shape_name[back] = std::string(name);
           continue;
         }
-        std::string what = FirstMismatch(command, name, facts, shape_name[back], *shape[back]);
-        if (!what.empty()) {
-          return what + " (in the generation " + Number(uint64_t{back}) + " back)";
+        if (std::optional<MergeDifference> what =
+                FirstMismatch(name, facts, shape_name[back], *shape[back])) {
+          what->generation_back = back;
+          return what;
         }
       }
-      return {};
+      return std::nullopt;
     });
   };
   if (dest_entry != nullptr) {
-    if (std::string m = check(*dest_entry->get<W>(), dest.name); !m.empty()) {
-      return Failed(BloomStatus::kMergeMismatch, std::move(m));
+    if (std::optional<MergeDifference> m = check(*dest_entry->get<W>(), dest.name)) {
+      return Failed(BloomStatus::kMergeMismatch, std::move(*m));
     }
   }
   for (size_t i = 0; i < inputs.size(); ++i) {
-    if (std::string m = check(*inputs[i]->get<W>(), sources[i].name); !m.empty()) {
-      return Failed(BloomStatus::kMergeMismatch, std::move(m));
+    if (std::optional<MergeDifference> m = check(*inputs[i]->get<W>(), sources[i].name)) {
+      return Failed(BloomStatus::kMergeMismatch, std::move(*m));
     }
   }
   // The result is logged whole (its generations came from the clock, which
@@ -473,7 +481,7 @@ MergeResult MergeWindowedFilters(FilterStore& store, std::string_view command, c
   uint64_t bound = dest_entry != nullptr ? dest_entry->get<W>()->memory_bytes() : 0;
   for (const EntryPtr& input : inputs) bound += input->get<W>()->memory_bytes();
   if (store.journal.active() && !store.session.replaying && bound > kMaxLogRecordBodyBytes / 2) {
-    return Failed(BloomStatus::kMergeMismatch, std::string(errors::kTooLargeToLog));
+    return Failed(BloomStatus::kTooLargeToLog);
   }
   // Filters merged in already: dest itself, and the first source when dest
   // is made as its copy. A source named twice merges once.
@@ -558,20 +566,36 @@ bool WindowedReference(FilterStore& store, const KeyRef& dest, std::span<const K
 
 }  // namespace
 
-MergeResult MergeBloom(FilterStore& store, std::string_view command, const KeyRef& dest,
-                       std::span<const KeyRef> sources) {
+MergeResult MergeBloom(FilterStore& store, const KeyRef& dest, std::span<const KeyRef> sources) {
   if (WindowedReference<WindowedBloomFilter>(store, dest, sources)) {
-    return MergeWindowedFilters<WindowedBloomFilter>(store, command, dest, sources);
+    return MergeWindowedFilters<WindowedBloomFilter>(store, dest, sources);
   }
-  return Merge<ScalableBloomFilter>(store, command, dest, sources);
+  return Merge<ScalableBloomFilter>(store, dest, sources);
 }
 
-MergeResult MergeCounting(FilterStore& store, std::string_view command, const KeyRef& dest,
+MergeResult MergeCounting(FilterStore& store, const KeyRef& dest,
                           std::span<const KeyRef> sources) {
   if (WindowedReference<WindowedCountingBloomFilter>(store, dest, sources)) {
-    return MergeWindowedFilters<WindowedCountingBloomFilter>(store, command, dest, sources);
+    return MergeWindowedFilters<WindowedCountingBloomFilter>(store, dest, sources);
   }
-  return Merge<CountingBloomFilter>(store, command, dest, sources);
+  return Merge<CountingBloomFilter>(store, dest, sources);
+}
+
+std::string MergeFailureText(std::string_view command, const MergeResult& result) {
+  const MergeDifference& d = result.difference;
+  switch (result.status) {
+    case BloomStatus::kMergeMismatch:
+      if (d.key.empty()) break;  // a refusal the checks did not foresee
+      if (d.generation_back) {
+        return errors::MergeGenerationMismatch(command, d.key, d.what, d.value, d.reference,
+                                               d.reference_value, *d.generation_back);
+      }
+      return errors::MergeMismatch(command, d.key, d.what, d.value, d.reference,
+                                   d.reference_value);
+    case BloomStatus::kMergeUnsupported: return errors::MergeUnsupported(command, d.key, d.value);
+    default: break;
+  }
+  return std::string(BloomStatusText(result.status));
 }
 
 }  // namespace bloomgate

@@ -29,6 +29,8 @@ std::string_view ToString(BloomStatus status) {
     case BloomStatus::kMergeMismatch: return "merge mismatch";
     case BloomStatus::kTooManyLayers: return "too many layers";
     case BloomStatus::kErrorRateFloor: return "error rate below the floor";
+    case BloomStatus::kMergeUnsupported: return "merge unsupported";
+    case BloomStatus::kTooLargeToLog: return "too large to log";
   }
   return "unknown";
 }
@@ -51,10 +53,13 @@ std::string_view BloomStatusText(BloomStatus status) {
     case BloomStatus::kProblemInserting: return errors::kProblemInserting;
     // Redis's text: the refusal is maxmemory's, not the filter's.
     case BloomStatus::kSnapshotCopyOom: return errors::kOom;
-    // The op names the mismatch in its own text; this is the fallback.
+    // MergeFailureText (bloom_merge.h) names the difference; these are
+    // the texts without it.
     case BloomStatus::kMergeMismatch: return errors::kMergeMismatch;
+    case BloomStatus::kMergeUnsupported: return errors::kMergeUnsupported;
     case BloomStatus::kTooManyLayers: return errors::kTooManyLayers;
     case BloomStatus::kErrorRateFloor: return errors::kErrorRateFloor;
+    case BloomStatus::kTooLargeToLog: return errors::kTooLargeToLog;
   }
   return errors::kProblemInserting;
 }

@@ -36,6 +36,8 @@ enum class BloomStatus : uint8_t {
   kMergeMismatch,       // BF.MERGE / CBF.MERGE inputs differ (or one is windowed)
   kTooManyLayers,       // scale-out refused: the filter has kMaxBloomLayers layers
   kErrorRateFloor,      // creation of a filter below kMinBloomErrorRate
+  kMergeUnsupported,    // a merge input of a kind the merge does not take
+  kTooLargeToLog,       // a result journaled whole could pass one log record's limit
 };
 
 // What storing a newly created Bloom-like filter (StoreNewFilter) means for

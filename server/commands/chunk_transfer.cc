@@ -159,10 +159,10 @@ void ScanDump(CommandContext& ctx, const ChunkCommandTexts& texts) {
     ctx.reply.Bulk(chunk);
     return;
   }
-  // No writer runs meanwhile: CF and CBF writes hold the key exclusively,
-  // and BF.SCANDUMP's row takes it exclusively from the order-free Bloom
-  // adds (kCmdExclusiveKeys), so the header, the bits and the tag are of
-  // one moment.
+  // No writer runs meanwhile: a family's writes hold the key exclusively,
+  // or, where they commute (BF adds, CMS.INCRBY), the SCANDUMP row takes the
+  // key exclusively from them (FamilyRows::ScanDumpRow), so the header, the
+  // cells and the tag are of one moment.
   NextDumpChunk(entry->filter(), static_cast<uint64_t>(iterator), &next, &chunk,
                 kDumpChunkPayloadBytes, DumpStateTag(*entry));
   ctx.reply.ArrayHeader(2);
@@ -193,7 +193,7 @@ void LoadChunk(CommandContext& ctx, const ChunkCommandTexts& texts) {
   // RedisBloom's header chunk always comes at iterator 1 (its data chunks
   // can never: they end at iterator - 1 >= 1 byte). Anything at 1 that is
   // not our header is read as RedisBloom's, so a damaged header of either
-  // kind gets RedisBloom's "received bad data" (issue 12 section 3).
+  // kind gets RedisBloom's "received bad data".
   if (texts.kind == FilterKind::kScalableBloom && iterator == 1 && !IsHeaderChunk(data)) {
     if (std::optional<std::string_view> taken = KeyTaken(ctx, key, texts)) {
       ctx.Fail(*taken);

@@ -1,4 +1,4 @@
-// SCANDUMP / LOADCHUNK for every filter family (BF., CF., CBF.), over the
+// SCANDUMP / LOADCHUNK for every filter family (BF., CF., CBF., CMS., TOPK.), over the
 // chunk format of persistence/dump_chunk.h.
 //
 // A LOADCHUNK sequence builds its filter in a staging area, invisible to
@@ -9,9 +9,10 @@
 // restore cannot pin its memory forever.
 //
 // A dump is of one moment or refused: SCANDUMP runs while no writer changes
-// its key (BF.SCANDUMP takes the key from the order-free adds too), and binds
-// each chunk to the entry and its write version, so LOADCHUNK refuses a chunk
-// taken after any change with errors::kDumpChanged (restart the dump).
+// its key (a commuting family's SCANDUMP takes the key from its order-free
+// writes too: family_rows.h), and binds each chunk to the entry and its
+// write version, so LOADCHUNK refuses a chunk taken after any change with
+// errors::kDumpChanged (restart the dump).
 #pragma once
 
 #include <cstdint>

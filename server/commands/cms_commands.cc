@@ -19,9 +19,13 @@
 #include "server/commands/chunk_transfer.h"
 #include "server/commands/command_context.h"
 #include "server/commands/errors.h"
+#include "server/commands/family_rows.h"
 #include "server/commands/filter_lookup.h"
 
 namespace bloomgate {
+
+const FilterFamily& CountMinSketchFamily();  // the record, at the end of this file
+
 namespace {
 
 // ---------------------------------------------------------------- ops ----
@@ -266,42 +270,33 @@ constexpr ChunkCommandTexts kChunkTexts = {FilterKind::kCountMinSketch, FilterKi
                                            errors::kLoadChunkBadIterator,
                                            errors::kReceivedBadData};
 
-void CmdScanDump(CommandContext& ctx) { ScanDump(ctx, kChunkTexts); }
-void CmdLoadChunk(CommandContext& ctx) { LoadChunk(ctx, kChunkTexts); }
-
 std::vector<CommandSpec> CountMinSketchCommands() {
-  constexpr uint32_t kWriteOom = kCmdWrite | kCmdDenyOom;
-  constexpr uint32_t kReadFast = kCmdReadOnly | kCmdFast;
-  auto row = [](std::string_view name, int arity, int max_args, uint32_t flags,
-                CommandHandler handler, std::string_view summary) {
-    return CommandSpec{.name = name, .arity = arity, .max_args = max_args, .flags = flags,
-                       .first_key = 1, .last_key = 1, .key_step = 1, .handler = handler,
-                       .summary = summary, .group = "cms", .since = "2.0.0"};
-  };
-  CommandSpec merge = row("cms.merge", -4, 0, kWriteOom, CmdMerge,
-                          "Merges several sketches into one sketch");
+  const FamilyRows rows(CountMinSketchFamily(), /*since=*/"2.0.0");
+  constexpr uint32_t kWriteOom = FamilyRows::kWriteOom;
+  constexpr uint32_t kReadFast = FamilyRows::kReadFast;
+  CommandSpec merge = rows.Row("cms.merge", -4, 0, kWriteOom, CmdMerge,
+                               "Merges several sketches into one sketch");
   merge.numkeys_index = 2;  // the sources: numKeys of them after it
   return {
-      row("cms.initbydim", 4, 0, kWriteOom | kCmdFast, CmdInitByDim,
-          "Initializes a Count-Min Sketch to dimensions specified by user"),
-      row("cms.initbyprob", 4, 0, kWriteOom | kCmdFast, CmdInitByProb,
-          "Initializes a Count-Min Sketch to accommodate requested tolerances"),
-      row("cms.incrby", -4, 0, kWriteOom | kCmdFast | kCmdOrderFree, CmdIncrBy,
-          "Increases the count of one or more items by increment"),
-      row("cms.query", -3, 0, kReadFast, CmdQuery,
-          "Returns the count for one or more items in a sketch"),
+      rows.Row("cms.initbydim", 4, 0, kWriteOom | kCmdFast, CmdInitByDim,
+               "Initializes a Count-Min Sketch to dimensions specified by user"),
+      rows.Row("cms.initbyprob", 4, 0, kWriteOom | kCmdFast, CmdInitByProb,
+               "Initializes a Count-Min Sketch to accommodate requested tolerances"),
+      rows.Row("cms.incrby", -4, 0, kWriteOom | kCmdFast | kCmdOrderFree, CmdIncrBy,
+               "Increases the count of one or more items by increment"),
+      rows.Row("cms.query", -3, 0, kReadFast, CmdQuery,
+               "Returns the count for one or more items in a sketch"),
       merge,
-      row("cms.info", 2, 0, kReadFast, CmdInfo, "Returns information about a sketch"),
-      row("cms.scandump", 3, 0, kReadFast, CmdScanDump,
-          "Begins an incremental save of a count-min sketch"),
-      row("cms.loadchunk", 4, 0, kWriteOom, CmdLoadChunk,
-          "Restores a count-min sketch saved with CMS.SCANDUMP"),
+      rows.Row("cms.info", 2, 0, kReadFast, CmdInfo, "Returns information about a sketch"),
+      rows.ScanDumpRow<kChunkTexts>("cms.scandump",
+                                    "Begins an incremental save of a count-min sketch"),
+      rows.LoadChunkRow<kChunkTexts>("cms.loadchunk",
+                                     "Restores a count-min sketch saved with CMS.SCANDUMP"),
   };
 }
 
 // check-snapshot's summary line.
-std::string Describe(const AnyFilter& filter) {
-  const CountMinSketch& s = *std::get<std::unique_ptr<CountMinSketch>>(filter);
+std::string Describe(const CountMinSketch& s) {
   char line[160];
   std::snprintf(line, sizeof(line), "count-min sketch: width %llu, depth %llu, count %llu, %llu bytes",
                 static_cast<unsigned long long>(s.width()),
@@ -322,7 +317,7 @@ const FilterFamily& CountMinSketchFamily() {
       .acl_category = "@cms",
       .writes = FamilyWrites::kCommute,  // CMS.INCRBY is kCmdOrderFree
       .commands = CountMinSketchCommands,
-      .describe = Describe,
+      .describe = DescribeAs<CountMinSketch, Describe>,
   };
   return family;
 }

@@ -254,7 +254,7 @@ CommandOutcome RunCommand(ServerContext& server, ClientState& client, const Comm
         bool exclusive = (write && (spec.flags & kCmdOrderFree) == 0) ||
                          (spec.flags & kCmdExclusiveKeys) != 0;
         guard.emplace(server.key_locks.Lock(stripes, exclusive));
-        // Issue 15, the ordering window: a command holding its keys shared
+        // The ordering window: a command holding its keys shared
         // (a read, an order-free Bloom add) must not remove one that expired
         // (journaled as DEL) while another shared holder, whose clock read
         // a moment earlier found it alive, still adds to it: that add would
@@ -431,7 +431,7 @@ CommandOutcome DispatchOnce(ServerContext& server, ClientState& client,
     return CommandOutcome::kQueued;
   }
   if (!client.journal.replaying && KeyEntry::AnySnapshotCopyOwed()) {
-    // Issue 15 bug 3: a writer never copies a big filter on its event loop
+    // A writer never copies a big filter on its event loop
     // (642 ms for 614 MB, stalling every connection of that loop); it waits
     // for the snapshot copier instead, before taking any lock. EXEC waits
     // for the copies its queued writes would make, before it runs any.

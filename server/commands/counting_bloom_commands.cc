@@ -22,6 +22,7 @@
 #include "server/commands/command_context.h"
 #include "server/commands/counting_bloom_ops.h"
 #include "server/commands/errors.h"
+#include "server/commands/family_rows.h"
 #include "server/commands/filter_health_report.h"
 #include "server/commands/filter_lookup.h"
 #include "server/commands/info_reply.h"
@@ -32,6 +33,8 @@ namespace bloomgate {
 // windowed_counting_commands.cc: CBF.INFO's reply for a windowed filter.
 void ReplyWindowedCountingInfo(CommandContext& ctx, const KeyEntry& entry,
                                const WindowedCountingBloomFilter& filter);
+
+const FilterFamily& CountingBloomFamily();  // the record, at the end of this file
 
 namespace {
 
@@ -340,77 +343,63 @@ void CmdMerge(CommandContext& ctx) {
   keys.reserve(ctx.args.size() - 1);
   for (size_t i = 1; i < ctx.args.size(); ++i) keys.push_back(ctx.Key(ctx.args[i]));
   FilterStore store = StoreFor(ctx);
-  MergeResult result =
-      MergeCounting(store, "CBF.MERGE", keys[0], std::span<const KeyRef>(keys).subspan(1));
+  MergeResult result = MergeCounting(store, keys[0], std::span<const KeyRef>(keys).subspan(1));
   if (result.status != BloomStatus::kOk) {
-    ctx.Fail(result.detail.empty() ? BloomStatusText(result.status)
-                                   : std::string_view(result.detail));
+    ctx.Fail(MergeFailureText("CBF.MERGE", result));
     return;
   }
   if (result.journaled) ctx.skip_journal = true;  // a windowed merge logged its result
   ctx.reply.Ok();
 }
 
-void CmdScanDump(CommandContext& ctx) { ScanDump(ctx, kChunkTexts); }
-void CmdLoadChunk(CommandContext& ctx) { LoadChunk(ctx, kChunkTexts); }
-
 std::vector<CommandSpec> CountingBloomCommands() {
-  constexpr uint32_t kWriteOom = kCmdWrite | kCmdDenyOom;
-  constexpr uint32_t kReadFast = kCmdReadOnly | kCmdFast;
-  auto row = [](std::string_view name, int arity, int max_args, uint32_t flags,
-                CommandHandler handler, std::string_view summary) {
-    return CommandSpec{.name = name, .arity = arity, .max_args = max_args, .flags = flags,
-                       .first_key = 1, .last_key = 1, .key_step = 1, .handler = handler,
-                       .summary = summary, .group = "cbf", .since = "0.1.0"};
-  };
-  std::vector<CommandSpec> rows = {
+  const FamilyRows rows(CountingBloomFamily(), /*since=*/"0.1.0");
+  constexpr uint32_t kWriteOom = FamilyRows::kWriteOom;
+  constexpr uint32_t kReadFast = FamilyRows::kReadFast;
+  std::vector<CommandSpec> list = {
       // 15: key error_rate capacity EXPANSION n NONSCALING COUNTERBITS b
       // WINDOW s GENERATIONS n SEED s.
-      row("cbf.reserve", -4, 15, kWriteOom | kCmdFast, CmdReserve,
-          "Creates a new counting Bloom filter"),
-      row("cbf.add", 3, 0, kWriteOom | kCmdFast, CmdAdd,
-          "Adds an item to a counting Bloom filter, creating the filter if needed"),
-      row("cbf.madd", -3, 0, kWriteOom | kCmdFast, CmdMAdd,
-          "Adds one or more items to a counting Bloom filter, creating it if needed"),
-      row("cbf.insert", -4, 0, kWriteOom, CmdInsert,
-          "Adds one or more items to a counting Bloom filter, with creation options"),
-      row("cbf.incr", -3, 0, kWriteOom | kCmdFast, CmdIncr,
-          "Adds items to a counting Bloom filter and returns each one's count, this add included"),
-      row("cbf.exists", 3, 0, kReadFast, CmdExists,
-          "Checks whether an item exists in a counting Bloom filter"),
-      row("cbf.mexists", -3, 0, kReadFast, CmdMExists,
-          "Checks whether one or more items exist in a counting Bloom filter"),
-      row("cbf.del", 3, 0, kCmdWrite | kCmdFast, CmdDel,
-          "Deletes one occurrence of an added item from a counting Bloom filter"),
-      row("cbf.mdel", -3, 0, kCmdWrite | kCmdFast, CmdMDel,
-          "Deletes one occurrence of each of several added items"),
-      row("cbf.count", 3, 0, kReadFast, CmdCount,
-          "Returns an upper bound on how many times an item was added (and not deleted)"),
-      row("cbf.card", 2, 0, kReadFast, CmdCard,
-          "Returns the number of items in a counting Bloom filter"),
-      row("cbf.info", -2, 3, kReadFast, CmdInfo,
-          "Returns information about a counting Bloom filter"),
-      row("cbf.scandump", 3, 0, kReadFast, CmdScanDump,
-          "Begins an incremental save of a counting Bloom filter"),
-      row("cbf.loadchunk", 4, 0, kWriteOom, CmdLoadChunk,
-          "Restores a counting Bloom filter saved with CBF.SCANDUMP"),
+      rows.Row("cbf.reserve", -4, 15, kWriteOom | kCmdFast, CmdReserve,
+               "Creates a new counting Bloom filter"),
+      rows.Row("cbf.add", 3, 0, kWriteOom | kCmdFast, CmdAdd,
+               "Adds an item to a counting Bloom filter, creating the filter if needed"),
+      rows.Row("cbf.madd", -3, 0, kWriteOom | kCmdFast, CmdMAdd,
+               "Adds one or more items to a counting Bloom filter, creating it if needed"),
+      rows.Row("cbf.insert", -4, 0, kWriteOom, CmdInsert,
+               "Adds one or more items to a counting Bloom filter, with creation options"),
+      rows.Row("cbf.incr", -3, 0, kWriteOom | kCmdFast, CmdIncr,
+               "Adds items to a counting Bloom filter and returns each one's count, this add "
+               "included"),
+      rows.Row("cbf.exists", 3, 0, kReadFast, CmdExists,
+               "Checks whether an item exists in a counting Bloom filter"),
+      rows.Row("cbf.mexists", -3, 0, kReadFast, CmdMExists,
+               "Checks whether one or more items exist in a counting Bloom filter"),
+      rows.Row("cbf.del", 3, 0, kCmdWrite | kCmdFast, CmdDel,
+               "Deletes one occurrence of an added item from a counting Bloom filter"),
+      rows.Row("cbf.mdel", -3, 0, kCmdWrite | kCmdFast, CmdMDel,
+               "Deletes one occurrence of each of several added items"),
+      rows.Row("cbf.count", 3, 0, kReadFast, CmdCount,
+               "Returns an upper bound on how many times an item was added (and not deleted)"),
+      rows.Row("cbf.card", 2, 0, kReadFast, CmdCard,
+               "Returns the number of items in a counting Bloom filter"),
+      rows.Row("cbf.info", -2, 3, kReadFast, CmdInfo,
+               "Returns information about a counting Bloom filter"),
+      rows.ScanDumpRow<kChunkTexts>("cbf.scandump",
+                                    "Begins an incremental save of a counting Bloom filter"),
+      rows.LoadChunkRow<kChunkTexts>("cbf.loadchunk",
+                                     "Restores a counting Bloom filter saved with CBF.SCANDUMP"),
   };
   // Every argument is a key (dest, then the sources).
-  CommandSpec merge = row("cbf.merge", -3, 0, kWriteOom, CmdMerge,
-                          "Merges counting Bloom filters of identical parameters by adding counters");
+  CommandSpec merge =
+      rows.Row("cbf.merge", -3, 0, kWriteOom, CmdMerge,
+               "Merges counting Bloom filters of identical parameters by adding counters");
   merge.last_key = -1;
-  rows.push_back(std::move(merge));
-  return rows;
+  list.push_back(std::move(merge));
+  return list;
 }
 
 // check-snapshot's summary line.
-FilterHealth Health(const AnyFilter& filter, uint64_t max_scan_bytes) {
-  const CountingBloomFilter& f = *std::get<std::unique_ptr<CountingBloomFilter>>(filter);
-  return CountingBloomHealth(f, max_scan_bytes);
-}
-
-std::string Describe(const AnyFilter& filter) {
-  const CountingBloomFilter& f = *std::get<std::unique_ptr<CountingBloomFilter>>(filter);
+std::string Describe(const CountingBloomFilter& f) {
   char line[256];
   std::snprintf(line, sizeof(line),
                 "counting bloom: %u layer(s), capacity %llu, items %llu, error %g, "
@@ -432,8 +421,8 @@ const FilterFamily& CountingBloomFamily() {
       .acl_category = "@bloom",
       .writes = FamilyWrites::kExclusive,
       .commands = CountingBloomCommands,
-      .describe = Describe,
-      .health = Health,
+      .describe = DescribeAs<CountingBloomFilter, Describe>,
+      .health = HealthAs<CountingBloomFilter, CountingBloomHealth>,
   };
   return family;
 }

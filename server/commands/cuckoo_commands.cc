@@ -18,9 +18,13 @@
 #include "server/commands/command_context.h"
 #include "server/commands/cuckoo_ops.h"
 #include "server/commands/errors.h"
+#include "server/commands/family_rows.h"
 #include "server/commands/info_reply.h"
 
 namespace bloomgate {
+
+const FilterFamily& CuckooFamily();  // the record, at the end of this file
+
 namespace {
 
 // ---------------------------------------------------------------- cmds ---
@@ -386,63 +390,54 @@ constexpr ChunkCommandTexts kChunkTexts = {FilterKind::kCuckoo, FilterKind::kCuc
                                            /*end_is_null=*/true,
                                            errors::kCfCouldNotCreateFilter};
 
-// CF.SCANDUMP key iterator / CF.LOADCHUNK key iterator data
-void CmdScanDump(CommandContext& ctx) { ScanDump(ctx, kChunkTexts); }
-void CmdLoadChunk(CommandContext& ctx) { LoadChunk(ctx, kChunkTexts); }
-
 std::vector<CommandSpec> CuckooCommands() {
-  constexpr uint32_t kWriteOom = kCmdWrite | kCmdDenyOom;
-  constexpr uint32_t kReadFast = kCmdReadOnly | kCmdFast;
-  auto row = [](std::string_view name, int arity, int max_args, uint32_t flags,
-                CommandHandler handler, std::string_view summary, std::string_view since) {
-    return CommandSpec{.name = name, .arity = arity, .max_args = max_args, .flags = flags,
-                       .first_key = 1, .last_key = 1, .key_step = 1, .handler = handler,
-                       .summary = summary, .group = "cf", .since = since};
-  };
+  const FamilyRows rows(CuckooFamily(), /*since=*/"1.0.0");
+  constexpr uint32_t kWriteOom = FamilyRows::kWriteOom;
+  constexpr uint32_t kReadFast = FamilyRows::kReadFast;
   return {
-      row("cf.reserve", -3, 9, kWriteOom, CmdReserve, "Creates a new Cuckoo Filter", "1.0.0"),
-      row("cf.add", 3, 0, kWriteOom | kCmdFast, CmdAdd,
-          "Adds an item to a Cuckoo Filter", "1.0.0"),
-      row("cf.addnx", 3, 0, kWriteOom | kCmdFast, CmdAddNx,
-          "Adds an item to a Cuckoo Filter if the item did not exist previously", "1.0.0"),
-      row("cf.insert", -4, 0, kWriteOom, CmdInsert,
-          "Adds one or more items to a Cuckoo Filter. A filter will be created if it does not "
-          "exist",
-          "1.0.0"),
-      row("cf.insertnx", -4, 0, kWriteOom, CmdInsertNx,
-          "Adds one or more items to a Cuckoo Filter if the items did not exist previously. A "
-          "filter will be created if it does not exist",
-          "1.0.0"),
-      row("cf.exists", 3, 0, kReadFast, CmdExists,
-          "Checks whether one or more items exist in a Cuckoo Filter", "1.0.0"),
-      row("cf.mexists", -3, 0, kReadFast, CmdMExists,
-          "Checks whether one or more items exist in a Cuckoo Filter", "2.0.0"),
-      row("cf.count", 3, 0, kReadFast, CmdCount,
-          "Return the number of times an item might be in a Cuckoo Filter", "1.0.0"),
-      row("cf.del", 3, 0, kCmdWrite | kCmdFast, CmdDel,
-          "Deletes an item from a Cuckoo Filter", "1.0.0"),
-      row("cf.compact", 2, 0, kCmdWrite, CmdCompact,
-          "Moves items into newer sub-filters and frees emptied ones", "1.0.0"),
-      row("cf.info", 2, 0, kReadFast, CmdInfo,
-          "Returns information about a Cuckoo Filter", "1.0.0"),
-      row("cf.debug", 2, 0, kReadFast, CmdDebug,
-          "Returns the bucket size, bucket, item, deletion and sub-filter counts, max "
-          "iterations and expansion of a Cuckoo Filter", "1.0.0"),
-      row("cf.scandump", 3, 0, kReadFast, CmdScanDump,
-          "Begins an incremental save of the bloom filter", "1.0.0"),
-      row("cf.loadchunk", 4, 0, kWriteOom, CmdLoadChunk,
-          "Restores a filter previously saved using SCANDUMP", "1.0.0"),
+      rows.Row("cf.reserve", -3, 9, kWriteOom, CmdReserve, "Creates a new Cuckoo Filter", "1.0.0"),
+      rows.Row("cf.add", 3, 0, kWriteOom | kCmdFast, CmdAdd,
+               "Adds an item to a Cuckoo Filter", "1.0.0"),
+      rows.Row("cf.addnx", 3, 0, kWriteOom | kCmdFast, CmdAddNx,
+               "Adds an item to a Cuckoo Filter if the item did not exist previously", "1.0.0"),
+      rows.Row("cf.insert", -4, 0, kWriteOom, CmdInsert,
+               "Adds one or more items to a Cuckoo Filter. A filter will be created if it does not "
+               "exist",
+               "1.0.0"),
+      rows.Row("cf.insertnx", -4, 0, kWriteOom, CmdInsertNx,
+               "Adds one or more items to a Cuckoo Filter if the items did not exist previously. A "
+               "filter will be created if it does not exist",
+               "1.0.0"),
+      rows.Row("cf.exists", 3, 0, kReadFast, CmdExists,
+               "Checks whether one or more items exist in a Cuckoo Filter", "1.0.0"),
+      rows.Row("cf.mexists", -3, 0, kReadFast, CmdMExists,
+               "Checks whether one or more items exist in a Cuckoo Filter", "2.0.0"),
+      rows.Row("cf.count", 3, 0, kReadFast, CmdCount,
+               "Return the number of times an item might be in a Cuckoo Filter", "1.0.0"),
+      rows.Row("cf.del", 3, 0, kCmdWrite | kCmdFast, CmdDel,
+               "Deletes an item from a Cuckoo Filter", "1.0.0"),
+      rows.Row("cf.compact", 2, 0, kCmdWrite, CmdCompact,
+               "Moves items into newer sub-filters and frees emptied ones", "1.0.0"),
+      rows.Row("cf.info", 2, 0, kReadFast, CmdInfo,
+               "Returns information about a Cuckoo Filter", "1.0.0"),
+      rows.Row("cf.debug", 2, 0, kReadFast, CmdDebug,
+               "Returns the bucket size, bucket, item, deletion and sub-filter counts, max "
+               "iterations and expansion of a Cuckoo Filter", "1.0.0"),
+      rows.ScanDumpRow<kChunkTexts>("cf.scandump",
+                                    "Begins an incremental save of the bloom filter"),
+      rows.LoadChunkRow<kChunkTexts>("cf.loadchunk",
+                                     "Restores a filter previously saved using SCANDUMP"),
   };
 }
 
-// check-snapshot's summary line.
-FilterHealth Health(const AnyFilter& filter, uint64_t max_scan_bytes) {
-  const CuckooFilter& f = *std::get<std::unique_ptr<CuckooFilter>>(filter);
+// BLOOMGATE.HEALTH: the occupancy per sub-filter reads every slot, so only
+// when the scan budget covers the whole filter.
+FilterHealth Health(const CuckooFilter& f, uint64_t max_scan_bytes) {
   return CuckooHealth(f, /*per_sub_filter=*/max_scan_bytes >= f.memory_bytes());
 }
 
-std::string Describe(const AnyFilter& filter) {
-  const CuckooFilter& f = *std::get<std::unique_ptr<CuckooFilter>>(filter);
+// check-snapshot's summary line.
+std::string Describe(const CuckooFilter& f) {
   CuckooFilterInfo info = f.Info();
   char line[256];
   std::snprintf(line, sizeof(line),
@@ -468,8 +463,8 @@ const FilterFamily& CuckooFamily() {
       .acl_category = "@cuckoo",
       .writes = FamilyWrites::kExclusive,
       .commands = CuckooCommands,
-      .describe = Describe,
-      .health = Health,
+      .describe = DescribeAs<CuckooFilter, Describe>,
+      .health = HealthAs<CuckooFilter, Health>,
   };
   return family;
 }

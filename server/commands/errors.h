@@ -216,6 +216,18 @@ inline std::string MergeUnsupported(std::string_view command, std::string_view k
 inline std::string MergeWindowed(std::string_view command, std::string_view key) {
   return MergeUnsupported(command, key, "a windowed filter");
 }
+// MergeMismatch of the windowed generations `back` periods before the
+// current one: "... (in the generation 2 back)".
+inline std::string MergeGenerationMismatch(std::string_view command, std::string_view key,
+                                           std::string_view what, std::string_view key_value,
+                                           std::string_view reference,
+                                           std::string_view reference_value, uint32_t back) {
+  return MergeMismatch(command, key, what, key_value, reference, reference_value) +
+         " (in the generation " + std::to_string(back) + " back)";
+}
+// A merge input of a kind the merge does not take, when its name is not known.
+inline constexpr std::string_view kMergeUnsupported =
+    "ERR a filter to merge is of a kind the merge does not take";
 // Windowed filters (ours: RedisBloom has none).
 inline constexpr std::string_view kBadWindow =
     "ERR WINDOW must be a number of seconds in [0.001, 316224000]";

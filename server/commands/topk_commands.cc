@@ -26,9 +26,13 @@
 #include "server/commands/chunk_transfer.h"
 #include "server/commands/command_context.h"
 #include "server/commands/errors.h"
+#include "server/commands/family_rows.h"
 #include "server/commands/filter_lookup.h"
 
 namespace bloomgate {
+
+const FilterFamily& TopKFamily();  // the record, at the end of this file
+
 namespace {
 
 // RedisBloom's TOPK.INCRBY bound.
@@ -221,40 +225,31 @@ constexpr ChunkCommandTexts kChunkTexts = {FilterKind::kTopK, FilterKind::kTopK,
                                            errors::kLoadChunkBadIterator,
                                            errors::kReceivedBadData};
 
-void CmdScanDump(CommandContext& ctx) { ScanDump(ctx, kChunkTexts); }
-void CmdLoadChunk(CommandContext& ctx) { LoadChunk(ctx, kChunkTexts); }
-
 std::vector<CommandSpec> TopKCommands() {
-  constexpr uint32_t kWriteOom = kCmdWrite | kCmdDenyOom;
-  constexpr uint32_t kReadFast = kCmdReadOnly | kCmdFast;
-  auto row = [](std::string_view name, int arity, int max_args, uint32_t flags,
-                CommandHandler handler, std::string_view summary) {
-    return CommandSpec{.name = name, .arity = arity, .max_args = max_args, .flags = flags,
-                       .first_key = 1, .last_key = 1, .key_step = 1, .handler = handler,
-                       .summary = summary, .group = "topk", .since = "2.0.0"};
-  };
+  const FamilyRows rows(TopKFamily(), /*since=*/"2.0.0");
+  constexpr uint32_t kWriteOom = FamilyRows::kWriteOom;
+  constexpr uint32_t kReadFast = FamilyRows::kReadFast;
   return {
-      row("topk.reserve", -3, 6, kWriteOom | kCmdFast, CmdReserve,
-          "Initializes a TopK with specified parameters"),
-      row("topk.add", -3, 0, kWriteOom, CmdAdd, "Adds an item to a Top-k sketch"),
-      row("topk.incrby", -4, 0, kWriteOom, CmdIncrBy,
-          "Increases the count of one or more items by increment"),
-      row("topk.query", -3, 0, kReadFast, CmdQuery,
-          "Checks whether one or more items are in a sketch"),
-      row("topk.count", -3, 0, kReadFast, CmdCount,
-          "Return the count for one or more items are in a sketch"),
-      row("topk.list", -2, 3, kReadFast, CmdList, "Return full list of items in Top K list"),
-      row("topk.info", 2, 0, kReadFast, CmdInfo, "Returns information about a sketch"),
-      row("topk.scandump", 3, 0, kReadFast, CmdScanDump,
-          "Begins an incremental save of a top-k sketch"),
-      row("topk.loadchunk", 4, 0, kWriteOom, CmdLoadChunk,
-          "Restores a top-k sketch saved with TOPK.SCANDUMP"),
+      rows.Row("topk.reserve", -3, 6, kWriteOom | kCmdFast, CmdReserve,
+               "Initializes a TopK with specified parameters"),
+      rows.Row("topk.add", -3, 0, kWriteOom, CmdAdd, "Adds an item to a Top-k sketch"),
+      rows.Row("topk.incrby", -4, 0, kWriteOom, CmdIncrBy,
+               "Increases the count of one or more items by increment"),
+      rows.Row("topk.query", -3, 0, kReadFast, CmdQuery,
+               "Checks whether one or more items are in a sketch"),
+      rows.Row("topk.count", -3, 0, kReadFast, CmdCount,
+               "Return the count for one or more items are in a sketch"),
+      rows.Row("topk.list", -2, 3, kReadFast, CmdList, "Return full list of items in Top K list"),
+      rows.Row("topk.info", 2, 0, kReadFast, CmdInfo, "Returns information about a sketch"),
+      rows.ScanDumpRow<kChunkTexts>("topk.scandump",
+                                    "Begins an incremental save of a top-k sketch"),
+      rows.LoadChunkRow<kChunkTexts>("topk.loadchunk",
+                                     "Restores a top-k sketch saved with TOPK.SCANDUMP"),
   };
 }
 
 // check-snapshot's summary line.
-std::string Describe(const AnyFilter& filter) {
-  const TopK& t = *std::get<std::unique_ptr<TopK>>(filter);
+std::string Describe(const TopK& t) {
   char line[160];
   std::snprintf(line, sizeof(line), "top-k: k %u, width %u, depth %u, decay %g, %zu listed, %llu bytes",
                 t.k(), t.width(), t.depth(), t.decay(), t.List().size(),
@@ -273,7 +268,7 @@ const FilterFamily& TopKFamily() {
       .acl_category = "@topk",
       .writes = FamilyWrites::kExclusive,  // HeavyKeeper needs its key to itself
       .commands = TopKCommands,
-      .describe = Describe,
+      .describe = DescribeAs<TopK, Describe>,
   };
   return family;
 }

@@ -11,81 +11,27 @@
 #include "server/base/clock.h"
 #include "server/catalogue/filter_family.h"
 #include "server/commands/command_context.h"
-#include "server/commands/info_reply.h"
+#include "server/commands/windowed_info.h"
 
 namespace bloomgate {
 
-// CBF.INFO of a windowed filter: the counting filter's fields first, with
-// the same names and meanings over the live generations, then the window's
-// own (as BF.INFO of a windowed Bloom filter).
+// CBF.INFO of a windowed filter (windowed_info.h), as BF.INFO of a
+// windowed Bloom filter, its live generations judged as lookups judge them.
 void ReplyWindowedCountingInfo(CommandContext& ctx, const KeyEntry& entry,
                                const WindowedCountingBloomFilter& filter) {
   const int64_t now = WindowClockMs();
-  const uint64_t at = filter.LookupAt(now);
-  struct Live {
-    uint64_t generation, items, capacity, saturated;
-    uint32_t layers;
-  };
-  // Newest first.
-  std::vector<Live> live = filter.WithSlots([&](const std::vector<WindowCountingSlotInfo>& slots) {
-    std::vector<Live> out;
-    for (uint64_t back = 0; back <= filter.generations() && back <= at; ++back) {
-      const WindowCountingSlotInfo& s = slots[(at - back) % slots.size()];
-      if (!s.present || s.generation != at - back) continue;
-      out.push_back({s.generation, s.filter->items(), s.filter->capacity(),
-                     s.filter->saturated_counters(), s.filter->num_layers()});
-    }
-    return out;
-  });
-  uint32_t layers = 0;
-  uint64_t saturated = 0;
-  for (const Live& l : live) {
-    layers += l.layers;
-    saturated += l.saturated;
-  }
-  auto integer = [](uint64_t value) {
-    return [value](ReplyBuilder& reply) { reply.Integer(static_cast<int64_t>(value)); };
-  };
-  auto list = [&live](uint64_t Live::*field) {
-    return [&live, field](ReplyBuilder& reply) {
-      reply.ArrayHeader(live.size());
-      for (const Live& l : live) reply.Integer(static_cast<int64_t>(l.*field));
-    };
-  };
-  const InfoField fields[] = {
-      {"CAPACITY", "Capacity", integer(filter.capacity())},
-      {"SIZE", "Size", integer(entry.MemoryUsage())},
-      {"FILTERS", "Number of filters", integer(layers)},
-      {"ITEMS", "Number of items inserted", integer(filter.ItemsAt(now))},
-      {"EXPANSION", "Expansion rate", integer(filter.expansion())},
-      {"COUNTERBITS", "Counter bits", integer(filter.counter_bits())},
-      {"SATURATED", "Saturated counters", integer(saturated)},
-      {"WINDOW", "Window ms", integer(filter.window_ms())},
-      {"GENERATIONS", "Generations", integer(filter.generations())},
-      {"AGE", "Current generation age ms",
-       integer(static_cast<uint64_t>(filter.GenerationAgeMs(now)))},
-      // Per live generation, newest first: occurrences and capacity.
-      {"", "Generation items", list(&Live::items)},
-      {"", "Generation capacity", list(&Live::capacity)},
-  };
-  std::optional<std::string_view> selector;
-  if (ctx.args.size() == 3) selector = ctx.args[2];
-  if (!ReplyInfoFields(ctx.reply, fields, selector)) ctx.failed = true;
+  ReplyWindowInfo(ctx, entry, filter, now, filter.LookupAt(now));
 }
 
 namespace {
 
-const WindowedCountingBloomFilter& Of(const AnyFilter& filter) {
-  return *std::get<std::unique_ptr<WindowedCountingBloomFilter>>(filter);
+// BLOOMGATE.HEALTH: the generations live now, as BF.INFO / CBF.INFO count them.
+FilterHealth Health(const WindowedCountingBloomFilter& f, uint64_t max_scan_bytes) {
+  return WindowedCountingBloomHealth(f, NowMs(), max_scan_bytes);
 }
 
-FilterHealth Health(const AnyFilter& filter, uint64_t max_scan_bytes) {
-  // The generations live now, as BF.INFO / CBF.INFO count them.
-  return WindowedCountingBloomHealth(Of(filter), NowMs(), max_scan_bytes);
-}
-
-std::string Describe(const AnyFilter& filter) {
-  const WindowedCountingBloomFilter& f = Of(filter);
+// check-snapshot's summary line.
+std::string Describe(const WindowedCountingBloomFilter& f) {
   char line[256];
   std::snprintf(line, sizeof(line),
                 "windowed counting bloom: window %llu ms in %u generations, current %llu, "
@@ -109,8 +55,8 @@ const FilterFamily& WindowedCountingBloomFamily() {
       .acl_category = "@bloom",
       .writes = FamilyWrites::kExclusive,
       .commands = nullptr,
-      .describe = Describe,
-      .health = Health,
+      .describe = DescribeAs<WindowedCountingBloomFilter, Describe>,
+      .health = HealthAs<WindowedCountingBloomFilter, Health>,
   };
   return family;
 }

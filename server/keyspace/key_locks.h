@@ -20,9 +20,9 @@
 // The global and writers locks prefer writers: once an exclusive locker
 // waits, new shared lockers queue behind it, so a snapshot cut waits only for
 // the commands already running (microseconds) instead of for a gap in a
-// read flood, and holds nothing while it waits. (Issue 15 bug 4: the cut used
-// to take the 1024 stripes one by one and, stuck behind readers of one key,
-// held the rest for 24 ms median, 95 ms max, pausing every other client.)
+// read flood, and holds nothing while it waits. (Taking the 1024 stripes one
+// by one instead, a cut stuck behind readers of one key held the rest for
+// 24 ms median, 95 ms max, pausing every other client.)
 //
 // Filter bits themselves are never guarded by these locks (adds are
 // lock-free); the locks only order whole commands.

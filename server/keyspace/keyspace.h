@@ -195,7 +195,7 @@ class KeyEntry {
   // The copy owed to a snapshot, and the lock that serialises making it with
   // writers, are not here but in keyspace.cc's owed-copy stripes: a mutex and
   // a shared_ptr cost every key 56 bytes for state that exists only between
-  // a cut and the copy (issue 14 target 3b). snapshot_armed_ says whether
+  // a cut and the copy. snapshot_armed_ says whether
   // this entry has one there.
 };
 // 64 bytes: MEMORY USAGE counts it for every key (KeyEntry::MemoryUsage).
@@ -363,7 +363,7 @@ class Keyspace {
     // nodes never move, so the pointer stays valid until the key is erased.
     // Kept up to date by every insert and erase (O(log n), ~64 bytes a key)
     // so that a SCAN call costs O(log n + COUNT) instead of sorting the
-    // whole shard: a full SCAN of 80k keys used to take 9 s.
+    // whole shard: sorting, a full SCAN of 80k keys took 9 s.
     std::set<std::pair<uint64_t, const EntryMap::value_type*>> scan_order;
     std::set<std::pair<int64_t, std::string>> deadlines;
   };
@@ -386,8 +386,8 @@ class Keyspace {
   void ExpiredLocked(const std::string& name, int64_t now_ms);
 
   // One capture of an entry at a time: the stripe of its address. Striped
-  // rather than per entry, because every key paid 40 bytes for a mutex taken
-  // once per key per cut (issue 14 target 3b); 64 stripes, so the walk and
+  // rather than per entry, because a mutex per entry costs every key 40
+  // bytes for a lock taken once per key per cut; 64 stripes, so the walk and
   // the commands that capture ahead of it rarely meet on one. Nothing is
   // captured while a stripe is held (SnapshotCapture::Capture describes or
   // arms one entry), so two stripes are never held at once.

@@ -1,8 +1,8 @@
 // Makes the copies a snapshot owes itself (see KeyEntry::TakeSnapshotCopy)
-// off the event loops. Issue 15 bug 3: the first write to a 614 MB counting
-// filter after a BGSAVE copied it on its connection's event loop, 642 ms
-// during which every other connection of that loop waited too. Now the
-// dispatcher parks only the writer (its connection stops reading and
+// off the event loops: copied on its connection's event loop, the first write
+// to a 614 MB counting filter after a BGSAVE would take 642 ms, during which
+// every other connection of that loop waited too. So the dispatcher parks
+// only the writer (its connection stops reading and
 // running commands; CommandOutcome::kParked) and asks this thread for the
 // copy; when it is made the connection resumes and runs the same command
 // again. Other connections of the loop, readers of the filter and every

@@ -47,7 +47,7 @@ class BloomMerge : public ::testing::Test {
     std::vector<KeyRef> refs;
     for (std::string_view s : sources) refs.push_back(MakeKeyRef(s));
     FilterStore store = Store();
-    return MergeBloom(store, "BF.MERGE", MakeKeyRef(dest), refs);
+    return MergeBloom(store, MakeKeyRef(dest), refs);
   }
 
   static std::vector<uint64_t> Words(const ScalableBloomFilter& filter) {
@@ -72,7 +72,7 @@ TEST_F(BloomMerge, UnionHoldsEveryItemAndCountsTheBitsEstimate) {
   Add(b, "b", 400);
   Add(b, "a", 100);  // 100 items both shards saw
   MergeResult result = Merge("all", {"a", "b"});
-  ASSERT_EQ(result.status, BloomStatus::kOk) << result.detail;
+  ASSERT_EQ(result.status, BloomStatus::kOk) << MergeFailureText("BF.MERGE", result);
   const ScalableBloomFilter& all = *server_->keyspace.Find("all", NowMs())->bloom();
   EXPECT_EQ(all.hash_seed(), 99u);
   for (int i = 0; i < 400; ++i) {
@@ -113,9 +113,12 @@ TEST_F(BloomMerge, MismatchesAreNamedAndChangeNothing) {
 
   MergeResult result = Merge("d", {"fine", "seed"});
   EXPECT_EQ(result.status, BloomStatus::kMergeMismatch);
-  EXPECT_EQ(result.detail, "ERR BF.MERGE: seed has another seed, d has its own");
-  EXPECT_EQ(Merge("d", {"rate"}).detail, "ERR BF.MERGE: rate has error rate 0.001, d has 0.01");
-  EXPECT_EQ(Merge("d", {"grown"}).detail, "ERR BF.MERGE: grown has 2 layers, d has 1");
+  EXPECT_EQ(MergeFailureText("BF.MERGE", result),
+            "ERR BF.MERGE: seed has another seed, d has its own");
+  EXPECT_EQ(MergeFailureText("BF.MERGE", Merge("d", {"rate"})),
+            "ERR BF.MERGE: rate has error rate 0.001, d has 0.01");
+  EXPECT_EQ(MergeFailureText("BF.MERGE", Merge("d", {"grown"})),
+            "ERR BF.MERGE: grown has 2 layers, d has 1");
   EXPECT_EQ(Merge("d", {"fine", "missing"}).status, BloomStatus::kNotFound);
   EXPECT_EQ(Words(d), before) << "a refused merge ORs in no source, not even the good ones";
   EXPECT_EQ(d.items(), items);
@@ -128,7 +131,7 @@ TEST_F(BloomMerge, ACreatedDestIsChargedToTheBudgetAndRefusedWhenItDoesNotFit) {
   FilterStore store = Store();
   store.limits.max_filter_bytes = 1024;  // far below the source's ~120 KB
   std::vector<KeyRef> sources{MakeKeyRef("s")};
-  EXPECT_EQ(MergeBloom(store, "BF.MERGE", MakeKeyRef("d"), sources).status,
+  EXPECT_EQ(MergeBloom(store, MakeKeyRef("d"), sources).status,
             BloomStatus::kCreateFailed);
   EXPECT_EQ(server_->keyspace.Find("d", NowMs()), nullptr);
 }
@@ -142,7 +145,31 @@ TEST_F(BloomMerge, AWindowedFilterAmongPlainOnesIsRefusedByName) {
             BloomStatus::kOk);
   MergeResult result = Merge("d", {"w"});
   EXPECT_EQ(result.status, BloomStatus::kMergeMismatch);
-  EXPECT_EQ(result.detail, "ERR BF.MERGE: w has a window, d has none");
+  EXPECT_EQ(MergeFailureText("BF.MERGE", result), "ERR BF.MERGE: w has a window, d has none");
+}
+
+TEST_F(BloomMerge, AFilterInRedisBloomsLayoutIsRefusedAsUnsupportedNotAsAMismatch) {
+  Reserve("d", kParams);
+  ScalableBloomOptions options;
+  options.capacity = 100;
+  options.hash_seed = 7;
+  options.layout = BloomLayout::kRedisBloom;
+  std::unique_ptr<ScalableBloomFilter> imported;
+  ASSERT_EQ(ScalableBloomFilter::Create(options, FilterLimits{}, nullptr, &imported),
+            FilterStatus::kOk);
+  server_->keyspace.Put("rb", std::make_shared<KeyEntry>(AnyFilter(std::move(imported))), 0);
+  MergeResult result = Merge("d", {"rb"});
+  EXPECT_EQ(result.status, BloomStatus::kMergeUnsupported) << ToString(result.status);
+  EXPECT_EQ(MergeFailureText("BF.MERGE", result),
+            "ERR BF.MERGE: rb is a filter in RedisBloom's layout, which BF.MERGE does not merge");
+}
+
+// A windowed result is journaled whole, so one that may pass a log record
+// is refused as what it is, with the log's text, not as a mismatch.
+TEST(MergeFailureText, TooLargeToLogIsItsOwnStatusWithTheLogsText) {
+  MergeResult result{.status = BloomStatus::kTooLargeToLog};
+  EXPECT_EQ(MergeFailureText("BF.MERGE", result), errors::kTooLargeToLog);
+  EXPECT_EQ(ToString(BloomStatus::kTooLargeToLog), "too large to log");
 }
 
 TEST_F(BloomMerge, OneSeedAndOneSetOfItemsGiveIdenticalBits) {
@@ -177,7 +204,7 @@ class CountingMerge : public BloomMerge {
     std::vector<KeyRef> refs;
     for (std::string_view s : sources) refs.push_back(MakeKeyRef(s));
     FilterStore store = Store();
-    return MergeCounting(store, "CBF.MERGE", MakeKeyRef(dest), refs);
+    return MergeCounting(store, MakeKeyRef(dest), refs);
   }
 };
 
@@ -213,8 +240,10 @@ TEST_F(CountingMerge, CounterWidthAndSeedMismatchesAreRefused) {
   other.seed = 1;
   ReserveCbf("other", other);
   Reserve("bloom", kParams);
-  EXPECT_EQ(MergeCbf("d", {"wide"}).detail, "ERR CBF.MERGE: wide has counter bits 8, d has 4");
-  EXPECT_EQ(MergeCbf("d", {"other"}).detail, "ERR CBF.MERGE: other has another seed, d has its own");
+  EXPECT_EQ(MergeFailureText("CBF.MERGE", MergeCbf("d", {"wide"})),
+            "ERR CBF.MERGE: wide has counter bits 8, d has 4");
+  EXPECT_EQ(MergeFailureText("CBF.MERGE", MergeCbf("d", {"other"})),
+            "ERR CBF.MERGE: other has another seed, d has its own");
   EXPECT_EQ(MergeCbf("d", {"bloom"}).status, BloomStatus::kWrongType);
   EXPECT_EQ(d.Count(d.Hash("x")), 1u);
   EXPECT_EQ(d.items(), 1u);
@@ -270,7 +299,7 @@ TEST_F(WindowedMerge, GenerationsMergeByOffsetIntoANewDest) {
   AddAt("wb", "b-new", kT + 2600);
   window_now = kT + 2700;
   MergeResult result = Merge("all", {"wa", "wb"});
-  ASSERT_EQ(result.status, BloomStatus::kOk) << result.detail;
+  ASSERT_EQ(result.status, BloomStatus::kOk) << MergeFailureText("BF.MERGE", result);
   EXPECT_TRUE(result.journaled) << "the result is logged whole, not the command";
   const WindowedBloomFilter& all = Windowed("all");
   for (const char* item : {"a-old", "b-old", "a-new", "b-new"}) {
@@ -328,12 +357,15 @@ TEST_F(WindowedMerge, MismatchesAreNamedAndChangeNothing) {
   window_now = kT + 500;
   ReserveWindowed("long", /*counting=*/false, /*window_ms=*/6000);
   Reserve("plain", BloomParams{.capacity = 1000, .seed = 7});
-  EXPECT_EQ(Merge("wa", {"late"}).detail,
+  EXPECT_EQ(MergeFailureText("BF.MERGE", Merge("wa", {"late"})),
             "ERR BF.MERGE: late has its current generation starting at 1000500 ms, wa has "
             "1000000 ms");
-  EXPECT_EQ(Merge("wa", {"long"}).detail, "ERR BF.MERGE: long has window 6000 ms, wa has 4000 ms");
-  EXPECT_EQ(Merge("wa", {"plain"}).detail, "ERR BF.MERGE: plain has no window, wa has one");
-  EXPECT_EQ(Merge("plain", {"wa"}).detail, "ERR BF.MERGE: wa has a window, plain has none");
+  EXPECT_EQ(MergeFailureText("BF.MERGE", Merge("wa", {"long"})),
+            "ERR BF.MERGE: long has window 6000 ms, wa has 4000 ms");
+  EXPECT_EQ(MergeFailureText("BF.MERGE", Merge("wa", {"plain"})),
+            "ERR BF.MERGE: plain has no window, wa has one");
+  EXPECT_EQ(MergeFailureText("BF.MERGE", Merge("plain", {"wa"})),
+            "ERR BF.MERGE: wa has a window, plain has none");
   EXPECT_EQ(Merge("new", {"wa", "late"}).status, BloomStatus::kMergeMismatch);
   EXPECT_EQ(server_->keyspace.Find("new", NowMs()), nullptr) << "no dest created";
   EXPECT_EQ(Windowed("wa").ItemsAt(window_now), 1u);
@@ -355,14 +387,14 @@ TEST_F(WindowedMerge, CountingGenerationsAddTheirCounts) {
   window_now = kT + 2200;
   std::vector<KeyRef> sources{MakeKeyRef("cb"), MakeKeyRef("cb")};  // named twice: once
   FilterStore store = Store();
-  MergeResult result = MergeCounting(store, "CBF.MERGE", MakeKeyRef("ca"), sources);
-  ASSERT_EQ(result.status, BloomStatus::kOk) << result.detail;
+  MergeResult result = MergeCounting(store, MakeKeyRef("ca"), sources);
+  ASSERT_EQ(result.status, BloomStatus::kOk) << MergeFailureText("CBF.MERGE", result);
   const WindowedCountingBloomFilter& ca = WindowedCounting("ca");
   EXPECT_EQ(ca.Count(ca.Hash("x"), window_now), 3u);
   EXPECT_EQ(ca.Count(ca.Hash("x"), kT + 6000), 1u);  // generation 0's two aged out
   ReserveWindowed("cc", /*counting=*/true, /*window_ms=*/6000);
-  EXPECT_EQ(MergeCounting(store, "CBF.MERGE", MakeKeyRef("ca"),
-                          std::vector<KeyRef>{MakeKeyRef("cc")}).detail,
+  EXPECT_EQ(MergeFailureText("CBF.MERGE", MergeCounting(store, MakeKeyRef("ca"),
+                                                       std::vector<KeyRef>{MakeKeyRef("cc")})),
             "ERR CBF.MERGE: cc has window 6000 ms, ca has 4000 ms");
 }
 

@@ -87,6 +87,20 @@ TEST(FamilyRegistry, EveryFamilysRowsAreInTheCommandTableUnderItsGroup) {
   }
 }
 
+TEST(FamilyRegistry, ACommutingFamilysScanDumpHoldsItsKeyFromTheOrderFreeWrites) {
+  // SCANDUMP is a read, and reads share a key's lock with kCmdOrderFree
+  // writes: a commuting family's dump must take its key exclusively, or a
+  // chunk's header and cells (CMS's total and counters) come from two moments.
+  for (const FilterFamily* family : RegisteredFamilies()) {
+    if (family->commands == nullptr) continue;  // a variant: its family's rows
+    for (const CommandSpec& row : family->commands()) {
+      if (!row.name.ends_with(".scandump")) continue;
+      EXPECT_EQ((row.flags & kCmdExclusiveKeys) != 0, family->writes == FamilyWrites::kCommute)
+          << row.name << " of " << Name(*family);
+    }
+  }
+}
+
 TEST(FamilyRegistry, AFamilyWrittenWhileWritersRunHasCommutingWrites) {
   // A snapshot writes a family's payload while writers run only if its
   // codec allows it; that is sound only when its writes commute (set bits).
