@@ -76,9 +76,11 @@ sanitized_build build-tsan thread "${tsan_unit_tests[@]}" bloomgate
 # The server inherits TSAN_OPTIONS: a race or lock-order inversion in it ends
 # it with TSan's report in its log, and the e2e test fails with that log.
 export TSAN_OPTIONS="halt_on_error=1:detect_deadlocks=1"
-run_ctest --test-dir build-tsan -E "^e2e\.|^layering\$|$tsan_not_built"
-BLOOMGATE_SOAK_SECONDS=20 run_ctest --test-dir build-tsan \
-  -R '^e2e\.(test_soak|test_durability|test_output_limit|test_keyspace)$'
+# One ctest call for the unit tests, the link check of this tree's archives
+# and the racing e2e tests (label racing, listed in tests/CMakeLists.txt), so
+# these start first and run beside the unit tests instead of after them.
+BLOOMGATE_SOAK_SECONDS=20 run_ctest --test-dir build-tsan -L '^(unit|links|racing)$' \
+  -E "$tsan_not_built"
 unset TSAN_OPTIONS
 stage_done
 
