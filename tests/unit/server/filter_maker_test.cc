@@ -203,6 +203,42 @@ TEST_F(FilterMakerTest, ACopyWhoseClientLeftIsFreedAndTheSourceIsNotLeftOwed) {
   EXPECT_EQ(server_->keyspace.Find("dst", NowMs()), nullptr);
 }
 
+// The iterator and data of a SCANDUMP reply, *2 :<it> $<len> <data>.
+std::pair<std::string, std::string> FirstChunk(const std::string& reply) {
+  const size_t colon = reply.find(':');
+  const size_t it_end = reply.find("\r\n", colon);
+  const size_t dollar = reply.find('$', it_end);
+  const size_t data = reply.find("\r\n", dollar) + 2;
+  const size_t length = std::stoull(reply.substr(dollar + 1, data - 2 - dollar - 1));
+  return {reply.substr(colon + 1, it_end - colon - 1), reply.substr(data, length)};
+}
+
+TEST_F(FilterMakerTest, ALoadchunkHeaderIsReadOffTheLoopAndAKeyCreatedMeanwhileWins) {
+  Session s(server_.get());
+  ASSERT_EQ(s.Run({"CF.RESERVE", "src", "16777216"}), kOk);
+  const auto [iterator, header] = FirstChunk(s.Run({"CF.SCANDUMP", "src", "0"}));
+  ASSERT_LT(header.size(), 1000u) << "a small header that declares 16 MiB of slots";
+  const uint64_t makes = s.makes();
+  const uint64_t used = server_->budget.used();
+  EXPECT_EQ(s.Run({"CF.LOADCHUNK", "dst", iterator, header}), kOk);
+  EXPECT_EQ(s.makes(), makes + 1) << "the header was read by the maker";
+  EXPECT_GT(server_->budget.used(), used + 16'000'000) << "the staged load is charged";
+  // Another client takes the key while the header is read: it wins.
+  Session loader(server_.get());
+  Session other(server_.get());
+  std::string out;
+  const Args load = {"CF.LOADCHUNK", "taken", iterator, header};
+  ASSERT_EQ(DispatchOnce(*server_, loader.client(), load, &out), CommandOutcome::kParked);
+  ASSERT_EQ(other.Run({"CF.RESERVE", "taken", "1024"}), kOk);
+  loader.client().making->Make();
+  const uint64_t with_made = server_->budget.used();
+  EXPECT_EQ(DispatchOnce(*server_, loader.client(), load, &out), CommandOutcome::kFailed);
+  EXPECT_EQ(out, Err(errors::kItemExists));
+  EXPECT_EQ(loader.client().making, nullptr);
+  server_->lazy_freer.WaitIdle();
+  EXPECT_LT(server_->budget.used(), with_made - 16'000'000) << "the made load was freed";
+}
+
 TEST_F(FilterMakerTest, AMadeFilterThatNoCommandTakesIsFreedNotKept) {
   // The second run may be refused before its handler (here: the next
   // command dispatched is another one, as after a kill or an ACL change).
