@@ -98,7 +98,7 @@ struct CommandContext {
   template <typename Filter, typename Create>
   bool MakeFilter(uint64_t bytes, Create create, FilterStatus* status,
                   std::unique_ptr<Filter>* filter, MemoryRefusal* refusal) {
-    if (client.making != nullptr && client.making->spec() == &spec && client.making->made()) {
+    if (HasMadeFilter()) {
       if (auto* made = dynamic_cast<MadeFilterResult<Filter>*>(client.making.get())) {
         *status = made->status;
         *refusal = made->refusal;
@@ -107,14 +107,25 @@ struct CommandContext {
         return true;
       }
     }
-    if (bytes < FilterMaker::kInlineBytes || client.journal.replaying || client.in_exec ||
-        CurrentFilterMaker() == nullptr) {
+    if (!WouldPark(bytes)) {
       *status = create(filter, refusal);
       return true;
     }
     client.making = std::make_shared<MadeFilterOf<Filter, Create>>(&spec, std::move(create));
     parked = true;
     return false;
+  }
+  // Whether MakeFilter would park this command to build `bytes` off the
+  // loop rather than build them inline (the rules above). A handler whose
+  // build reads shared state (COPY's source) prepares it only then.
+  bool WouldPark(uint64_t bytes) const {
+    return bytes >= FilterMaker::kInlineBytes && !client.journal.replaying && !client.in_exec &&
+           CurrentFilterMaker() != nullptr;
+  }
+  // Whether a filter made for this command's first run waits to be taken:
+  // MakeFilter then returns it without building anything.
+  bool HasMadeFilter() const {
+    return client.making != nullptr && client.making->spec() == &spec && client.making->made();
   }
   // MakeFilter parked the command: the dispatcher answers kParked.
   bool parked = false;

@@ -104,7 +104,7 @@ class KeyEntry {
     return at != 0 && at <= now_ms;
   }
   // Copy-on-write for snapshots. ArmSnapshotCopy is called at a cut, while
-  // no command runs; from then on the filter must be copied into `copy`
+  // no command runs (or by a big COPY, under its exclusive key lock); from then on the filter must be copied into `copy`
   // before anything changes it. TakeSnapshotCopy makes that copy if it is
   // still owed, charged to `budget` (a copy counts against maxmemory like
   // any filter, until the snapshot is written): every write command calls it

@@ -109,6 +109,136 @@ TEST_F(FilterMakerTest, AKeyCreatedWhileTheFilterIsMadeWinsAndTheMadeFilterIsFre
       << "the key holds the other client's small filter";
 }
 
+TEST_F(FilterMakerTest, ABigCfInsertCapacityIsMadeOffTheLoopAndAKeyCreatedMeanwhileTakesItsItems) {
+  Session s(server_.get());
+  // 16 MiB of slots, zeroed when made: built by the maker, as CF.RESERVE's.
+  EXPECT_EQ(s.Run({"CF.INSERT", "c", "CAPACITY", "16777216", "ITEMS", "x", "y"}),
+            Arr(2) + Int(1) + Int(1));
+  EXPECT_EQ(s.makes(), 1u);
+  EXPECT_EQ(maker_.made(), 1u);
+  EXPECT_EQ(s.Run({"CF.EXISTS", "c", "x"}), Int(1));
+  EXPECT_GT(server_->keyspace.Find("c", NowMs())->MemoryUsage(), 16'000'000u);
+  // On an existing key CAPACITY is ignored: nothing is made.
+  EXPECT_EQ(s.Run({"CF.INSERT", "c", "CAPACITY", "16777216", "ITEMS", "z"}), Arr(1) + Int(1));
+  EXPECT_EQ(s.makes(), 1u);
+  // Another client creates the key while the filter is made: its filter
+  // takes the items and the made one is freed.
+  Session creator(server_.get());
+  Session other(server_.get());
+  const uint64_t used = server_->budget.used();
+  std::string out;
+  const Args insert = {"CF.INSERT", "d", "CAPACITY", "16777216", "ITEMS", "x"};
+  ASSERT_EQ(DispatchOnce(*server_, creator.client(), insert, &out), CommandOutcome::kParked);
+  EXPECT_EQ(out, "");
+  ASSERT_EQ(other.Run({"CF.RESERVE", "d", "1024"}), kOk);
+  creator.client().making->Make();
+  EXPECT_EQ(DispatchOnce(*server_, creator.client(), insert, &out), CommandOutcome::kDone);
+  EXPECT_EQ(out, Arr(1) + Int(1));
+  EXPECT_EQ(creator.client().making, nullptr);
+  server_->lazy_freer.WaitIdle();
+  EXPECT_LT(server_->budget.used(), used + (1 << 20)) << "the made filter was freed";
+  EXPECT_EQ(other.Run({"CF.EXISTS", "d", "x"}), Int(1));
+  EXPECT_LT(server_->keyspace.Find("d", NowMs())->MemoryUsage(), 1u << 20)
+      << "the key holds the other client's small filter";
+}
+
+TEST_F(FilterMakerTest, ABigCopyIsMadeOffTheLoopAsTheSourceWasWhenItRan) {
+  Session s(server_.get());
+  ASSERT_EQ(s.Run({"CF.RESERVE", "src", "16777216"}), kOk);
+  ASSERT_EQ(s.Run({"CF.ADD", "src", "x"}), Int(1));
+  const uint64_t makes = s.makes();
+  const uint64_t used = server_->budget.used();
+  EXPECT_EQ(s.Run({"COPY", "src", "dst"}), Int(1));
+  EXPECT_EQ(s.makes(), makes + 1) << "the copy waited for the maker";
+  EXPECT_GT(server_->budget.used(), used + 16'000'000) << "the copy is charged";
+  EXPECT_EQ(s.Run({"CF.EXISTS", "dst", "x"}), Int(1));
+  EXPECT_FALSE(server_->keyspace.Find("src", NowMs())->snapshot_copy_owed());
+  // A small source is copied inline.
+  ASSERT_EQ(s.Run({"CF.RESERVE", "small", "1024"}), kOk);
+  EXPECT_EQ(s.Run({"COPY", "small", "small2"}), Int(1));
+  EXPECT_EQ(s.makes(), makes + 1);
+}
+
+TEST_F(FilterMakerTest, AWriteToTheSourceWhileACopyIsOwedWaitsAndOneAfterItCopiesAgain) {
+  Session creator(server_.get());
+  Session writer(server_.get());
+  ASSERT_EQ(creator.Run({"CF.RESERVE", "src", "16777216"}), kOk);
+  std::string out;
+  const Args copy = {"COPY", "src", "dst"};
+  ASSERT_EQ(DispatchOnce(*server_, creator.client(), copy, &out), CommandOutcome::kParked);
+  EXPECT_TRUE(server_->keyspace.Find("src", NowMs())->snapshot_copy_owed())
+      << "the source's writers must wait for the copy";
+  // This write parks for the owed copy (made by the snapshot copier here),
+  // so the copy holds the source as COPY's first run saw it.
+  EXPECT_EQ(writer.Run({"CF.ADD", "src", "before"}), Int(1));
+  EXPECT_EQ(writer.parks(), 1u);
+  creator.client().making->Make();  // finds the copy made
+  // ... but the source changed since: the second run copies again.
+  EXPECT_EQ(DispatchOnce(*server_, creator.client(), copy, &out), CommandOutcome::kParked);
+  EXPECT_EQ(out, "");
+  creator.client().making->Make();
+  ASSERT_EQ(DispatchOnce(*server_, creator.client(), copy, &out), CommandOutcome::kDone);
+  EXPECT_EQ(out, Int(1));
+  EXPECT_EQ(writer.Run({"CF.EXISTS", "dst", "before"}), Int(1))
+      << "the copy is of the source the journal shows before COPY";
+  // Nothing stays owed or charged beyond the two filters.
+  server_->lazy_freer.WaitIdle();
+  EXPECT_FALSE(server_->keyspace.Find("src", NowMs())->snapshot_copy_owed());
+  EXPECT_LT(server_->budget.used(), 2 * 16'900'000u);
+}
+
+TEST_F(FilterMakerTest, ACopyWhoseClientLeftIsFreedAndTheSourceIsNotLeftOwed) {
+  Session creator(server_.get());
+  ASSERT_EQ(creator.Run({"CF.RESERVE", "src", "16777216"}), kOk);
+  const uint64_t used = server_->budget.used();
+  std::string out;
+  ASSERT_EQ(DispatchOnce(*server_, creator.client(), {"COPY", "src", "dst"}, &out),
+            CommandOutcome::kParked);
+  std::shared_ptr<MadeFilter> making = std::move(creator.client().making);
+  making->Make();  // the maker runs what was queued
+  making.reset();  // the connection is gone: nothing takes it
+  server_->lazy_freer.WaitIdle();
+  EXPECT_EQ(server_->budget.used(), used);
+  EXPECT_FALSE(server_->keyspace.Find("src", NowMs())->snapshot_copy_owed());
+  EXPECT_EQ(server_->keyspace.Find("dst", NowMs()), nullptr);
+}
+
+// The iterator and data of a SCANDUMP reply, *2 :<it> $<len> <data>.
+std::pair<std::string, std::string> FirstChunk(const std::string& reply) {
+  const size_t colon = reply.find(':');
+  const size_t it_end = reply.find("\r\n", colon);
+  const size_t dollar = reply.find('$', it_end);
+  const size_t data = reply.find("\r\n", dollar) + 2;
+  const size_t length = std::stoull(reply.substr(dollar + 1, data - 2 - dollar - 1));
+  return {reply.substr(colon + 1, it_end - colon - 1), reply.substr(data, length)};
+}
+
+TEST_F(FilterMakerTest, ALoadchunkHeaderIsReadOffTheLoopAndAKeyCreatedMeanwhileWins) {
+  Session s(server_.get());
+  ASSERT_EQ(s.Run({"CF.RESERVE", "src", "16777216"}), kOk);
+  const auto [iterator, header] = FirstChunk(s.Run({"CF.SCANDUMP", "src", "0"}));
+  ASSERT_LT(header.size(), 1000u) << "a small header that declares 16 MiB of slots";
+  const uint64_t makes = s.makes();
+  const uint64_t used = server_->budget.used();
+  EXPECT_EQ(s.Run({"CF.LOADCHUNK", "dst", iterator, header}), kOk);
+  EXPECT_EQ(s.makes(), makes + 1) << "the header was read by the maker";
+  EXPECT_GT(server_->budget.used(), used + 16'000'000) << "the staged load is charged";
+  // Another client takes the key while the header is read: it wins.
+  Session loader(server_.get());
+  Session other(server_.get());
+  std::string out;
+  const Args load = {"CF.LOADCHUNK", "taken", iterator, header};
+  ASSERT_EQ(DispatchOnce(*server_, loader.client(), load, &out), CommandOutcome::kParked);
+  ASSERT_EQ(other.Run({"CF.RESERVE", "taken", "1024"}), kOk);
+  loader.client().making->Make();
+  const uint64_t with_made = server_->budget.used();
+  EXPECT_EQ(DispatchOnce(*server_, loader.client(), load, &out), CommandOutcome::kFailed);
+  EXPECT_EQ(out, Err(errors::kItemExists));
+  EXPECT_EQ(loader.client().making, nullptr);
+  server_->lazy_freer.WaitIdle();
+  EXPECT_LT(server_->budget.used(), with_made - 16'000'000) << "the made load was freed";
+}
+
 TEST_F(FilterMakerTest, AMadeFilterThatNoCommandTakesIsFreedNotKept) {
   // The second run may be refused before its handler (here: the next
   // command dispatched is another one, as after a kill or an ACL change).
