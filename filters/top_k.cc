@@ -228,14 +228,7 @@ bool TopK::Query(const KeyHash& h, std::string_view item) const {
 uint32_t TopK::Count(const KeyHash& h, std::string_view item) const {
   if (scheme_ == SketchScheme::kRedisBloom) return CountRedisBloom(item);
   const uint32_t fp = Fingerprint(h);
-  const uint32_t heap_min = heap_[0].count;
-  const bool in_heap = FindInHeap(fp, item) >= 0;
-  uint32_t result = 0;
-  for (uint32_t row = 0; row < depth_; ++row) {
-    const TopKBucket& b = buckets_[BucketIndex(h, row)];
-    if (b.fp == fp && (!in_heap || b.count >= heap_min)) result = std::max(result, b.count);
-  }
-  return result;
+  return Estimate(fp, FindInHeap(fp, item) >= 0, [&](uint32_t row) { return BucketIndex(h, row); });
 }
 
 std::vector<TopKEntry> TopK::List() const {

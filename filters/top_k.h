@@ -149,6 +149,20 @@ class TopK {
  private:
   TopK(const TopKOptions& options, uint64_t fixed_bytes, MemoryBudget* budget);
 
+  // topk.c's TopK_Count over the item's buckets (bucket_of(row) is row r's
+  // index): the largest count carrying its fingerprint, for a heap item
+  // only those at or above the heap minimum. Both schemes.
+  template <typename BucketOf>
+  uint32_t Estimate(uint32_t fp, bool in_heap, BucketOf bucket_of) const {
+    const uint32_t heap_min = heap_[0].count;
+    uint32_t result = 0;
+    for (uint32_t row = 0; row < depth_; ++row) {
+      const TopKBucket& b = buckets_[bucket_of(row)];
+      if (b.fp == fp && (!in_heap || b.count >= heap_min) && b.count > result) result = b.count;
+    }
+    return result;
+  }
+
   // kRedisBloom (top_k_redisbloom.cc).
   bool AddRedisBloom(std::string_view item, uint32_t increment, std::string* expelled);
   int64_t FindFilled(uint32_t fp, std::string_view item) const;

@@ -131,14 +131,8 @@ bool TopK::QueryRedisBloom(std::string_view item) const {
 
 uint32_t TopK::CountRedisBloom(std::string_view item) const {
   const uint32_t fp = RedisBloomFingerprint(item);
-  const uint32_t heap_min = heap_[0].count;
-  const bool in_heap = FindFilled(fp, item) >= 0;
-  uint32_t result = 0;
-  for (uint32_t row = 0; row < depth_; ++row) {
-    const TopKBucket& b = buckets_[RedisBloomBucket(item, row)];
-    if (b.fp == fp && (!in_heap || b.count >= heap_min)) result = std::max(result, b.count);
-  }
-  return result;
+  return Estimate(fp, FindFilled(fp, item) >= 0,
+                  [&](uint32_t row) { return RedisBloomBucket(item, row); });
 }
 
 std::vector<TopKEntry> TopK::ListRedisBloom() const {
