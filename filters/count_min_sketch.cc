@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "filters/memory_reservation.h"
+#include "filters/murmur_hash2.h"
 
 namespace bloomgate {
 namespace {
@@ -48,14 +49,14 @@ uint64_t CountMinSketch::BytesFor(uint64_t width, uint64_t depth) {
 
 FilterStatus CountMinSketch::Create(uint64_t width, uint64_t depth, const FilterLimits& limits,
                                     MemoryBudget* budget, std::unique_ptr<CountMinSketch>* out,
-                                    MemoryRefusal* refusal) {
-  return Restore(width, depth, /*total=*/0, limits, budget, out, refusal);
+                                    MemoryRefusal* refusal, SketchScheme scheme) {
+  return Restore(width, depth, /*total=*/0, limits, budget, out, refusal, scheme);
 }
 
 FilterStatus CountMinSketch::Restore(uint64_t width, uint64_t depth, uint64_t total,
                                      const FilterLimits& limits, MemoryBudget* budget,
                                      std::unique_ptr<CountMinSketch>* out,
-                                     MemoryRefusal* refusal) {
+                                     MemoryRefusal* refusal, SketchScheme scheme) {
   out->reset();
   if (width < 1 || depth < 1 || width > kMaxCells / depth || total > kMaxTotal) {
     return FilterStatus::kInvalidOptions;
@@ -73,7 +74,7 @@ FilterStatus CountMinSketch::Restore(uint64_t width, uint64_t depth, uint64_t to
       new (std::nothrow) std::atomic<uint64_t>[static_cast<size_t>(words)]());
   if (cells == nullptr) return internal::AllocationFailed(bytes, refusal);
   std::unique_ptr<CountMinSketch> sketch(
-      new (std::nothrow) CountMinSketch(width, depth, bytes, budget, std::move(cells)));
+      new (std::nothrow) CountMinSketch(width, depth, bytes, budget, std::move(cells), scheme));
   if (sketch == nullptr) return internal::AllocationFailed(bytes, refusal);
   reservation.Keep();  // the destructor releases memory_bytes_ from here on
   sketch->total_.store(total, std::memory_order_relaxed);
@@ -83,8 +84,9 @@ FilterStatus CountMinSketch::Restore(uint64_t width, uint64_t depth, uint64_t to
 
 CountMinSketch::CountMinSketch(uint64_t width, uint64_t depth, uint64_t bytes,
                                MemoryBudget* budget,
-                               std::unique_ptr<std::atomic<uint64_t>[]> words)
-    : width_(width), depth_(depth), memory_bytes_(bytes), budget_(budget),
+                               std::unique_ptr<std::atomic<uint64_t>[]> words,
+                               SketchScheme scheme)
+    : width_(width), depth_(depth), memory_bytes_(bytes), budget_(budget), scheme_(scheme),
       words_(std::move(words)) {}
 
 CountMinSketch::~CountMinSketch() {
@@ -95,6 +97,13 @@ uint64_t CountMinSketch::CellIndex(const KeyHash& h, uint64_t row) const {
   return row * width_ + FastRange64(h.lo + row * h.hi, width_);
 }
 
+uint64_t CountMinSketch::RedisBloomCellIndex(std::string_view item, uint64_t row) const {
+  // cms.c: (MurmurHash2(item, len, row) % width) + row * width. RedisBloom
+  // passes the row as the 32-bit seed; rows past 2^32 (a sketch of 32 GiB
+  // per column at least) wrap the seed as its C does.
+  return row * width_ + MurmurHash2(item, static_cast<uint32_t>(row)) % width_;
+}
+
 uint64_t CountMinSketch::cell(uint64_t index) const {
   // Relaxed: a cell is a standalone counter; nothing else is published
   // through it.
@@ -102,10 +111,33 @@ uint64_t CountMinSketch::cell(uint64_t index) const {
   return (word >> LaneShift(index)) & kMaxCell;
 }
 
+uint64_t CountMinSketch::IncrBy(std::string_view item, uint64_t increment) {
+  if (scheme_ == SketchScheme::kRedisBloom) {
+    return IncrByCells([&](uint64_t row) { return RedisBloomCellIndex(item, row); }, increment);
+  }
+  return IncrBy(HashKey(item), increment);
+}
+
+uint64_t CountMinSketch::Query(std::string_view item) const {
+  if (scheme_ == SketchScheme::kRedisBloom) {
+    return QueryCells([&](uint64_t row) { return RedisBloomCellIndex(item, row); });
+  }
+  return Query(HashKey(item));
+}
+
 uint64_t CountMinSketch::IncrBy(const KeyHash& h, uint64_t increment) {
+  return IncrByCells([&](uint64_t row) { return CellIndex(h, row); }, increment);
+}
+
+uint64_t CountMinSketch::Query(const KeyHash& h) const {
+  return QueryCells([&](uint64_t row) { return CellIndex(h, row); });
+}
+
+template <typename CellOf>
+uint64_t CountMinSketch::IncrByCells(CellOf cell_of, uint64_t increment) {
   uint64_t smallest = kMaxCell;
   for (uint64_t row = 0; row < depth_; ++row) {
-    const uint64_t index = CellIndex(h, row);
+    const uint64_t index = cell_of(row);
     std::atomic<uint64_t>& word = words_[index / 2];
     const uint64_t shift = LaneShift(index);
     // Relaxed CAS loop: the word's other lane may change under us (another
@@ -138,10 +170,11 @@ uint64_t CountMinSketch::IncrBy(const KeyHash& h, uint64_t increment) {
   return smallest;
 }
 
-uint64_t CountMinSketch::Query(const KeyHash& h) const {
+template <typename CellOf>
+uint64_t CountMinSketch::QueryCells(CellOf cell_of) const {
   uint64_t smallest = kMaxCell;
   for (uint64_t row = 0; row < depth_; ++row) {
-    const uint64_t value = cell(CellIndex(h, row));
+    const uint64_t value = cell(cell_of(row));
     if (value < smallest) smallest = value;
   }
   return smallest;

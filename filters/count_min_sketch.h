@@ -1,11 +1,12 @@
 // A count-min sketch (our CMS.* family): depth rows of width 32-bit counters.
 //
 //   row r:  cell[r * width + 0] ... cell[r * width + width - 1]
-//   an item's cell in row r:  fastrange64(hash.lo + r * hash.hi, width)
-//
-// (Kirsch-Mitzenmacher double hashing over the item's one XXH3-128 KeyHash;
-// RedisBloom hashes each row with MurmurHash2 seeded by r, so its cells and
-// ours differ: a sketch is not portable between the two, its answers are.)
+//   an item's cell in row r (filters/sketch_scheme.h):
+//     kRedisBloom  MurmurHash2(item, seed r) % width, as RedisBloom's cms.c,
+//                  so overcounts fall on the same items as RedisBloom's
+//     kNative      fastrange64(hash.lo + r * hash.hi, width) over the item's
+//                  XXH3-128 KeyHash (Kirsch-Mitzenmacher double hashing):
+//                  sketches saved before kRedisBloom existed
 //
 // Storage: two cells per 64-bit word, cell c in word c / 2, the low 32 bits
 // for even c. The words' little-endian bytes are therefore the cells'
@@ -38,12 +39,14 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string_view>
 
 #include "filters/filter_status.h"
 #include "filters/key_hash.h"
 #include "filters/limits.h"
 #include "filters/memory_budget.h"
 #include "filters/memory_refusal.h"
+#include "filters/sketch_scheme.h"
 
 namespace bloomgate {
 
@@ -73,20 +76,26 @@ class CountMinSketch {
   // A memory refusal is described in *refusal when given.
   static FilterStatus Create(uint64_t width, uint64_t depth, const FilterLimits& limits,
                              MemoryBudget* budget, std::unique_ptr<CountMinSketch>* out,
-                             MemoryRefusal* refusal = nullptr);
+                             MemoryRefusal* refusal = nullptr,
+                             SketchScheme scheme = SketchScheme::kNative);
   // For loaders: Create's checks, then total() as given (<= kMaxTotal, else
   // kInvalidOptions); the cells are filled through mutable_words().
   static FilterStatus Restore(uint64_t width, uint64_t depth, uint64_t total,
                               const FilterLimits& limits, MemoryBudget* budget,
                               std::unique_ptr<CountMinSketch>* out,
-                              MemoryRefusal* refusal = nullptr);
+                              MemoryRefusal* refusal = nullptr,
+                              SketchScheme scheme = SketchScheme::kNative);
   // Releases memory_bytes() back to the budget.
   ~CountMinSketch();
   CountMinSketch(const CountMinSketch&) = delete;
   CountMinSketch& operator=(const CountMinSketch&) = delete;
 
   // Adds `increment` to the item's cells (see above); returns the smallest
-  // of them afterwards, kMaxCell when it saturated.
+  // of them afterwards, kMaxCell when it saturated. Places the item by the
+  // sketch's scheme.
+  uint64_t IncrBy(std::string_view item, uint64_t increment);
+  uint64_t Query(std::string_view item) const;
+  // The same for a kNative sketch whose caller hashed the item already.
   uint64_t IncrBy(const KeyHash& h, uint64_t increment);
   uint64_t Query(const KeyHash& h) const;
 
@@ -105,6 +114,9 @@ class CountMinSketch {
 
   uint64_t width() const { return width_; }
   uint64_t depth() const { return depth_; }
+  // CMS.MERGE adds cells position by position: only sketches of one scheme
+  // hold an item at the same positions.
+  SketchScheme scheme() const { return scheme_; }
   uint64_t total() const { return total_.load(std::memory_order_relaxed); }
   uint64_t cells() const { return width_ * depth_; }
   uint64_t cell(uint64_t index) const;  // for tests and Merge
@@ -117,13 +129,20 @@ class CountMinSketch {
 
  private:
   CountMinSketch(uint64_t width, uint64_t depth, uint64_t bytes, MemoryBudget* budget,
-                 std::unique_ptr<std::atomic<uint64_t>[]> words);
+                 std::unique_ptr<std::atomic<uint64_t>[]> words, SketchScheme scheme);
   uint64_t CellIndex(const KeyHash& h, uint64_t row) const;
+  uint64_t RedisBloomCellIndex(std::string_view item, uint64_t row) const;
+  // The increment and the query over cells chosen by cell_of(row).
+  template <typename CellOf>
+  uint64_t IncrByCells(CellOf cell_of, uint64_t increment);
+  template <typename CellOf>
+  uint64_t QueryCells(CellOf cell_of) const;
 
   const uint64_t width_;
   const uint64_t depth_;
   const uint64_t memory_bytes_;
   MemoryBudget* const budget_;
+  const SketchScheme scheme_;
   std::unique_ptr<std::atomic<uint64_t>[]> words_;
   std::atomic<uint64_t> total_{0};
 };

@@ -56,7 +56,13 @@ FilterStatus TopK::Create(const TopKOptions& options, const FilterLimits& limits
 
 TopK::TopK(const TopKOptions& options, uint64_t fixed_bytes, MemoryBudget* budget)
     : k_(options.k), width_(options.width), depth_(options.depth), decay_(options.decay),
-      prng_state_(options.prng_state), fixed_bytes_(fixed_bytes), budget_(budget) {
+      scheme_(options.scheme), prng_state_(options.prng_state), random_(options.random),
+      fixed_bytes_(fixed_bytes), budget_(budget) {
+  if (scheme_ == SketchScheme::kRedisBloom) {
+    // topk.c's table, pow(decay, i), so the same coin lands the same way.
+    for (int i = 0; i < 256; ++i) decay_table_[i] = std::pow(decay_, i);
+    return;
+  }
   // decay^i by repeated multiplication: each step is one correctly rounded
   // IEEE-754 product, so every machine builds the same table.
   decay_table_[0] = 1.0;
@@ -138,6 +144,7 @@ void TopK::UnchargeItem(uint64_t bytes) {
 
 bool TopK::Add(const KeyHash& h, std::string_view item, uint32_t increment,
                std::string* expelled) {
+  if (scheme_ == SketchScheme::kRedisBloom) return AddRedisBloom(item, increment, expelled);
   const uint32_t fp = Fingerprint(h);
   const uint32_t heap_min = heap_[0].count;
   int64_t in_heap = -1;
@@ -214,22 +221,18 @@ bool TopK::Add(const KeyHash& h, std::string_view item, uint32_t increment,
 }
 
 bool TopK::Query(const KeyHash& h, std::string_view item) const {
+  if (scheme_ == SketchScheme::kRedisBloom) return QueryRedisBloom(item);
   return FindInHeap(Fingerprint(h), item) >= 0;
 }
 
 uint32_t TopK::Count(const KeyHash& h, std::string_view item) const {
+  if (scheme_ == SketchScheme::kRedisBloom) return CountRedisBloom(item);
   const uint32_t fp = Fingerprint(h);
-  const uint32_t heap_min = heap_[0].count;
-  const bool in_heap = FindInHeap(fp, item) >= 0;
-  uint32_t result = 0;
-  for (uint32_t row = 0; row < depth_; ++row) {
-    const TopKBucket& b = buckets_[BucketIndex(h, row)];
-    if (b.fp == fp && (!in_heap || b.count >= heap_min)) result = std::max(result, b.count);
-  }
-  return result;
+  return Estimate(fp, FindInHeap(fp, item) >= 0, [&](uint32_t row) { return BucketIndex(h, row); });
 }
 
 std::vector<TopKEntry> TopK::List() const {
+  if (scheme_ == SketchScheme::kRedisBloom) return ListRedisBloom();
   std::vector<TopKEntry> out;
   for (const TopKEntry& e : heap_) {
     if (e.count != 0) out.push_back(e);
@@ -243,6 +246,11 @@ std::vector<TopKEntry> TopK::List() const {
 bool TopK::Load(std::vector<TopKBucket> buckets, std::vector<TopKEntry> heap) {
   if (buckets.size() != buckets_.size() || heap.size() != heap_.size()) return false;
   for (size_t i = 0; i < heap.size(); ++i) {
+    if (scheme_ == SketchScheme::kRedisBloom) {
+      const TopKEntry& e = heap[i];
+      if (!e.filled && (e.count != 0 || e.fp != 0 || !e.item.empty())) return false;
+      continue;
+    }
     if (heap[i].count == 0 && (!heap[i].item.empty() || heap[i].fp != 0)) return false;
     if (i > 0 && heap[(i - 1) / 2].count > heap[i].count) return false;
   }

@@ -1,9 +1,15 @@
 // Top-k heavy hitters (our TOPK.* family): HeavyKeeper (Gong et al., USENIX
-// ATC 2018) as RedisBloom's topk.c runs it, with one change: the decay's coin
-// flips come from a PRNG whose state is part of the filter (saved by a
-// snapshot and a dump, restored by the loader), so replaying the same adds on
-// the same state evicts the same items. RedisBloom flips with rand(), so its
-// replicas and its AOF replay can diverge.
+// ATC 2018) as RedisBloom's topk.c runs it. The decay's coin flips come from
+// a generator whose state is part of the filter (saved by a snapshot and a
+// dump, restored by the loader), so replaying the same adds on the same
+// state evicts the same items. (RedisBloom flips with the process's rand(),
+// so its replicas and its AOF replay can diverge.)
+//
+// Two schemes (filters/sketch_scheme.h). SketchScheme::kRedisBloom, what
+// TOPK.RESERVE creates, answers every command as RedisBloom 2.4 does
+// (top_k_redisbloom.cc has its rules: MurmurHash2 rows and fingerprint,
+// glibc's rand() from a fresh process's state, topk.c's heap and LIST
+// order). SketchScheme::kNative, for filters saved before it, is this:
 //
 //   buckets: depth rows x width, each {fp u32, count u32}
 //   an item's bucket in row r: fastrange64(hash.lo + r * hash.hi, width)
@@ -42,10 +48,12 @@
 #include <vector>
 
 #include "filters/filter_status.h"
+#include "filters/glibc_random.h"
 #include "filters/key_hash.h"
 #include "filters/limits.h"
 #include "filters/memory_budget.h"
 #include "filters/memory_refusal.h"
+#include "filters/sketch_scheme.h"
 
 namespace bloomgate {
 
@@ -54,7 +62,10 @@ struct TopKOptions {
   uint32_t width = 8;    // RedisBloom's TOPK.RESERVE defaults
   uint32_t depth = 7;
   double decay = 0.9;    // (0, 1]
-  uint64_t prng_state = 0;  // SplitMix64 state; any value
+  uint64_t prng_state = 0;  // kNative: SplitMix64 state; any value
+  SketchScheme scheme = SketchScheme::kNative;
+  // kRedisBloom: the rand() state of the next decay decision.
+  GlibcRandom random = GlibcRandom::FreshProcess();
 };
 
 struct TopKBucket {
@@ -62,11 +73,14 @@ struct TopKBucket {
   uint32_t count = 0;
 };
 
-// One heap slot; count 0 = empty.
+// One heap slot. kNative: count 0 = empty. kRedisBloom: `filled` says
+// whether it holds an item (RedisBloom can list an item with count 0 in its
+// heap, and an empty item is an item).
 struct TopKEntry {
   uint32_t count = 0;
   uint32_t fp = 0;
   std::string item;
+  bool filled = false;
 };
 
 class TopK {
@@ -115,7 +129,9 @@ class TopK {
   uint32_t width() const { return width_; }
   uint32_t depth() const { return depth_; }
   double decay() const { return decay_; }
+  SketchScheme scheme() const { return scheme_; }
   uint64_t prng_state() const { return prng_state_; }
+  const GlibcRandom& random() const { return random_; }
   // Buckets and slots plus the heap's item bytes (MEMORY USAGE).
   uint64_t memory_bytes() const { return fixed_bytes_ + item_bytes_; }
   static uint64_t FixedBytesFor(uint32_t k, uint32_t width, uint32_t depth);
@@ -124,13 +140,38 @@ class TopK {
   std::span<const TopKBucket> buckets() const { return buckets_; }
   std::span<const TopKEntry> heap() const { return heap_; }
   // For loaders, before the filter is published: replaces the buckets and
-  // the heap (exactly width x depth and k of them). The heap must be a valid
-  // min-heap whose empty slots hold no item; returns false (changing
-  // nothing) otherwise.
+  // the heap (exactly width x depth and k of them). Empty slots must hold no
+  // item, and a kNative heap must be a valid min-heap (a kRedisBloom one
+  // need not: topk.c never sifts a decayed count up); returns false
+  // (changing nothing) otherwise.
   bool Load(std::vector<TopKBucket> buckets, std::vector<TopKEntry> heap);
 
  private:
   TopK(const TopKOptions& options, uint64_t fixed_bytes, MemoryBudget* budget);
+
+  // topk.c's TopK_Count over the item's buckets (bucket_of(row) is row r's
+  // index): the largest count carrying its fingerprint, for a heap item
+  // only those at or above the heap minimum. Both schemes.
+  template <typename BucketOf>
+  uint32_t Estimate(uint32_t fp, bool in_heap, BucketOf bucket_of) const {
+    const uint32_t heap_min = heap_[0].count;
+    uint32_t result = 0;
+    for (uint32_t row = 0; row < depth_; ++row) {
+      const TopKBucket& b = buckets_[bucket_of(row)];
+      if (b.fp == fp && (!in_heap || b.count >= heap_min) && b.count > result) result = b.count;
+    }
+    return result;
+  }
+
+  // kRedisBloom (top_k_redisbloom.cc).
+  bool AddRedisBloom(std::string_view item, uint32_t increment, std::string* expelled);
+  int64_t FindFilled(uint32_t fp, std::string_view item) const;
+  bool QueryRedisBloom(std::string_view item) const;
+  uint32_t CountRedisBloom(std::string_view item) const;
+  std::vector<TopKEntry> ListRedisBloom() const;
+  double RedisBloomDecay(uint32_t count) const;
+  size_t RedisBloomBucket(std::string_view item, uint32_t row) const;
+  void HeapifyDownRedisBloom(size_t start);
 
   uint64_t NextRandom();
   double DecayPower(uint32_t count) const;  // decay^count, multiplications only
@@ -147,7 +188,9 @@ class TopK {
   const uint32_t width_;
   const uint32_t depth_;
   const double decay_;
+  const SketchScheme scheme_;
   uint64_t prng_state_;
+  GlibcRandom random_;
   const uint64_t fixed_bytes_;
   MemoryBudget* const budget_;
   // Item bytes are charged to the budget when it has room and always counted
@@ -158,7 +201,7 @@ class TopK {
   uint64_t item_charged_ = 0;
   std::vector<TopKBucket> buckets_;
   std::vector<TopKEntry> heap_;
-  double decay_table_[256];  // decay^i
+  double decay_table_[256];  // decay^i (kRedisBloom: pow(decay, i), as topk.c)
 };
 
 }  // namespace bloomgate

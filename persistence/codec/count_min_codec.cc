@@ -1,7 +1,9 @@
 // The count-min sketch's codec (FilterKind::kCountMinSketch = 4).
 //
 // HEADER BYTES, layout version 1: the common prefix (header_fields.h, 12
-// bytes, block_layout 3), then
+// bytes): hash_algorithm 1 with block_layout 3 (SketchScheme::kNative), or
+// hash_algorithm 3 with block_layout 5 (SketchScheme::kRedisBloom, every
+// sketch CMS.INITBY* creates: MurmurHash2 per row, as RedisBloom); then
 //
 //   +12 u64 width    >= 1
 //   +20 u64 depth    >= 1, width x depth <= 2^61 cells
@@ -28,6 +30,7 @@ namespace codec {
 namespace {
 
 struct CountMinHeader {
+  SketchScheme scheme = SketchScheme::kNative;
   uint64_t width = 0;
   uint64_t depth = 0;
   uint64_t total = 0;
@@ -35,7 +38,7 @@ struct CountMinHeader {
 
 Status DecodeCountMinHeader(std::string_view bytes, uint64_t payload_bytes, CountMinHeader* out) {
   FieldReader r(bytes);
-  if (Status s = GetCommonUnseeded(&r, kCountMinLayout); !s.ok()) return s;
+  if (Status s = GetSketchCommon(&r, kCountMinLayout, &out->scheme); !s.ok()) return s;
   r.U64("width", &out->width);
   r.U64("depth", &out->depth);
   r.U64("total", &out->total);
@@ -93,7 +96,7 @@ class Codec final : public TypedCodec<CountMinSketch> {
         OverCap(payload_bytes, limits)
             ? FilterStatus::kFilterMemoryLimit
             : CountMinSketch::Restore(header.width, header.depth, header.total, limits, budget,
-                                      &sketch);
+                                      &sketch, /*refusal=*/nullptr, header.scheme);
     if (status != FilterStatus::kOk) return RestoreFailed(status, payload_bytes, limits, budget);
     out->reset(new (std::nothrow) Loader(payload_bytes, std::move(sketch)));
     return LoaderMade(*out);
@@ -104,7 +107,11 @@ class Codec final : public TypedCodec<CountMinSketch> {
     FilterHeader header;
     ByteWriter w(&header.bytes);
     header.kind = FilterKind::kCountMinSketch;
-    PutCommon(&w, kCountMinLayout, /*hash_seed=*/0);
+    if (sketch.scheme() == SketchScheme::kRedisBloom) {
+      PutCommon(&w, kRedisBloomLayout, /*hash_seed=*/0, kHashMurmur2);
+    } else {
+      PutCommon(&w, kCountMinLayout, /*hash_seed=*/0);
+    }
     w.PutU64(sketch.width());
     w.PutU64(sketch.depth());
     w.PutU64(sketch.total());

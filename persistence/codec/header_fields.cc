@@ -73,9 +73,16 @@ namespace {
 // GetCommon's work; redisbloom_layout 0 = the family has no RedisBloom form.
 // `classic_layout` 0 = the family has no second XXH3 layout; otherwise
 // *layout says which of the two the header names.
+// `redisbloom_hash` is the hash_algorithm that goes with redisbloom_layout
+// (2 for Bloom and cuckoo, 3 for the sketches).
+std::string HashName(uint8_t hash) {
+  return hash == kHashMurmur2 ? "3 = MurmurHash2 (RedisBloom's, seeded per row)"
+                              : "2 = MurmurHash64A (RedisBloom's, seed 0)";
+}
+
 Status ReadCommon(FieldReader* r, uint8_t expected_layout, uint8_t redisbloom_layout,
                   uint64_t* hash_seed, bool* redisbloom, uint8_t classic_layout = 0,
-                  uint8_t* layout_out = nullptr) {
+                  uint8_t* layout_out = nullptr, uint8_t redisbloom_hash = kHashMurmur64A) {
   *redisbloom = false;
   uint16_t version = 0;
   uint8_t hash = 0;
@@ -94,16 +101,16 @@ Status ReadCommon(FieldReader* r, uint8_t expected_layout, uint8_t redisbloom_la
   r->U64("hash_seed", &seed);
   r->U8("block_layout", &layout);
   if (r->failed()) return r->Truncated();
-  if (redisbloom_layout != 0 && version == kLayoutVersion && hash == kHashMurmur64A) {
-    // A filter imported from RedisBloom: its hash is unseeded and its
+  if (redisbloom_layout != 0 && version == kLayoutVersion && hash == redisbloom_hash) {
+    // A filter hashed as RedisBloom hashes: its hash is unseeded and its
     // layout is the family's RedisBloom one.
     if (seed != 0) {
-      return Status::Error("hash_seed " + Num(seed) +
-                           " with hash_algorithm 2 = MurmurHash64A (RedisBloom's, seed 0)");
+      return Status::Error("hash_seed " + Num(seed) + " with hash_algorithm " +
+                           HashName(redisbloom_hash));
     }
     if (layout != redisbloom_layout) {
-      return Status::Error("block_layout " + Num(uint64_t{layout}) +
-                           " with hash_algorithm 2 (expected " +
+      return Status::Error("block_layout " + Num(uint64_t{layout}) + " with hash_algorithm " +
+                           Num(uint64_t{redisbloom_hash}) + " (expected " +
                            Num(uint64_t{redisbloom_layout}) + ")");
     }
     *hash_seed = 0;
@@ -113,7 +120,7 @@ Status ReadCommon(FieldReader* r, uint8_t expected_layout, uint8_t redisbloom_la
   if (hash != kHashXxh3_128) {
     return Status::Error("hash_algorithm " + Num(uint64_t{hash}) +
                          " not supported (expected 1 = XXH3-128" +
-                         (redisbloom_layout != 0 ? std::string(" or 2 = MurmurHash64A") : "") +
+                         (redisbloom_layout != 0 ? " or " + HashName(redisbloom_hash) : "") +
                          ")");
   }
   if (version == kLegacyLayoutVersion && seed != kLegacyHashSeed) {
@@ -127,7 +134,8 @@ Status ReadCommon(FieldReader* r, uint8_t expected_layout, uint8_t redisbloom_la
                          (classic_layout != 0 ? " or " + Num(uint64_t{classic_layout})
                                               : std::string()) +
                          (redisbloom_layout != 0
-                              ? ", or " + Num(uint64_t{redisbloom_layout}) + " with hash_algorithm 2"
+                              ? ", or " + Num(uint64_t{redisbloom_layout}) +
+                                    " with hash_algorithm " + Num(uint64_t{redisbloom_hash})
                               : std::string()) +
                          ")");
   }
@@ -163,6 +171,21 @@ Status GetCommonUnseeded(FieldReader* r, uint8_t expected_layout) {
   if (seed != 0) {
     return Status::Error("hash_seed " + Num(seed) + " for a family that hashes unseeded");
   }
+  return Status::Ok();
+}
+
+Status GetSketchCommon(FieldReader* r, uint8_t native_layout, SketchScheme* scheme) {
+  uint64_t seed = 0;
+  bool redisbloom = false;
+  if (Status s = ReadCommon(r, native_layout, kRedisBloomLayout, &seed, &redisbloom,
+                            /*classic_layout=*/0, /*layout_out=*/nullptr, kHashMurmur2);
+      !s.ok()) {
+    return s;
+  }
+  if (seed != 0) {
+    return Status::Error("hash_seed " + Num(seed) + " for a family that hashes unseeded");
+  }
+  *scheme = redisbloom ? SketchScheme::kRedisBloom : SketchScheme::kNative;
   return Status::Ok();
 }
 

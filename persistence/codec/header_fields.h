@@ -13,6 +13,10 @@
 //                                RedisBloom, with block_layout 5 and hash_seed 0
 //                                (Bloom: filters/redisbloom_layout.h; cuckoo:
 //                                filters/murmur_hash64a.h)
+//                            3 = MurmurHash2 (32-bit), seeded per row: a count-min
+//                                sketch or top-k of SketchScheme::kRedisBloom,
+//                                with block_layout 5 and hash_seed 0
+//                                (filters/murmur_hash2.h, sketch_scheme.h)
 //   +3  u64 hash_seed        the filter's own seed: items are hashed with
 //                            XXH3_128bits_withSeed(item, hash_seed). Any
 //                            value in version 2 (a new filter draws a random
@@ -38,16 +42,24 @@
 //                                Cuckoo: h = MurmurHash64A(item, 0), fp = h %
 //                                255 + 1, i1 = h, i2 = i1 ^ (fp x 0x5bd1e995),
 //                                bucket = i % buckets, victims round-robin
-//                                (CuckooScheme::kRedisBloom)
+//                                (CuckooScheme::kRedisBloom).
+//                                Count-min (hash 3): row r's cell =
+//                                MurmurHash2(item, r) % width. Top-k (hash 3):
+//                                buckets as count-min, fp = MurmurHash2(item,
+//                                1919), decay drawn from glibc's rand() whose
+//                                state the top-k header holds
+//                                (SketchScheme::kRedisBloom)
 //                            6 = Bloom only, with hash_algorithm 1: our classic
 //                                k-probe bit array, probe i = fastrange64(lo +
 //                                i hi, bits) over the whole layer, bits a
 //                                multiple of 128 (a filter created at an error
 //                                rate where one block per item stops paying:
 //                                filters/bloom_math.h ClassicBloomPays)
-// Hash 2 / layout 5, and layout 6, came without a layout_version bump: no byte or field
-// meaning of an existing filter changed, and a build that predates them
-// refuses such a header by name (hash_algorithm 2 not supported).
+// Hash 2 / layout 5, hash 3 / layout 5, and layout 6, came without a layout_version
+// bump: no byte or field meaning of an existing filter changed, and a build that
+// predates them refuses such a header by name (hash_algorithm 2 or 3 not
+// supported). A top-k of hash 3 has its own fields after the prefix
+// (top_k_codec.cc): they exist only under the new hash, which old builds refuse.
 //
 // Nothing follows a family's last field: a header with trailing bytes is
 // refused. Versioning: any change to these bytes, or to what a field means,
@@ -64,6 +76,7 @@
 #include "filters/filter_status.h"
 #include "filters/limits.h"
 #include "filters/memory_budget.h"
+#include "filters/sketch_scheme.h"
 #include "persistence/byte_io.h"
 #include "persistence/status.h"
 
@@ -73,6 +86,7 @@ inline constexpr uint16_t kLayoutVersion = 2;
 inline constexpr uint16_t kLegacyLayoutVersion = 1;  // seed always 0
 inline constexpr uint8_t kHashXxh3_128 = 1;
 inline constexpr uint8_t kHashMurmur64A = 2;  // RedisBloom's cuckoo hash, seed 0
+inline constexpr uint8_t kHashMurmur2 = 3;    // RedisBloom's sketch hash, seed = row
 inline constexpr uint64_t kLegacyHashSeed = 0;
 inline constexpr uint8_t kBlockedBloomLayout = 1;
 inline constexpr uint8_t kCuckooLayout = 2;
@@ -154,6 +168,10 @@ Status GetCommonOrRedisBloom(FieldReader* r, uint8_t expected_layout, uint8_t re
 // The same for a family that hashes unseeded (count-min sketch, top-k:
 // CMS.MERGE needs every sketch to hash alike): a non-zero seed is refused.
 Status GetCommonUnseeded(FieldReader* r, uint8_t expected_layout);
+// The same for the two sketch families: hash 1 with `native_layout` and seed
+// 0 (SketchScheme::kNative), or hash 3 with block_layout 5 and seed 0
+// (SketchScheme::kRedisBloom); *scheme says which.
+Status GetSketchCommon(FieldReader* r, uint8_t native_layout, SketchScheme* scheme);
 
 // ---- Checks shared by the blocked families (Bloom, counting Bloom) ---------
 

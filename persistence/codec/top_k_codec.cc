@@ -1,8 +1,9 @@
 // The top-k (HeavyKeeper) codec (FilterKind::kTopK = 5).
 //
 // HEADER BYTES, layout version 1: the common prefix (header_fields.h, 12
-// bytes, block_layout 4), then
+// bytes), then by its hash_algorithm:
 //
+// hash_algorithm 1, block_layout 4 (SketchScheme::kNative):
 //   +12 u32 k            >= 1 heap slots
 //   +16 u32 width        >= 1
 //   +20 u32 depth        >= 1
@@ -15,9 +16,21 @@
 //       (count 0 = empty: fp and length 0); counts form a min-heap
 //     the slots' item bytes, concatenated in slot order (item_bytes in all)
 //
+// hash_algorithm 3, block_layout 5 (SketchScheme::kRedisBloom, every top-k
+// TOPK.RESERVE creates; filters/top_k_redisbloom.cc):
+//   +12 u32 k, +16 u32 width, +20 u32 depth, +24 f64 decay: as above
+//   +32 u32 x 31 random  glibc rand()'s state, oldest word first
+//                        (GlibcRandom::Words): the next decay decisions;
+//                        any values
+//   +156 u64 item_bytes  as above
+//   payload: as above, except that a slot's third u32 is 0 for an empty slot
+//     (count and fp 0 too) and length + 1 for a filled one (an item may be
+//     empty, and may have count 0); the counts need not form a min-heap
+//
 // Read while written: no. An add moves counts and heap slots together; a
 // snapshot copies the filter at its cut instead.
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <memory>
 #include <new>
@@ -37,6 +50,8 @@ namespace {
 constexpr uint64_t kBucketBytes = 8;
 constexpr uint64_t kSlotBytes = 12;
 
+constexpr uint64_t kRandomWords = GlibcRandom::kWords;
+
 struct TopKHeader {
   TopKOptions options;
   uint64_t item_bytes = 0;
@@ -49,13 +64,19 @@ uint64_t FixedPayloadBytes(const TopKOptions& o) {
 
 Status DecodeTopKHeader(std::string_view bytes, uint64_t payload_bytes, TopKHeader* out) {
   FieldReader r(bytes);
-  if (Status s = GetCommonUnseeded(&r, kHeavyKeeperLayout); !s.ok()) return s;
   TopKOptions& o = out->options;
+  if (Status s = GetSketchCommon(&r, kHeavyKeeperLayout, &o.scheme); !s.ok()) return s;
   r.U32("k", &o.k);
   r.U32("width", &o.width);
   r.U32("depth", &o.depth);
   r.F64("decay", &o.decay);
-  r.U64("prng_state", &o.prng_state);
+  if (o.scheme == SketchScheme::kRedisBloom) {
+    std::array<uint32_t, kRandomWords> words{};
+    for (uint32_t& word : words) r.U32("random", &word);
+    o.random = GlibcRandom::FromWords(words);
+  } else {
+    r.U64("prng_state", &o.prng_state);
+  }
   r.U64("item_bytes", &out->item_bytes);
   if (r.failed()) return r.Truncated();
   if (Status s = r.CheckEnd(); !s.ok()) return s;
@@ -130,10 +151,16 @@ class Loader final : public SegmentedLoader {
     }
     std::vector<uint32_t> lengths(heap.size());
     uint64_t item_total = 0;
+    const bool redisbloom = topk_->scheme() == SketchScheme::kRedisBloom;
     for (size_t i = 0; i < heap.size(); ++i) {
       heap[i].count = GetU32(p);
       heap[i].fp = GetU32(p + 4);
       lengths[i] = GetU32(p + 8);
+      if (redisbloom) {
+        // 0 = empty, else length + 1.
+        heap[i].filled = lengths[i] != 0;
+        if (heap[i].filled) --lengths[i];
+      }
       item_total += lengths[i];
       p += kSlotBytes;
     }
@@ -147,7 +174,9 @@ class Loader final : public SegmentedLoader {
       p += lengths[i];
     }
     if (!topk_->Load(std::move(buckets), std::move(heap))) {
-      return Status::Error("top-k payload: heap slots are not a min-heap with empty slots empty");
+      return Status::Error(redisbloom ? "top-k payload: an empty heap slot holds a count or fp"
+                                      : "top-k payload: heap slots are not a min-heap with empty "
+                                        "slots empty");
     }
     staged_.reset();
     *out = std::move(topk_);
@@ -163,7 +192,10 @@ class Codec final : public TypedCodec<TopK> {
   FilterKind kind() const override { return FilterKind::kTopK; }
   std::string_view name() const override { return "top-k"; }
   bool payload_readable_while_written() const override { return false; }
-  uint64_t max_header_bytes() const override { return kCommonBytes + 3 * 4 + 3 * 8; }  // 48
+  // 164: the kRedisBloom header (kNative's is 48).
+  uint64_t max_header_bytes() const override {
+    return kCommonBytes + 3 * 4 + 2 * 8 + kRandomWords * 4;
+  }
 
   Status BeginLoad(std::string_view header_bytes, uint64_t payload_bytes,
                    const FilterLimits& limits, MemoryBudget* budget,
@@ -187,12 +219,21 @@ class Codec final : public TypedCodec<TopK> {
     FilterHeader header;
     ByteWriter w(&header.bytes);
     header.kind = FilterKind::kTopK;
-    PutCommon(&w, kHeavyKeeperLayout, /*hash_seed=*/0);
+    const bool redisbloom = topk.scheme() == SketchScheme::kRedisBloom;
+    if (redisbloom) {
+      PutCommon(&w, kRedisBloomLayout, /*hash_seed=*/0, kHashMurmur2);
+    } else {
+      PutCommon(&w, kHeavyKeeperLayout, /*hash_seed=*/0);
+    }
     w.PutU32(topk.k());
     w.PutU32(topk.width());
     w.PutU32(topk.depth());
     w.PutF64(topk.decay());
-    w.PutU64(topk.prng_state());
+    if (redisbloom) {
+      for (uint32_t word : topk.random().Words()) w.PutU32(word);
+    } else {
+      w.PutU64(topk.prng_state());
+    }
     uint64_t item_bytes = 0;
     for (const TopKEntry& e : topk.heap()) item_bytes += e.item.size();
     w.PutU64(item_bytes);
@@ -205,6 +246,7 @@ class Codec final : public TypedCodec<TopK> {
                  uint64_t len) const override {
     const auto buckets = topk.buckets();
     const auto heap = topk.heap();
+    const bool redisbloom = topk.scheme() == SketchScheme::kRedisBloom;
     const uint64_t bucket_part = buckets.size() * kBucketBytes;
     const uint64_t slot_part = heap.size() * kSlotBytes;
     uint64_t item_part = 0;
@@ -223,7 +265,8 @@ class Codec final : public TypedCodec<TopK> {
             CopyRecords(heap.size(), kSlotBytes, within, to, n, [&](uint64_t s, uint8_t* rec) {
               PutU32(heap[s].count, rec);
               PutU32(heap[s].fp, rec + 4);
-              PutU32(static_cast<uint32_t>(heap[s].item.size()), rec + 8);
+              const uint32_t length = static_cast<uint32_t>(heap[s].item.size());
+              PutU32(redisbloom ? (heap[s].filled ? length + 1 : 0) : length, rec + 8);
             });
           } else {
             // The items, concatenated in slot order.

@@ -54,7 +54,9 @@ void CreateAndReply(CommandContext& ctx, uint64_t width, uint64_t depth) {
                       [width, depth, limits = ctx.server.filter_limits(),
                        budget = &ctx.server.budget](std::unique_ptr<CountMinSketch>* out,
                                                     MemoryRefusal* refused) {
-                        return CountMinSketch::Create(width, depth, limits, budget, out, refused);
+                        // New sketches hash as RedisBloom's (filters/sketch_scheme.h).
+                        return CountMinSketch::Create(width, depth, limits, budget, out, refused,
+                                                      SketchScheme::kRedisBloom);
                       },
                       &created, &sketch, &refusal)) {
     return;  // parked: runs again once the sketch is made off the loop
@@ -101,6 +103,17 @@ void CmdInitByDim(CommandContext& ctx) {
   }
   if (!ParseInt64(ctx.args[3], &depth) || depth < 1) {
     ctx.Fail(errors::kCmsInvalidDepth);
+    return;
+  }
+  // RedisBloom's rule: width x depth past a signed 64-bit count is invalid;
+  // below it, a size no allocator can give is a memory failure, with its
+  // bare text (its calloc failed), whatever our limits say.
+  if (width > INT64_MAX / depth) {
+    ctx.Fail(errors::kCmsInvalidInitArguments);
+    return;
+  }
+  if (static_cast<uint64_t>(width) > CountMinSketch::kMaxCells / static_cast<uint64_t>(depth)) {
+    ctx.Fail(errors::kCmsInsufficientMemory);
     return;
   }
   CreateAndReply(ctx, static_cast<uint64_t>(width), static_cast<uint64_t>(depth));
@@ -156,7 +169,7 @@ void CmdIncrBy(CommandContext& ctx) {
   CountMinSketch& sketch = *entry->get<CountMinSketch>();
   ctx.reply.ArrayHeader(pairs);
   for (size_t i = 0; i < pairs; ++i) {
-    const uint64_t count = sketch.IncrBy(HashKey(ctx.args[2 + 2 * i]), increments[i]);
+    const uint64_t count = sketch.IncrBy(ctx.args[2 + 2 * i], increments[i]);
     if (count == CountMinSketch::kMaxCell) {
       ctx.reply.Error(errors::kCmsIncrByOverflow);  // the cell saturated (RedisBloom)
     } else {
@@ -174,7 +187,7 @@ void CmdQuery(CommandContext& ctx) {
   auto items = ctx.args.subspan(2);
   ctx.reply.ArrayHeader(items.size());
   for (std::string_view item : items) {
-    ctx.reply.Integer(static_cast<int64_t>(sketch.Query(HashKey(item))));
+    ctx.reply.Integer(static_cast<int64_t>(sketch.Query(item)));
   }
 }
 
@@ -234,6 +247,10 @@ void CmdMerge(CommandContext& ctx) {
     const CountMinSketch& target = *dest->get<CountMinSketch>();
     if (sketch->width() != target.width() || sketch->depth() != target.depth()) {
       ctx.Fail(errors::kCmsShapeMismatch);
+      return;
+    }
+    if (sketch->scheme() != target.scheme()) {
+      ctx.Fail(errors::kCmsSchemeMismatch);  // cells of one item sit elsewhere
       return;
     }
     holders.push_back(std::move(source));

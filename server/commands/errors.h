@@ -292,6 +292,10 @@ inline constexpr std::string_view kCmsWrongNumberOfKeysWeights =
 inline constexpr std::string_view kCmsInvalidWeight = "CMS: invalid weight value";
 inline constexpr std::string_view kCmsShapeMismatch = "CMS: width/depth is not equal";
 inline constexpr std::string_view kCmsMergeOverflow = "CMS: MERGE overflow";
+// Ours: a sketch saved before new sketches hashed as RedisBloom's cannot
+// merge with a new one (filters/sketch_scheme.h).
+inline constexpr std::string_view kCmsSchemeMismatch =
+    "CMS: sketches hash differently (one was created before RedisBloom hashing)";
 
 // --- Top-k (RedisBloom rm_topk.c texts) ---
 inline constexpr std::string_view kTopKKeyExists = "TopK: key already exists";

@@ -9,11 +9,12 @@
 // every decay and eviction as the original run did.
 //
 // Where we differ on purpose (README): items come back as bulk strings, not
-// simple strings (an item may hold CR or LF); TOPK.INCRBY checks every
-// increment before applying any (RedisBloom applies the pairs before a bad
-// one and then sends a shorter array than it announced); TOPK.LIST takes
-// WITHCOUNT whole (RedisBloom takes any prefix of it, even an empty one);
-// TOPK.COUNT is read-only (RedisBloom flags it write).
+// simple strings (an item may hold CR or LF); TOPK.INCRBY answers a bad
+// increment with an error element at that item and goes on with the next
+// pair (RedisBloom 2.4 stops there and sends a shorter array than it
+// announced; Redis 8 goes on, as we do); TOPK.LIST takes WITHCOUNT whole
+// (RedisBloom takes any prefix of it, even an empty one); TOPK.COUNT is
+// read-only (RedisBloom flags it write).
 #include <cstdio>
 #include <optional>
 #include <vector>
@@ -50,12 +51,16 @@ EntryPtr FindTopK(CommandContext& ctx, std::string_view key) {
 }
 
 // Adds the items with their increments in order; replies the expelled items.
+// An item whose increment is nullopt was refused: its element is the error.
 void AddAndReply(CommandContext& ctx, TopK& topk, EntryPtr& entry,
-                 std::span<const std::string_view> items, std::span<const uint32_t> increments) {
+                 std::span<const std::string_view> items,
+                 std::span<const std::optional<uint32_t>> increments) {
   ctx.reply.ArrayHeader(items.size());
   std::string expelled;
   for (size_t i = 0; i < items.size(); ++i) {
-    if (topk.Add(HashKey(items[i]), items[i], increments[i], &expelled)) {
+    if (!increments[i]) {
+      ctx.reply.Error(errors::kTopKBadIncrement);
+    } else if (topk.Add(HashKey(items[i]), items[i], *increments[i], &expelled)) {
       ctx.reply.Bulk(expelled);
     } else {
       ctx.reply.Null();
@@ -104,11 +109,13 @@ void CmdReserve(CommandContext& ctx) {
     options.depth = static_cast<uint32_t>(depth);
     options.decay = decay;
   }
-  // The PRNG's first state: a function of the key name, so the same
+  // The generator's first state is the same for every key, so the same
   // commands on two servers build the same filter (it is saved with the
   // filter, so replay never depends on this rule).
-  const KeyHash seed = HashKey(ctx.args[1]);
-  options.prng_state = seed.lo ^ 0x746f706b2d707267ULL;  // "topk-prg"
+  // New top-ks decay as RedisBloom's, from the rand() state of a fresh
+  // RedisBloom process (filters/sketch_scheme.h).
+  options.scheme = SketchScheme::kRedisBloom;
+  options.random = GlibcRandom::FreshProcess();
   std::unique_ptr<TopK> topk;
   FilterStatus created = FilterStatus::kOk;
   MemoryRefusal refusal;
@@ -140,7 +147,7 @@ void CmdAdd(CommandContext& ctx) {
   EntryPtr entry = FindTopK(ctx, ctx.args[1]);
   if (entry == nullptr) return;
   auto items = ctx.args.subspan(2);
-  std::vector<uint32_t> ones(items.size(), 1);
+  std::vector<std::optional<uint32_t>> ones(items.size(), 1u);
   AddAndReply(ctx, *entry->get<TopK>(), entry, items, ones);
 }
 
@@ -154,15 +161,15 @@ void CmdIncrBy(CommandContext& ctx) {
   if (entry == nullptr) return;
   const size_t pairs = (ctx.args.size() - 2) / 2;
   std::vector<std::string_view> items(pairs);
-  std::vector<uint32_t> increments(pairs);
+  std::vector<std::optional<uint32_t>> increments(pairs);
   for (size_t i = 0; i < pairs; ++i) {
-    int64_t value = 0;
-    if (!ParseInt64(ctx.args[3 + 2 * i], &value) || value < 0 || value > kMaxTopKIncrement) {
-      ctx.Fail(errors::kTopKBadIncrement);  // before anything changed
-      return;
-    }
     items[i] = ctx.args[2 + 2 * i];
-    increments[i] = static_cast<uint32_t>(value);
+    // A bad increment is RedisBloom's error element at that item; the other
+    // pairs still apply, and a replay of the command refuses the same ones.
+    int64_t value = 0;
+    if (ParseInt64(ctx.args[3 + 2 * i], &value) && value >= 0 && value <= kMaxTopKIncrement) {
+      increments[i] = static_cast<uint32_t>(value);
+    }
   }
   AddAndReply(ctx, *entry->get<TopK>(), entry, items, increments);
 }
@@ -217,7 +224,15 @@ void CmdInfo(CommandContext& ctx) {
   ctx.reply.SimpleString("depth");
   ctx.reply.Integer(topk.depth());
   ctx.reply.SimpleString("decay");
-  ctx.reply.Double(topk.decay());
+  if (ctx.reply.resp3()) {
+    ctx.reply.Double(topk.decay());
+    return;
+  }
+  // RESP2: RedisBloom's RedisModule_ReplyWithDouble on Redis 7.0 writes
+  // %.17g ("0.90000000000000002" for 0.9), which clients compare as text.
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.17g", topk.decay());
+  ctx.reply.Bulk(text);
 }
 
 // TOPK.SCANDUMP / TOPK.LOADCHUNK: ours, in our chunk format.
