@@ -84,6 +84,10 @@
 #include "persistence/codec/codec_registry.h"
 
 namespace bloomgate {
+
+const uint32_t kAppendLogFormatVersion = 1;
+const uint32_t kOldestReadableLogFormatVersion = 1;
+
 namespace {
 
 constexpr std::string_view kFileMagic{"BGLOG\r\n\x1a", 8};
@@ -471,6 +475,28 @@ class LogFileReader {
 };
 
 }  // namespace
+
+uint64_t FramedRecordBytes(uint64_t body_bytes) { return SaturatingAdd(kFrameBytes, body_bytes); }
+
+std::string DecodeLogRecord(std::string_view framed, LogRecord* record) {
+  if (framed.size() < kFrameBytes) return "shorter than a record's frame";
+  ByteReader frame(framed.substr(0, kFrameBytes));
+  uint16_t marker = 0;
+  uint32_t body_length = 0;
+  uint64_t body_checksum = 0;
+  uint32_t frame_check = 0;
+  frame.GetU16(&marker);
+  frame.GetU32(&body_length);
+  frame.GetU64(&body_checksum);
+  frame.GetU32(&frame_check);
+  if (marker != kRecordMarker || frame_check != FrameCheck(framed.substr(0, kFrameCheckedBytes))) {
+    return "bad record frame";
+  }
+  if (framed.size() - kFrameBytes != body_length) return "body length does not match the frame";
+  const std::string_view body = framed.substr(kFrameBytes);
+  if (Checksum(body) != body_checksum) return "body checksum mismatch";
+  return DecodeBody(body, record);
+}
 
 uint64_t CommandRecordBodyBytes(std::span<const std::string_view> args) {
   uint64_t bytes = kBodyPrefixBytes + 4;  // + argc

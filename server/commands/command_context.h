@@ -107,7 +107,7 @@ struct CommandContext {
         return true;
       }
     }
-    if (bytes < FilterMaker::kInlineBytes || client.journal.replaying || client.in_exec ||
+    if (bytes < FilterMaker::kInlineBytes || !client.journal.policy().may_park || client.in_exec ||
         CurrentFilterMaker() == nullptr) {
       *status = create(filter, refusal);
       return true;

@@ -37,7 +37,7 @@ Status CheckGenerations(const LogRecord& record, uint64_t last,
 }  // namespace
 
 Status LoadDurableState(ServerContext& server) {
-  JournalApplier applier(server);
+  JournalApplier applier(server, JournalOrigin::kStartupReplay);
   Status status =
       server.durability->Load([&applier](const LogRecord& record) { return applier.Apply(record); });
   if (applier.failures() > 0) {
@@ -47,9 +47,9 @@ Status LoadDurableState(ServerContext& server) {
   return status;
 }
 
-JournalApplier::JournalApplier(ServerContext& server) : server_(server) {
+JournalApplier::JournalApplier(ServerContext& server, JournalOrigin origin) : server_(server) {
   client_.authenticated = true;
-  client_.journal.replaying = true;
+  client_.journal.origin = origin;
 }
 
 Status JournalApplier::Apply(const LogRecord& record) {

@@ -13,6 +13,7 @@
 #include "persistence/append_log.h"
 #include "persistence/status.h"
 #include "server/clients/client_state.h"
+#include "server/durability/journal.h"
 
 namespace bloomgate {
 
@@ -24,7 +25,9 @@ Status LoadDurableState(ServerContext& server);
 
 class JournalApplier {
  public:
-  explicit JournalApplier(ServerContext& server);
+  // `origin`: kStartupReplay (the log) or kReplication (a primary's stream,
+  // whose writes are journaled again here).
+  JournalApplier(ServerContext& server, JournalOrigin origin);
 
   // An error only for a record that cannot mean anything (a filter record
   // the loader refuses, a command record with no arguments, a malformed
