@@ -53,6 +53,14 @@ JournalApplier::JournalApplier(ServerContext& server, JournalOrigin origin) : se
 }
 
 Status JournalApplier::Apply(const LogRecord& record) {
+  if (record.type == LogRecordType::kUnit) {
+    // A transaction: its records in order, all of them (the unit arrived
+    // whole, or not at all).
+    for (const LogRecord& member : record.members) {
+      if (Status status = Apply(member); !status.ok()) return status;
+    }
+    return Status::Ok();
+  }
   if (record.type == LogRecordType::kFilter) return ApplyFilter(record);
   if (record.args.empty()) return Status::Error("command record with no arguments");
   if (record.args[0] == kBloomAddedEffect) return ApplyBloomAdded(record);

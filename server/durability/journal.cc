@@ -33,7 +33,7 @@ void Journal::RecordCommand(JournalSession& session, int64_t time_ms,
   if (!session.policy().journaled || !active()) return;
   std::string record;
   EncodeCommandRecord(time_ms, args, &record);
-  Publish(session, record);
+  Take(session, record);
 }
 
 void Journal::RecordFilter(JournalSession& session, int64_t time_ms, std::string_view key,
@@ -42,7 +42,50 @@ void Journal::RecordFilter(JournalSession& session, int64_t time_ms, std::string
   std::string record;
   EncodeFilterRecord(time_ms, key, DescribeFilter(filter), with_payload ? &filter : nullptr,
                      &record);
-  Publish(session, record);
+  Take(session, record);
+}
+
+void Journal::Take(JournalSession& session, std::string_view bytes) {
+  if (!session.gathering) {
+    Publish(session, bytes);
+    return;
+  }
+  if (bytes.empty()) return;  // see Publish
+  session.unit.append(bytes);
+  ++session.unit_records;
+}
+
+void Journal::BeginUnit(JournalSession& session) {
+  session.gathering = true;
+  session.unit.clear();
+  session.unit_records = 0;
+}
+
+void Journal::EndUnit(JournalSession& session, int64_t time_ms) {
+  session.gathering = false;
+  std::string members = std::move(session.unit);
+  const uint32_t count = session.unit_records;
+  session.unit.clear();
+  session.unit_records = 0;
+  if (count == 0) return;
+  if (count == 1) {
+    Publish(session, members);
+    return;
+  }
+  std::string unit;
+  EncodeUnitRecord(time_ms, count, members, &unit);
+  if (!unit.empty()) {
+    Publish(session, unit);
+    return;
+  }
+  // Past the framing's 4 GiB (EXEC's admission counts the commands, not the
+  // filters a LOADCHUNK in it may store): its records go one by one, so
+  // none is lost, and only a torn tail could split them.
+  for (std::string_view member : SplitFramedRecords(members)) Publish(session, member);
+}
+
+uint64_t Journal::UnitBodyBytes(uint64_t bodies, uint64_t count) {
+  return UnitRecordBodyBytes(bodies + count * FramedRecordBytes(0));
 }
 
 void Journal::Publish(JournalSession& session, std::string_view bytes) {

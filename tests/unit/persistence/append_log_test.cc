@@ -709,5 +709,81 @@ TEST(AppendLogGolden, EveryVersionsGoldenLogStillReads) {
   }
 }
 
+
+// ---------------------------------------------------------------------------
+// Units: records that take effect together, in one record.
+
+TEST(AppendLogUnit, AUnitRoundTripsWithItsMembersInOrder) {
+  std::string members;
+  const std::string_view first[] = {"CBF.ADD", "k", "a"};
+  const std::string_view second[] = {"CBF.DEL", "k", "a"};
+  EncodeCommandRecord(10, first, &members);
+  EncodeCommandRecord(11, second, &members);
+  std::string unit;
+  EncodeUnitRecord(12, 2, members, &unit);
+  ASSERT_EQ(unit.size(), FramedRecordBytes(UnitRecordBodyBytes(members.size())));
+  LogRecord record;
+  ASSERT_EQ(DecodeLogRecord(unit, &record), "");
+  EXPECT_EQ(record.type, LogRecordType::kUnit);
+  EXPECT_EQ(record.time_ms, 12);
+  ASSERT_EQ(record.members.size(), 2u);
+  EXPECT_EQ(record.members[0].args, (std::vector<std::string>{"CBF.ADD", "k", "a"}));
+  EXPECT_EQ(record.members[0].time_ms, 10);
+  EXPECT_EQ(record.members[1].args, (std::vector<std::string>{"CBF.DEL", "k", "a"}));
+  EXPECT_EQ(SplitFramedRecords(members).size(), 2u);
+}
+
+TEST(AppendLogUnit, AUnitWhoseCountDisagreesWithItsMembersIsMalformed) {
+  std::string members;
+  const std::string_view args[] = {"DEL", "k"};
+  EncodeCommandRecord(10, args, &members);
+  EncodeCommandRecord(10, args, &members);
+  std::string unit;
+  EncodeUnitRecord(10, 3, members, &unit);
+  LogRecord record;
+  EXPECT_NE(DecodeLogRecord(unit, &record), "");
+}
+
+// Cut at every length inside the unit: the reader sees the record before it
+// and a torn tail, never a part of the unit.
+TEST(AppendLogUnit, ALogCutAnywhereInsideAUnitKeepsNoneOfIt) {
+  std::string before;
+  const std::string_view alone[] = {"CBF.RESERVE", "k", "0.01", "100"};
+  EncodeCommandRecord(1, alone, &before);
+  std::string members;
+  const std::string_view add_a[] = {"CBF.ADD", "k", "a"};
+  const std::string_view add_b[] = {"CBF.ADD", "k", "b"};
+  EncodeCommandRecord(2, add_a, &members);
+  EncodeCommandRecord(2, add_b, &members);
+  std::string unit;
+  EncodeUnitRecord(2, 2, members, &unit);
+  TempDir dir;
+  std::unique_ptr<AppendLogWriter> writer;
+  ASSERT_TRUE(
+      AppendLogWriter::Create(DefaultFileSystem(), dir.path(), "appendonly.bglog", 1, 0, &writer)
+          .ok());
+  const uint64_t sequence = writer->Append(before + unit);
+  ASSERT_TRUE(writer->Flush(sequence, false).ok());
+  ASSERT_TRUE(writer->Close().ok());
+  const std::string whole = ReadFileBytes(writer->path());
+  const size_t unit_start = whole.size() - unit.size();
+  for (size_t cut = unit_start + 1; cut < whole.size(); ++cut) {
+    WriteFileBytes(writer->path(), whole.substr(0, cut));
+    std::vector<LogRecord> records;
+    LogReadResult result;
+    Status status = ReadAppendLog(*DefaultFileSystem(), writer->path(), true,
+                                  [&records](const LogRecord& record) {
+                                    records.push_back(record);
+                                    return Status::Ok();
+                                  },
+                                  &result);
+    ASSERT_TRUE(status.ok()) << "cut at " << cut << ": " << status.message();
+    ASSERT_EQ(records.size(), 1u) << "cut at " << cut;
+    EXPECT_EQ(records[0].type, LogRecordType::kCommand);
+    EXPECT_TRUE(result.torn_tail);
+    EXPECT_EQ(result.valid_bytes, unit_start);
+  }
+}
+
 }  // namespace
 }  // namespace bloomgate
