@@ -92,8 +92,12 @@ Status JournalApplier::ApplyFilter(const LogRecord& record) {
   AnyFilter filter;
   if (status.ok()) status = loader->Finish(&filter);
   if (!status.ok()) return status.WithContext("filter record for key '" + record.key + "': ");
-  server_.keyspace.Put(record.key, std::make_shared<KeyEntry>(std::move(filter)),
-                       /*expire_at_ms=*/0);
+  // A filter record over a live key is a windowed MERGE into an existing
+  // destination, which changed that filter in place where it ran: the key
+  // keeps its deadline. Every other filter record stores a new key.
+  const EntryPtr replaced = server_.keyspace.Find(record.key, record.time_ms);
+  const int64_t expire_at_ms = replaced == nullptr ? 0 : replaced->expire_at_ms();
+  server_.keyspace.Put(record.key, std::make_shared<KeyEntry>(std::move(filter)), expire_at_ms);
   return Status::Ok();
 }
 

@@ -145,10 +145,6 @@ Status Durability::Load(const LogRecordApplier& apply) {
   uint64_t last_generation = 0;
   if (status.ok()) status = ReplayLogs(reader, generation, apply, &last_generation);
   if (status.ok()) {
-    // Keys that expired after the snapshot's cut or during the logs: gone
-    // before the first client can see them.
-    size_t swept = parts_.keyspace->SweepExpired(NowMs(), SIZE_MAX);
-    if (swept > 0) spdlog::info("{} keys expired while the server was down", swept);
     // Continue after the newest log found, or with the generation the
     // snapshot names; generation numbers start at 1.
     uint64_t next = std::max<uint64_t>({generation, last_generation + 1, 1});
@@ -157,6 +153,16 @@ Status Durability::Load(const LogRecordApplier& apply) {
       next_generation_ = next;
     }
     if (config.appendonly) status = OpenLog(next);
+  }
+  if (status.ok()) {
+    // Keys that expired after the snapshot's cut or during the logs: gone
+    // before the first client can see them. Swept once the new log is
+    // open, so their deletions are in it (as DEL, like every expiry) for
+    // every subscriber of the stream; they are flushed with the first
+    // write's reply or the next fsync, and losing them loses nothing (the
+    // deadlines are in the files).
+    size_t swept = parts_.keyspace->SweepExpired(NowMs(), SIZE_MAX);
+    if (swept > 0) spdlog::info("{} keys expired while the server was down", swept);
   }
   load_duration_ms_.store(std::chrono::duration_cast<std::chrono::milliseconds>(
                               std::chrono::steady_clock::now() - start)
