@@ -243,6 +243,25 @@ class LogStream {
   bool eof_ = false;
 };
 
+// A record's 18-byte frame, as read (not yet checked).
+struct Frame {
+  uint16_t marker = 0;
+  uint32_t body_length = 0;
+  uint64_t body_checksum = 0;
+  uint32_t frame_check = 0;
+};
+
+// `bytes` holds at least kFrameBytes.
+Frame ReadFrame(std::string_view bytes) {
+  Frame frame;
+  ByteReader reader(bytes.substr(0, kFrameBytes));
+  reader.GetU16(&frame.marker);
+  reader.GetU32(&frame.body_length);
+  reader.GetU64(&frame.body_checksum);
+  reader.GetU32(&frame.frame_check);
+  return frame;
+}
+
 std::string DecodeFramed(std::string_view framed, LogRecord* record);
 
 // Decodes a verified body into *record. Returns "" or what is wrong.
@@ -354,21 +373,16 @@ std::string DecodeBody(std::string_view body, LogRecord* record) {
 // Decodes one complete framed record, checking its frame and checksum.
 std::string DecodeFramed(std::string_view framed, LogRecord* record) {
   if (framed.size() < kFrameBytes) return "shorter than a record's frame";
-  ByteReader frame(framed.substr(0, kFrameBytes));
-  uint16_t marker = 0;
-  uint32_t body_length = 0;
-  uint64_t body_checksum = 0;
-  uint32_t frame_check = 0;
-  frame.GetU16(&marker);
-  frame.GetU32(&body_length);
-  frame.GetU64(&body_checksum);
-  frame.GetU32(&frame_check);
-  if (marker != kRecordMarker || frame_check != FrameCheck(framed.substr(0, kFrameCheckedBytes))) {
+  const Frame frame = ReadFrame(framed);
+  if (frame.marker != kRecordMarker ||
+      frame.frame_check != FrameCheck(framed.substr(0, kFrameCheckedBytes))) {
     return "bad record frame";
   }
-  if (framed.size() - kFrameBytes != body_length) return "body length does not match the frame";
+  if (framed.size() - kFrameBytes != frame.body_length) {
+    return "body length does not match the frame";
+  }
   const std::string_view body = framed.substr(kFrameBytes);
-  if (Checksum(body) != body_checksum) return "body checksum mismatch";
+  if (Checksum(body) != frame.body_checksum) return "body checksum mismatch";
   return DecodeBody(body, record);
 }
 
@@ -443,15 +457,7 @@ class LogFileReader {
                                           std::to_string(kFrameBytes) + "-byte frame");
       }
 
-      ByteReader frame(stream_.view().substr(0, kFrameBytes));
-      uint16_t marker = 0;
-      uint32_t body_length = 0;
-      uint64_t body_checksum = 0;
-      uint32_t frame_check = 0;
-      frame.GetU16(&marker);
-      frame.GetU32(&body_length);
-      frame.GetU64(&body_checksum);
-      frame.GetU32(&frame_check);
+      const auto [marker, body_length, body_checksum, frame_check] = ReadFrame(stream_.view());
       const uint32_t actual_frame_check =
           FrameCheck(stream_.view().substr(0, kFrameCheckedBytes));
       if (marker != kRecordMarker || frame_check != actual_frame_check) {  // rule (b)
@@ -548,14 +554,10 @@ std::string DecodeLogRecord(std::string_view framed, LogRecord* record) {
 std::vector<std::string_view> SplitFramedRecords(std::string_view records) {
   std::vector<std::string_view> out;
   while (records.size() >= kFrameBytes) {
-    ByteReader frame(records.substr(0, kFrameBytes));
-    uint16_t marker = 0;
-    uint32_t body_length = 0;
-    frame.GetU16(&marker);
-    frame.GetU32(&body_length);
-    if (marker != kRecordMarker || records.size() - kFrameBytes < body_length) break;
-    out.push_back(records.substr(0, kFrameBytes + body_length));
-    records.remove_prefix(kFrameBytes + body_length);
+    const Frame frame = ReadFrame(records);
+    if (frame.marker != kRecordMarker || records.size() - kFrameBytes < frame.body_length) break;
+    out.push_back(records.substr(0, kFrameBytes + frame.body_length));
+    records.remove_prefix(kFrameBytes + frame.body_length);
   }
   return out;
 }
