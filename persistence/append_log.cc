@@ -6,7 +6,7 @@
 //   +-----------------+---------+--------------+---------------+-------------+
 //   | magic           | version | generation   | created_ms    | header_xxh3 |
 //   | 8 bytes         | u32     | u64          | i64 (Unix ms) | u64         |
-//   | "BGLOG\r\n\x1a"| = 1     | = the file   | when Create   | XXH3-64 of  |
+//   | "BGLOG\r\n\x1a"| = 2     | = the file   | when Create   | XXH3-64 of  |
 //   |                 |         | name's number| ran           | bytes 0..27 |
 //   +-----------------+---------+--------------+---------------+-------------+
 //   then records, back to back, until the end of the file:
@@ -27,7 +27,15 @@
 //                   header_len u32 | FilterHeader.bytes | payload_bytes u64 |
 //                   has_payload u8 (0 or 1) | payload (payload_bytes bytes,
 //                   only when has_payload = 1)
+//     kUnit    (3)  count u32 (>= 2) | count complete records (frame + body),
+//                   each kCommand or kFilter, back to back
 //   A body must be used up exactly: trailing bytes are malformed.
+//   Version 1 files are read too: they are version 2 without kUnit.
+//
+// A unit (a transaction, EXEC) is one record, so the torn-tail rule below
+// drops all of it or none: a log never replays half of a transaction. Its
+// members keep their own frames (checked again on decode) so the stream's
+// subscribers can split a unit without re-encoding.
 //
 // Why each piece:
 //  - The magic ends in CR LF 0x1A, so a text-mode copy that rewrites line
@@ -84,6 +92,11 @@
 #include "persistence/codec/codec_registry.h"
 
 namespace bloomgate {
+
+// 2 added kUnit records; version 1 files (no units) are still read.
+const uint32_t kAppendLogFormatVersion = 2;
+const uint32_t kOldestReadableLogFormatVersion = 1;
+
 namespace {
 
 constexpr std::string_view kFileMagic{"BGLOG\r\n\x1a", 8};
@@ -230,6 +243,27 @@ class LogStream {
   bool eof_ = false;
 };
 
+// A record's 18-byte frame, as read (not yet checked).
+struct Frame {
+  uint16_t marker = 0;
+  uint32_t body_length = 0;
+  uint64_t body_checksum = 0;
+  uint32_t frame_check = 0;
+};
+
+// `bytes` holds at least kFrameBytes.
+Frame ReadFrame(std::string_view bytes) {
+  Frame frame;
+  ByteReader reader(bytes.substr(0, kFrameBytes));
+  reader.GetU16(&frame.marker);
+  reader.GetU32(&frame.body_length);
+  reader.GetU64(&frame.body_checksum);
+  reader.GetU32(&frame.frame_check);
+  return frame;
+}
+
+std::string DecodeFramed(std::string_view framed, LogRecord* record);
+
 // Decodes a verified body into *record. Returns "" or what is wrong.
 std::string DecodeBody(std::string_view body, LogRecord* record) {
   ByteReader reader(body);
@@ -244,6 +278,7 @@ std::string DecodeBody(std::string_view body, LogRecord* record) {
   if (record->time_ms < 0) return "negative time_ms " + std::to_string(record->time_ms);
   if (type == static_cast<uint8_t>(LogRecordType::kCommand)) {
     record->type = LogRecordType::kCommand;
+    record->members.clear();
     record->key.clear();
     record->header = FilterHeader{};
     record->has_payload = false;
@@ -266,6 +301,7 @@ std::string DecodeBody(std::string_view body, LogRecord* record) {
     }
   } else if (type == static_cast<uint8_t>(LogRecordType::kFilter)) {
     record->type = LogRecordType::kFilter;
+    record->members.clear();
     record->args.clear();
     std::string_view key;
     uint8_t kind = 0;
@@ -297,6 +333,34 @@ std::string DecodeBody(std::string_view body, LogRecord* record) {
       reader.GetBytes(payload_bytes, &payload);
       record->payload.assign(payload);
     }
+  } else if (type == static_cast<uint8_t>(LogRecordType::kUnit)) {
+    record->type = LogRecordType::kUnit;
+    record->args.clear();
+    record->key.clear();
+    record->payload.clear();
+    record->has_payload = false;
+    record->members.clear();
+    uint32_t count = 0;
+    if (!reader.GetU32(&count)) return "body too short for its record count";
+    if (count < 2) return "a unit of " + std::to_string(count) + " records";
+    std::string_view rest;
+    reader.GetBytes(reader.remaining(), &rest);
+    const std::vector<std::string_view> framed = SplitFramedRecords(rest);
+    size_t used = 0;
+    for (std::string_view member : framed) used += member.size();
+    if (used != rest.size() || framed.size() != count) {
+      return "a unit declaring " + std::to_string(count) + " records holds " +
+             std::to_string(framed.size()) + " and " + std::to_string(rest.size() - used) +
+             " stray bytes";
+    }
+    record->members.resize(count);
+    for (uint32_t i = 0; i < count; ++i) {
+      const std::string why = DecodeFramed(framed[i], &record->members[i]);
+      if (!why.empty()) return "unit member " + std::to_string(i) + ": " + why;
+      if (record->members[i].type == LogRecordType::kUnit) {
+        return "unit member " + std::to_string(i) + " is a unit";
+      }
+    }
   } else {
     return "unknown record type " + std::to_string(type);
   }
@@ -304,6 +368,22 @@ std::string DecodeBody(std::string_view body, LogRecord* record) {
     return std::to_string(reader.remaining()) + " unexpected bytes after the record's fields";
   }
   return "";
+}
+
+// Decodes one complete framed record, checking its frame and checksum.
+std::string DecodeFramed(std::string_view framed, LogRecord* record) {
+  if (framed.size() < kFrameBytes) return "shorter than a record's frame";
+  const Frame frame = ReadFrame(framed);
+  if (frame.marker != kRecordMarker ||
+      frame.frame_check != FrameCheck(framed.substr(0, kFrameCheckedBytes))) {
+    return "bad record frame";
+  }
+  if (framed.size() - kFrameBytes != frame.body_length) {
+    return "body length does not match the frame";
+  }
+  const std::string_view body = framed.substr(kFrameBytes);
+  if (Checksum(body) != frame.body_checksum) return "body checksum mismatch";
+  return DecodeBody(body, record);
 }
 
 // One pass over one log file.
@@ -348,8 +428,9 @@ class LogFileReader {
       return HeaderError("header checksum mismatch: expected " + Hex(stored_checksum) +
                          ", actual " + Hex(actual_checksum));
     }
-    if (version != kAppendLogFormatVersion) {
+    if (version < kOldestReadableLogFormatVersion || version > kAppendLogFormatVersion) {
       return HeaderError("format version " + std::to_string(version) + ", this build reads " +
+                         std::to_string(kOldestReadableLogFormatVersion) + " to " +
                          std::to_string(kAppendLogFormatVersion));
     }
     uint64_t named_generation = 0;
@@ -376,15 +457,7 @@ class LogFileReader {
                                           std::to_string(kFrameBytes) + "-byte frame");
       }
 
-      ByteReader frame(stream_.view().substr(0, kFrameBytes));
-      uint16_t marker = 0;
-      uint32_t body_length = 0;
-      uint64_t body_checksum = 0;
-      uint32_t frame_check = 0;
-      frame.GetU16(&marker);
-      frame.GetU32(&body_length);
-      frame.GetU64(&body_checksum);
-      frame.GetU32(&frame_check);
+      const auto [marker, body_length, body_checksum, frame_check] = ReadFrame(stream_.view());
       const uint32_t actual_frame_check =
           FrameCheck(stream_.view().substr(0, kFrameCheckedBytes));
       if (marker != kRecordMarker || frame_check != actual_frame_check) {  // rule (b)
@@ -471,6 +544,42 @@ class LogFileReader {
 };
 
 }  // namespace
+
+uint64_t FramedRecordBytes(uint64_t body_bytes) { return SaturatingAdd(kFrameBytes, body_bytes); }
+
+std::string DecodeLogRecord(std::string_view framed, LogRecord* record) {
+  return DecodeFramed(framed, record);
+}
+
+std::vector<std::string_view> SplitFramedRecords(std::string_view records) {
+  std::vector<std::string_view> out;
+  while (records.size() >= kFrameBytes) {
+    const Frame frame = ReadFrame(records);
+    if (frame.marker != kRecordMarker || records.size() - kFrameBytes < frame.body_length) break;
+    out.push_back(records.substr(0, kFrameBytes + frame.body_length));
+    records.remove_prefix(kFrameBytes + frame.body_length);
+  }
+  return out;
+}
+
+uint64_t UnitRecordBodyBytes(uint64_t members_bytes) {
+  return SaturatingAdd(kBodyPrefixBytes + 4, members_bytes);
+}
+
+void EncodeUnitRecord(int64_t time_ms, uint32_t count, std::string_view members,
+                      std::string* out) {
+  const uint64_t body_bytes = UnitRecordBodyBytes(members.size());
+  if (body_bytes > kMaxLogRecordBodyBytes) return;
+  const size_t start = out->size();
+  out->reserve(start + kFrameBytes + body_bytes);
+  out->append(kFrameBytes, '\0');
+  ByteWriter writer(out);
+  writer.PutU8(static_cast<uint8_t>(LogRecordType::kUnit));
+  writer.PutI64(time_ms);
+  writer.PutU32(count);
+  writer.PutBytes(members);
+  SealFrame(start, out);
+}
 
 uint64_t CommandRecordBodyBytes(std::span<const std::string_view> args) {
   uint64_t bytes = kBodyPrefixBytes + 4;  // + argc

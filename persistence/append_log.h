@@ -15,7 +15,10 @@
 //             form (server/durability/journal.h) where re-running it could come out
 //             differently;
 //   kFilter   a whole filter stored under a key: a creation (header only, an
-//             all-zero payload) or a LOADCHUNK'd filter (header + payload).
+//             all-zero payload) or a LOADCHUNK'd filter (header + payload);
+//   kUnit     records that take effect together (a transaction): complete
+//             kCommand and kFilter records inside one record, so a torn tail
+//             never leaves half of them (format version 2).
 #pragma once
 
 #include <atomic>
@@ -36,9 +39,12 @@
 
 namespace bloomgate {
 
-inline constexpr uint32_t kAppendLogFormatVersion = 1;
+// The version this build writes, and the oldest it reads (append_log.cc
+// says what each version added).
+extern const uint32_t kAppendLogFormatVersion;
+extern const uint32_t kOldestReadableLogFormatVersion;
 
-enum class LogRecordType : uint8_t { kCommand = 1, kFilter = 2 };
+enum class LogRecordType : uint8_t { kCommand = 1, kFilter = 2, kUnit = 3 };
 
 struct LogRecord {
   LogRecordType type = LogRecordType::kCommand;
@@ -48,6 +54,7 @@ struct LogRecord {
   FilterHeader header;            // kFilter
   bool has_payload = false;       // kFilter: false = all-zero payload
   std::string payload;            // kFilter with has_payload: header.payload_bytes bytes
+  std::vector<LogRecord> members;  // kUnit: its records, in order (never a unit)
 };
 
 // Encoders: append one complete record (framing and checksum included) to *out.
@@ -57,6 +64,16 @@ void EncodeCommandRecord(int64_t time_ms, std::span<const std::string_view> args
 // payload is copied from it with CopyPayload(*payload_source, header, ...).
 void EncodeFilterRecord(int64_t time_ms, std::string_view key, const FilterHeader& header,
                         const AnyFilter* payload_source, std::string* out);
+
+// A unit of `members`: complete encoded kCommand/kFilter records, back to
+// back (`count` of them, at least 2). Appends nothing if the unit's body
+// would exceed kMaxLogRecordBodyBytes (check UnitRecordBodyBytes first).
+void EncodeUnitRecord(int64_t time_ms, uint32_t count, std::string_view members,
+                      std::string* out);
+uint64_t UnitRecordBodyBytes(uint64_t members_bytes);
+// The framed records in `records` (back to back, each complete), in order:
+// how a unit's members, or a batch of records, are split again.
+std::vector<std::string_view> SplitFramedRecords(std::string_view records);
 
 // The largest record body the format can hold: its length field is a u32,
 // so 4 GiB - 1 bytes. A filter record carries the filter's whole payload, so
@@ -71,6 +88,13 @@ inline constexpr uint64_t kMaxLogRecordBodyBytes = UINT32_MAX;
 uint64_t CommandRecordBodyBytes(std::span<const std::string_view> args);
 uint64_t FilterRecordBodyBytes(std::string_view key, const FilterHeader& header,
                                bool has_payload);
+// Bytes a record of `body_bytes` takes framed (what a log file grows by).
+uint64_t FramedRecordBytes(uint64_t body_bytes);
+
+// Decodes one complete framed record (an Encode*Record's output, or a
+// stream's record): "" on success, else what is wrong. `framed` must hold
+// exactly one record.
+std::string DecodeLogRecord(std::string_view framed, LogRecord* record);
 
 std::string LogFileName(std::string_view base, uint64_t generation);
 // Generations of the files named <base>.<number> in `dir`, ascending.

@@ -143,6 +143,7 @@ std::string RecordKind(const LogRecord& record) {
     return std::string("filter ") + std::string(TypeName(record.header.kind)) +
            (record.has_payload ? " (loaded whole)" : " (created)");
   }
+  if (record.type == LogRecordType::kUnit) return "transaction (one unit)";
   if (record.args.empty()) return "(empty command)";
   std::string name = record.args[0];
   std::transform(name.begin(), name.end(), name.begin(),

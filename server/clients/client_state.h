@@ -45,11 +45,12 @@ struct ClientState {
   // line, is never paused and, as a Redis replica, may not touch keys.
   bool monitor = false;
 
-  // The log position this client's current batch of writes reached: the
-  // connection makes it durable (Durability::FlushForReply) before it sends
-  // the batch's replies. journal.replaying: a replay of the journal, whose
-  // commands run at the time recorded with them (replay_time_ms, so EXPIRE
-  // and lazy expiry replay exactly) and are not journaled again.
+  // Where its writes come from and the stream offset its current batch of
+  // writes reached: the connection waits for it (Journal::AwaitForReply)
+  // before it sends the batch's replies. An origin whose policy has
+  // recorded_clock (a replay, a replica's stream) runs each command at the
+  // time recorded with it, replay_time_ms, so EXPIRE and lazy expiry come
+  // out as they did.
   JournalSession journal;
   int64_t replay_time_ms = 0;
   // EXEC is running this client's queued commands, holding their key locks:

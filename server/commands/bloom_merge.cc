@@ -480,7 +480,7 @@ MergeResult MergeWindowedFilters(FilterStore& store, const KeyRef& dest,
   // above by the inputs' sizes together.
   uint64_t bound = dest_entry != nullptr ? dest_entry->get<W>()->memory_bytes() : 0;
   for (const EntryPtr& input : inputs) bound += input->get<W>()->memory_bytes();
-  if (store.journal.active() && !store.session.replaying && bound > kMaxLogRecordBodyBytes / 2) {
+  if (!store.journal.CanTake(store.session, 2 * bound)) {
     return Failed(BloomStatus::kTooLargeToLog);
   }
   // Filters merged in already: dest itself, and the first source when dest

@@ -45,9 +45,9 @@ void Publish(CommandContext& ctx, std::string_view key, ChunkedFilterLoad& load,
     ctx.Fail(texts.bad_data);
     return;
   }
-  if (ctx.server.journal.active() && !ctx.client.journal.replaying &&
-      FilterRecordBodyBytes(key, DescribeFilter(filter), /*has_payload=*/true) >
-          kMaxLogRecordBodyBytes) {
+  if (!ctx.server.journal.CanTake(
+          ctx.client.journal,
+          FilterRecordBodyBytes(key, DescribeFilter(filter), /*has_payload=*/true))) {
     ctx.Fail(errors::kTooLargeToLog);
     return;
   }

@@ -119,7 +119,7 @@ struct CommandContext {
   // loop rather than build them inline (the rules above). A handler whose
   // build reads shared state (COPY's source) prepares it only then.
   bool WouldPark(uint64_t bytes) const {
-    return bytes >= FilterMaker::kInlineBytes && !client.journal.replaying && !client.in_exec &&
+    return bytes >= FilterMaker::kInlineBytes && client.journal.policy().may_park && !client.in_exec &&
            CurrentFilterMaker() != nullptr;
   }
   // Whether a filter made for this command's first run waits to be taken:

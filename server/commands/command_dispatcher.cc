@@ -127,7 +127,7 @@ AclDenial CheckClientAcl(ServerContext& server, ClientState& client, const Comma
   // A replayed record is a write that passed these checks when it ran;
   // judging it again against today's users (a "default" the config now
   // limits) would lose acknowledged data.
-  if ((spec.flags & kCmdNoAuth) || client.journal.replaying) return AclDenial::kNone;
+  if ((spec.flags & kCmdNoAuth) || !client.journal.policy().checks_acl) return AclDenial::kNone;
   const AclUser* user = CurrentAclUser(server, client);
   AclDenial denial =
       user == nullptr ? AclDenial::kCommand : CheckAclPermission(*user, spec, args);
@@ -263,7 +263,7 @@ CommandOutcome RunCommand(ServerContext& server, ClientState& client, const Comm
         // instead, after the other holders are done. Judged at the now_ms
         // the command runs with, so the handler's lookup agrees; costs one
         // load while no key has a deadline.
-        if (!client.journal.replaying) locked_now = NowMs();
+        if (!client.journal.policy().recorded_clock) locked_now = NowMs();
         if (!exclusive && locked_now && AnyKeyDue(server, keys, *locked_now)) {
           server.key_locks.MakeExclusive(&*guard);
         }
@@ -271,15 +271,16 @@ CommandOutcome RunCommand(ServerContext& server, ClientState& client, const Comm
     }
   }
   Durability& durability = *server.durability;
-  if (write && !client.journal.replaying && durability.write_error()) {
+  const OriginPolicy& policy = client.journal.policy();
+  if (write && policy.refused_on_log_failure && durability.write_error()) {
     // As Redis: once the log cannot be written, no write is acknowledged.
     reply.Error(errors::kLogWriteFailed);
     return CommandOutcome::kFailed;
   }
   // An effect record (a Bloom add's) holds at most the arguments, a one-byte
   // count per item and a longer name.
-  if (write && !client.journal.replaying && server.journal.active() &&
-      CommandRecordBodyBytes(args) + args.size() + 64 > kMaxLogRecordBodyBytes) {
+  if (write &&
+      !server.journal.CanTake(client.journal, CommandRecordBodyBytes(args) + args.size() + 64)) {
     // Refused before it runs: a write the log cannot hold could not be
     // acknowledged (only a multi-GB argument list can get here).
     reply.Error(errors::kTooLargeToLog);
@@ -290,7 +291,7 @@ CommandOutcome RunCommand(ServerContext& server, ClientState& client, const Comm
   auto start = std::chrono::steady_clock::now();
   // Set first, so CLIENT INFO / LIST describe the command being run.
   if (client.info) client.info->last_command.store(&spec, std::memory_order_relaxed);
-  const int64_t now_ms = client.journal.replaying ? client.replay_time_ms
+  const int64_t now_ms = policy.recorded_clock ? client.replay_time_ms
                          : client.in_exec         ? client.exec_time_ms
                                                   : locked_now.value_or(NowMs());
   CommandContext ctx{args, spec, reply, client, server, now_ms};
@@ -328,10 +329,10 @@ CommandOutcome RunCommand(ServerContext& server, ClientState& client, const Comm
     stats.RecordLatency(static_cast<uint64_t>(nsec));
   }
   if (failed) Bump(stats.failed_calls);
-  if (!client.journal.replaying) NoteSlowCommand(server, client, spec, args, now_ms, usec);
+  if (policy.observed) NoteSlowCommand(server, client, spec, args, now_ms, usec);
   // After the command ran, as Redis's call() feeds its monitors: EXEC's
   // commands show before the "exec" line.
-  if (server.monitors.active() && !client.journal.replaying && (spec.flags & kCmdAdmin) == 0 &&
+  if (server.monitors.active() && policy.observed && (spec.flags & kCmdAdmin) == 0 &&
       !server.durability->loading()) {
     FeedMonitors(server, client, spec, args);
   }
@@ -383,7 +384,7 @@ CommandOutcome DispatchOnce(ServerContext& server, ClientState& client,
   // as Redis flags them answer; the loader's own replay is exempt. Checked
   // before MULTI queues and before the ACL check, as Redis does (processCommand
   // answers -LOADING before it looks at the user's permissions).
-  if ((spec->flags & kCmdLoading) == 0 && !client.journal.replaying &&
+  if ((spec->flags & kCmdLoading) == 0 && client.journal.policy().refused_while_loading &&
       server.durability->loading()) {
     reject(errors::kLoading);
     Bump(counters.commands[spec->id].rejected_calls);
@@ -415,7 +416,7 @@ CommandOutcome DispatchOnce(ServerContext& server, ClientState& client,
   // CLIENT PAUSE: checked after every refusal (a wrong command is answered
   // at once, as in Redis) and before MULTI queues. A monitor is a replica to
   // Redis, and replicas are never paused; a replay is not a client.
-  if (server.pause.engaged() && !client.journal.replaying && !client.monitor &&
+  if (server.pause.engaged() && client.journal.policy().pausable && !client.monitor &&
       HeldByPause(server, client, *spec)) {
     return CommandOutcome::kPaused;
   }
@@ -430,7 +431,7 @@ CommandOutcome DispatchOnce(ServerContext& server, ClientState& client,
     reply.SimpleString("QUEUED");
     return CommandOutcome::kQueued;
   }
-  if (!client.journal.replaying && KeyEntry::AnySnapshotCopyOwed()) {
+  if (client.journal.policy().may_park && KeyEntry::AnySnapshotCopyOwed()) {
     // A writer never copies a big filter on its event loop
     // (642 ms for 614 MB, stalling every connection of that loop); it waits
     // for the snapshot copier instead, before taking any lock. EXEC waits

@@ -26,8 +26,8 @@ FilterStore StoreOf(ServerContext& server, JournalSession& session, int64_t now_
                      .window_now_ms = WindowClockMs(),
                      .write = write,
                      .counters = nullptr,
-                     .admission = session.replaying ? Admission::kAsRecorded
-                                                    : Admission::kClient};
+                     .admission = session.policy().judged_by_limits ? Admission::kClient
+                                                                    : Admission::kAsRecorded};
 }
 
 bool FoundOrFail(CommandContext& ctx, Lookup lookup, std::string_view missing_text) {

@@ -41,7 +41,7 @@ struct FilterStore {
   // (KeyEntry::TakeSnapshotCopy).
   bool write = false;
   WorkerCounters* counters = nullptr;  // keyspace hits / misses; may be null
-  // kAsRecorded for a journal replay (session.replaying): client-only rules
+  // kAsRecorded for an origin not judged by limits (OriginPolicy): client-only rules
   // do not judge it again (filters/admission.h).
   Admission admission = Admission::kClient;
   // Filled by an op whose creation the memory limits refused: which limit

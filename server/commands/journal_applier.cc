@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "filters/key_hash.h"
+#include "server/catalogue/command_table.h"
 #include "server/commands/arg_parser.h"
 #include "server/commands/command_dispatcher.h"
 #include "server/commands/windowed_bloom_ops.h"
@@ -34,10 +35,26 @@ Status CheckGenerations(const LogRecord& record, uint64_t last,
   return Status::Ok();
 }
 
+bool IsJournalEffect(std::string_view name) {
+  return name == kBloomAddedEffect || name == kWindowAddedEffect || name == kWindowCountEffect;
+}
+
+// The row a recorded command runs as (a container's subcommand row), or null.
+const CommandSpec* ResolveRecordedCommand(ServerContext& server,
+                                          const std::vector<std::string>& args) {
+  if (args.empty()) return nullptr;
+  const CommandSpec* spec = server.commands.Find(args[0]);
+  if (spec != nullptr && !spec->subcommands.empty() && args.size() >= 2) {
+    const CommandSpec* sub = CommandTable::FindSubcommand(*spec, args[1]);
+    if (sub != nullptr) spec = sub;
+  }
+  return spec;
+}
+
 }  // namespace
 
 Status LoadDurableState(ServerContext& server) {
-  JournalApplier applier(server);
+  JournalApplier applier(server, JournalOrigin::kStartupReplay);
   Status status =
       server.durability->Load([&applier](const LogRecord& record) { return applier.Apply(record); });
   if (applier.failures() > 0) {
@@ -47,17 +64,86 @@ Status LoadDurableState(ServerContext& server) {
   return status;
 }
 
-JournalApplier::JournalApplier(ServerContext& server) : server_(server) {
+JournalApplier::JournalApplier(ServerContext& server, JournalOrigin origin) : server_(server) {
   client_.authenticated = true;
-  client_.journal.replaying = true;
+  client_.journal.origin = origin;
 }
 
+namespace {
+
+// The stripes a record's keys lock; *all for a command on every key.
+void RecordStripes(ServerContext& server, const LogRecord& record, std::vector<size_t>* stripes,
+                   bool* all) {
+  if (record.type == LogRecordType::kFilter) {
+    stripes->push_back(KeyLocks::StripeOf(record.key));
+    return;
+  }
+  if (record.args.size() < 2) return;
+  if (IsJournalEffect(record.args[0])) {
+    stripes->push_back(KeyLocks::StripeOf(record.args[1]));
+    return;
+  }
+  const CommandSpec* spec = ResolveRecordedCommand(server, record.args);
+  if (spec == nullptr) return;
+  std::vector<std::string_view> args(record.args.begin(), record.args.end());
+  std::vector<size_t> own;
+  bool command_all = false;
+  CommandStripes(*spec, args, &own, &command_all);
+  *all |= command_all;
+  stripes->insert(stripes->end(), own.begin(), own.end());
+}
+
+}  // namespace
+
 Status JournalApplier::Apply(const LogRecord& record) {
+  std::vector<size_t> stripes;
+  bool all = false;
+  if (record.type == LogRecordType::kUnit) {
+    for (const LogRecord& member : record.members) {
+      RecordStripes(server_, member, &stripes, &all);
+    }
+  } else {
+    RecordStripes(server_, record, &stripes, &all);
+  }
+  KeyLocks::Guard guard = all ? server_.key_locks.LockAll(/*exclusive=*/true)
+                              : server_.key_locks.Lock(stripes, /*exclusive=*/true);
+  if (record.type != LogRecordType::kUnit) return ApplyLocked(record);
+  // A transaction: its records in order, all of them (the unit arrived
+  // whole, or not at all), published again as one unit.
+  server_.journal.BeginUnit(client_.journal);
+  Status status = Status::Ok();
+  for (const LogRecord& member : record.members) {
+    status = ApplyLocked(member);
+    if (!status.ok()) break;
+  }
+  server_.journal.EndUnit(client_.journal, record.time_ms);
+  return status;
+}
+
+Status JournalApplier::ApplyLocked(const LogRecord& record) {
   if (record.type == LogRecordType::kFilter) return ApplyFilter(record);
+  if (record.type == LogRecordType::kUnit) return Status::Error("a unit inside a unit");
   if (record.args.empty()) return Status::Error("command record with no arguments");
-  if (record.args[0] == kBloomAddedEffect) return ApplyBloomAdded(record);
-  if (record.args[0] == kWindowAddedEffect) return ApplyWindowAdded(record);
-  if (record.args[0] == kWindowCountEffect) return ApplyWindowCount(record);
+  Status status = Status::Ok();
+  if (record.args[0] == kBloomAddedEffect) {
+    status = ApplyBloomAdded(record);
+  } else if (record.args[0] == kWindowAddedEffect) {
+    status = ApplyWindowAdded(record);
+  } else if (record.args[0] == kWindowCountEffect) {
+    status = ApplyWindowCount(record);
+  } else {
+    return ApplyCommand(record);
+  }
+  if (status.ok()) Republish(record);
+  return status;
+}
+
+void JournalApplier::Republish(const LogRecord& record) {
+  std::vector<std::string_view> args(record.args.begin(), record.args.end());
+  server_.journal.RecordCommand(client_.journal, record.time_ms, args);
+}
+
+Status JournalApplier::ApplyCommand(const LogRecord& record) {
   std::vector<std::string_view> args(record.args.begin(), record.args.end());
   client_.replay_time_ms = record.time_ms;
   std::string out;
@@ -65,8 +151,15 @@ Status JournalApplier::Apply(const LogRecord& record) {
   // A command that succeeded when it was journaled succeeds again on the
   // same state, with one exception: limits (maxmemory, max-filter-memory)
   // lowered since. The write it stands for is then lost, which is worth a
-  // warning.
-  if (DispatchCommand(server_, client_, args, reply) == CommandOutcome::kFailed) {
+  // warning. Run with its key locks held (Apply took them); what it writes
+  // is journaled by RunCommand for a journaled origin.
+  const CommandSpec* spec = ResolveRecordedCommand(server_, record.args);
+  if (spec == nullptr || !CommandTable::ArityMatches(*spec, args.size())) {
+    CountFailure(record, "not a command this server knows, or a wrong number of arguments");
+    return Status::Ok();
+  }
+  if (RunCommand(server_, client_, *spec, args, reply, /*locks_held=*/true) ==
+      CommandOutcome::kFailed) {
     CountFailure(record, std::string_view(out).substr(1, out.find('\r') - 1));
   }
   return Status::Ok();
@@ -84,8 +177,15 @@ Status JournalApplier::ApplyFilter(const LogRecord& record) {
   AnyFilter filter;
   if (status.ok()) status = loader->Finish(&filter);
   if (!status.ok()) return status.WithContext("filter record for key '" + record.key + "': ");
-  server_.keyspace.Put(record.key, std::make_shared<KeyEntry>(std::move(filter)),
-                       /*expire_at_ms=*/0);
+  // A filter record over a live key is a windowed MERGE into an existing
+  // destination, which changed that filter in place where it ran: the key
+  // keeps its deadline. Every other filter record stores a new key.
+  const EntryPtr replaced = server_.keyspace.Find(record.key, record.time_ms);
+  const int64_t expire_at_ms = replaced == nullptr ? 0 : replaced->expire_at_ms();
+  auto entry = std::make_shared<KeyEntry>(std::move(filter));
+  server_.keyspace.Put(record.key, entry, expire_at_ms);
+  server_.journal.RecordFilter(client_.journal, record.time_ms, record.key, entry->filter(),
+                               record.has_payload);
   return Status::Ok();
 }
 

@@ -3,9 +3,10 @@
 // primary's stream.
 //
 // A record is applied at the time it was made (commands see that clock, so
-// expiry and EXPIRE replay as they ran), as an authenticated client whose
-// writes are not journaled again. Effects (server/durability/journal.h) are applied directly
-// and never refused; commands go through the dispatcher.
+// expiry and EXPIRE replay as they ran), as a client of the applier's origin
+// (server/durability/journal.h: start-up replay is not journaled again, a
+// replica's stream is). Effects are applied directly and never refused;
+// commands run through RunCommand under the key locks Apply took.
 #pragma once
 
 #include <cstdint>
@@ -13,6 +14,7 @@
 #include "persistence/append_log.h"
 #include "persistence/status.h"
 #include "server/clients/client_state.h"
+#include "server/durability/journal.h"
 
 namespace bloomgate {
 
@@ -24,7 +26,9 @@ Status LoadDurableState(ServerContext& server);
 
 class JournalApplier {
  public:
-  explicit JournalApplier(ServerContext& server);
+  // `origin`: kStartupReplay (the log) or kReplication (a primary's stream,
+  // whose writes are journaled again here).
+  JournalApplier(ServerContext& server, JournalOrigin origin);
 
   // An error only for a record that cannot mean anything (a filter record
   // the loader refuses, a command record with no arguments, a malformed
@@ -32,12 +36,23 @@ class JournalApplier {
   // limit lowered since it ran) or an effect on a key that no longer holds
   // its filter is counted in failures() and logged (the first few), and
   // the replay goes on.
+  //
+  // Each record is applied under its keys' locks, exclusively (a unit: all
+  // of its keys at once, as EXEC), so clients may read while a stream is
+  // applied. With an origin that is journaled (kReplication) what is
+  // applied is published again, to this server's log and subscribers: the
+  // same records, a unit as one unit.
   Status Apply(const LogRecord& record);
 
   uint64_t failures() const { return failures_; }
 
  private:
+  // One record of any type but kUnit, its key locks held by the caller.
+  Status ApplyLocked(const LogRecord& record);
+  Status ApplyCommand(const LogRecord& record);
   Status ApplyFilter(const LogRecord& record);
+  // Publishes an applied effect record again (a journaled origin).
+  void Republish(const LogRecord& record);
   Status ApplyBloomAdded(const LogRecord& record);
   Status ApplyWindowAdded(const LogRecord& record);
   Status ApplyWindowCount(const LogRecord& record);

@@ -6,14 +6,18 @@
 // command on those keys runs in between; clients working on other keys are
 // not held up. Atomicity is Redis's: a command that fails at run time does
 // not undo the others; a command that failed to queue aborts EXEC; one that
-// ACL rules no longer allow at EXEC is refused alone.
+// ACL rules no longer allow at EXEC is refused alone. Its writes reach the
+// journal as one unit (Journal::BeginUnit): a log never replays half of a
+// transaction, and a replica applies it whole.
 #include <algorithm>
 #include <vector>
 
+#include "persistence/append_log.h"
 #include "server/catalogue/command_table.h"
 #include "server/commands/command_context.h"
 #include "server/commands/command_dispatcher.h"
 #include "server/commands/errors.h"
+#include "server/durability/journal.h"
 
 namespace bloomgate {
 namespace {
@@ -69,6 +73,19 @@ void CmdExec(CommandContext& ctx) {
     all |= command_all;
     for (const KeyRef& key : keys[i]) stripes.push_back(KeyLocks::StripeOf(key));
   }
+  // Admission: the journal publishes the transaction as one unit record,
+  // which must fit the framing (effects are no bigger than their commands
+  // plus a count byte per argument; see RunCommand).
+  uint64_t bodies = 0;
+  for (const std::vector<std::string_view>& argv : argvs) {
+    bodies += CommandRecordBodyBytes(argv) + argv.size() + 64;
+  }
+  if (!ctx.server.journal.CanTake(client.journal,
+                                  Journal::UnitBodyBytes(bodies, argvs.size()))) {
+    client.ResetTransaction();
+    ctx.Fail(errors::kTooLargeToLog);
+    return;
+  }
   // WATCHed keys are locked too, so their check and the commands are one step.
   for (const WatchedKey& watched : client.watched) {
     stripes.push_back(KeyLocks::StripeOf(KeyRef{watched.key, watched.hash}));
@@ -83,6 +100,8 @@ void CmdExec(CommandContext& ctx) {
   }
   ctx.reply.ArrayHeader(queued.size());
   client.in_exec = true;
+  // Its records are published as one unit, before its key locks are let go.
+  ctx.server.journal.BeginUnit(client.journal);
   client.exec_time_ms = ctx.now_ms;  // the moment the WATCHed keys were judged at
   for (size_t i = 0; i < queued.size(); ++i) {
     // ACL rules may have changed since the command was queued: Redis checks
@@ -98,6 +117,7 @@ void CmdExec(CommandContext& ctx) {
                keys[i]);
   }
   client.in_exec = false;
+  ctx.server.journal.EndUnit(client.journal, ctx.now_ms);
 }
 
 void CmdWatch(CommandContext& ctx) {

@@ -145,10 +145,6 @@ Status Durability::Load(const LogRecordApplier& apply) {
   uint64_t last_generation = 0;
   if (status.ok()) status = ReplayLogs(reader, generation, apply, &last_generation);
   if (status.ok()) {
-    // Keys that expired after the snapshot's cut or during the logs: gone
-    // before the first client can see them.
-    size_t swept = parts_.keyspace->SweepExpired(NowMs(), SIZE_MAX);
-    if (swept > 0) spdlog::info("{} keys expired while the server was down", swept);
     // Continue after the newest log found, or with the generation the
     // snapshot names; generation numbers start at 1.
     uint64_t next = std::max<uint64_t>({generation, last_generation + 1, 1});
@@ -157,6 +153,16 @@ Status Durability::Load(const LogRecordApplier& apply) {
       next_generation_ = next;
     }
     if (config.appendonly) status = OpenLog(next);
+  }
+  if (status.ok()) {
+    // Keys that expired after the snapshot's cut or during the logs: gone
+    // before the first client can see them. Swept once the new log is
+    // open, so their deletions are in it (as DEL, like every expiry) for
+    // every subscriber of the stream; they are flushed with the first
+    // write's reply or the next fsync, and losing them loses nothing (the
+    // deadlines are in the files).
+    size_t swept = parts_.keyspace->SweepExpired(NowMs(), SIZE_MAX);
+    if (swept > 0) spdlog::info("{} keys expired while the server was down", swept);
   }
   load_duration_ms_.store(std::chrono::duration_cast<std::chrono::milliseconds>(
                               std::chrono::steady_clock::now() - start)
@@ -367,48 +373,31 @@ Status Durability::OpenLog(uint64_t generation) {
   if (!status.ok()) return status;
   spdlog::info("append-only log {} opened (appendfsync {})", writer->path(),
                FormatAppendFsync(config.appendfsync));
-  std::lock_guard lock(mutex_);
-  log_ = std::move(writer);
-  next_generation_ = generation + 1;
-  logging_.store(true, std::memory_order_release);
+  parts_.journal->AtBarrier([&](uint64_t next_offset) {
+    std::lock_guard lock(mutex_);
+    log_ = std::move(writer);
+    log_start_offset_ = next_offset;
+    log_sequence_base_ = 0;
+    next_generation_ = generation + 1;
+    logging_.store(true, std::memory_order_release);
+  });
   return Status::Ok();
 }
 
 // ---------------------------------------------------------- write path ----
 
-void Durability::OnCommand(JournalSession& session, int64_t time_ms,
-                           std::span<const std::string_view> args) {
-  std::string record;
-  EncodeCommandRecord(time_ms, args, &record);
-  // log_ changes only under the cut, which waits for this command's key
-  // locks: reading it here without mutex_ is ordered by those locks.
+void Durability::OnRecord(const JournalRecord& record) {
+  // log_ changes only at the journal's barrier, which waits for this
+  // publish: reading it here without mutex_ is ordered by the publish lock.
   AppendLogWriter* log = log_.get();
-  if (log == nullptr) return;
-  session.log_sequence = log->Append(record);
-  session.log_generation = log->generation();
+  if (log != nullptr) (void)log->Append(record.bytes);
 }
 
-void Durability::OnFilter(JournalSession& session, int64_t time_ms, std::string_view key,
-                          const AnyFilter& filter, bool with_payload) {
-  std::string record;
-  FilterHeader header = DescribeFilter(filter);
-  EncodeFilterRecord(time_ms, key, header, with_payload ? &filter : nullptr, &record);
-  AppendLogWriter* log = log_.get();
-  if (log == nullptr) return;
-  session.log_sequence = log->Append(record);
-  session.log_generation = log->generation();
-}
-
-Status Durability::FlushForReply(JournalSession& session) {
-  if (session.log_sequence == 0) return Status::Ok();
-  uint64_t sequence = session.log_sequence;
-  session.log_sequence = 0;
-  return FlushTo(session.log_generation, sequence);
-}
-
-Status Durability::FlushTo(uint64_t generation, uint64_t sequence) {
+Status Durability::FlushTo(uint64_t offset) {
   std::shared_ptr<AppendLogWriter> log;
   bool sync = false;
+  uint64_t start = 0;
+  uint64_t base = 0;
   {
     std::unique_lock lock(mutex_);
     // A cut closes the old log after its pause (Cut). Until that is done no
@@ -417,15 +406,17 @@ Status Durability::FlushTo(uint64_t generation, uint64_t sequence) {
     // else a CF.DEL in the new log could outlive the CF.ADD it followed.
     retired_.wait(lock, [this] { return retiring_ == nullptr; });
     log = log_;
+    start = log_start_offset_;
+    base = log_sequence_base_;
     sync = fsync_policy_ == ServerConfig::AppendFsync::kAlways;
   }
-  if (log == nullptr || log->generation() != generation) {
-    // A cut closed that log since (flushed and fsynced it); it reported any
-    // failure through write_error_.
+  if (log == nullptr || offset <= start) {
+    // In a log a cut closed since (flushed and fsynced it; it reported any
+    // failure through write_error_), or published while no log was open.
     return write_error() ? Status::Error("the append-only log could not be written")
                          : Status::Ok();
   }
-  Status status = log->Flush(sequence, sync);
+  Status status = log->Flush(base + (offset - start), sync);
   if (!status.ok() && !write_error_.exchange(true, std::memory_order_acq_rel)) {
     spdlog::error("append-only log failed, refusing writes from now on: {}", status.message());
     std::lock_guard lock(mutex_);
@@ -502,6 +493,7 @@ Status Durability::Cut(std::unique_ptr<SaveJob>* out) {
   // the switch leaves an empty generation after the current one, which
   // replays as nothing.
   std::unique_ptr<AppendLogWriter> next;
+  uint64_t next_sequence_base = 0;
   if (config.appendonly) {
     Status status = AppendLogWriter::Create(fs_, config.dir, config.appendfilename, generation,
                                             NowMs(), &next);
@@ -514,7 +506,8 @@ Status Durability::Cut(std::unique_ptr<SaveJob>* out) {
       const std::string_view marker[] = {kLogNeedsSnapshot, needs};
       std::string record;
       EncodeCommandRecord(NowMs(), marker, &record);
-      (void)next->Append(record);  // durable with the first flush, before any write it precedes
+      // Durable with the first flush, before any write it precedes.
+      next_sequence_base = next->Append(record);
     }
   }
   std::shared_ptr<AppendLogWriter> previous;
@@ -541,15 +534,19 @@ Status Durability::Cut(std::unique_ptr<SaveJob>* out) {
       }
     } meter{this, requested, locked};
     const int64_t now = NowMs();
-    {
+    // At the journal's barrier too: records published without key locks
+    // (an expiry sweep's deletions) fall on one side of the switch.
+    parts_.journal->AtBarrier([&](uint64_t next_offset) {
       std::lock_guard lock(mutex_);
       previous = std::move(log_);
       log_ = std::move(next);
+      log_start_offset_ = next_offset;
+      log_sequence_base_ = next_sequence_base;
       logging_.store(config.appendonly, std::memory_order_release);
       // Until it is closed, no write in a later log is acknowledged (FlushTo).
       retiring_ = previous;
       next_generation_ = generation + 1;
-    }
+    });
     job->meta.created_ms = now;
     job->meta.log_generation = generation;
     job->changes_at_cut = changes_.load(std::memory_order_relaxed);
@@ -800,11 +797,11 @@ void Durability::Shutdown(FinalSave final_save) {
     (void)Save();
   }
   std::shared_ptr<AppendLogWriter> log;
-  {
+  parts_.journal->AtBarrier([&](uint64_t) {
     std::lock_guard lock(mutex_);
     log = std::move(log_);
     logging_.store(false, std::memory_order_release);
-  }
+  });
   if (log != nullptr) {
     Status status = log->Close();
     if (!status.ok()) spdlog::error("closing the append-only log: {}", status.message());

@@ -12,7 +12,8 @@
 //
 // The write path: a write command appends its record while it still holds
 // its key locks (so two writes to one key reach the log in the order they
-// ran), and the connection calls FlushForReply before it sends the replies
+// ran), and the connection waits for its offset (Journal::AwaitForReply,
+// then FlushTo here) before it sends the replies
 // of its batch, so no reply acknowledges a write that is not in the file
 // (and, with appendfsync always, fsynced).
 //
@@ -137,21 +138,18 @@ class Durability : public JournalSubscriber {
   // --- the write path (worker threads) -----------------------------------
   // Whether writes are being logged (appendonly yes and the log is open).
   bool logging() const { return logging_.load(std::memory_order_acquire); }
-  // JournalSubscriber: appends the record to the open log, with the write's
-  // key locks held, and notes in `client` what its reply must wait for.
+  // JournalSubscriber: queues the record on the open log (with the publish
+  // lock and the write's key locks held); a reply waits for its offset to
+  // be written (and fsynced with appendfsync always).
   bool accepting() const override { return logging(); }
-  void OnCommand(JournalSession& session, int64_t time_ms,
-                 std::span<const std::string_view> args) override;
-  void OnFilter(JournalSession& session, int64_t time_ms, std::string_view key,
-                const AnyFilter& filter, bool with_payload) override;
+  void OnRecord(const JournalRecord& record) override;
+  bool acknowledges() const override { return true; }
+  Status AwaitOffset(uint64_t offset) override { return FlushTo(offset); }
   // Counts a successful write for the save schedule (also without a log).
   void CountChanges(uint64_t n) { changes_.fetch_add(n, std::memory_order_relaxed); }
-  // Makes the client's logged records durable to the fsync policy's promise
-  // (written; fsynced too with appendfsync always). An error means the
-  // replies must not be sent.
-  Status FlushForReply(JournalSession& session);
-  // The same for whatever is queued up to `sequence` of log `generation`.
-  Status FlushTo(uint64_t generation, uint64_t sequence);
+  // Makes every logged record up to stream offset `offset` durable to the
+  // fsync policy's promise. An error means the replies must not be sent.
+  Status FlushTo(uint64_t offset);
   // The latched log failure, if any: write commands are refused with MISCONF.
   bool write_error() const { return write_error_.load(std::memory_order_acquire); }
 
@@ -223,9 +221,9 @@ class Durability : public JournalSubscriber {
   std::atomic<bool> save_in_progress_{false};
   std::atomic<uint64_t> changes_{0};  // writes since the last successful save's cut
 
-  // The open log, replaced only under the cut (every key lock held), so a
-  // command that appends while holding its key locks sees a stable writer.
-  // FlushForReply runs without key locks and takes mutex_ to read it.
+  // The open log, replaced only at the journal's barrier (and, for a cut,
+  // with every key lock held), so OnRecord, which runs under the publish
+  // lock, sees a stable writer. FlushTo takes mutex_ to read it.
   mutable std::mutex mutex_;
   std::shared_ptr<AppendLogWriter> log_;  // guarded by mutex_ (read under key locks too)
   // The log a cut replaced, while the cut closes it after its pause; guarded
@@ -233,6 +231,12 @@ class Durability : public JournalSubscriber {
   std::shared_ptr<AppendLogWriter> retiring_;
   std::condition_variable retired_;
   uint64_t next_generation_ = 0;          // guarded by mutex_ and the cut
+  // Where the open log joined the stream: a record ending at stream offset
+  // X > log_start_offset_ ends at log sequence log_sequence_base_ + (X -
+  // log_start_offset_) (the base counts a kLogNeedsSnapshot record that
+  // opened the file). Set with log_, under mutex_ and the barrier.
+  uint64_t log_start_offset_ = 0;
+  uint64_t log_sequence_base_ = 0;
   ServerConfig::AppendFsync fsync_policy_ = ServerConfig::AppendFsync::kEverySec;
   std::string last_log_error_;            // guarded by mutex_
 

@@ -1,7 +1,10 @@
 #include "server/durability/journal.h"
 
 #include <algorithm>
+#include <string>
 
+#include "persistence/append_log.h"
+#include "persistence/filter_codec.h"
 
 namespace bloomgate {
 
@@ -20,20 +23,107 @@ bool Journal::active() const {
                      [](const JournalSubscriber* subscriber) { return subscriber->accepting(); });
 }
 
+bool Journal::CanTake(const JournalSession& session, uint64_t body_bytes) const {
+  if (!session.policy().journaled || !active()) return true;
+  return body_bytes <= kMaxLogRecordBodyBytes;
+}
+
 void Journal::RecordCommand(JournalSession& session, int64_t time_ms,
                             std::span<const std::string_view> args) {
-  if (session.replaying) return;
-  for (JournalSubscriber* subscriber : subscribers_) {
-    if (subscriber->accepting()) subscriber->OnCommand(session, time_ms, args);
-  }
+  if (!session.policy().journaled || !active()) return;
+  std::string record;
+  EncodeCommandRecord(time_ms, args, &record);
+  Take(session, record);
 }
 
 void Journal::RecordFilter(JournalSession& session, int64_t time_ms, std::string_view key,
                            const AnyFilter& filter, bool with_payload) {
-  if (session.replaying) return;
-  for (JournalSubscriber* subscriber : subscribers_) {
-    if (subscriber->accepting()) subscriber->OnFilter(session, time_ms, key, filter, with_payload);
+  if (!session.policy().journaled || !active()) return;
+  std::string record;
+  EncodeFilterRecord(time_ms, key, DescribeFilter(filter), with_payload ? &filter : nullptr,
+                     &record);
+  Take(session, record);
+}
+
+void Journal::Take(JournalSession& session, std::string_view bytes) {
+  if (!session.gathering) {
+    Publish(session, bytes);
+    return;
   }
+  if (bytes.empty()) return;  // see Publish
+  session.unit.append(bytes);
+  ++session.unit_records;
+}
+
+void Journal::BeginUnit(JournalSession& session) {
+  session.gathering = true;
+  session.unit.clear();
+  session.unit_records = 0;
+}
+
+void Journal::EndUnit(JournalSession& session, int64_t time_ms) {
+  session.gathering = false;
+  std::string members = std::move(session.unit);
+  const uint32_t count = session.unit_records;
+  session.unit.clear();
+  session.unit_records = 0;
+  if (count == 0) return;
+  if (count == 1) {
+    Publish(session, members);
+    return;
+  }
+  std::string unit;
+  EncodeUnitRecord(time_ms, count, members, &unit);
+  if (!unit.empty()) {
+    Publish(session, unit);
+    return;
+  }
+  // Past the framing's 4 GiB (EXEC's admission counts the commands, not the
+  // filters a LOADCHUNK in it may store): its records go one by one, so
+  // none is lost, and only a torn tail could split them.
+  for (std::string_view member : SplitFramedRecords(members)) Publish(session, member);
+}
+
+uint64_t Journal::UnitBodyBytes(uint64_t bodies, uint64_t count) {
+  return UnitRecordBodyBytes(bodies + count * FramedRecordBytes(0));
+}
+
+void Journal::Publish(JournalSession& session, std::string_view bytes) {
+  // An encoder appends nothing for a record the framing cannot hold; the
+  // write was admitted by CanTake, so this is a caller that did not ask.
+  if (bytes.empty()) return;
+  std::lock_guard lock(publish_mutex_);
+  next_offset_ += bytes.size();
+  const JournalRecord record{.offset = next_offset_, .bytes = bytes};
+  for (JournalSubscriber* subscriber : subscribers_) {
+    if (subscriber->accepting()) subscriber->OnRecord(record);
+  }
+  session.offset = next_offset_;
+}
+
+Status Journal::AwaitForReply(JournalSession& session) {
+  if (session.offset == 0) return Status::Ok();
+  const uint64_t offset = session.offset;
+  session.offset = 0;
+  return AwaitOffset(offset);
+}
+
+Status Journal::AwaitOffset(uint64_t offset) {
+  for (JournalSubscriber* subscriber : subscribers_) {
+    if (!subscriber->acknowledges()) continue;
+    if (Status status = subscriber->AwaitOffset(offset); !status.ok()) return status;
+  }
+  return Status::Ok();
+}
+
+void Journal::AtBarrier(const std::function<void(uint64_t next_offset)>& at) {
+  std::lock_guard lock(publish_mutex_);
+  at(next_offset_);
+}
+
+uint64_t Journal::offset() const {
+  std::lock_guard lock(publish_mutex_);
+  return next_offset_;
 }
 
 }  // namespace bloomgate

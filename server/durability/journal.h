@@ -21,27 +21,104 @@
 //  - a stored filter: a creation with its exact parameters (so replay never
 //    depends on the defaults in force when it runs), or a LOADCHUNK'd filter
 //    with its payload.
-// Records made while replaying (JournalSession::replaying) are not
-// published again.
+//
+// The stream: every record published gets a byte offset, minted under the
+// journal's one publish lock, so all keys share one total order and every
+// subscriber sees the records in it. A record's bytes are the log's record
+// framing (persistence/append_log.h), the wire format of every subscriber;
+// its offset is the stream's byte count just past it (offsets start at 0
+// with each start of the server). A client waits for "offset X satisfied":
+// every subscriber that must acknowledge (the log's flush today, WAIT or
+// min-replicas later) has it.
+//
+// Where a write comes from (JournalOrigin) decides how it is judged and
+// whether it is journaled again (OriginPolicy, below).
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
 #include "filters/any_filter.h"
+#include "persistence/status.h"
 
 namespace bloomgate {
 
-// What the journal keeps per client (it lives in ClientState): whether the
-// client is a replay, whose writes are not journaled again, and how far the
-// log must be flushed before the replies of its current batch may be sent.
+// Where the writes of a session come from.
+enum class JournalOrigin : uint8_t {
+  kClient,         // a client connection
+  kStartupReplay,  // the append-only log, replayed at start-up
+  kReplication,    // a primary's stream, applied by a replica
+};
+
+// What each origin is spared or held to. One row per origin, so a new
+// exemption is a decision per origin, never a side effect of another.
+struct OriginPolicy {
+  // Its writes are published to the stream. Start-up replay's are in the
+  // log being replayed already; a replica's go to its own log and replicas.
+  bool journaled;
+  // Judged against the local limits (maxmemory, max-filter-memory, the
+  // layer limit, the cuckoo copies rule...): Admission::kClient. Recorded
+  // writes were judged where they ran and are applied as recorded.
+  bool judged_by_limits;
+  // ACL rules apply (a record passed them where it ran).
+  bool checks_acl;
+  // Runs at the time recorded with it (ClientState::replay_time_ms), so
+  // EXPIRE and lazy expiry come out as they did; else at the clock.
+  bool recorded_clock;
+  // Refused with MISCONF once the log cannot be written.
+  bool refused_on_log_failure;
+  // Answered -LOADING while the data loads.
+  bool refused_while_loading;
+  // Held by CLIENT PAUSE (Redis never pauses its primary's link).
+  bool pausable;
+  // May park: wait off the event loop for a snapshot's copy or for a big
+  // filter to be made. A stream is applied in order, inline.
+  bool may_park;
+  // Shown in SLOWLOG and to MONITOR clients.
+  bool observed;
+};
+
+inline constexpr OriginPolicy kClientPolicy{
+    .journaled = true, .judged_by_limits = true, .checks_acl = true, .recorded_clock = false,
+    .refused_on_log_failure = true, .refused_while_loading = true, .pausable = true,
+    .may_park = true, .observed = true};
+inline constexpr OriginPolicy kStartupReplayPolicy{
+    .journaled = false, .judged_by_limits = false, .checks_acl = false, .recorded_clock = true,
+    .refused_on_log_failure = false, .refused_while_loading = false, .pausable = false,
+    .may_park = false, .observed = false};
+inline constexpr OriginPolicy kReplicationPolicy{
+    .journaled = true, .judged_by_limits = false, .checks_acl = false, .recorded_clock = true,
+    .refused_on_log_failure = true, .refused_while_loading = true, .pausable = false,
+    .may_park = false, .observed = true};
+
+constexpr const OriginPolicy& PolicyOf(JournalOrigin origin) {
+  switch (origin) {
+    case JournalOrigin::kStartupReplay: return kStartupReplayPolicy;
+    case JournalOrigin::kReplication: return kReplicationPolicy;
+    case JournalOrigin::kClient: break;
+  }
+  return kClientPolicy;
+}
+
+// What the journal keeps per client (it lives in ClientState).
 struct JournalSession {
-  bool replaying = false;
-  uint64_t log_generation = 0;
-  uint64_t log_sequence = 0;  // 0 = nothing to flush
+  JournalOrigin origin = JournalOrigin::kClient;
+  // The stream offset just past this session's last published record: its
+  // replies wait until it is satisfied (Journal::AwaitForReply). 0 = nothing
+  // to wait for (a record's end offset is never 0).
+  uint64_t offset = 0;
+  // A transaction being gathered (Journal::BeginUnit): its records, framed,
+  // published as one unit when it ends.
+  bool gathering = false;
+  uint32_t unit_records = 0;
+  std::string unit;
+
+  const OriginPolicy& policy() const { return PolicyOf(origin); }
 };
 
 // Effect names: args[0] of an effect record. The dot-separated prefix keeps
@@ -79,18 +156,27 @@ inline constexpr std::string_view kWindowCountEffect = "bloomgate.cbf.wcount";
 // The log itself adds one record no command makes, kLogNeedsSnapshot
 // (server/durability/durability.h); it never reaches the journal applier.
 
+// One published record: its framed bytes and the stream offset just past it.
+struct JournalRecord {
+  uint64_t offset = 0;
+  std::string_view bytes;
+};
+
 class JournalSubscriber {
  public:
   virtual ~JournalSubscriber() = default;
   // Whether it takes records now (the log: appendonly on and the file open).
   // A write that no subscriber takes is not encoded at all.
   virtual bool accepting() const = 0;
-  // `args[0]` is a command name or an applier effect name.
-  virtual void OnCommand(JournalSession& session, int64_t time_ms,
-                         std::span<const std::string_view> args) = 0;
-  // `with_payload` false: a creation (the payload is all zeros).
-  virtual void OnFilter(JournalSession& session, int64_t time_ms, std::string_view key,
-                        const AnyFilter& filter, bool with_payload) = 0;
+  // Called with the publish lock held, in offset order, and with the
+  // write's key locks held: it must only queue the bytes, never wait.
+  virtual void OnRecord(const JournalRecord& record) = 0;
+  // Whether a client's reply waits for this subscriber to acknowledge.
+  virtual bool acknowledges() const { return false; }
+  // Blocks until every record up to `offset` is acknowledged (the log:
+  // written, and fsynced with appendfsync always). An error: the replies
+  // waiting for it must not be sent.
+  virtual Status AwaitOffset(uint64_t /*offset*/) { return Status::Ok(); }
 };
 
 class Journal {
@@ -103,18 +189,56 @@ class Journal {
   // Whether any subscriber takes records now.
   bool active() const;
 
+  // Admission, the one rule for every write: whether the stream can take
+  // a record of `body_bytes` from this session. Always true for a session
+  // that is not journaled, or while nobody subscribes; else the record must
+  // fit the framing (kMaxLogRecordBodyBytes).
+  bool CanTake(const JournalSession& session, uint64_t body_bytes) const;
+
   // Called with the write's key locks held (the record of a creation: with
-  // the shard lock that publishes the new key).
+  // the shard lock that publishes the new key). Publishes nothing for a
+  // session whose origin is not journaled.
   void RecordCommand(JournalSession& session, int64_t time_ms,
                      std::span<const std::string_view> args);
   void RecordFilter(JournalSession& session, int64_t time_ms, std::string_view key,
                     const AnyFilter& filter, bool with_payload);
 
+  // A transaction: between BeginUnit and EndUnit (both with its key locks
+  // held) the session's records are gathered, then published as one unit
+  // record, so the log never replays half of it (a torn tail drops all of
+  // it) and a replica applies it whole. One record is published as itself.
+  void BeginUnit(JournalSession& session);
+  void EndUnit(JournalSession& session, int64_t time_ms);
+  // The body bytes of a unit of records whose bodies add up to `bodies` in
+  // `count` records: what admission asks CanTake about for EXEC.
+  static uint64_t UnitBodyBytes(uint64_t bodies, uint64_t count);
+
+  // Waits until the session's records are satisfied by every subscriber
+  // that must acknowledge them, then clears session.offset.
+  Status AwaitForReply(JournalSession& session);
+  // The same for every record up to `offset`.
+  Status AwaitOffset(uint64_t offset);
+
+  // Runs `at` with the publish lock held: no record is being published, and
+  // `at` learns the offset the next record starts at. Where a subscriber
+  // switches files or joins the stream.
+  void AtBarrier(const std::function<void(uint64_t next_offset)>& at);
+
+  // The offset the next record starts at.
+  uint64_t offset() const;
+
  private:
+  // Publishes `bytes`, or gathers them into the session's unit.
+  void Take(JournalSession& session, std::string_view bytes);
+  void Publish(JournalSession& session, std::string_view bytes);
+
   // Read on every write without a lock: it only changes while no command
   // runs (see Subscribe), and the mutex orders those changes.
   std::mutex subscribe_mutex_;
   std::vector<JournalSubscriber*> subscribers_;
+  // Mints offsets and hands records to subscribers, one record at a time.
+  mutable std::mutex publish_mutex_;
+  uint64_t next_offset_ = 0;  // guarded by publish_mutex_
 };
 
 }  // namespace bloomgate

@@ -517,7 +517,7 @@ void StreamConnection<Stream>::ProcessInput() {
       // Nothing ran or replied. Replies of the batch so far go out first
       // (a read before a paused write is answered, as in Redis); the write
       // completes into ProcessInput, which dispatches this command again.
-      if (out_.empty() && client_.journal.log_sequence == 0) {
+      if (out_.empty() && client_.journal.offset == 0) {
         ParkForPause();
         return;
       }
@@ -534,7 +534,7 @@ void StreamConnection<Stream>::ProcessInput() {
     if (client_.monitor != (monitor_sink_ != nullptr)) SyncMonitor();
   }
   if (client_.close_after_reply) NoteCloseAfterReply();
-  if (client_.journal.log_sequence != 0) {
+  if (client_.journal.offset != 0) {
     // The replies wait until the log holds the batch's writes. The manager
     // flushes once for every connection of this thread that is waiting (one
     // write, and with appendfsync always one fsync, per loop pass, as Redis

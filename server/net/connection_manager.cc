@@ -38,28 +38,19 @@ void ConnectionManager::AwaitLogFlush(std::shared_ptr<Connection> connection,
                                       ClientState& client) {
   bool first = waiters_.empty();
   auto executor = connection->executor();
-  waiters_.push_back({std::move(connection), client.journal.log_generation,
-                      client.journal.log_sequence});
-  client.journal.log_sequence = 0;
+  waiters_.push_back({std::move(connection), client.journal.offset});
+  client.journal.offset = 0;
   if (first) asio::post(executor, [this] { FlushWaiters(); });
 }
 
 void ConnectionManager::FlushWaiters() {
   std::vector<Waiter> waiters;
   waiters.swap(waiters_);
-  // One flush to the furthest record of the newest generation covers every
-  // waiter: records are written in sequence order. A waiter of an older
-  // generation was covered when a snapshot cut closed that log.
-  uint64_t generation = 0;
-  uint64_t sequence = 0;
-  for (const Waiter& waiter : waiters) {
-    if (waiter.generation > generation) {
-      generation = waiter.generation;
-      sequence = 0;
-    }
-    if (waiter.generation == generation) sequence = std::max(sequence, waiter.sequence);
-  }
-  bool logged = server_.durability->FlushTo(generation, sequence).ok();
+  // One wait for the furthest offset covers every waiter: the stream
+  // satisfies offsets in order.
+  uint64_t offset = 0;
+  for (const Waiter& waiter : waiters) offset = std::max(offset, waiter.offset);
+  bool logged = server_.journal.AwaitOffset(offset).ok();
   for (Waiter& waiter : waiters) waiter.connection->ResumeAfterLogFlush(logged);
 }
 

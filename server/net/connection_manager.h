@@ -24,8 +24,9 @@ class ConnectionManager {
   void StopIdle(int64_t now_ms, int64_t timeout_ms);
   size_t size() const { return connections_.size(); }
 
-  // Holds `connection`'s replies until the append-only log has the records
-  // its client just wrote (and takes them from `client`). The first waiter of
+  // Holds `connection`'s replies until the journal's acknowledging
+  // subscribers (the append-only log) have the records its client just
+  // wrote (and takes their offset from `client`). The first waiter of
   // a loop pass posts one flush for all; handlers already queued (other
   // connections' reads) run first and join it.
   explicit ConnectionManager(ServerContext& server) : server_(server) {}
@@ -34,8 +35,7 @@ class ConnectionManager {
  private:
   struct Waiter {
     std::shared_ptr<Connection> connection;
-    uint64_t generation;
-    uint64_t sequence;
+    uint64_t offset;  // the stream offset its replies wait for
   };
   void FlushWaiters();
 

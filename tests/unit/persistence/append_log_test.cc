@@ -619,5 +619,171 @@ TEST(LogFileNames, GenerationsAreListedNumericallyAndOtherNamesIgnored) {
       ListLogGenerations(*DefaultFileSystem(), dir.path() + "/missing", "log", &generations).ok());
 }
 
+// ---------------------------------------------------------------------------
+// The golden logs: tests/data/appendlog-v<N>.golden holds the log that
+// GoldenLogRecords makes, as format version N wrote it. The current
+// version's must encode to the same bytes; every older one must still read
+// (a log written by an older build must replay).
+
+namespace golden {
+
+constexpr int64_t kTime = 1'700'000'000'000;
+constexpr uint64_t kGeneration = 3;
+
+std::string Path(uint32_t version) {
+  return std::string(BLOOMGATE_TEST_DATA_DIR) + "/appendlog-v" + std::to_string(version) +
+         ".golden";
+}
+
+// A creation, a command and an effect-style command.
+std::string Records() {
+  std::string records;
+  std::unique_ptr<ScalableBloomFilter> bloom;
+  EXPECT_EQ(ScalableBloomFilter::Create(ScalableBloomOptions{.error_rate = 0.01, .capacity = 100,
+                                                             .hash_seed = 42},
+                                        FilterLimits{}, /*budget=*/nullptr, &bloom),
+            FilterStatus::kOk);
+  const AnyFilter any = std::move(bloom);
+  EncodeFilterRecord(kTime, "golden-bf", DescribeFilter(any), nullptr, &records);
+  const std::string_view add[] = {"BF.ADD", "golden-bf", "item"};
+  EncodeCommandRecord(kTime + 1, add, &records);
+  const std::string_view expire[] = {"PEXPIREAT", "golden-bf", "1800000000000"};
+  EncodeCommandRecord(kTime + 2, expire, &records);
+  return records;
+}
+
+void ExpectGoldenRecords(const std::vector<LogRecord>& records) {
+  ASSERT_EQ(records.size(), 3u);
+  EXPECT_EQ(records[0].type, LogRecordType::kFilter);
+  EXPECT_EQ(records[0].key, "golden-bf");
+  EXPECT_FALSE(records[0].has_payload);
+  EXPECT_EQ(records[1].args, (std::vector<std::string>{"BF.ADD", "golden-bf", "item"}));
+  EXPECT_EQ(records[1].time_ms, kTime + 1);
+  EXPECT_EQ(records[2].args,
+            (std::vector<std::string>{"PEXPIREAT", "golden-bf", "1800000000000"}));
+}
+
+}  // namespace golden
+
+TEST(AppendLogGolden, FixedRecordsEncodeToTheGoldenBytes) {
+  TempDir dir;
+  std::unique_ptr<AppendLogWriter> writer;
+  ASSERT_TRUE(AppendLogWriter::Create(DefaultFileSystem(), dir.path(), "appendonly.bglog",
+                                      golden::kGeneration, golden::kTime, &writer)
+                  .ok());
+  const uint64_t sequence = writer->Append(golden::Records());
+  ASSERT_TRUE(writer->Flush(sequence, /*sync=*/false).ok());
+  ASSERT_TRUE(writer->Close().ok());
+  const std::string encoded = ReadFileBytes(writer->path());
+  const std::string path = golden::Path(kAppendLogFormatVersion);
+  const char* regenerate = std::getenv("BLOOMGATE_REGENERATE_GOLDEN");
+  if (regenerate != nullptr && std::string(regenerate) == "1") {
+    WriteFileBytes(path, encoded);
+    // Fails on purpose: a regeneration must never pass silently.
+    FAIL() << "rewrote " << path << "; run again without BLOOMGATE_REGENERATE_GOLDEN";
+  }
+  EXPECT_TRUE(ReadFileBytes(path) == encoded)
+      << "the log bytes changed: bump kAppendLogFormatVersion, keep the old golden file "
+         "and regenerate this one";
+}
+
+TEST(AppendLogGolden, EveryVersionsGoldenLogStillReads) {
+  for (uint32_t version = 1; version <= kAppendLogFormatVersion; ++version) {
+    SCOPED_TRACE("format version " + std::to_string(version));
+    TempDir dir;
+    const std::string path =
+        dir.path() + "/appendonly.bglog." + std::to_string(golden::kGeneration);
+    const std::string bytes = ReadFileBytes(golden::Path(version));
+    ASSERT_FALSE(bytes.empty()) << "missing " << golden::Path(version);
+    WriteFileBytes(path, bytes);
+    std::vector<LogRecord> records;
+    LogReadResult result;
+    Status status = ReadAppendLog(*DefaultFileSystem(), path, /*allow_torn_tail=*/false,
+                                  [&records](const LogRecord& record) {
+                                    records.push_back(record);
+                                    return Status::Ok();
+                                  },
+                                  &result);
+    ASSERT_TRUE(status.ok()) << status.message();
+    golden::ExpectGoldenRecords(records);
+  }
+}
+
+
+// ---------------------------------------------------------------------------
+// Units: records that take effect together, in one record.
+
+TEST(AppendLogUnit, AUnitRoundTripsWithItsMembersInOrder) {
+  std::string members;
+  const std::string_view first[] = {"CBF.ADD", "k", "a"};
+  const std::string_view second[] = {"CBF.DEL", "k", "a"};
+  EncodeCommandRecord(10, first, &members);
+  EncodeCommandRecord(11, second, &members);
+  std::string unit;
+  EncodeUnitRecord(12, 2, members, &unit);
+  ASSERT_EQ(unit.size(), FramedRecordBytes(UnitRecordBodyBytes(members.size())));
+  LogRecord record;
+  ASSERT_EQ(DecodeLogRecord(unit, &record), "");
+  EXPECT_EQ(record.type, LogRecordType::kUnit);
+  EXPECT_EQ(record.time_ms, 12);
+  ASSERT_EQ(record.members.size(), 2u);
+  EXPECT_EQ(record.members[0].args, (std::vector<std::string>{"CBF.ADD", "k", "a"}));
+  EXPECT_EQ(record.members[0].time_ms, 10);
+  EXPECT_EQ(record.members[1].args, (std::vector<std::string>{"CBF.DEL", "k", "a"}));
+  EXPECT_EQ(SplitFramedRecords(members).size(), 2u);
+}
+
+TEST(AppendLogUnit, AUnitWhoseCountDisagreesWithItsMembersIsMalformed) {
+  std::string members;
+  const std::string_view args[] = {"DEL", "k"};
+  EncodeCommandRecord(10, args, &members);
+  EncodeCommandRecord(10, args, &members);
+  std::string unit;
+  EncodeUnitRecord(10, 3, members, &unit);
+  LogRecord record;
+  EXPECT_NE(DecodeLogRecord(unit, &record), "");
+}
+
+// Cut at every length inside the unit: the reader sees the record before it
+// and a torn tail, never a part of the unit.
+TEST(AppendLogUnit, ALogCutAnywhereInsideAUnitKeepsNoneOfIt) {
+  std::string before;
+  const std::string_view alone[] = {"CBF.RESERVE", "k", "0.01", "100"};
+  EncodeCommandRecord(1, alone, &before);
+  std::string members;
+  const std::string_view add_a[] = {"CBF.ADD", "k", "a"};
+  const std::string_view add_b[] = {"CBF.ADD", "k", "b"};
+  EncodeCommandRecord(2, add_a, &members);
+  EncodeCommandRecord(2, add_b, &members);
+  std::string unit;
+  EncodeUnitRecord(2, 2, members, &unit);
+  TempDir dir;
+  std::unique_ptr<AppendLogWriter> writer;
+  ASSERT_TRUE(
+      AppendLogWriter::Create(DefaultFileSystem(), dir.path(), "appendonly.bglog", 1, 0, &writer)
+          .ok());
+  const uint64_t sequence = writer->Append(before + unit);
+  ASSERT_TRUE(writer->Flush(sequence, false).ok());
+  ASSERT_TRUE(writer->Close().ok());
+  const std::string whole = ReadFileBytes(writer->path());
+  const size_t unit_start = whole.size() - unit.size();
+  for (size_t cut = unit_start + 1; cut < whole.size(); ++cut) {
+    WriteFileBytes(writer->path(), whole.substr(0, cut));
+    std::vector<LogRecord> records;
+    LogReadResult result;
+    Status status = ReadAppendLog(*DefaultFileSystem(), writer->path(), true,
+                                  [&records](const LogRecord& record) {
+                                    records.push_back(record);
+                                    return Status::Ok();
+                                  },
+                                  &result);
+    ASSERT_TRUE(status.ok()) << "cut at " << cut << ": " << status.message();
+    ASSERT_EQ(records.size(), 1u) << "cut at " << cut;
+    EXPECT_EQ(records[0].type, LogRecordType::kCommand);
+    EXPECT_TRUE(result.torn_tail);
+    EXPECT_EQ(result.valid_bytes, unit_start);
+  }
+}
+
 }  // namespace
 }  // namespace bloomgate

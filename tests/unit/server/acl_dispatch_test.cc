@@ -214,7 +214,7 @@ TEST(AclReplay, TheLogIsReplayedWhateverTheUsersAreNow) {
   // log's writes were acknowledged and must come back all the same.
   auto server = MakeServer();
   ASSERT_EQ(server->LoadConfiguredUsers({"default on nopass -@all"}), std::nullopt);
-  JournalApplier applier(*server);
+  JournalApplier applier(*server, JournalOrigin::kStartupReplay);
   LogRecord record;
   record.time_ms = NowMs();
   record.args = {"BF.ADD", "edge:1", "x"};

@@ -300,7 +300,7 @@ TEST(Durability, AFullDiskStopsWritesButNotReads) {
   RunDurably(*server, s, {"BF.ADD", "bf", "a"});
   fs.SetDiskFullAfter(0);
   s.Run({"BF.ADD", "bf", "b"});
-  Status flushed = server->durability->FlushForReply(s.client().journal);
+  Status flushed = server->journal.AwaitForReply(s.client().journal);
   EXPECT_FALSE(flushed.ok());
   EXPECT_NE(flushed.message().find("No space left on device"), std::string::npos)
       << flushed.message();

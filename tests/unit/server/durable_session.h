@@ -38,7 +38,7 @@ inline std::unique_ptr<ServerContext> StartOn(const ServerConfig& config, FileSy
 
 inline std::string RunDurably(ServerContext& server, Session& session, const Args& args) {
   std::string reply = session.Run(args);
-  Status flushed = server.durability->FlushForReply(session.client().journal);
+  Status flushed = server.journal.AwaitForReply(session.client().journal);
   EXPECT_TRUE(flushed.ok()) << flushed.message();
   return reply;
 }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "../config/temp_dir.h"
+#include "decoding_subscriber.h"
 #include "durable_session.h"
 #include "session.h"
 
@@ -18,17 +19,15 @@ namespace bloomgate::testing {
 namespace {
 
 // Takes every record the journal publishes.
-class Recorder : public JournalSubscriber {
+class Recorder : public DecodingSubscriber {
  public:
-  bool accepting() const override { return true; }
-  void OnCommand(JournalSession&, int64_t, std::span<const std::string_view> args) override {
+  void OnCommandRecord(const std::vector<std::string>& args) override {
     std::lock_guard lock(mutex_);
     records_.emplace_back(args.begin(), args.end());
   }
-  void OnFilter(JournalSession&, int64_t, std::string_view key, const AnyFilter&,
-                bool) override {
+  void OnFilterRecord(const std::string& key, bool) override {
     std::lock_guard lock(mutex_);
-    records_.push_back({"<filter>", std::string(key)});
+    records_.push_back({"<filter>", key});
   }
   std::vector<std::vector<std::string>> records() {
     std::lock_guard lock(mutex_);

@@ -17,6 +17,7 @@
 #include "server/commands/counting_bloom_ops.h"
 #include "server/commands/cuckoo_ops.h"
 #include "server/commands/errors.h"
+#include "decoding_subscriber.h"
 #include "session.h"
 
 namespace bloomgate {
@@ -26,13 +27,9 @@ using namespace bloomgate::testing;
 using Items = std::vector<std::string_view>;
 
 // Counts what the ops hand the journal.
-struct Recorder : JournalSubscriber {
-  bool accepting() const override { return true; }
-  void OnCommand(JournalSession&, int64_t, std::span<const std::string_view>) override {
-    ++commands;
-  }
-  void OnFilter(JournalSession&, int64_t, std::string_view key, const AnyFilter&,
-                bool with_payload) override {
+struct Recorder : DecodingSubscriber {
+  void OnCommandRecord(const std::vector<std::string>&) override { ++commands; }
+  void OnFilterRecord(const std::string& key, bool with_payload) override {
     created.emplace_back(key);
     EXPECT_FALSE(with_payload) << "a creation is journaled without its (all-zero) payload";
   }

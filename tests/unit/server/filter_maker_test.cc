@@ -78,7 +78,7 @@ TEST_F(FilterMakerTest, SmallFiltersReplaysAndTransactionsBuildInline) {
   EXPECT_EQ(maker_.made(), 0u);
   // A replay of the journal has no client to park.
   Session replay(server_.get());
-  replay.client().journal.replaying = true;
+  replay.client().journal.origin = JournalOrigin::kStartupReplay;
   replay.client().replay_time_ms = NowMs();
   EXPECT_EQ(replay.Run({"CMS.INITBYDIM", "m", "1000000", "4"}), kOk);
   EXPECT_EQ(replay.makes(), 0u);

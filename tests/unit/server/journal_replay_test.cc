@@ -17,6 +17,7 @@
 #include "server/commands/journal_applier.h"
 #include "server/durability/durability.h"
 #include "server/durability/journal.h"
+#include "decoding_subscriber.h"
 
 namespace bloomgate::testing {
 namespace {
@@ -313,15 +314,11 @@ TEST(JournalReplay, AKeyStillAliveKeepsItsDeadlineAndEveryItem) {
 // full filter is journaled as the items that went in, not as the command.
 TEST(JournalReplay, ATruncatedMaddIsJournaledAsTheItemsThatWentIn) {
   auto server = MakeServer();
-  struct Recorder : JournalSubscriber {
-    bool accepting() const override { return true; }
-    void OnCommand(JournalSession&, int64_t, std::span<const std::string_view> args) override {
+  struct Recorder : DecodingSubscriber {
+    void OnCommandRecord(const std::vector<std::string>& args) override {
       commands.emplace_back(args.begin(), args.end());
     }
-    void OnFilter(JournalSession&, int64_t, std::string_view key, const AnyFilter&,
-                  bool) override {
-      filters.emplace_back(key);
-    }
+    void OnFilterRecord(const std::string& key, bool) override { filters.emplace_back(key); }
     std::vector<Args> commands;
     Args filters;
   } recorder;
@@ -394,7 +391,7 @@ TEST(JournalReplay, NothingIsAcknowledgedOnceAnOlderLogCouldNotBeClosed) {
   // refuses every write once the error is latched).
   const std::vector<std::string_view> record = {"DEL", "other"};
   server->journal.RecordCommand(s.client().journal, NowMs(), record);
-  EXPECT_FALSE(server->durability->FlushForReply(s.client().journal).ok());
+  EXPECT_FALSE(server->journal.AwaitForReply(s.client().journal).ok());
   EXPECT_TRUE(s.Run({"BF.ADD", "bf", "b"}).starts_with("-MISCONF"));
 }
 
