@@ -96,6 +96,36 @@ void JournalIfCompressed(CommandContext& ctx, const TDigest& digest, int64_t com
   ctx.server.journal.RecordCommand(ctx.client.journal, ctx.now_ms, ctx.args);
 }
 
+// The arguments from args[2] on as numbers, each checked as RedisBloom does
+// before the next is read: fails with `unparsed` where `parse` refuses, or
+// with the text `check` gives (none: "").
+template <typename T>
+bool ParseArguments(CommandContext& ctx, bool (*parse)(std::string_view, T*),
+                    std::string_view unparsed, std::vector<T>* out,
+                    std::string_view (*check)(T) = nullptr) {
+  auto texts = ctx.args.subspan(2);
+  out->resize(texts.size());
+  for (size_t i = 0; i < texts.size(); ++i) {
+    if (!parse(texts[i], &(*out)[i])) {
+      ctx.Fail(unparsed);
+      return false;
+    }
+    if (std::string_view refused = check ? check((*out)[i]) : ""; !refused.empty()) {
+      ctx.Fail(refused);
+      return false;
+    }
+  }
+  return true;
+}
+
+// The answers' reply, after journaling the compress they made, if any.
+void ReplyAnswers(CommandContext& ctx, const TDigest& digest, int64_t compressions_before,
+                  std::span<const double> values) {
+  JournalIfCompressed(ctx, digest, compressions_before);
+  ctx.reply.ArrayHeader(values.size());
+  for (double value : values) ReplyDouble(ctx, value);
+}
+
 // COMPRESSION's value: a positive integer.
 bool ParseCompression(CommandContext& ctx, std::string_view text, int64_t* compression) {
   if (!ParseInt64(text, compression)) {
@@ -339,17 +369,13 @@ void CmdMax(CommandContext& ctx) { ReplyExtreme(ctx, /*max=*/true); }
 void CmdQuantile(CommandContext& ctx) {
   EntryPtr entry = FindDigestToCompress(ctx);
   if (entry == nullptr) return;
-  auto texts = ctx.args.subspan(2);
-  std::vector<double> quantiles(texts.size());
-  for (size_t i = 0; i < texts.size(); ++i) {
-    if (!ParseRedisDouble(texts[i], &quantiles[i])) {
-      ctx.Fail(errors::kTdParseQuantile);
-      return;
-    }
-    if (quantiles[i] < 0 || quantiles[i] > 1) {
-      ctx.Fail(errors::kTdQuantileRange);
-      return;
-    }
+  std::vector<double> quantiles;
+  if (!ParseArguments<double>(ctx, ParseRedisDouble, errors::kTdParseQuantile, &quantiles,
+                              [](double q) {
+                                return q < 0 || q > 1 ? errors::kTdQuantileRange
+                                                      : std::string_view();
+                              })) {
+    return;
   }
   TDigest& digest = *entry->get<TDigest>();
   const int64_t before = digest.total_compressions();
@@ -362,30 +388,20 @@ void CmdQuantile(CommandContext& ctx) {
                      std::span(values).subspan(start, end - start));
     start = end;
   }
-  JournalIfCompressed(ctx, digest, before);
-  ctx.reply.ArrayHeader(values.size());
-  for (double value : values) ReplyDouble(ctx, value);
+  ReplyAnswers(ctx, digest, before, values);
 }
 
 // TDIGEST.CDF key value [value ...]
 void CmdCdf(CommandContext& ctx) {
   EntryPtr entry = FindDigestToCompress(ctx);
   if (entry == nullptr) return;
-  auto texts = ctx.args.subspan(2);
-  std::vector<double> points(texts.size());
-  for (size_t i = 0; i < texts.size(); ++i) {
-    if (!ParseRedisDouble(texts[i], &points[i])) {
-      ctx.Fail(errors::kTdParseCdf);
-      return;
-    }
-  }
+  std::vector<double> points;
+  if (!ParseArguments(ctx, ParseRedisDouble, errors::kTdParseCdf, &points)) return;
   TDigest& digest = *entry->get<TDigest>();
   const int64_t before = digest.total_compressions();
   std::vector<double> values(points.size());
   for (size_t i = 0; i < points.size(); ++i) values[i] = digest.Cdf(points[i]);
-  JournalIfCompressed(ctx, digest, before);
-  ctx.reply.ArrayHeader(values.size());
-  for (double value : values) ReplyDouble(ctx, value);
+  ReplyAnswers(ctx, digest, before, values);
 }
 
 // Rounds half down (2.5 -> 2), away from zero otherwise: RedisBloom's RANK.
@@ -409,14 +425,8 @@ int64_t RankAsInteger(double rank) {
 void ReplyRanks(CommandContext& ctx, bool reverse) {
   EntryPtr entry = FindDigestToCompress(ctx);
   if (entry == nullptr) return;
-  auto texts = ctx.args.subspan(2);
-  std::vector<double> points(texts.size());
-  for (size_t i = 0; i < texts.size(); ++i) {
-    if (!ParseRedisDouble(texts[i], &points[i])) {
-      ctx.Fail(errors::kTdParseValue);
-      return;
-    }
-  }
+  std::vector<double> points;
+  if (!ParseArguments(ctx, ParseRedisDouble, errors::kTdParseValue, &points)) return;
   TDigest& digest = *entry->get<TDigest>();
   const int64_t before = digest.total_compressions();
   const double size = static_cast<double>(digest.total_weight());
@@ -447,17 +457,11 @@ void CmdRevRank(CommandContext& ctx) { ReplyRanks(ctx, /*reverse=*/true); }
 void ReplyByRanks(CommandContext& ctx, bool reverse) {
   EntryPtr entry = FindDigestToCompress(ctx);
   if (entry == nullptr) return;
-  auto texts = ctx.args.subspan(2);
-  std::vector<int64_t> ranks(texts.size());
-  for (size_t i = 0; i < texts.size(); ++i) {
-    if (!ParseInt64(texts[i], &ranks[i])) {
-      ctx.Fail(errors::kTdParseRank);
-      return;
-    }
-    if (ranks[i] < 0) {
-      ctx.Fail(errors::kTdRankNegative);
-      return;
-    }
+  std::vector<int64_t> ranks;
+  if (!ParseArguments<int64_t>(ctx, ParseInt64, errors::kTdParseRank, &ranks, [](int64_t rank) {
+        return rank < 0 ? errors::kTdRankNegative : std::string_view();
+      })) {
+    return;
   }
   TDigest& digest = *entry->get<TDigest>();
   const int64_t before = digest.total_compressions();
@@ -475,9 +479,7 @@ void ReplyByRanks(CommandContext& ctx, bool reverse) {
       values[i] = digest.Quantile((reverse ? size - rank - 1 : rank) / size);
     }
   }
-  JournalIfCompressed(ctx, digest, before);
-  ctx.reply.ArrayHeader(values.size());
-  for (double value : values) ReplyDouble(ctx, value);
+  ReplyAnswers(ctx, digest, before, values);
 }
 void CmdByRank(CommandContext& ctx) { ReplyByRanks(ctx, /*reverse=*/false); }
 void CmdByRevRank(CommandContext& ctx) { ReplyByRanks(ctx, /*reverse=*/true); }

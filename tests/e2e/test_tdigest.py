@@ -109,6 +109,11 @@ class TDigestTest(ServerTestCase):
         self.assertEqual(c.call("TDIGEST.BYRANK", "d", "-1"),
                          RespError("ERR T-Digest: rank needs to be non negative"))
         self.assertEqual(c.call("TDIGEST.CDF", "d", "nan"), RespError("ERR T-Digest: error parsing cdf"))
+        # Each argument is checked before the next is read, as RedisBloom does.
+        self.assertEqual(c.call("TDIGEST.BYRANK", "d", "-1", "x"),
+                         RespError("ERR T-Digest: rank needs to be non negative"))
+        self.assertEqual(c.call("TDIGEST.QUANTILE", "d", "1.5", "x"),
+                         RespError("ERR T-Digest: quantile should be in [0,1]"))
         self.assertEqual(c.call("TDIGEST.RANK", "d", "1"), [-2])
         self.cmd("CMS.INITBYDIM", "cms", 10, 2)
         self.assertEqual(c.call("TDIGEST.CREATE", "cms"),
