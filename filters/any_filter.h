@@ -11,6 +11,7 @@
 #include "filters/counting_bloom_filter.h"
 #include "filters/cuckoo_filter.h"
 #include "filters/scalable_bloom_filter.h"
+#include "filters/t_digest.h"
 #include "filters/top_k.h"
 #include "filters/windowed_bloom_filter.h"
 #include "filters/windowed_counting_bloom_filter.h"
@@ -21,6 +22,7 @@ using AnyFilter = std::variant<std::unique_ptr<ScalableBloomFilter>,
                                std::unique_ptr<CountingBloomFilter>, std::unique_ptr<CuckooFilter>,
                                std::unique_ptr<CountMinSketch>, std::unique_ptr<TopK>,
                                std::unique_ptr<WindowedBloomFilter>,
-                               std::unique_ptr<WindowedCountingBloomFilter>>;
+                               std::unique_ptr<WindowedCountingBloomFilter>,
+                               std::unique_ptr<TDigest>>;
 
 }  // namespace bloomgate

@@ -34,8 +34,9 @@ namespace bloomgate {
 // 5 (top-k) may appear. The file's own bytes are laid out as in version 1,
 // which is still read (its filters hash with seed 0, and it has no kind 4/5).
 // Version 3 adds FilterKind 6 (windowed Bloom), version 4 FilterKind 7
-// (windowed counting Bloom); their bytes are laid out as in version 2.
-inline constexpr uint32_t kSnapshotFormatVersion = 4;
+// (windowed counting Bloom), version 5 FilterKind 8 (t-digest); their bytes are
+// laid out as in version 2.
+inline constexpr uint32_t kSnapshotFormatVersion = 5;
 inline constexpr uint32_t kOldestSnapshotFormatVersion = 1;
 
 // The longest key name a snapshot holds: Redis's proto-max-bulk-len default

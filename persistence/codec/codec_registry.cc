@@ -18,6 +18,7 @@ const FamilyCodec& CountMinSketchCodec();
 const FamilyCodec& TopKCodec();
 const FamilyCodec& WindowedBloomCodec();
 const FamilyCodec& WindowedCountingBloomCodec();
+const FamilyCodec& TDigestCodec();
 
 namespace {
 
@@ -31,6 +32,7 @@ struct Registry {
       &TopKCodec(),
       &WindowedBloomCodec(),
       &WindowedCountingBloomCodec(),
+      &TDigestCodec(),
   };
   // By kind byte and by AnyFilter alternative, so a lookup is one load.
   std::array<const FamilyCodec*, 256> by_kind{};

@@ -21,6 +21,7 @@ enum class FilterKind : uint8_t {
   kTopK = 5,           // persistence/codec/top_k_codec.cc
   kWindowedBloom = 6,  // persistence/codec/windowed_bloom_codec.cc
   kWindowedCountingBloom = 7,  // persistence/codec/windowed_counting_bloom_codec.cc
+  kTDigest = 8,                // persistence/codec/t_digest_codec.cc
 };
 
 // The registered codec's name ("scalable bloom"), or "unknown filter kind".

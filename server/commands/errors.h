@@ -314,6 +314,38 @@ inline constexpr std::string_view kTopKBadIncrement =
     "and smaller or equal to 100,000";
 inline constexpr std::string_view kTopKWithCountExpected = "WITHCOUNT keyword expected";
 
+// --- T-digests (RedisBloom rm_tdigest.c texts, with its "ERR" code) ---
+inline constexpr std::string_view kTdKeyExists = "ERR T-Digest: key already exists";
+inline constexpr std::string_view kTdKeyMissing = "ERR T-Digest: key does not exist";
+inline constexpr std::string_view kTdWrongKeyword = "ERR T-Digest: wrong keyword";
+inline constexpr std::string_view kTdParseCompression =
+    "ERR T-Digest: error parsing compression parameter";
+inline constexpr std::string_view kTdCompressionPositive =
+    "ERR T-Digest: compression parameter needs to be a positive integer";
+inline constexpr std::string_view kTdAllocationFailed = "ERR T-Digest: allocation failed";
+inline constexpr std::string_view kTdMergeAllocationFailed =
+    "ERR T-Digest: allocation of destination digest failed";
+inline constexpr std::string_view kTdParseVal = "ERR T-Digest: error parsing val parameter";
+inline constexpr std::string_view kTdValNotFinite =
+    "ERR T-Digest: val parameter needs to be a finite number";
+inline constexpr std::string_view kTdOverflow = "ERR T-Digest: overflow detected";
+inline constexpr std::string_view kTdParseNumKeys = "ERR T-Digest: error parsing numkeys";
+inline constexpr std::string_view kTdNumKeysPositive =
+    "ERR T-Digest: numkeys needs to be a positive integer";
+inline constexpr std::string_view kTdParseValue = "ERR T-Digest: error parsing value";
+inline constexpr std::string_view kTdParseRank = "ERR T-Digest: error parsing rank";
+inline constexpr std::string_view kTdRankNegative = "ERR T-Digest: rank needs to be non negative";
+inline constexpr std::string_view kTdParseQuantile = "ERR T-Digest: error parsing quantile";
+inline constexpr std::string_view kTdQuantileRange = "ERR T-Digest: quantile should be in [0,1]";
+inline constexpr std::string_view kTdParseCdf = "ERR T-Digest: error parsing cdf";
+inline constexpr std::string_view kTdParseLowCut = "ERR T-Digest: error parsing low_cut_percentile";
+inline constexpr std::string_view kTdParseHighCut =
+    "ERR T-Digest: error parsing high_cut_percentile";
+inline constexpr std::string_view kTdCutRange =
+    "ERR T-Digest: low_cut_percentile and high_cut_percentile should be in [0,1]";
+inline constexpr std::string_view kTdCutOrder =
+    "ERR T-Digest: low_cut_percentile should be lower than high_cut_percentile";
+
 // --- Texts that name what the client sent (Redis's, built in one place) ---
 
 // `command` as Redis names it in this error: lower case, a subcommand as

@@ -25,6 +25,7 @@ const FilterFamily& CountMinSketchFamily();
 const FilterFamily& TopKFamily();
 const FilterFamily& WindowedBloomFamily();
 const FilterFamily& WindowedCountingBloomFamily();
+const FilterFamily& TDigestFamily();
 
 void RegisterAllCommands() {
   static std::once_flag once;
@@ -43,6 +44,7 @@ void RegisterAllCommands() {
     RegisterFamily(WindowedBloomFamily());
     // After CountingBloomFamily, likewise for "cbf".
     RegisterFamily(WindowedCountingBloomFamily());
+    RegisterFamily(TDigestFamily());
   });
 }
 

@@ -7,6 +7,7 @@
 
 #include <xxhash.h>
 
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -302,6 +303,15 @@ inline void ExerciseFilter(AnyFilter* filter) {
           sink += f->List().size() + f->Query(h, item) + f->Count(h, item);
           std::string expelled;
           sink += f->Add(h, item, 1, &expelled);
+        } else if constexpr (std::is_same_v<F, TDigest>) {
+          // The answers compress first (any loaded unmerged values), then an add.
+          const double quantiles[] = {0, 0.001, 0.5, 0.999, 1};
+          double values[5];
+          f->Quantiles(quantiles, values);
+          for (double v : values) sink += std::isnan(v);
+          sink += std::isnan(f->Quantile(0.3)) + std::isnan(f->Cdf(1.5)) +
+                  std::isnan(f->TrimmedMean(0.1, 0.9)) + f->nodes();
+          sink += f->Add(2.5) == TDigest::AddStatus::kOk;
         } else if constexpr (std::is_same_v<F, WindowedBloomFilter>) {
           const KeyHash h = f->Hash(item);
           for (int64_t now : kClocks) {

@@ -4,6 +4,7 @@
 //   fuzz_make_seeds tests/fuzz/corpus      (scripts/fuzz.sh --seeds)
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <cstdio>
@@ -116,6 +117,14 @@ AnyFilter TopKList(uint64_t items) {
   return f;
 }
 
+// Merged centroids and unmerged values both: 70 slots, 100 samples.
+AnyFilter TDigestSample() {
+  std::unique_ptr<TDigest> f;
+  TDigest::Create(/*compression=*/10, FilterLimits{}, nullptr, &f);
+  for (int i = 0; i < 100; ++i) f->Add(std::sqrt(i * 7.0));
+  return f;
+}
+
 std::string Multibulk(std::initializer_list<std::string_view> args) {
   std::string out = "*" + std::to_string(args.size()) + "\r\n";
   for (std::string_view arg : args) {
@@ -169,6 +178,8 @@ void SnapshotSeeds(const fs::path& dir) {
   Write(dir, "windowed-counting", snapshot({{.name = "wc", .filter = &windowed_counting}}));
   Write(dir, "count-min", snapshot({{.name = "cms", .filter = &cms}}));
   Write(dir, "top-k", snapshot({{.name = "tk", .filter = &topk}}));
+  const AnyFilter tdigest = TDigestSample();
+  Write(dir, "t-digest", snapshot({{.name = "td", .filter = &tdigest}}));
 }
 
 void AppendLogSeeds(const fs::path& dir) {
@@ -277,6 +288,7 @@ void DumpPayloadSeeds(const fs::path& dir) {
   Write(dir, "windowed-counting", seed(WindowedCounting(30)));
   Write(dir, "count-min", seed(CountMin(20)));
   Write(dir, "top-k", seed(TopKList(40)));
+  Write(dir, "t-digest", seed(TDigestSample()));
 }
 
 // A program for commands_fuzz: template arguments by value (each value is

@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <functional>
 #include <map>
 #include <set>
@@ -119,6 +120,14 @@ const std::map<FilterKind, std::function<AnyFilter()>>& Samples() {
                         &was_new, &count, &generation);
          }
          (void)f->Remove(ItemHash("item", 3), /*now_ms=*/3500, &generation);
+         return AnyFilter(std::move(f));
+       }},
+      {FilterKind::kTDigest,
+       [] {
+         // 70 samples in a 70-slot digest: merged centroids and unmerged values both.
+         std::unique_ptr<TDigest> f;
+         EXPECT_EQ(TDigest::Create(10, FilterLimits{}, nullptr, &f), FilterStatus::kOk);
+         for (int i = 0; i < 100; ++i) (void)f->Add(std::sqrt(i * 7.0));
          return AnyFilter(std::move(f));
        }},
   };

@@ -630,7 +630,7 @@ TEST(FilterCodec, BeginRejectsAnUnknownKindOrAHeaderOfAnotherFamily) {
                                  FilterLimits{}, nullptr, &loader);
   EXPECT_EQ(s.message(), "unknown filter kind 9 (expected 1 = scalable bloom, 2 = counting bloom, "
                          "3 = cuckoo, 4 = count-min sketch, 5 = top-k, 6 = windowed bloom, "
-                         "7 = windowed counting bloom)");
+                         "7 = windowed counting bloom, 8 = t-digest)");
   s = FilterLoader::Begin(FilterKind::kCuckoo, bloom.bytes, bloom.payload_bytes, FilterLimits{},
                           nullptr, &loader);
   EXPECT_FALSE(s.ok());

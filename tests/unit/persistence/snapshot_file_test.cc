@@ -419,6 +419,9 @@ TEST(SnapshotGolden, GoldenFileLoadsWithTheExpectedAnswers) {
   EXPECT_EQ(Cuckoo(loaded[2].filter).hash_seed(), 0x3333333333333333u);
 }
 
+// Written before FilterKind 8 (t-digest) existed: format 4 still loads.
+TEST(SnapshotGolden, VersionFourGoldenFileStillLoads) { ExpectGoldenLoads(4); }
+
 // Written before FilterKind 7 (windowed counting Bloom) existed: format 3 still loads.
 TEST(SnapshotGolden, VersionThreeGoldenFileStillLoads) { ExpectGoldenLoads(3); }
 
