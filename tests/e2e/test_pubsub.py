@@ -4,6 +4,7 @@ every I/O thread, RESP3 pushes, the subscribed context, PUBSUB, keyspace
 events, client types in CLIENT LIST / KILL, and a subscriber that never
 reads cut off at the output limit while the server stays healthy."""
 
+import select
 import socket
 import subprocess
 import time
@@ -171,7 +172,8 @@ class PubSubTest(unittest.TestCase):
     def test_redis_cli_subscriber_receives_what_redis_cli_publishes(self):
         port = str(self.server.port)
         proc = subprocess.Popen(["redis-cli", "-p", port, "SUBSCRIBE", "cli-news"],
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                bufsize=0)  # unbuffered, so select sees every line
         try:
             r = self.server.client()
             wait_until(lambda: r.pubsub_numsub("cli-news") == [(b"cli-news", 1)], 10.0,
@@ -181,8 +183,16 @@ class PubSubTest(unittest.TestCase):
             self.assertEqual(out.stdout.strip(), "1")
             lines = []
             deadline = time.monotonic() + 10
-            while "hi there" not in lines and time.monotonic() < deadline:
-                lines.append(proc.stdout.readline().decode().strip())
+            while "hi there" not in lines:
+                remaining = deadline - time.monotonic()
+                # Waited on with a deadline: a message that never comes fails
+                # the test instead of blocking it.
+                if remaining <= 0 or not select.select([proc.stdout], [], [], remaining)[0]:
+                    break
+                line = proc.stdout.readline()
+                if not line:
+                    break
+                lines.append(line.decode().strip())
             self.assertEqual(lines[:3], ["subscribe", "cli-news", "1"])
             self.assertEqual(lines[-3:], ["message", "cli-news", "hi there"])
         finally:
