@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "config/bind_address.h"
+#include "config/keyspace_events.h"
 
 namespace bloomgate {
 namespace {
@@ -573,6 +574,20 @@ const std::vector<ConfigParam>& BuildTable() {
                           &c->client_output_buffer_limit, e);
        },
        [](const C& c) { return std::to_string(c.client_output_buffer_limit); }},
+      // Redis's class letters (config/keyspace_events.h) and its error text.
+      {"notify-keyspace-events",
+       "keyspace events published on __keyspace@0__ / __keyevent@0__; \"\" = none",
+       /*runtime_settable=*/true, ConfigType::kString, "<K|E|A|g|$|l|s|h|z|x|e|t|m|d|n...>",
+       [](C* c, V v, S* e) {
+         std::optional<uint32_t> classes = ParseKeyspaceEvents(v);
+         if (!classes) {
+           *e = "Invalid event class character. Use 'Ag$lshzxeKEtmdn'.";
+           return false;
+         }
+         c->notify_keyspace_events = *classes;
+         return true;
+       },
+       [](const C& c) { return KeyspaceEventsText(c.notify_keyspace_events); }},
       {"timeout", "seconds an idle client is kept; 0 = forever",
        /*runtime_settable=*/true, ConfigType::kInteger, "<0-2147483647>",
        [](C* c, V v, S* e) {

@@ -46,6 +46,9 @@ struct ServerConfig {
   // Pending reply bytes after which the server stops reading from a client
   // until its replies drain ("client-output-buffer-limit").
   uint64_t client_output_buffer_limit = 64ull << 20;
+  // Keyspace notifications ("notify-keyspace-events"): the classes of
+  // config/keyspace_events.h; 0 (Redis's "") publishes none.
+  uint32_t notify_keyspace_events = 0;
   // Idle client timeout in seconds; 0 = never.
   uint32_t timeout = 0;
   // SLOWLOG: commands taking at least this many microseconds are logged

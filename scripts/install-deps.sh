@@ -3,7 +3,7 @@
 # there. Run as root. Usage: scripts/install-deps.sh [--test]
 #   (no flag)  what building and running the server needs
 #   --test     also what the test suite needs (GoogleTest, redis-cli, redis-py,
-#              prometheus-redis-exporter, prometheus),
+#              prometheus-redis-exporter, prometheus, redis-sentinel),
 #              its benchmark smoke run (Google Benchmark, a stock redis-server
 #              to compare against; see bench/README.md) and its fuzz run (clang
 #              with libFuzzer; see scripts/fuzz.sh)
@@ -23,7 +23,10 @@ if [[ "${1:-}" == "--test" ]]; then
              # tests/e2e/test_exporter.py scrapes us through Debian's exporter;
              # tests/e2e/test_metrics.py has Debian's prometheus scrape
              # metrics-port and queries it.
-             prometheus-redis-exporter prometheus)
+             prometheus-redis-exporter prometheus
+             # tests/e2e/test_sentinel.py has three Debian Sentinels find
+             # each other through a Bloomgate's pub/sub.
+             redis-sentinel)
 fi
 
 missing=()
@@ -59,6 +62,15 @@ if (( ${#missing[@]} > 0 )); then
       systemctl disable --now redis-server.service >/dev/null 2>&1 || true
     elif [[ -x /etc/init.d/redis-server ]]; then
       /etc/init.d/redis-server stop >/dev/null 2>&1 || true
+    fi
+  fi
+  # Likewise Debian's redis-sentinel starts one on 26379 monitoring
+  # 127.0.0.1:6379; the tests start their own on free ports.
+  if [[ " ${missing[*]} " == *" redis-sentinel "* ]]; then
+    if [[ -d /run/systemd/system ]]; then
+      systemctl disable --now redis-sentinel.service >/dev/null 2>&1 || true
+    elif [[ -x /etc/init.d/redis-sentinel ]]; then
+      /etc/init.d/redis-sentinel stop >/dev/null 2>&1 || true
     fi
   fi
 fi

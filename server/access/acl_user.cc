@@ -26,7 +26,8 @@ constexpr std::string_view kNoSelectors = "ACL selectors are not supported by Bl
 constexpr std::string_view kNoKeyPermissions =
     "read/write key permissions (%R~, %W~) are not supported by Bloomgate";
 constexpr std::string_view kNoChannels =
-    "Bloomgate has no pub/sub: only the &* channel pattern is accepted";
+    "channel permissions are not supported by Bloomgate (every user may use every "
+    "channel): only the &* channel pattern is accepted";
 constexpr std::string_view kNoFirstArgs =
     "first-arg rules are not supported by Bloomgate; allow the whole command";
 

@@ -13,8 +13,9 @@
 //   | nocommands (-@all)
 //   reset                         back to a new user: off, no passwords, no
 //                                 keys, no commands
-//   allchannels | &* | resetchannels   accepted and ignored: Bloomgate has no
-//                                 pub/sub, so there is no channel to restrict
+//   allchannels | &* | resetchannels   accepted and ignored: Bloomgate's ACL
+//                                 does not restrict channels (every user may
+//                                 use every pub/sub channel)
 // Refused with an error naming the rule: selectors "(...)", %R~ / %W~ key
 // permissions, channel patterns other than &*, first-arg rules (+select|0).
 #pragma once

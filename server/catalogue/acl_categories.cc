@@ -11,7 +11,7 @@ namespace {
 
 // Redis's built-in categories that some Bloomgate command is in (Redis's
 // others: set, sortedset, list, hash, string, bitmap, hyperloglog, geo,
-// stream, pubsub, blocking, scripting have no command here).
+// stream, blocking, scripting have no command here).
 enum BuiltIn : size_t {
   kKeyspace,
   kRead,
@@ -22,11 +22,12 @@ enum BuiltIn : size_t {
   kDangerous,
   kConnection,
   kTransaction,
+  kPubSub,
   kBuiltInCount,
 };
 constexpr std::string_view kBuiltInNames[kBuiltInCount] = {
     "@keyspace", "@read",      "@write",      "@admin",      "@fast",
-    "@slow",     "@dangerous", "@connection", "@transaction"};
+    "@slow",     "@dangerous", "@connection", "@transaction", "@pubsub"};
 
 std::vector<std::string_view> BuildNames() {
   std::vector<std::string_view> names(std::begin(kBuiltInNames), std::end(kBuiltInNames));
@@ -69,6 +70,7 @@ uint64_t AclCategoryMask(const CommandSpec& spec) {
   if (spec.group == "generic" || (spec.flags & kCmdAllKeys)) mask |= Bit(kKeyspace);
   if (spec.group == "connection") mask |= Bit(kConnection);
   if (spec.group == "transactions") mask |= Bit(kTransaction);
+  if (spec.group == "pubsub") mask |= Bit(kPubSub);
   if (const FilterFamily* family = FamilyOfGroup(spec.group)) {
     if (auto index = FindAclCategory(family->acl_category.substr(1))) mask |= Bit(*index);
   }

@@ -64,9 +64,38 @@ bool ClientInfo::RequestClose() {
   return true;
 }
 
+std::optional<ClientType> ParseClientType(std::string_view name) {
+  auto is = [&](std::string_view word) {
+    if (name.size() != word.size()) return false;
+    for (size_t i = 0; i < name.size(); ++i) {
+      char c = name[i];
+      if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+      if (c != word[i]) return false;
+    }
+    return true;
+  };
+  if (is("normal")) return ClientType::kNormal;
+  if (is("replica") || is("slave")) return ClientType::kReplica;
+  if (is("master")) return ClientType::kMaster;
+  if (is("pubsub")) return ClientType::kPubSub;
+  return std::nullopt;
+}
+
+ClientType ClientInfo::type() const {
+  const ClientType linked = link.load(std::memory_order_relaxed);
+  if (linked != ClientType::kNormal) return linked;
+  if (sub.load(std::memory_order_relaxed) + psub.load(std::memory_order_relaxed) > 0) {
+    return ClientType::kPubSub;
+  }
+  return ClientType::kNormal;
+}
+
 std::string ClientFlagsText(const ClientFlags& flags) {
   std::string text;
   if (flags.monitor) text += 'O';
+  if (flags.replica) text += 'S';
+  if (flags.master) text += 'M';
+  if (flags.pubsub) text += 'P';
   if (flags.multi) text += 'x';
   if (flags.blocked) text += 'b';
   if (flags.dirty_watch) text += 'd';
@@ -85,6 +114,12 @@ std::string ClientInfo::Describe(int64_t now_ms, const Keyspace& keyspace) const
   flags.blocked = blocked.load(std::memory_order_relaxed);
   flags.close_after_reply = close_after_reply.load(std::memory_order_relaxed);
   flags.no_evict = no_evict.load(std::memory_order_relaxed);
+  const ClientType linked = link.load(std::memory_order_relaxed);
+  flags.replica = linked == ClientType::kReplica;
+  flags.master = linked == ClientType::kMaster;
+  const uint32_t channels = sub.load(std::memory_order_relaxed);
+  const uint32_t patterns = psub.load(std::memory_order_relaxed);
+  flags.pubsub = channels + patterns > 0;
   const uint64_t queued = multi_commands.load(std::memory_order_relaxed);
   uint64_t omem = output_bytes.load(std::memory_order_relaxed);
   std::vector<WatchedKey> watched_keys;
@@ -106,11 +141,11 @@ std::string ClientInfo::Describe(int64_t now_ms, const Keyspace& keyspace) const
   }
   std::lock_guard lock(mutex_);
   return fmt::format(
-      "id={} addr={} laddr={} fd=-1 name={} age={} idle={} flags={} db=0 sub=0 psub=0 "
+      "id={} addr={} laddr={} fd=-1 name={} age={} idle={} flags={} db=0 sub={} psub={} "
       "ssub=0 multi={} qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 "
       "omem={} tot-mem={} events=r cmd={} user={} redir=-1 resp={} lib-name={} lib-ver={}",
       id, addr, laddr, name_, (now_ms - created_ms) / 1000, (now_ms - last) / 1000,
-      ClientFlagsText(flags), flags.multi ? static_cast<int64_t>(queued) : -1, omem, omem,
+      ClientFlagsText(flags), channels, patterns, flags.multi ? static_cast<int64_t>(queued) : -1, omem, omem,
       cmd == nullptr ? "NULL" : cmd->full_name, user_, resp.load(std::memory_order_relaxed),
       lib_name_, lib_ver_);
 }

@@ -10,7 +10,9 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "server/clients/watched_key.h"
@@ -20,16 +22,28 @@ namespace bloomgate {
 struct CommandSpec;
 class Keyspace;
 
+// Redis's client types (networking.c getClientType), which CLIENT LIST TYPE
+// and CLIENT KILL TYPE select: a replication link to this server (replica)
+// or from it to its master (master), else a client subscribed to a channel or
+// pattern (pubsub), else normal (a monitor too, as in Redis).
+enum class ClientType { kNormal, kReplica, kMaster, kPubSub };
+// "normal", "replica" / "slave", "master", "pubsub", any case; nullopt else.
+std::optional<ClientType> ParseClientType(std::string_view name);
+
 // What CLIENT LIST's `flags=` field says of a client, in Redis's letters and
-// order (networking.c catClientInfoString): O a monitor, x inside MULTI,
+// order (networking.c catClientInfoString): O a monitor, S a replica's link,
+// M the link to this server's master, P subscribed (pub/sub), x inside MULTI,
 // b blocked (here: a command held by CLIENT PAUSE, or waiting for a
 // snapshot's copy of its filter), d a WATCHed key changed (EXEC will
 // abort), c closing once its last reply is out, e CLIENT NO-EVICT on; N
-// when none is. Those Redis also has are never true here: S/M (no
-// replication), P (no pub/sub), t/R/B (no client tracking), u, A, U (no
-// Unix socket), r (no cluster), T (no CLIENT NO-TOUCH).
+// when none is. Those Redis also has are never true here: t/R/B (no client
+// tracking), u, A, U (no Unix socket), r (no cluster), T (no CLIENT
+// NO-TOUCH).
 struct ClientFlags {
   bool monitor = false;
+  bool replica = false;
+  bool master = false;
+  bool pubsub = false;
   bool multi = false;
   bool blocked = false;
   bool dirty_watch = false;
@@ -65,6 +79,15 @@ struct ClientInfo {
   // evicts clients (maxmemory-clients does not exist here), so it only
   // records the client's wish.
   std::atomic<bool> no_evict{false};
+  // Channels and patterns subscribed (CLIENT LIST sub= / psub=); either one
+  // non-zero makes the client a pubsub client.
+  std::atomic<uint32_t> sub{0};
+  std::atomic<uint32_t> psub{0};
+  // kReplica or kMaster when replication made this connection one of its
+  // links; kNormal otherwise.
+  std::atomic<ClientType> link{ClientType::kNormal};
+
+  ClientType type() const;
 
   std::string name() const;
   std::string lib_name() const;

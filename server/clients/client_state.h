@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "server/durability/journal.h"
 #include "server/keyspace/filter_maker.h"
 #include "server/keyspace/keyspace.h"
+#include "server/pubsub/subscriber.h"
 
 namespace bloomgate {
 
@@ -44,6 +46,14 @@ struct ClientState {
   // MONITOR ran (RESET ends it): the connection receives every command's
   // line, is never paused and, as a Redis replica, may not touch keys.
   bool monitor = false;
+  // Pub/sub: created at the first SUBSCRIBE or PSUBSCRIBE with
+  // `wake_subscriber`, which the connection sets to post a drain of the
+  // subscriber's inbox to its own loop.
+  std::shared_ptr<Subscriber> subscriber;
+  std::function<void()> wake_subscriber;
+  // Subscribed to a channel or pattern: Redis's CLIENT_PUBSUB, under which a
+  // RESP2 client may run only (P)(UN)SUBSCRIBE, PING, QUIT and RESET.
+  bool subscribed() const { return subscriber != nullptr && subscriber->count() > 0; }
 
   // Where its writes come from and the stream offset its current batch of
   // writes reached: the connection waits for it (Journal::AwaitForReply)

@@ -54,7 +54,7 @@ void CmdAclDelUser(CommandContext& ctx) {
 }
 
 // ACL GETUSER username: Redis 7's fields; "channels" and "selectors" are
-// always empty (no pub/sub, no selectors).
+// always empty (no channel permissions, no selectors).
 void CmdAclGetUser(CommandContext& ctx) {
   std::shared_ptr<const AclUser> user = ctx.server.acl.Find(ctx.args[2]);
   if (user == nullptr) {

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "server/commands/command_context.h"
+#include "server/commands/command_events.h"
 #include "server/commands/errors.h"
 
 namespace bloomgate {
@@ -101,6 +102,14 @@ bool HeldByPause(ServerContext& server, const ClientState& client, const Command
     });
   }
   return false;
+}
+
+// What a subscribed RESP2 client may run (Redis 7.0's processCommand list,
+// without the shard channels Bloomgate does not have).
+bool AllowedWhileSubscribed(const CommandSpec& spec) {
+  static constexpr std::array<std::string_view, 7> kAllowed = {
+      "ping", "subscribe", "unsubscribe", "psubscribe", "punsubscribe", "quit", "reset"};
+  return std::find(kAllowed.begin(), kAllowed.end(), spec.full_name) != kAllowed.end();
 }
 
 }  // namespace
@@ -296,6 +305,10 @@ CommandOutcome RunCommand(ServerContext& server, ClientState& client, const Comm
                                                   : locked_now.value_or(NowMs());
   CommandContext ctx{args, spec, reply, client, server, now_ms};
   ctx.keys = keys;
+  // Keyspace events of the filter families (command_events.h): null unless
+  // notify-keyspace-events has class g and the row publishes some.
+  const CommandEvents* events = write ? EventsOf(server, spec) : nullptr;
+  const bool existed = events != nullptr && KeyExistedBefore(server, keys, now_ms);
   spec.handler(ctx);
   if (ctx.parked) {
     // The handler asked for its filter to be made off the loop (MakeFilter)
@@ -316,6 +329,7 @@ CommandOutcome RunCommand(ServerContext& server, ClientState& client, const Comm
     if (!ctx.skip_journal) {
       server.journal.RecordCommand(client.journal, now_ms, ctx.effect.empty() ? args : ctx.effect);
     }
+    if (events != nullptr) PublishCommandEvents(ctx, *events, existed);
   }
   const auto nsec = std::chrono::duration_cast<std::chrono::nanoseconds>(
                         std::chrono::steady_clock::now() - start)
@@ -410,6 +424,14 @@ CommandOutcome DispatchOnce(ServerContext& server, ClientState& client,
     // Redis runs a monitor as a replica, and a replica may not touch keys;
     // it may still PING, RESET or QUIT.
     reject(errors::kReplicaKeyspace);
+    Bump(counters.commands[spec->id].rejected_calls);
+    return CommandOutcome::kFailed;
+  }
+  // Redis 7.0: a RESP2 client subscribed to a channel or pattern reads
+  // pushed messages on the same connection as replies, so it may run only
+  // what keeps that stream readable; a RESP3 client tells them apart.
+  if (client.subscribed() && !client.resp3 && !AllowedWhileSubscribed(*spec)) {
+    reject(errors::OnlyPubSubCommands(spec->full_name));
     Bump(counters.commands[spec->id].rejected_calls);
     return CommandOutcome::kFailed;
   }

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <optional>
 
 #include "server/access/auth_throttle.h"
 #include "server/base/log_limiter.h"
@@ -13,6 +14,7 @@
 #include "server/commands/container_help.h"
 #include "server/commands/errors.h"
 #include "server/commands/module_info.h"
+#include "server/commands/pubsub_commands.h"
 
 namespace bloomgate {
 namespace {
@@ -64,6 +66,14 @@ bool ValidClientName(std::string_view name) {
 }
 
 void CmdPing(CommandContext& ctx) {
+  if (ctx.client.subscribed() && !ctx.client.resp3) {
+    // Redis: a subscribed RESP2 client reads replies among its messages,
+    // so PING answers in a message's shape, ["pong", message or ""].
+    ctx.reply.ArrayHeader(2);
+    ctx.reply.Bulk("pong");
+    ctx.reply.Bulk(ctx.args.size() == 2 ? ctx.args[1] : std::string_view());
+    return;
+  }
   if (ctx.args.size() == 2) {
     ctx.reply.Bulk(ctx.args[1]);
   } else {
@@ -213,16 +223,17 @@ void CmdClientSetInfo(CommandContext& ctx) {
   ctx.reply.Ok();
 }
 
-// CLIENT LIST [TYPE NORMAL] [ID id [id ...]]
+// CLIENT LIST [TYPE normal|master|replica|pubsub] [ID id [id ...]]
 void CmdClientList(CommandContext& ctx) {
   ArgParser parser(ctx.args, 2);
   std::vector<uint64_t> ids;
+  std::optional<ClientType> type_filter;
   while (parser.HasNext() && !parser.failed()) {
     if (parser.Accept("TYPE")) {
       std::string_view type = parser.Next(errors::kSyntax);
-      if (!parser.failed() && !EqualsIgnoreCase(type, "normal")) {
-        parser.Fail(errors::UnknownClientType(type));
-      }
+      if (parser.failed()) break;
+      type_filter = ParseClientType(type);
+      if (!type_filter) parser.Fail(errors::UnknownClientType(type));
     } else if (parser.Accept("ID")) {
       if (!parser.HasNext()) parser.Fail(errors::kSyntax);
       while (parser.HasNext() && !parser.failed()) {
@@ -239,6 +250,7 @@ void CmdClientList(CommandContext& ctx) {
   std::string text;
   for (const auto& info : ctx.server.clients.Snapshot()) {
     if (!ids.empty() && std::find(ids.begin(), ids.end(), info->id) == ids.end()) continue;
+    if (type_filter && info->type() != *type_filter) continue;
     text += info->Describe(ctx.now_ms, ctx.server.keyspace);
     text += '\n';
   }
@@ -248,8 +260,9 @@ void CmdClientList(CommandContext& ctx) {
 // CLIENT KILL ip:port (the old form: +OK or "No such client"), or
 // CLIENT KILL <filter value> ... with Redis's filters, ANDed: ID, TYPE
 // normal|master|replica|slave|pubsub, USER, ADDR, LADDR, SKIPME yes|no,
-// MAXAGE seconds; replies how many clients were killed. Every client here is
-// "normal" (no replication or pub/sub); USER is an ACL user's name, and an
+// MAXAGE seconds; replies how many clients were killed. TYPE is Redis's
+// client type (ClientInfo::type): TYPE normal spares subscribers and
+// replication links, as Sentinel's reconfiguration relies on; USER is an ACL user's name, and an
 // unknown one is an error, as in Redis. The close goes through the same
 // per-client hook as ACL DELUSER's (ClientInfo::RequestClose).
 void CmdClientKill(CommandContext& ctx) {
@@ -268,7 +281,8 @@ void CmdClientKill(CommandContext& ctx) {
   std::optional<std::string_view> addr, laddr;
   std::optional<int64_t> max_age_s;
   std::optional<std::string> user_filter;
-  bool skip_me = true, normal = true;
+  bool skip_me = true;
+  std::optional<ClientType> type_filter;
   ArgParser parser(ctx.args, 2);
   while (parser.HasNext() && !parser.failed()) {
     if (parser.Accept("ID")) {
@@ -278,13 +292,8 @@ void CmdClientKill(CommandContext& ctx) {
     } else if (parser.Accept("TYPE")) {
       std::string_view type = parser.Next(errors::kSyntax);
       if (parser.failed()) break;
-      if (EqualsIgnoreCase(type, "normal")) {
-      } else if (EqualsIgnoreCase(type, "master") || EqualsIgnoreCase(type, "replica") ||
-                 EqualsIgnoreCase(type, "slave") || EqualsIgnoreCase(type, "pubsub")) {
-        normal = false;  // no such clients exist here
-      } else {
-        parser.Fail(errors::UnknownClientType(type));
-      }
+      type_filter = ParseClientType(type);
+      if (!type_filter) parser.Fail(errors::UnknownClientType(type));
     } else if (parser.Accept("USER")) {
       std::string_view user = parser.Next(errors::kSyntax);
       if (parser.failed()) break;
@@ -318,7 +327,7 @@ void CmdClientKill(CommandContext& ctx) {
   }
   int64_t killed = 0;
   for (const auto& info : ctx.server.clients.Snapshot()) {
-    if (!normal) break;
+    if (type_filter && info->type() != *type_filter) continue;
     if (id && info->id != *id) continue;
     if (addr && info->addr != *addr) continue;
     if (laddr && info->laddr != *laddr) continue;
@@ -357,6 +366,7 @@ void CmdReset(CommandContext& ctx) {
   }
   ctx.client.ResetTransaction();
   ctx.client.monitor = false;  // out of MONITOR mode, as Redis's RESET
+  LeavePubSub(ctx.server, ctx.client);  // off every channel and pattern, unconfirmed
   ctx.client.resp3 = false;
   ctx.reply.set_resp3(false);
   // Read before the user, so a change in between is seen at the next command.

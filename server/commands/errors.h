@@ -411,6 +411,13 @@ inline std::string ClientLibInfoInvalid(bool lib_name) {
 inline std::string NoSuchUser(std::string_view user) {
   return "ERR No such user '" + std::string(user) + "'";
 }
+// Redis 7.0 processCommand: a RESP2 client subscribed to a channel or
+// pattern may run only these; `command` is the row's full name ("client|list").
+inline std::string OnlyPubSubCommands(std::string_view command) {
+  return "ERR Can't execute '" + std::string(command) +
+         "': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in "
+         "this context";
+}
 inline std::string UnknownClientType(std::string_view type) {
   return "ERR Unknown client type '" + std::string(type) + "'";
 }

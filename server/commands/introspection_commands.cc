@@ -404,6 +404,7 @@ std::string StatsSection(CommandContext& ctx) {
       "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\n"
       "total_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\n"
       "expired_keys:{}\r\nevicted_keys:0\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\n"
+      "pubsub_channels:{}\r\npubsub_patterns:{}\r\n"
       "total_error_replies:{}\r\nacl_access_denied_auth:{}\r\nacl_access_denied_cmd:{}\r\n"
       "acl_access_denied_key:{}\r\nauth_throttled_attempts:{}\r\n"
       "instantaneous_ops_per_sec:{:.0f}\r\ninstantaneous_input_kbps:{:.2f}\r\n"
@@ -413,7 +414,8 @@ std::string StatsSection(CommandContext& ctx) {
       stats.Sum(&WorkerCounters::net_input_bytes), stats.Sum(&WorkerCounters::net_output_bytes),
       stats.rejected_connections.load(std::memory_order_relaxed),
       ctx.server.keyspace.expired_keys(), stats.Sum(&WorkerCounters::keyspace_hits),
-      stats.Sum(&WorkerCounters::keyspace_misses), stats.Sum(&WorkerCounters::error_replies),
+      stats.Sum(&WorkerCounters::keyspace_misses), ctx.server.pubsub.channel_count(),
+      ctx.server.pubsub.pattern_count(), stats.Sum(&WorkerCounters::error_replies),
       ctx.server.auth_throttle.failures(), stats.Sum(&WorkerCounters::acl_denied_commands),
       stats.Sum(&WorkerCounters::acl_denied_keys), ctx.server.auth_throttle.refused(),
       ctx.server.instantaneous.PerSecond(InstantaneousMetrics::kOps),

@@ -35,7 +35,10 @@ void CmdExists(CommandContext& ctx) {
 void CmdDel(CommandContext& ctx) {
   int64_t removed = 0;
   for (std::string_view key : ctx.args.subspan(1)) {
-    if (ctx.server.keyspace.Erase(ctx.Key(key), ctx.now_ms)) ++removed;
+    if (ctx.server.keyspace.Erase(ctx.Key(key), ctx.now_ms)) {
+      ++removed;
+      ctx.server.NotifyKeyspaceEvent(kNotifyGeneric, "del", key);
+    }
   }
   ctx.reply.Integer(removed);
 }
@@ -99,6 +102,12 @@ void CmdScan(CommandContext& ctx) {
   for (const std::string& name : names) ctx.reply.Bulk(name);
 }
 
+// Redis's two events of a rename, source first.
+void NotifyRename(CommandContext& ctx) {
+  ctx.server.NotifyKeyspaceEvent(kNotifyGeneric, "rename_from", ctx.args[1]);
+  ctx.server.NotifyKeyspaceEvent(kNotifyGeneric, "rename_to", ctx.args[2]);
+}
+
 // RENAME key newkey: the documented way to swap a rebuilt filter in.
 void CmdRename(CommandContext& ctx) {
   auto status = ctx.server.keyspace.Rename(ctx.Key(ctx.args[1]), ctx.Key(ctx.args[2]), /*nx=*/false, ctx.now_ms);
@@ -106,6 +115,7 @@ void CmdRename(CommandContext& ctx) {
     ctx.Fail(errors::kNoSuchKey);
     return;
   }
+  NotifyRename(ctx);
   ctx.reply.Ok();
 }
 
@@ -116,6 +126,7 @@ void CmdRenameNx(CommandContext& ctx) {
     ctx.Fail(errors::kNoSuchKey);
     return;
   }
+  if (status == Keyspace::RenameStatus::kOk) NotifyRename(ctx);
   ctx.reply.Integer(status == Keyspace::RenameStatus::kOk ? 1 : 0);
 }
 
@@ -206,11 +217,15 @@ void SetExpire(CommandContext& ctx, ExpireForm form) {
     return;
   }
   if (at_ms <= ctx.now_ms) {
-    // A deadline in the past deletes the key at once, as in Redis.
-    ctx.reply.Integer(ctx.server.keyspace.Erase(ctx.Key(ctx.args[1]), ctx.now_ms) ? 1 : 0);
+    // A deadline in the past deletes the key at once, as in Redis ("del").
+    const bool erased = ctx.server.keyspace.Erase(ctx.Key(ctx.args[1]), ctx.now_ms);
+    if (erased) ctx.server.NotifyKeyspaceEvent(kNotifyGeneric, "del", ctx.args[1]);
+    ctx.reply.Integer(erased ? 1 : 0);
     return;
   }
-  ctx.reply.Integer(ctx.server.keyspace.SetExpire(ctx.Key(ctx.args[1]), at_ms, ctx.now_ms) ? 1 : 0);
+  const bool set = ctx.server.keyspace.SetExpire(ctx.Key(ctx.args[1]), at_ms, ctx.now_ms);
+  if (set) ctx.server.NotifyKeyspaceEvent(kNotifyGeneric, "expire", ctx.args[1]);
+  ctx.reply.Integer(set ? 1 : 0);
 }
 
 void CmdExpire(CommandContext& ctx) { SetExpire(ctx, {.absolute = false, .milliseconds = false}); }
@@ -247,7 +262,9 @@ void CmdPersist(CommandContext& ctx) {
     ctx.reply.Integer(0);
     return;
   }
-  ctx.reply.Integer(ctx.server.keyspace.SetExpire(ctx.Key(ctx.args[1]), 0, ctx.now_ms) ? 1 : 0);
+  const bool persisted = ctx.server.keyspace.SetExpire(ctx.Key(ctx.args[1]), 0, ctx.now_ms);
+  if (persisted) ctx.server.NotifyKeyspaceEvent(kNotifyGeneric, "persist", ctx.args[1]);
+  ctx.reply.Integer(persisted ? 1 : 0);
 }
 
 // MEMORY USAGE key [SAMPLES count]: exact, so SAMPLES is accepted and unused.

@@ -18,6 +18,7 @@ std::vector<CommandSpec> KeyCopyCommands();  // DUMP, RESTORE, COPY
 std::vector<CommandSpec> TransactionCommands();
 std::vector<CommandSpec> AclCommands();
 std::vector<CommandSpec> HealthCommands();  // BLOOMGATE.HEALTH
+std::vector<CommandSpec> PubSubCommands();  // (P)(UN)SUBSCRIBE, PUBLISH, PUBSUB
 const FilterFamily& BloomFamily();
 const FilterFamily& CountingBloomFamily();
 const FilterFamily& CuckooFamily();
@@ -32,7 +33,8 @@ void RegisterAllCommands() {
   std::call_once(once, [] {
     for (CommandRows group : {ConnectionCommands, IntrospectionCommands, ServerCommands,
                               OperatorCommands, KeyspaceCommands, KeyInspectionCommands,
-                              KeyCopyCommands, TransactionCommands, AclCommands, HealthCommands}) {
+                              KeyCopyCommands, TransactionCommands, AclCommands, HealthCommands,
+                              PubSubCommands}) {
       RegisterCommandGroup(group);
     }
     RegisterFamily(BloomFamily());

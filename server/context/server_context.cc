@@ -1,5 +1,6 @@
 #include "server/context/server_context.h"
 
+#include "config/keyspace_events.h"
 #include "server/base/memory_limit.h"
 
 #include <chrono>
@@ -49,6 +50,7 @@ ServerContext::ServerContext(ServerConfig initial, size_t workers)
     JournalSession unacknowledged;
     const std::string_view args[] = {"DEL", key};
     journal.RecordCommand(unacknowledged, now_ms, args);
+    NotifyKeyspaceEvent(kNotifyExpired, "expired", key);
   });
 }
 
@@ -101,6 +103,7 @@ void ServerContext::ApplyConfig(const ServerConfig& current) {
   // Relaxed: a standalone limit; a connection picks it up on its next batch.
   client_output_buffer_limit_.store(current.client_output_buffer_limit,
                                     std::memory_order_relaxed);
+  notify_keyspace_events_.store(current.notify_keyspace_events, std::memory_order_relaxed);
   slowlog_threshold_us_.store(current.slowlog_log_slower_than, std::memory_order_relaxed);
   slowlog_max_len_.store(current.slowlog_max_len, std::memory_order_relaxed);
   slow_log.Trim(current.slowlog_max_len);

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 
+#include "config/keyspace_events.h"
 #include "config/runtime_config.h"
 #include "config/server_config.h"
 #include "filters/limits.h"
@@ -27,6 +28,8 @@
 #include "server/keyspace/keyspace.h"
 #include "server/keyspace/lazy_freer.h"
 #include "server/keyspace/snapshot_copier.h"
+#include "server/pubsub/keyspace_notifier.h"
+#include "server/pubsub/pubsub_hub.h"
 #include "server/stats/error_stats.h"
 #include "server/stats/instantaneous_metrics.h"
 #include "server/stats/latency_monitor.h"
@@ -75,6 +78,18 @@ class ServerContext {
   int64_t slowlog_threshold_us() const {
     return slowlog_threshold_us_.load(std::memory_order_relaxed);
   }
+  // Whether notify-keyspace-events includes `event_class` now.
+  bool NotifiesKeyspace(uint32_t event_class) const {
+    return (notify_keyspace_events_.load(std::memory_order_relaxed) & event_class) != 0;
+  }
+  // A keyspace event of `event_class` on `key` (server/pubsub/keyspace_notifier.h):
+  // one relaxed load when notify-keyspace-events leaves the class out.
+  void NotifyKeyspaceEvent(uint32_t event_class, std::string_view event, std::string_view key) {
+    const uint32_t configured = notify_keyspace_events_.load(std::memory_order_relaxed);
+    if ((configured & event_class) == 0) return;
+    PublishKeyspaceEvent(pubsub, configured, event_class, event, key,
+                         client_output_buffer_limit());
+  }
   uint64_t slowlog_max_len() const { return slowlog_max_len_.load(std::memory_order_relaxed); }
   uint64_t latency_threshold_ms() const {
     return latency_threshold_ms_.load(std::memory_order_relaxed);
@@ -117,6 +132,8 @@ class ServerContext {
   ClientPause pause;
   // MONITOR's connections (monitor_feed.h).
   MonitorFeed monitors;
+  // Pub/sub channels and patterns, PUBLISH's delivery (pubsub_hub.h).
+  PubSubHub pubsub;
   // Failed AUTH attempts per source address (auth_throttle.h).
   AuthThrottle auth_throttle;
   // SLOWLOG, LATENCY, INFO errorstats and the instantaneous rates.
@@ -154,6 +171,7 @@ class ServerContext {
  private:
   std::atomic<uint64_t> max_filter_bytes_{0};
   std::atomic<uint64_t> client_output_buffer_limit_{0};
+  std::atomic<uint32_t> notify_keyspace_events_{0};
   std::atomic<int64_t> slowlog_threshold_us_{0};
   std::atomic<uint64_t> slowlog_max_len_{0};
   std::atomic<uint64_t> latency_threshold_ms_{0};

@@ -17,6 +17,7 @@
 #include "server/clients/monitor_feed.h"
 #include "server/commands/command_dispatcher.h"
 #include "server/commands/errors.h"
+#include "server/commands/pubsub_commands.h"
 #include "server/context/server_context.h"
 #include "server/net/admission.h"
 #include "server/net/asio_ssl.h"
@@ -118,10 +119,15 @@ class StreamConnection final : public Connection {
   // end time passed, or CLIENT UNPAUSE): runs the held command again, which
   // parks once more if the pause was extended.
   void ResumeAfterPause(uint64_t generation);
-  // Called on this connection's loop when its MonitorSink has lines.
-  void DrainMonitor();
+  // Called on this connection's loop when its MonitorSink has lines or its
+  // pub/sub inbox (client_.subscriber) has messages.
+  void DrainInboxes();
   int64_t last_activity_ms() const override { return last_activity_ms_; }
-  bool idle_exempt() const override { return paused_ || monitor_sink_ != nullptr; }
+  // A subscriber too: Redis's timeout spares pub/sub clients, which may
+  // rightly send nothing for hours.
+  bool idle_exempt() const override {
+    return paused_ || monitor_sink_ != nullptr || client_.subscribed();
+  }
   void ResumeAfterLogFlush(bool logged) override;
   asio::any_io_executor executor() override { return stream_.get_executor(); }
 
@@ -217,8 +223,8 @@ class StreamConnection final : public Connection {
   // Told apart by the handlers of one pause's timer and socket watch, so a
   // late one from an earlier pause does nothing.
   uint64_t pause_generation_ = 0;
-  // A monitor reads and writes at once (lines go out while it may send
-  // RESET): at most one of each in flight.
+  // A monitor or a subscriber reads and writes at once (lines or messages
+  // go out while it may send RESET): at most one of each in flight.
   bool read_in_flight_ = false;
   std::shared_ptr<MonitorSink> monitor_sink_;
   bool stopping_ = false;
@@ -259,6 +265,14 @@ void StreamConnection<Stream>::Start() {
       if (auto connection = weak.lock()) connection->Kill();
     });
   });
+  // PUBLISH on any thread wakes this loop to take the subscriber's messages.
+  client_.wake_subscriber = [weak, executor] {
+    asio::post(executor, [weak] {
+      if (auto connection = weak.lock()) {
+        static_cast<StreamConnection*>(connection.get())->DrainInboxes();
+      }
+    });
+  };
   proto_max_bulk_len_ = config.proto_max_bulk_len;
   UpdateParserLimits();
   in_.resize(kMinReadSpace);
@@ -532,6 +546,8 @@ void StreamConnection<Stream>::ProcessInput() {
     // lower them again: they follow the authentication state both ways.
     if (parser_unauthenticated_ == client_.authenticated) UpdateParserLimits();
     if (client_.monitor != (monitor_sink_ != nullptr)) SyncMonitor();
+    // HELLO may change the protocol of a subscribed client: its messages follow.
+    if (client_.subscriber) client_.subscriber->set_resp3(client_.resp3);
   }
   if (client_.close_after_reply) NoteCloseAfterReply();
   if (client_.journal.offset != 0) {
@@ -639,7 +655,7 @@ void StreamConnection<Stream>::SyncMonitor() {
     auto executor = this->executor();
     monitor_sink_ = std::make_shared<MonitorSink>([weak, executor] {
       asio::post(executor, [weak] {
-        if (auto connection = weak.lock()) connection->DrainMonitor();
+        if (auto connection = weak.lock()) connection->DrainInboxes();
       });
     });
     server_.monitors.Add(monitor_sink_);
@@ -650,18 +666,23 @@ void StreamConnection<Stream>::SyncMonitor() {
 }
 
 template <typename Stream>
-void StreamConnection<Stream>::DrainMonitor() {
-  if (closed_ || !monitor_sink_) return;
+void StreamConnection<Stream>::DrainInboxes() {
+  if (closed_ || (!monitor_sink_ && !client_.subscriber)) return;
   bool overflowed = false;
-  out_ += monitor_sink_->Take(&overflowed);
+  if (monitor_sink_) out_ += monitor_sink_->Take(&overflowed);
+  bool subscriber_overflowed = false;
+  if (client_.subscriber) out_ += client_.subscriber->Take(&subscriber_overflowed);
+  overflowed = overflowed || subscriber_overflowed;
   const uint64_t limit = server_.client_output_buffer_limit();
   if (overflowed || out_.size() + writing_.size() > limit) {
-    // A monitor that does not read as fast as commands run: cut off at
-    // client-output-buffer-limit, as Redis closes a client over its limit.
+    // A monitor or subscriber that does not read as fast as lines and
+    // messages come: cut off at client-output-buffer-limit, as Redis closes
+    // a client over its limit (for subscribers its pubsub class).
     uint64_t suppressed = 0;
     if (monitor_log.Allow(NowMs(), &suppressed)) {
-      spdlog::warn("closing monitor {}: output over client-output-buffer-limit ({} bytes) "
+      spdlog::warn("closing {} {}: output over client-output-buffer-limit ({} bytes) "
                    "({} similar suppressed)",
+                   monitor_sink_ ? "monitor" : "subscriber",
                    client_.info ? client_.info->addr : "?", limit, suppressed);
     }
     Close();
@@ -707,8 +728,8 @@ void StreamConnection<Stream>::SendOrContinue() {
 
 template <typename Stream>
 void StreamConnection<Stream>::DoWrite() {
-  // Only a monitor gets here with a write on the wire (its lines and a
-  // reply): the rest goes when that write completes.
+  // Only a monitor or a subscriber gets here with a write on the wire (its
+  // lines or messages and a reply): the rest goes when that write completes.
   if (write_in_flight_) return;
   writing_.swap(out_);
   out_.clear();
@@ -757,6 +778,8 @@ void StreamConnection<Stream>::Close() {
     server_.monitors.Remove(monitor_sink_.get());
     monitor_sink_.reset();
   }
+  // Off every channel and pattern now: PUBLISH stops counting it.
+  LeavePubSub(server_, client_);
   if (client_.info) {
     client_.info->set_close_hook(nullptr);  // a later CLIENT KILL finds it gone
     server_.clients.Unregister(client_.info->id);

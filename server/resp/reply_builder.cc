@@ -107,6 +107,10 @@ void ReplyBuilder::ArrayHeader(size_t count) {
   Header('*', static_cast<int64_t>(count));
 }
 
+void ReplyBuilder::PushHeader(size_t count) {
+  Header(resp3_ ? '>' : '*', static_cast<int64_t>(count));
+}
+
 void ReplyBuilder::MapHeader(size_t pairs) {
   if (resp3_) {
     Header('%', static_cast<int64_t>(pairs));

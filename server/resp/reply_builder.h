@@ -50,6 +50,8 @@ class ReplyBuilder {
   void Bool(bool value);
   void Double(double value);
   void ArrayHeader(size_t count);
+  // An out-of-band message (pub/sub): RESP3's push type '>', RESP2's array.
+  void PushHeader(size_t count);
   void MapHeader(size_t pairs);
   void SetHeader(size_t count);
   // INFO-style text: RESP3 verbatim string "=len\r\ntxt:...", RESP2 bulk.

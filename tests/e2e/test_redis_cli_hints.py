@@ -162,7 +162,7 @@ class RedisCliHints(ServerTestCase):
 # subcommands): any other command documented without arguments is a gap.
 NO_ARGUMENTS = {"ACL", "BGREWRITEAOF", "CLIENT", "COMMAND", "CONFIG", "DBSIZE", "DISCARD",
                 "EXEC", "LASTSAVE", "LATENCY", "MEMORY", "MODULE", "MONITOR", "MULTI", "OBJECT", "QUIT",
-                "RANDOMKEY", "RESET", "SAVE", "SLOWLOG", "TIME", "UNWATCH"}
+                "PUBSUB", "RANDOMKEY", "RESET", "SAVE", "SLOWLOG", "TIME", "UNWATCH"}
 
 
 if __name__ == "__main__":

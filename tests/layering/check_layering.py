@@ -26,6 +26,7 @@ LAYERS = [
     "server/durability",
     "server/catalogue",  # command table, syntax, ACL categories, family registry
     "server/access",  # ACL users, AUTH throttle
+    "server/pubsub",  # subscriptions, PUBLISH's delivery, keyspace notifications
     "server/clients",  # per-client state, CLIENT PAUSE, MONITOR
     "server/context",  # ServerContext
     "server/commands",

@@ -69,7 +69,7 @@ TEST(ConfigParams, TableHasOneRowPerSettingWithRedisStyleNames) {
                        "bind", "port", "databases", "threads", "loglevel", "logfile",
                        "requirepass", "protected-mode", "maxclients", "maxmemory",
                        "maxmemory-policy", "max-filter-memory", "proto-max-bulk-len",
-                       "client-output-buffer-limit", "timeout",
+                       "client-output-buffer-limit", "notify-keyspace-events", "timeout",
                        "slowlog-log-slower-than", "slowlog-max-len",
                        "latency-monitor-threshold", "latency-tracking",
                        "latency-tracking-info-percentiles", "bf-error-rate", "bf-initial-size",
@@ -171,6 +171,7 @@ TEST(SetConfigValue, EachKeySetsItsField) {
       {"max-filter-memory", "100mb", "104857600"},
       {"proto-max-bulk-len", "2mb", "2097152"},
       {"client-output-buffer-limit", "1mb", "1048576"},
+      {"notify-keyspace-events", "Egx", "gxE"},
       {"timeout", "300", "300"},
       {"slowlog-log-slower-than", "-1", "-1"},
       {"slowlog-max-len", "1000", "1000"},
@@ -353,6 +354,8 @@ TEST(SetConfigValue, BoundedMemoryNamesItsRange) {
   EXPECT_EQ(SetOnDefaults("max-filter-memory", "1kb").max_filter_memory, 1024u);
   ExpectRejected("client-output-buffer-limit", "0",
                  "argument must be between 1024 and 1099511627776 inclusive");
+  ExpectRejected("notify-keyspace-events", "KEq",
+                 "Invalid event class character. Use 'Ag$lshzxeKEtmdn'.");
 }
 
 TEST(SetConfigValue, BfErrorRateRefusesZeroOneAndText) {

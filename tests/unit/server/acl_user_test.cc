@@ -220,7 +220,7 @@ TEST_F(AclRules, BadRulesGetRedisTexts) {
                 .size());
   EXPECT_NE(Refusal("(~x +get)").find("selectors are not supported"), std::string::npos);
   EXPECT_NE(Refusal("%R~x").find("not supported"), std::string::npos);
-  EXPECT_NE(Refusal("&news").find("no pub/sub"), std::string::npos);
+  EXPECT_NE(Refusal("&news").find("channel permissions are not supported"), std::string::npos);
   EXPECT_NE(Refusal("+select|0").find("first-arg"), std::string::npos);
   EXPECT_EQ(Refusal("~a b"), "ERR Error in ACL SETUSER modifier '~a b': Syntax error");
   // Accepted, and no-ops: Bloomgate has no channels.
