@@ -29,10 +29,14 @@
 #include "server/commands/arg_parser.h"
 #include "server/commands/command_context.h"
 #include "server/commands/errors.h"
+#include "server/commands/family_rows.h"
 #include "server/commands/filter_lookup.h"
 #include "server/context/server_context.h"
 
 namespace bloomgate {
+
+const FilterFamily& TDigestFamily();  // the record, at the end of this file
+
 namespace {
 
 // ------------------------------------------------------------ helpers ----
@@ -537,55 +541,50 @@ void CmdInfo(CommandContext& ctx) {
 }
 
 std::vector<CommandSpec> TDigestCommands() {
-  constexpr uint32_t kWriteOom = kCmdWrite | kCmdDenyOom;
+  const FamilyRows rows(TDigestFamily(), /*since=*/"2.4.0");
+  constexpr uint32_t kWriteOom = FamilyRows::kWriteOom;
   constexpr uint32_t kRead = kCmdReadOnly;
   // Reads that compress first: exclusive, since they change the digest.
   constexpr uint32_t kCompressingRead = kCmdReadOnly | kCmdExclusiveKeys;
-  auto row = [](std::string_view name, int arity, uint32_t flags, CommandHandler handler,
-                std::string_view summary, std::string_view since = "2.4.0") {
-    return CommandSpec{.name = name, .arity = arity, .flags = flags, .first_key = 1,
-                       .last_key = 1, .key_step = 1, .handler = handler, .summary = summary,
-                       .group = "tdigest", .since = since};
-  };
-  CommandSpec merge = row("tdigest.merge", -4, kWriteOom, CmdMerge,
+  CommandSpec merge = rows.Row("tdigest.merge", -4, 0, kWriteOom, CmdMerge,
                           "Merges multiple t-digest sketches into a single sketch");
   merge.numkeys_index = 2;  // the sources: numkeys of them after it
   return {
-      row("tdigest.create", -2, kWriteOom, CmdCreate,
+      rows.Row("tdigest.create", -2, 0, kWriteOom, CmdCreate,
           "Allocates memory and initializes a new t-digest sketch", "2.4.0"),
-      row("tdigest.reset", 2, kWriteOom, CmdReset,
+      rows.Row("tdigest.reset", 2, 0, kWriteOom, CmdReset,
           "Resets a t-digest sketch: empties the sketch and re-initializes it"),
-      row("tdigest.add", -3, kWriteOom, CmdAdd,
+      rows.Row("tdigest.add", -3, 0, kWriteOom, CmdAdd,
           "Adds one or more observations to a t-digest sketch"),
       merge,
-      row("tdigest.min", 2, kRead | kCmdFast, CmdMin,
+      rows.Row("tdigest.min", 2, 0, kRead | kCmdFast, CmdMin,
           "Returns the minimum observation value from a t-digest sketch"),
-      row("tdigest.max", 2, kRead | kCmdFast, CmdMax,
+      rows.Row("tdigest.max", 2, 0, kRead | kCmdFast, CmdMax,
           "Returns the maximum observation value from a t-digest sketch"),
-      row("tdigest.quantile", -3, kCompressingRead, CmdQuantile,
+      rows.Row("tdigest.quantile", -3, 0, kCompressingRead, CmdQuantile,
           "Returns, for each input fraction, a floating-point estimation of the value that is "
           "smaller than the given fraction of observations"),
-      row("tdigest.cdf", -3, kCompressingRead, CmdCdf,
+      rows.Row("tdigest.cdf", -3, 0, kCompressingRead, CmdCdf,
           "Returns, for each input value, an estimation of the fraction of (observations smaller "
           "than the given value + half the observations equal to the given value)"),
-      row("tdigest.rank", -3, kCompressingRead, CmdRank,
+      rows.Row("tdigest.rank", -3, 0, kCompressingRead, CmdRank,
           "Returns, for each input value (floating-point), the estimated rank of the value (the "
           "number of observations in the sketch that are smaller than the value + half the "
           "number of observations that are equal to the value)"),
-      row("tdigest.revrank", -3, kCompressingRead, CmdRevRank,
+      rows.Row("tdigest.revrank", -3, 0, kCompressingRead, CmdRevRank,
           "Returns, for each input value (floating-point), the estimated reverse rank of the "
           "value (the number of observations in the sketch that are larger than the value + "
           "half the number of observations that are equal to the value)"),
-      row("tdigest.byrank", -3, kCompressingRead, CmdByRank,
+      rows.Row("tdigest.byrank", -3, 0, kCompressingRead, CmdByRank,
           "Returns, for each input rank, an estimation of the value (floating-point) with that "
           "rank"),
-      row("tdigest.byrevrank", -3, kCompressingRead, CmdByRevRank,
+      rows.Row("tdigest.byrevrank", -3, 0, kCompressingRead, CmdByRevRank,
           "Returns, for each input reverse rank, an estimation of the value (floating-point) "
           "with that reverse rank"),
-      row("tdigest.trimmed_mean", 4, kCompressingRead, CmdTrimmedMean,
+      rows.Row("tdigest.trimmed_mean", 4, 0, kCompressingRead, CmdTrimmedMean,
           "Returns an estimation of the mean value from the sketch, excluding observation values "
           "outside the low and high cutoff quantiles"),
-      row("tdigest.info", 2, kRead | kCmdFast, CmdInfo,
+      rows.Row("tdigest.info", 2, 0, kRead | kCmdFast, CmdInfo,
           "Returns information and statistics about a t-digest sketch"),
   };
 }
