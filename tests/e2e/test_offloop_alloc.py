@@ -113,7 +113,7 @@ class OffLoopAllocationTest(unittest.TestCase):
 
     def test_topk_reserve_of_4_gb_leaves_the_loop_serving(self):
         with BloomgateServer(ONE_LOOP) as server:
-            self.assert_served_meanwhile(server, "OK", "TOPK.RESERVE", "k", 100_000_000)
+            self.assert_served_meanwhile(server, "OK", "TOPK.RESERVE", "k", 85_000_000)
             with RawConnection(server.port, timeout=120) as c:
                 self.assertEqual(c.call("TOPK.ADD", "k", "a", "b", "a"), [None, None, None])
                 self.assertEqual(c.call("TOPK.QUERY", "k", "a", "c"), [1, 0])
