@@ -301,6 +301,46 @@ TEST_F(FilterMakerTest, ABigBloomFilterMadeOffTheLoopIsResidentBeforeItsFirstAdd
   EXPECT_EQ(s.Run({"BF.ADD", "b", "x"}), Int(1));
 }
 
+// The payload of a RESP bulk string reply.
+std::string BulkPayload(const std::string& reply) {
+  const size_t end = reply.find("\r\n");
+  return reply.substr(end + 2, std::stoull(reply.substr(1, end - 1)));
+}
+
+TEST_F(FilterMakerTest, ABigRestoreIsDecodedOffTheLoopAndAKeyCreatedMeanwhileWins) {
+  Session s(server_.get());
+  ASSERT_EQ(s.Run({"CF.RESERVE", "c", "16777216"}), kOk);
+  ASSERT_EQ(s.Run({"CF.ADD", "c", "x"}), Int(1));
+  const std::string payload = BulkPayload(s.Run({"DUMP", "c"}));
+  ASSERT_GT(payload.size(), 1u << 20);
+  ASSERT_EQ(s.Run({"DEL", "c"}), Int(1));
+  const uint64_t makes = s.makes();
+  EXPECT_EQ(s.Run({"RESTORE", "c", "0", payload}), kOk);
+  EXPECT_EQ(s.makes(), makes + 1) << "decoded by the maker";
+  EXPECT_EQ(s.Run({"CF.EXISTS", "c", "x"}), Int(1));
+  EXPECT_EQ(s.Run({"RESTORE", "c", "0", payload}), Err(errors::kBusyKey));
+  EXPECT_EQ(s.makes(), makes + 1) << "an existing key is refused before any decode";
+  ASSERT_EQ(s.Run({"DEL", "c"}), Int(1));
+
+  // A key created while the payload is decoded wins (BUSYKEY), and the
+  // decoded filter is freed.
+  Session other(server_.get());
+  const uint64_t used = server_->budget.used();
+  std::string out;
+  ASSERT_EQ(DispatchOnce(*server_, s.client(), {"RESTORE", "c", "0", payload}, &out),
+            CommandOutcome::kParked);
+  ASSERT_EQ(other.Run({"CF.RESERVE", "c", "64"}), kOk);
+  s.client().making->Make();
+  EXPECT_EQ(DispatchOnce(*server_, s.client(), {"RESTORE", "c", "0", payload}, &out),
+            CommandOutcome::kFailed);
+  EXPECT_EQ(out, Err(errors::kBusyKey));
+  server_->lazy_freer.WaitIdle();
+  EXPECT_LT(server_->budget.used(), used + (1 << 20)) << "the decoded filter was freed";
+  // With REPLACE it replaces that key.
+  EXPECT_EQ(s.Run({"RESTORE", "c", "0", payload, "REPLACE"}), kOk);
+  EXPECT_EQ(s.Run({"CF.EXISTS", "c", "x"}), Int(1));
+}
+
 TEST_F(FilterMakerTest, AStoppedMakerRefusesWorkAndCommandsBuildInline) {
   maker_.Stop();
   EXPECT_EQ(CurrentFilterMaker(), nullptr) << "Stop uninstalls it";
