@@ -63,9 +63,11 @@ void DeleteBlockWords(std::atomic<uint64_t>* words, uint64_t bytes);
 
 // While one lives on a thread, the mapped arrays that thread creates are
 // made resident at once (MADV_POPULATE_WRITE, Linux 5.14+; else one write
-// per 4 KiB page) instead of page by page under their first adds. Only the
-// generation preparer (filters/generation_preparer.h) uses it: there the
-// faults, and THP compaction inside them, cost no client anything.
+// per 4 KiB page) instead of page by page under their first adds. The
+// generation preparer (filters/generation_preparer.h) and the server's
+// filter maker use it: there the faults, and THP compaction inside them,
+// cost no client anything (a 1 GB Bloom filter: ~500 huge pages at ~77 ms
+// each on a loaded 2-core VM, which its first adds on an event loop paid).
 class PopulateFreshArraysScope {
  public:
   PopulateFreshArraysScope();
@@ -86,7 +88,10 @@ class PopulateFreshArraysScope {
 // generation took 0.1-1.04 s at load average 12 (direct compaction inside
 // the faults), against 0.4-0.7 ms with the spare ready
 // (bench/results/window-turnover-2026-12-01.md). That generation keeps its
-// small pages, and so its TLB misses, until it ages out.
+// small pages, and so its TLB misses, until it ages out. The server's event
+// loop threads run under one for their whole life, for the same reason:
+// what they create (an inline creation, a grown layer, a RESTORE) keeps
+// 4 KiB pages.
 class SmallPagesScope {
  public:
   SmallPagesScope();

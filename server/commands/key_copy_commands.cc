@@ -10,6 +10,7 @@
 // logged as sent: on the state it ran on it copies the same filter again.
 // A command that changed nothing (COPY replying 0) logs nothing.
 #include <limits>
+#include <memory>
 #include <string>
 
 #include "persistence/dump_payload.h"
@@ -85,6 +86,45 @@ bool ParseRestoreOptions(CommandContext& ctx, RestoreOptions* options) {
   return true;
 }
 
+// A RESTORE payload decoded by the filter maker: the filter, or why not.
+struct DecodedPayload {
+  AnyFilter filter;
+  DumpPayloadError error = DumpPayloadError::kNone;
+};
+
+// Decodes RESTORE's payload into *filter (*error: why not): inline when
+// small or MakeFilter would build inline; else on the filter maker's thread
+// from a copy of the payload (the connection's input buffer is not ours to
+// share with another thread): one memcpy on the loop, against a decode that
+// writes every page of the filter (a 256 MiB cuckoo payload stalled the loop
+// 21 s on a loaded machine). False when the command parked; its second run
+// checks the key again before it publishes, as an inline RESTORE does.
+bool DecodeRestorePayload(CommandContext& ctx, AnyFilter* filter, DumpPayloadError* error) {
+  const std::string_view payload = ctx.args[3];
+  if (!ctx.HasMadeFilter() && !ctx.WouldPark(payload.size())) {
+    *error = DecodeDumpPayload(payload, ctx.server.filter_limits(), &ctx.server.budget, filter);
+    return true;
+  }
+  std::unique_ptr<DecodedPayload> made;
+  FilterStatus status = FilterStatus::kOk;
+  MemoryRefusal refusal;
+  if (!ctx.MakeFilter(payload.size(),
+                      [copy = std::string(payload), limits = ctx.server.filter_limits(),
+                       budget = &ctx.server.budget](std::unique_ptr<DecodedPayload>* out,
+                                                    MemoryRefusal*) mutable {
+                        *out = std::make_unique<DecodedPayload>();
+                        (*out)->error = DecodeDumpPayload(copy, limits, budget, &(*out)->filter);
+                        std::string().swap(copy);  // freed here, not on the loop
+                        return FilterStatus::kOk;
+                      },
+                      &status, &made, &refusal)) {
+    return false;
+  }
+  *error = made->error;
+  *filter = std::move(made->filter);
+  return true;
+}
+
 // RESTORE key ttl payload [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency]
 void CmdRestore(CommandContext& ctx) {
   RestoreOptions options;
@@ -113,8 +153,9 @@ void CmdRestore(CommandContext& ctx) {
     at_ms += ctx.now_ms;
   }
   AnyFilter filter;
-  switch (DecodeDumpPayload(ctx.args[3], ctx.server.filter_limits(), &ctx.server.budget,
-                            &filter)) {
+  DumpPayloadError decoded = DumpPayloadError::kNone;
+  if (!DecodeRestorePayload(ctx, &filter, &decoded)) return;  // parked
+  switch (decoded) {
     case DumpPayloadError::kNone: break;
     case DumpPayloadError::kVersionOrChecksum: ctx.Fail(errors::kDumpPayloadWrong); return;
     case DumpPayloadError::kBadData: ctx.Fail(errors::kBadDataFormat); return;

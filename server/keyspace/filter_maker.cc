@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "filters/block_words.h"
+
 namespace bloomgate {
 namespace {
 
@@ -12,7 +14,12 @@ std::atomic<FilterMaker*> installed{nullptr};
 
 bool FilterMaker::Make(std::shared_ptr<MadeFilter> made, std::function<void()> done) {
   return jobs_.Submit([this, made = std::move(made), done = std::move(done)] {
-    made->Make();
+    {
+      // Fault the filter's big arrays in here, 2 MiB pages and all, rather
+      // than under its first adds on the loop (internal::SmallPagesScope).
+      internal::PopulateFreshArraysScope populate;
+      made->Make();
+    }
     made_.fetch_add(1, std::memory_order_relaxed);
     done();
   });
