@@ -126,4 +126,14 @@ uint64_t Journal::offset() const {
   return next_offset_;
 }
 
+void Journal::ReportUnapplied() {
+  unapplied_records_.fetch_add(1, std::memory_order_relaxed);
+}
+
+bool Journal::needs_full_sync() const { return unapplied_records() > 0; }
+
+uint64_t Journal::unapplied_records() const {
+  return unapplied_records_.load(std::memory_order_relaxed);
+}
+
 }  // namespace bloomgate

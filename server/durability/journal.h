@@ -35,6 +35,7 @@
 // whether it is journaled again (OriginPolicy, below).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <mutex>
@@ -227,6 +228,16 @@ class Journal {
   // The offset the next record starts at.
   uint64_t offset() const;
 
+  // A replica that could not apply a record of its primary's stream (a
+  // failed allocation, or a state that already differs) no longer holds
+  // what its primary holds: the applier reports it here, INFO shows it
+  // (replica_full_sync_needed, replica_unapplied_records), and the replica
+  // link reads needs_full_sync() to ask for a full copy instead of going on
+  // with a diverged keyspace.
+  void ReportUnapplied();
+  bool needs_full_sync() const;
+  uint64_t unapplied_records() const;
+
  private:
   // Publishes `bytes`, or gathers them into the session's unit.
   void Take(JournalSession& session, std::string_view bytes);
@@ -239,6 +250,9 @@ class Journal {
   // Mints offsets and hands records to subscribers, one record at a time.
   mutable std::mutex publish_mutex_;
   uint64_t next_offset_ = 0;  // guarded by publish_mutex_
+  // Records of a primary's stream this server could not apply (relaxed: a
+  // figure for INFO and the replica link, guarding no other data).
+  std::atomic<uint64_t> unapplied_records_{0};
 };
 
 }  // namespace bloomgate

@@ -179,6 +179,73 @@ TEST(OldLogReplay, FiltersBelowTodaysErrorRateFloorLoadAndKeepGrowing) {
   EXPECT_EQ(s.Run({"CBF.RESERVE", "new", "1e-35", "4"}), Err(errors::kErrorRateFloor));
 }
 
+// Limits lowered since the log was written: a filter the log grew past
+// today's max-filter-memory and a keyspace past today's maxmemory. Each
+// write was acknowledged where it ran, so replay applies all of it, the
+// growth included, from the log and from a snapshot saved of it, and only
+// the clients of today are judged by the new limits.
+TEST(OldLogReplay, WritesPastTodaysMemoryLimitsAllComeBack) {
+  TempDir dir;
+  constexpr int kItems = 3000;
+  {
+    OldLog log(dir);
+    CountingBloomOptions counting;
+    counting.error_rate = 0.01;
+    counting.capacity = 100;
+    counting.expansion = 2;
+    std::unique_ptr<CountingBloomFilter> cbf;
+    ASSERT_EQ(CountingBloomFilter::Create(counting, FilterLimits{}, nullptr, &cbf),
+              FilterStatus::kOk);
+    log.Created("cbf", std::move(cbf));
+    ScalableBloomOptions bloom;
+    bloom.error_rate = 0.01;
+    bloom.capacity = 100;
+    std::unique_ptr<ScalableBloomFilter> bf;
+    ASSERT_EQ(ScalableBloomFilter::Create(bloom, FilterLimits{}, nullptr, &bf), FilterStatus::kOk);
+    log.Created("bf", std::move(bf));
+    log.Created("cf", Cuckoo(/*capacity=*/64, /*expansion=*/2));
+    for (int i = 0; i < kItems; ++i) {
+      const std::string item = "item:" + std::to_string(i);
+      log.Command({"CBF.ADD", "cbf", item});
+      log.Command({kBloomAddedEffect, "bf", "1", item});
+      log.Command({"CF.ADD", "cf", item});
+    }
+    log.Close();
+  }
+  ServerConfig config = DurableConfigIn(dir, ServerConfig::AppendFsync::kAlways);
+  config.max_filter_memory = 4096;  // each filter grew well past it
+  config.maxmemory = 8192;          // and all three together past this
+  const auto check = [](Session& s) {
+    for (int i = 0; i < kItems; ++i) {
+      const std::string item = "item:" + std::to_string(i);
+      ASSERT_EQ(s.Run({"CBF.EXISTS", "cbf", item}), Int(1)) << item;
+      ASSERT_EQ(s.Run({"BF.EXISTS", "bf", item}), Int(1)) << item;
+      ASSERT_EQ(s.Run({"CF.EXISTS", "cf", item}), Int(1)) << item;
+    }
+    EXPECT_EQ(s.Run({"BF.CARD", "bf"}), Int(kItems));
+  };
+  {
+    auto server = StartOn(config, DefaultFileSystem());
+    EXPECT_GT(server->budget.used(), config.maxmemory);
+    Session s(server.get());
+    check(s);
+    // A client of today is judged: a new filter does not fit maxmemory.
+    EXPECT_EQ(s.Run({"CF.RESERVE", "new", "64"}).substr(0, 1), "-");
+    EXPECT_EQ(s.Run({"EXISTS", "new"}), Int(0));
+  }
+  {
+    // The log again, then a snapshot saved where memory allowed it.
+    auto server = StartOn(config, DefaultFileSystem());
+    Session s(server.get());
+    check(s);
+    ASSERT_EQ(s.Run({"CONFIG", "SET", "maxmemory", "0"}), kOk);
+    ASSERT_EQ(RunDurably(*server, s, {"SAVE"}), kOk);
+  }
+  auto server = StartOn(config, DefaultFileSystem());
+  Session s(server.get());
+  check(s);
+}
+
 // The other side: the deepest filters a client of this build can make (the
 // rate floor, EXPANSION 1 grown to the 64-layer cap, where each layer is
 // sized for 1e-30 x 2^-i) are saved in a form the loader takes back.
