@@ -60,14 +60,27 @@ class OldLog {
   uint64_t sequence_ = 0;
 };
 
-AnyFilter Cuckoo(uint64_t capacity, uint32_t expansion) {
-  CuckooFilterOptions options;
-  options.capacity = capacity;
-  options.expansion = expansion;
-  std::unique_ptr<CuckooFilter> filter;
-  EXPECT_EQ(CuckooFilter::Create(options, FilterLimits{}, nullptr, &filter), FilterStatus::kOk);
+// A new filter of `Filter` made with `options`, as an older build created it.
+template <typename Filter, typename Options>
+AnyFilter Made(const Options& options) {
+  std::unique_ptr<Filter> filter;
+  EXPECT_EQ(Filter::Create(options, FilterLimits{}, nullptr, &filter), FilterStatus::kOk);
   return filter;
 }
+
+AnyFilter Cuckoo(uint64_t capacity, uint32_t expansion) {
+  return Made<CuckooFilter>(CuckooFilterOptions{.capacity = capacity, .expansion = expansion});
+}
+
+template <typename Filter, typename Options>
+AnyFilter BloomLike(double error_rate, uint64_t capacity) {
+  Options options;
+  options.error_rate = error_rate;
+  options.capacity = capacity;
+  return Made<Filter>(options);
+}
+constexpr auto CountingBloom = BloomLike<CountingBloomFilter, CountingBloomOptions>;
+constexpr auto Bloom = BloomLike<ScalableBloomFilter, ScalableBloomOptions>;
 
 // The count of sub-filters in CF.INFO's RESP2 reply.
 int64_t CuckooSubFilters(Session& s, std::string_view key) {
@@ -138,19 +151,8 @@ TEST(OldLogReplay, FiltersBelowTodaysErrorRateFloorLoadAndKeepGrowing) {
   TempDir dir;
   {
     OldLog log(dir);
-    CountingBloomOptions counting;
-    counting.error_rate = 1e-35;
-    counting.capacity = 4;
-    std::unique_ptr<CountingBloomFilter> cbf;
-    ASSERT_EQ(CountingBloomFilter::Create(counting, FilterLimits{}, nullptr, &cbf),
-              FilterStatus::kOk);
-    log.Created("cbf", std::move(cbf));
-    ScalableBloomOptions bloom;
-    bloom.error_rate = 1e-35;
-    bloom.capacity = 4;
-    std::unique_ptr<ScalableBloomFilter> bf;
-    ASSERT_EQ(ScalableBloomFilter::Create(bloom, FilterLimits{}, nullptr, &bf), FilterStatus::kOk);
-    log.Created("bf", std::move(bf));
+    log.Created("cbf", CountingBloom(/*error_rate=*/1e-35, /*capacity=*/4));
+    log.Created("bf", Bloom(/*error_rate=*/1e-35, /*capacity=*/4));
     for (int i = 0; i < 40; ++i) {
       const std::string item = "item:" + std::to_string(i);
       log.Command({"CBF.ADD", "cbf", item});
@@ -189,20 +191,8 @@ TEST(OldLogReplay, WritesPastTodaysMemoryLimitsAllComeBack) {
   constexpr int kItems = 3000;
   {
     OldLog log(dir);
-    CountingBloomOptions counting;
-    counting.error_rate = 0.01;
-    counting.capacity = 100;
-    counting.expansion = 2;
-    std::unique_ptr<CountingBloomFilter> cbf;
-    ASSERT_EQ(CountingBloomFilter::Create(counting, FilterLimits{}, nullptr, &cbf),
-              FilterStatus::kOk);
-    log.Created("cbf", std::move(cbf));
-    ScalableBloomOptions bloom;
-    bloom.error_rate = 0.01;
-    bloom.capacity = 100;
-    std::unique_ptr<ScalableBloomFilter> bf;
-    ASSERT_EQ(ScalableBloomFilter::Create(bloom, FilterLimits{}, nullptr, &bf), FilterStatus::kOk);
-    log.Created("bf", std::move(bf));
+    log.Created("cbf", CountingBloom(/*error_rate=*/0.01, /*capacity=*/100));
+    log.Created("bf", Bloom(/*error_rate=*/0.01, /*capacity=*/100));
     log.Created("cf", Cuckoo(/*capacity=*/64, /*expansion=*/2));
     for (int i = 0; i < kItems; ++i) {
       const std::string item = "item:" + std::to_string(i);
