@@ -17,6 +17,7 @@ namespace {
 
 using internal::AllocationFailed;
 using internal::CheckAndReserve;
+using internal::OverFilterCap;
 using internal::PendingReservation;
 using internal::SaturatingAdd;
 using internal::SaturatingMul;
@@ -74,7 +75,7 @@ FilterStatus CuckooFilter::Create(const CuckooFilterOptions& options, const Filt
   const uint64_t object_bytes = sizeof(CuckooFilter);
   const uint64_t first_bytes =
       object_bytes + sizeof(SubFilter) + base_buckets * options.bucket_size;  // < 2^64
-  if (limits.max_filter_bytes != 0 && first_bytes > limits.max_filter_bytes) {
+  if (OverFilterCap(first_bytes, limits)) {
     return CheckAndReserve(first_bytes, 0, limits, nullptr, refusal);  // describes the refusal
   }
   if (FilterStatus s = CheckAndReserve(object_bytes, 0, limits, budget, refusal);
@@ -138,7 +139,7 @@ FilterStatus CuckooFilter::Restore(const CuckooFilterShape& shape, const FilterL
     if (buckets > kMaxCuckooBuckets) return FilterStatus::kInvalidOptions;
     total = SaturatingAdd(total, sizeof(SubFilter) + buckets * shape.bucket_size);  // < 2^64
   }
-  if (limits.max_filter_bytes != 0 && total > limits.max_filter_bytes) {
+  if (OverFilterCap(total, limits)) {
     return FilterStatus::kFilterMemoryLimit;
   }
   if (budget != nullptr && !budget->TryReserve(total)) return FilterStatus::kOutOfMemory;

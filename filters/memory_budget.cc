@@ -2,6 +2,8 @@
 
 #include <cassert>
 
+#include "filters/admission.h"
+
 namespace bloomgate {
 
 MemoryBudget::MemoryBudget(uint64_t limit_bytes) : limit_(limit_bytes) {}
@@ -9,7 +11,8 @@ MemoryBudget::MemoryBudget(uint64_t limit_bytes) : limit_(limit_bytes) {}
 bool MemoryBudget::TryReserve(uint64_t bytes, uint64_t* used_seen) {
   // Relaxed: a limit change racing with this reservation may apply to it or
   // not; either answer is one a sequential order would also have given.
-  const uint64_t limit = limit_.load(std::memory_order_relaxed);
+  // A replay applies what was acknowledged: past the limit (admission.h).
+  const uint64_t limit = LimitsJudge() ? limit_.load(std::memory_order_relaxed) : 0;
   // Relaxed: only this counter's own value matters (see the class comment).
   uint64_t used = used_.load(std::memory_order_relaxed);
   for (;;) {

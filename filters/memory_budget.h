@@ -25,7 +25,8 @@ class MemoryBudget {
 
   // Reserves `bytes` if used() + bytes <= limit(); otherwise reserves nothing
   // and returns false. Also false if the sum would overflow 64 bits, even
-  // when unlimited (such a request can never be allocated anyway).
+  // when unlimited (such a request can never be allocated anyway). A thread
+  // replaying recorded writes (AsRecordedScope) reserves past the limit.
   bool TryReserve(uint64_t bytes) { return TryReserve(bytes, nullptr); }
   // The same; when it refuses, *used_seen (if given) is what the budget held
   // at the moment it compared (the figure a refusal reports).

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 
+#include "filters/admission.h"
 #include "filters/filter_status.h"
 #include "filters/limits.h"
 #include "filters/memory_budget.h"
@@ -21,16 +22,23 @@ inline uint64_t SaturatingMul(uint64_t a, uint64_t b) {
   return __builtin_mul_overflow(a, b, &product) ? UINT64_MAX : product;
 }
 
+// Whether a filter of `total` bytes is over limits.max_filter_bytes (0: no
+// cap), for a write the limits judge (filters/admission.h).
+inline bool OverFilterCap(uint64_t total, const FilterLimits& limits) {
+  return limits.max_filter_bytes != 0 && total > limits.max_filter_bytes && LimitsJudge();
+}
+
 // The one memory check of every creation and growth: `bytes` more for a
 // filter that holds `current_bytes` must keep it within
 // limits.max_filter_bytes (0: no cap) -> kFilterMemoryLimit, then fit the
 // budget (may be nullptr) -> kOutOfMemory; on kOk the bytes are reserved.
 // A refusal is described in *refusal when given; nothing stays reserved.
+// A replay (AsRecordedScope) skips the cap; the budget lets it past its limit.
 inline FilterStatus CheckAndReserve(uint64_t bytes, uint64_t current_bytes,
                                     const FilterLimits& limits, MemoryBudget* budget,
                                     MemoryRefusal* refusal) {
   const uint64_t total = SaturatingAdd(current_bytes, bytes);
-  if (limits.max_filter_bytes != 0 && total > limits.max_filter_bytes) {
+  if (OverFilterCap(total, limits)) {
     if (refusal != nullptr) {
       *refusal = {MemoryRefusal::Limit::kFilterCap, total, limits.max_filter_bytes, 0};
     }

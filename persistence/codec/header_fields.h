@@ -73,6 +73,7 @@
 #include <string>
 #include <string_view>
 
+#include "filters/admission.h"
 #include "filters/filter_status.h"
 #include "filters/limits.h"
 #include "filters/memory_budget.h"
@@ -193,9 +194,10 @@ Status RestoreFailed(FilterStatus status, uint64_t payload_bytes, const FilterLi
                      const MemoryBudget* budget);
 
 // Cheap first refusal, before any decoding: the arrays alone would break the
-// per-filter cap (the exact total is checked again by each family's Restore).
+// per-filter cap (the exact total is checked again by each family's Restore),
+// unless the thread replays what was acknowledged (filters/admission.h).
 inline bool OverCap(uint64_t payload_bytes, const FilterLimits& limits) {
-  return limits.max_filter_bytes != 0 && payload_bytes > limits.max_filter_bytes;
+  return limits.max_filter_bytes != 0 && payload_bytes > limits.max_filter_bytes && LimitsJudge();
 }
 
 }  // namespace bloomgate::codec

@@ -423,8 +423,11 @@ std::string StatsSection(CommandContext& ctx) {
       ctx.server.instantaneous.PerSecond(InstantaneousMetrics::kNetOutput) / 1024);
 }
 
-std::string ReplicationSection(CommandContext&) {
-  return "# Replication\r\nrole:master\r\nconnected_slaves:0\r\n";
+std::string ReplicationSection(CommandContext& ctx) {
+  return fmt::format(
+      "# Replication\r\nrole:master\r\nconnected_slaves:0\r\n"
+      "replica_full_sync_needed:{}\r\nreplica_unapplied_records:{}\r\n",
+      ctx.server.journal.needs_full_sync() ? 1 : 0, ctx.server.journal.unapplied_records());
 }
 
 std::string CpuSection(CommandContext&) {

@@ -2,9 +2,11 @@
 
 #include <spdlog/spdlog.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "filters/admission.h"
 #include "filters/key_hash.h"
 #include "server/catalogue/command_table.h"
 #include "server/commands/arg_parser.h"
@@ -55,10 +57,13 @@ const CommandSpec* ResolveRecordedCommand(ServerContext& server,
 
 Status LoadDurableState(ServerContext& server) {
   JournalApplier applier(server, JournalOrigin::kStartupReplay);
+  // The snapshot too holds what was acknowledged: it loads past limits
+  // lowered since it was saved, as the log replays.
+  AsRecordedScope as_recorded;
   Status status =
       server.durability->Load([&applier](const LogRecord& record) { return applier.Apply(record); });
   if (applier.failures() > 0) {
-    spdlog::warn("{} log records could not be applied (limits lowered since they ran?)",
+    spdlog::warn("{} log records could not be applied (an allocation failed?)",
                  applier.failures());
   }
   return status;
@@ -96,6 +101,26 @@ void RecordStripes(ServerContext& server, const LogRecord& record, std::vector<s
 }  // namespace
 
 Status JournalApplier::Apply(const LogRecord& record) {
+  const uint64_t failures_before = failures_;
+  Status status = ApplyUnderLocks(record);
+  if (client_.journal.origin == JournalOrigin::kReplication &&
+      (!status.ok() || failures_ != failures_before)) {
+    // Diverged: nothing applied later can make it right again.
+    if (!server_.journal.needs_full_sync()) {
+      spdlog::error("a record of the primary's stream could not be applied{}{}: this replica "
+                    "needs a full sync",
+                    status.ok() ? "" : ": ", status.message());
+    }
+    server_.journal.ReportUnapplied();
+  }
+  return status;
+}
+
+Status JournalApplier::ApplyUnderLocks(const LogRecord& record) {
+  // Recorded writes were judged where they ran (OriginPolicy): local
+  // memory limits do not refuse them again, only a failed allocation can.
+  std::optional<AsRecordedScope> as_recorded;
+  if (!client_.journal.policy().judged_by_limits) as_recorded.emplace();
   std::vector<size_t> stripes;
   bool all = false;
   if (record.type == LogRecordType::kUnit) {
@@ -149,9 +174,9 @@ Status JournalApplier::ApplyCommand(const LogRecord& record) {
   std::string out;
   ReplyBuilder reply(&out);
   // A command that succeeded when it was journaled succeeds again on the
-  // same state, with one exception: limits (maxmemory, max-filter-memory)
-  // lowered since. The write it stands for is then lost, which is worth a
-  // warning. Run with its key locks held (Apply took them); what it writes
+  // same state: local limits do not judge it again (Apply), so only a
+  // failed allocation or a state that differs refuses it. The write it
+  // stands for is then lost, which is worth a warning. Run with its key locks held (Apply took them); what it writes
   // is journaled by RunCommand for a journaled origin.
   const CommandSpec* spec = ResolveRecordedCommand(server_, record.args);
   if (spec == nullptr || !CommandTable::ArityMatches(*spec, args.size())) {
@@ -286,8 +311,8 @@ Status JournalApplier::ApplyWindowCount(const LogRecord& record) {
     if (args[2][i] == '-') {
       filter->ReplayRemove(h, generations[i]);
     } else if (filter->ReplayAdd(h, generations[i]) != FilterStatus::kOk) {
-      // Only when limits were lowered since the add ran: that add is lost.
-      CountFailure(record, "a generation refused an add (limits lowered since?)");
+      // Only when the generation's memory could not be allocated: that add is lost.
+      CountFailure(record, "a generation refused an add (allocation failed)");
     }
   }
   entry->MarkModified();

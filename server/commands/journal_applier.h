@@ -32,8 +32,8 @@ class JournalApplier {
 
   // An error only for a record that cannot mean anything (a filter record
   // the loader refuses, a command record with no arguments, a malformed
-  // effect): the caller stops with it. A command that fails on replay (a
-  // limit lowered since it ran) or an effect on a key that no longer holds
+  // effect): the caller stops with it. A command that fails on replay (an
+  // allocation failed) or an effect on a key that no longer holds
   // its filter is counted in failures() and logged (the first few), and
   // the replay goes on.
   //
@@ -42,11 +42,19 @@ class JournalApplier {
   // applied. With an origin that is journaled (kReplication) what is
   // applied is published again, to this server's log and subscribers: the
   // same records, a unit as one unit.
+  //
+  // Neither origin is judged again by local limits (maxmemory,
+  // max-filter-memory, the cuckoo copies rule: filters/admission.h). With
+  // kReplication a record that fails anyway (an allocation failure, a state
+  // that differs from the primary's) is logged and reported to the journal
+  // (Journal::needs_full_sync): the replica needs a full sync.
   Status Apply(const LogRecord& record);
 
   uint64_t failures() const { return failures_; }
 
  private:
+  // Apply, without the report to the journal.
+  Status ApplyUnderLocks(const LogRecord& record);
   // One record of any type but kUnit, its key locks held by the caller.
   Status ApplyLocked(const LogRecord& record);
   Status ApplyCommand(const LogRecord& record);

@@ -8,19 +8,42 @@
 
 namespace bloomgate {
 
-void Journal::Subscribe(JournalSubscriber* subscriber) {
-  std::lock_guard lock(subscribe_mutex_);
-  subscribers_.push_back(subscriber);
+template <typename Each>
+void Journal::ForEachSubscriber(Each&& each) const {
+  for (const std::atomic<JournalSubscriber*>& slot : slots_) {
+    if (JournalSubscriber* subscriber = slot.load(std::memory_order_acquire)) each(subscriber);
+  }
+}
+
+bool Journal::Subscribe(JournalSubscriber* subscriber) { return Join(subscriber).has_value(); }
+
+std::optional<uint64_t> Journal::Join(JournalSubscriber* subscriber,
+                                      const std::function<void(uint64_t next_offset)>& at) {
+  std::lock_guard lock(publish_mutex_);
+  for (std::atomic<JournalSubscriber*>& slot : slots_) {
+    if (slot.load(std::memory_order_relaxed) != nullptr) continue;
+    slot.store(subscriber, std::memory_order_release);
+    if (at) at(next_offset_);
+    return next_offset_;
+  }
+  return std::nullopt;
 }
 
 void Journal::Unsubscribe(JournalSubscriber* subscriber) {
-  std::lock_guard lock(subscribe_mutex_);
-  std::erase(subscribers_, subscriber);
+  std::lock_guard lock(publish_mutex_);
+  for (std::atomic<JournalSubscriber*>& slot : slots_) {
+    if (slot.load(std::memory_order_relaxed) == subscriber) {
+      slot.store(nullptr, std::memory_order_release);
+    }
+  }
 }
 
 bool Journal::active() const {
-  return std::any_of(subscribers_.begin(), subscribers_.end(),
-                     [](const JournalSubscriber* subscriber) { return subscriber->accepting(); });
+  bool any = false;
+  ForEachSubscriber([&any](const JournalSubscriber* subscriber) {
+    any = any || subscriber->accepting();
+  });
+  return any;
 }
 
 bool Journal::CanTake(const JournalSession& session, uint64_t body_bytes) const {
@@ -95,9 +118,9 @@ void Journal::Publish(JournalSession& session, std::string_view bytes) {
   std::lock_guard lock(publish_mutex_);
   next_offset_ += bytes.size();
   const JournalRecord record{.offset = next_offset_, .bytes = bytes};
-  for (JournalSubscriber* subscriber : subscribers_) {
+  ForEachSubscriber([&record](JournalSubscriber* subscriber) {
     if (subscriber->accepting()) subscriber->OnRecord(record);
-  }
+  });
   session.offset = next_offset_;
 }
 
@@ -109,11 +132,11 @@ Status Journal::AwaitForReply(JournalSession& session) {
 }
 
 Status Journal::AwaitOffset(uint64_t offset) {
-  for (JournalSubscriber* subscriber : subscribers_) {
-    if (!subscriber->acknowledges()) continue;
-    if (Status status = subscriber->AwaitOffset(offset); !status.ok()) return status;
-  }
-  return Status::Ok();
+  Status result = Status::Ok();
+  ForEachSubscriber([&](JournalSubscriber* subscriber) {
+    if (result.ok() && subscriber->acknowledges()) result = subscriber->AwaitOffset(offset);
+  });
+  return result;
 }
 
 void Journal::AtBarrier(const std::function<void(uint64_t next_offset)>& at) {
@@ -124,6 +147,16 @@ void Journal::AtBarrier(const std::function<void(uint64_t next_offset)>& at) {
 uint64_t Journal::offset() const {
   std::lock_guard lock(publish_mutex_);
   return next_offset_;
+}
+
+void Journal::ReportUnapplied() {
+  unapplied_records_.fetch_add(1, std::memory_order_relaxed);
+}
+
+bool Journal::needs_full_sync() const { return unapplied_records() > 0; }
+
+uint64_t Journal::unapplied_records() const {
+  return unapplied_records_.load(std::memory_order_relaxed);
 }
 
 }  // namespace bloomgate

@@ -35,9 +35,12 @@
 // whether it is journaled again (OriginPolicy, below).
 #pragma once
 
+#include <array>
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -181,9 +184,28 @@ class JournalSubscriber {
 
 class Journal {
  public:
-  // Subscribers are added and removed while no command runs (start-up, or a
-  // test replacing Durability); each must outlive its subscription.
-  void Subscribe(JournalSubscriber* subscriber);
+  // The most subscribers at once: the log, a replication backlog that every
+  // replica link reads, slot migrations, with room to spare.
+  static constexpr size_t kMaxSubscribers = 8;
+
+  // Subscribes from the next record on; each subscriber must outlive its
+  // subscription. Safe while writers publish (a slot is published with one
+  // atomic store, see slots_). False when every slot is taken.
+  bool Subscribe(JournalSubscriber* subscriber);
+  // Joins the stream at a record boundary: under the publish lock, so the
+  // subscriber gets every record that starts at the returned offset or
+  // later, and none before it. Where a full sync or a slot migration starts
+  // its stream: `at` (may be empty) runs in the same hold of the barrier,
+  // with the same offset, so a cut that switches logs and captures the keys
+  // there (Durability::Cut) and the joiner's stream meet exactly at it.
+  // Empty, and `at` not run, when every slot is taken.
+  std::optional<uint64_t> Join(JournalSubscriber* subscriber,
+                               const std::function<void(uint64_t next_offset)>& at = nullptr);
+  // No record reaches the subscriber once this returns (it takes the publish
+  // lock). A reader of the list that loaded it just before (active(),
+  // AwaitOffset) may still call it: leave at run time only a subscriber that
+  // lives on until the server stops; others unsubscribe while no command
+  // runs (shutdown, or a test replacing Durability).
   void Unsubscribe(JournalSubscriber* subscriber);
 
   // Whether any subscriber takes records now.
@@ -227,18 +249,37 @@ class Journal {
   // The offset the next record starts at.
   uint64_t offset() const;
 
+  // A replica that could not apply a record of its primary's stream (a
+  // failed allocation, or a state that already differs) no longer holds
+  // what its primary holds: the applier reports it here, INFO shows it
+  // (replica_full_sync_needed, replica_unapplied_records), and the replica
+  // link reads needs_full_sync() to ask for a full copy instead of going on
+  // with a diverged keyspace.
+  void ReportUnapplied();
+  bool needs_full_sync() const;
+  uint64_t unapplied_records() const;
+
  private:
   // Publishes `bytes`, or gathers them into the session's unit.
   void Take(JournalSession& session, std::string_view bytes);
   void Publish(JournalSession& session, std::string_view bytes);
 
-  // Read on every write without a lock: it only changes while no command
-  // runs (see Subscribe), and the mutex orders those changes.
-  std::mutex subscribe_mutex_;
-  std::vector<JournalSubscriber*> subscribers_;
+  // Calls `each` with every subscriber in a slot now.
+  template <typename Each>
+  void ForEachSubscriber(Each&& each) const;
+
+  // Read on every write without a lock (active(), AwaitOffset), so a slot is
+  // an atomic pointer: a joiner fills a free slot with one release store,
+  // and a reader's acquire load sees either nothing or the whole subscriber.
+  // Slots are filled and cleared under publish_mutex_, which also keeps two
+  // joiners off one slot.
+  std::array<std::atomic<JournalSubscriber*>, kMaxSubscribers> slots_{};
   // Mints offsets and hands records to subscribers, one record at a time.
   mutable std::mutex publish_mutex_;
   uint64_t next_offset_ = 0;  // guarded by publish_mutex_
+  // Records of a primary's stream this server could not apply (relaxed: a
+  // figure for INFO and the replica link, guarding no other data).
+  std::atomic<uint64_t> unapplied_records_{0};
 };
 
 }  // namespace bloomgate

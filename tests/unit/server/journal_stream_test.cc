@@ -3,7 +3,9 @@
 // waiting for "offset X satisfied".
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -172,5 +174,90 @@ TEST_F(JournalStream, TheBarrierTellsTheOffsetTheNextRecordStartsAt) {
   EXPECT_EQ(tap_.offsets().back(), at + tap_.bytes().back().size());
 }
 
+// Writers publishing on every worker while `during` runs, then a few more
+// writes each, so whatever `during` did is surrounded by publishes.
+template <typename During>
+void WhileWritersPublish(ServerContext& server, During&& during) {
+  constexpr int kWriters = 3;
+  std::atomic<bool> stop{false};
+  std::atomic<int> started{0};
+  std::vector<std::thread> writers;
+  for (int w = 0; w < kWriters; ++w) {
+    writers.emplace_back([&, w] {
+      Session s(&server, static_cast<size_t>(w));
+      const std::string key = "key" + std::to_string(w);
+      for (int i = 0; !stop.load() || i < 400; ++i) {
+        s.Run({"BF.ADD", key, std::to_string(i)});
+        if (i == 50) started.fetch_add(1);
+      }
+    });
+  }
+  while (started.load() < kWriters) std::this_thread::yield();
+  during();
+  stop.store(true);
+  for (std::thread& writer : writers) writer.join();
+}
+
+// A subscriber that joins while writers publish gets exactly the records
+// that start at the offset Join returned: none before it, none lost, none
+// twice, in offset order (what a full sync's stream needs after its cut).
+TEST_F(JournalStream, ASubscriberJoinedWhileWritersPublishGetsExactlyTheRecordsAfterItsOffset) {
+  StreamTap late;
+  std::optional<uint64_t> start;
+  uint64_t at_barrier = 0;
+  WhileWritersPublish(*server_, [&] {
+    start = server_->journal.Join(&late, [&at_barrier](uint64_t next) { at_barrier = next; });
+  });
+  ASSERT_TRUE(start.has_value());
+  EXPECT_EQ(at_barrier, *start) << "the hook runs at the join's own barrier";
+  server_->journal.Unsubscribe(&late);
+  const std::vector<uint64_t> all_offsets = tap_.offsets();
+  const std::vector<std::string> all_bytes = tap_.bytes();
+  std::vector<std::string> expected;
+  for (size_t i = 0; i < all_offsets.size(); ++i) {
+    if (all_offsets[i] - all_bytes[i].size() >= *start) expected.push_back(all_bytes[i]);
+  }
+  ASSERT_GT(*start, 0u) << "joined after the first records";
+  ASSERT_FALSE(expected.empty()) << "and before the last";
+  EXPECT_EQ(late.bytes(), expected);
+  const std::vector<uint64_t> offsets = late.offsets();
+  const std::vector<std::string> bytes = late.bytes();
+  uint64_t next = *start;
+  for (size_t i = 0; i < offsets.size(); ++i) {
+    next += bytes[i].size();
+    ASSERT_EQ(offsets[i], next) << "contiguous from the join's offset, record " << i;
+  }
+}
+
+// Subscribers come and go while writers publish and every write asks
+// active(): the list is read without a lock, so this is where TSan would
+// see a torn read if a slot were not atomic.
+TEST_F(JournalStream, SubscribersJoinAndLeaveWhileWritersPublish) {
+  std::vector<StreamTap> taps(Journal::kMaxSubscribers);
+  // Fills every free slot (the fixture's tap and Durability hold two).
+  const auto join_all = [&] {
+    size_t joined = 0;
+    while (joined < taps.size() && server_->journal.Join(&taps[joined]).has_value()) ++joined;
+    return joined;
+  };
+  const auto leave = [&](size_t joined) {
+    for (size_t i = 0; i < joined; ++i) server_->journal.Unsubscribe(&taps[i]);
+  };
+  WhileWritersPublish(*server_, [&] {
+    for (int round = 0; round < 50; ++round) leave(join_all());
+  });
+  const size_t joined = join_all();
+  EXPECT_GT(joined, 0u);
+  EXPECT_LT(joined, taps.size()) << "a full list refuses the next one";
+  EXPECT_FALSE(server_->journal.Join(&taps.back()).has_value());
+  leave(joined);
+  const std::vector<uint64_t> offsets = tap_.offsets();
+  const std::vector<std::string> bytes = tap_.bytes();
+  uint64_t total = 0;
+  for (size_t i = 0; i < offsets.size(); ++i) {
+    total += bytes[i].size();
+    ASSERT_EQ(offsets[i], total) << "the stream stays whole for the subscriber that stayed";
+  }
+}
 }  // namespace
 }  // namespace bloomgate::testing

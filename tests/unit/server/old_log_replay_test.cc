@@ -60,14 +60,27 @@ class OldLog {
   uint64_t sequence_ = 0;
 };
 
-AnyFilter Cuckoo(uint64_t capacity, uint32_t expansion) {
-  CuckooFilterOptions options;
-  options.capacity = capacity;
-  options.expansion = expansion;
-  std::unique_ptr<CuckooFilter> filter;
-  EXPECT_EQ(CuckooFilter::Create(options, FilterLimits{}, nullptr, &filter), FilterStatus::kOk);
+// A new filter of `Filter` made with `options`, as an older build created it.
+template <typename Filter, typename Options>
+AnyFilter Made(const Options& options) {
+  std::unique_ptr<Filter> filter;
+  EXPECT_EQ(Filter::Create(options, FilterLimits{}, nullptr, &filter), FilterStatus::kOk);
   return filter;
 }
+
+AnyFilter Cuckoo(uint64_t capacity, uint32_t expansion) {
+  return Made<CuckooFilter>(CuckooFilterOptions{.capacity = capacity, .expansion = expansion});
+}
+
+template <typename Filter, typename Options>
+AnyFilter BloomLike(double error_rate, uint64_t capacity) {
+  Options options;
+  options.error_rate = error_rate;
+  options.capacity = capacity;
+  return Made<Filter>(options);
+}
+constexpr auto CountingBloom = BloomLike<CountingBloomFilter, CountingBloomOptions>;
+constexpr auto Bloom = BloomLike<ScalableBloomFilter, ScalableBloomOptions>;
 
 // The count of sub-filters in CF.INFO's RESP2 reply.
 int64_t CuckooSubFilters(Session& s, std::string_view key) {
@@ -138,19 +151,8 @@ TEST(OldLogReplay, FiltersBelowTodaysErrorRateFloorLoadAndKeepGrowing) {
   TempDir dir;
   {
     OldLog log(dir);
-    CountingBloomOptions counting;
-    counting.error_rate = 1e-35;
-    counting.capacity = 4;
-    std::unique_ptr<CountingBloomFilter> cbf;
-    ASSERT_EQ(CountingBloomFilter::Create(counting, FilterLimits{}, nullptr, &cbf),
-              FilterStatus::kOk);
-    log.Created("cbf", std::move(cbf));
-    ScalableBloomOptions bloom;
-    bloom.error_rate = 1e-35;
-    bloom.capacity = 4;
-    std::unique_ptr<ScalableBloomFilter> bf;
-    ASSERT_EQ(ScalableBloomFilter::Create(bloom, FilterLimits{}, nullptr, &bf), FilterStatus::kOk);
-    log.Created("bf", std::move(bf));
+    log.Created("cbf", CountingBloom(/*error_rate=*/1e-35, /*capacity=*/4));
+    log.Created("bf", Bloom(/*error_rate=*/1e-35, /*capacity=*/4));
     for (int i = 0; i < 40; ++i) {
       const std::string item = "item:" + std::to_string(i);
       log.Command({"CBF.ADD", "cbf", item});
@@ -177,6 +179,61 @@ TEST(OldLogReplay, FiltersBelowTodaysErrorRateFloorLoadAndKeepGrowing) {
   Session s(server.get());
   check(s);
   EXPECT_EQ(s.Run({"CBF.RESERVE", "new", "1e-35", "4"}), Err(errors::kErrorRateFloor));
+}
+
+// Limits lowered since the log was written: a filter the log grew past
+// today's max-filter-memory and a keyspace past today's maxmemory. Each
+// write was acknowledged where it ran, so replay applies all of it, the
+// growth included, from the log and from a snapshot saved of it, and only
+// the clients of today are judged by the new limits.
+TEST(OldLogReplay, WritesPastTodaysMemoryLimitsAllComeBack) {
+  TempDir dir;
+  constexpr int kItems = 3000;
+  {
+    OldLog log(dir);
+    log.Created("cbf", CountingBloom(/*error_rate=*/0.01, /*capacity=*/100));
+    log.Created("bf", Bloom(/*error_rate=*/0.01, /*capacity=*/100));
+    log.Created("cf", Cuckoo(/*capacity=*/64, /*expansion=*/2));
+    for (int i = 0; i < kItems; ++i) {
+      const std::string item = "item:" + std::to_string(i);
+      log.Command({"CBF.ADD", "cbf", item});
+      log.Command({kBloomAddedEffect, "bf", "1", item});
+      log.Command({"CF.ADD", "cf", item});
+    }
+    log.Close();
+  }
+  ServerConfig config = DurableConfigIn(dir, ServerConfig::AppendFsync::kAlways);
+  config.max_filter_memory = 4096;  // each filter grew well past it
+  config.maxmemory = 8192;          // and all three together past this
+  const auto check = [](Session& s) {
+    for (int i = 0; i < kItems; ++i) {
+      const std::string item = "item:" + std::to_string(i);
+      ASSERT_EQ(s.Run({"CBF.EXISTS", "cbf", item}), Int(1)) << item;
+      ASSERT_EQ(s.Run({"BF.EXISTS", "bf", item}), Int(1)) << item;
+      ASSERT_EQ(s.Run({"CF.EXISTS", "cf", item}), Int(1)) << item;
+    }
+    EXPECT_EQ(s.Run({"BF.CARD", "bf"}), Int(kItems));
+  };
+  {
+    auto server = StartOn(config, DefaultFileSystem());
+    EXPECT_GT(server->budget.used(), config.maxmemory);
+    Session s(server.get());
+    check(s);
+    // A client of today is judged: a new filter does not fit maxmemory.
+    EXPECT_EQ(s.Run({"CF.RESERVE", "new", "64"}).substr(0, 1), "-");
+    EXPECT_EQ(s.Run({"EXISTS", "new"}), Int(0));
+  }
+  {
+    // The log again, then a snapshot saved where memory allowed it.
+    auto server = StartOn(config, DefaultFileSystem());
+    Session s(server.get());
+    check(s);
+    ASSERT_EQ(s.Run({"CONFIG", "SET", "maxmemory", "0"}), kOk);
+    ASSERT_EQ(RunDurably(*server, s, {"SAVE"}), kOk);
+  }
+  auto server = StartOn(config, DefaultFileSystem());
+  Session s(server.get());
+  check(s);
 }
 
 // The other side: the deepest filters a client of this build can make (the

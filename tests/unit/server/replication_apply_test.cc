@@ -128,5 +128,87 @@ TEST(ReplicationApply, AReplicaServesReadsWhileItApplies) {
   EXPECT_EQ(r.Run({"BF.EXISTS", "k", std::to_string(kItems - 1)}), Int(1));
 }
 
+// A replica applies what its primary did, whatever its own limits: a
+// primary with none grows its filters past the replica's max-filter-memory
+// and maxmemory, and the replica takes every record, needing no full sync.
+TEST(ReplicationApply, AReplicaWithTighterLimitsAppliesWhatThePrimaryDid) {
+  auto primary = MakeServer();
+  ServerConfig tight;
+  tight.max_filter_memory = 4096;
+  tight.maxmemory = 8192;
+  auto replica = MakeServer(tight);
+  Tap primary_stream;
+  primary->journal.Subscribe(&primary_stream);
+  Session p(primary.get());
+  ASSERT_EQ(p.Run({"CBF.RESERVE", "c", "0.01", "100"}), kOk);
+  ASSERT_EQ(p.Run({"CF.RESERVE", "f", "64"}), kOk);
+  constexpr int kItems = 2000;
+  for (int i = 0; i < kItems; ++i) {
+    p.Run({"BF.ADD", "b", std::to_string(i)});
+    p.Run({"CBF.ADD", "c", std::to_string(i)});
+    p.Run({"CF.ADD", "f", std::to_string(i)});
+  }
+  primary->journal.Unsubscribe(&primary_stream);
+  JournalApplier applier(*replica, JournalOrigin::kReplication);
+  for (const std::string& bytes : primary_stream.records()) {
+    LogRecord record;
+    ASSERT_EQ(DecodeLogRecord(bytes, &record), "");
+    ASSERT_TRUE(applier.Apply(record).ok());
+  }
+  EXPECT_EQ(applier.failures(), 0u);
+  EXPECT_FALSE(replica->journal.needs_full_sync());
+  EXPECT_GT(replica->budget.used(), tight.maxmemory);
+  Session r(replica.get());
+  for (int i = 0; i < kItems; ++i) {
+    ASSERT_EQ(r.Run({"BF.EXISTS", "b", std::to_string(i)}), Int(1)) << i;
+    ASSERT_EQ(r.Run({"CBF.COUNT", "c", std::to_string(i)}),
+              p.Run({"CBF.COUNT", "c", std::to_string(i)}))
+        << i;
+    ASSERT_EQ(r.Run({"CF.EXISTS", "f", std::to_string(i)}), Int(1)) << i;
+  }
+  EXPECT_EQ(r.Run({"BF.CARD", "b"}), p.Run({"BF.CARD", "b"}));
+}
+
+// A record the replica cannot apply means it no longer holds what its
+// primary holds: it says so in INFO and flags that it needs a full sync,
+// instead of diverging silently. Start-up replay only counts it (the log
+// is all there is to load).
+TEST(ReplicationApply, ARecordThatCannotBeAppliedAsksForAFullSync) {
+  auto primary = MakeServer();
+  Tap primary_stream;
+  primary->journal.Subscribe(&primary_stream);
+  Session p(primary.get());
+  ASSERT_EQ(p.Run({"CBF.RESERVE", "c", "0.01", "100"}), kOk);
+  p.Run({"CBF.ADD", "c", "a"});
+  primary->journal.Unsubscribe(&primary_stream);
+  const std::vector<std::string> stream = primary_stream.records();
+  ASSERT_EQ(stream.size(), 2u);
+  LogRecord add;
+  ASSERT_EQ(DecodeLogRecord(stream[1], &add), "");
+  for (JournalOrigin origin : {JournalOrigin::kReplication, JournalOrigin::kStartupReplay}) {
+    auto replica = MakeServer();
+    Session r(replica.get());
+    EXPECT_FALSE(replica->journal.needs_full_sync());
+    EXPECT_NE(r.Run({"INFO", "replication"}).find("replica_full_sync_needed:0\r\n"),
+              std::string::npos);
+    // Diverged: the key holds another family here, so CBF.ADD is refused.
+    r.Run({"BF.ADD", "c", "x"});
+    JournalApplier applier(*replica, origin);
+    ASSERT_TRUE(applier.Apply(add).ok());
+    EXPECT_EQ(applier.failures(), 1u);
+    const bool replicated = origin == JournalOrigin::kReplication;
+    EXPECT_EQ(replica->journal.needs_full_sync(), replicated);
+    const std::string info = r.Run({"INFO", "replication"});
+    EXPECT_NE(info.find(replicated ? "replica_full_sync_needed:1\r\n"
+                                   : "replica_full_sync_needed:0\r\n"),
+              std::string::npos)
+        << info;
+    EXPECT_NE(info.find(replicated ? "replica_unapplied_records:1\r\n"
+                                   : "replica_unapplied_records:0\r\n"),
+              std::string::npos)
+        << info;
+  }
+}
+
 }  // namespace
 }  // namespace bloomgate::testing
