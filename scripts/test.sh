@@ -33,8 +33,10 @@ run_ctest() {
   ctest --no-tests=error --output-on-failure --parallel "$jobs" --timeout 600 "$@" | tee "$log" ||
     status=$?
   echo "-- the ten slowest:"
+  # sed, not head, takes the first ten: it reads to the end, where head would
+  # close the pipe early and pipefail would fail the stage on sort's SIGPIPE.
   sed -nE 's/^ *[0-9]+\/[0-9]+ Test +#[0-9]+: ([^ ]+) [ .*]+(Passed|Failed|\*+[A-Za-z]+).* ([0-9.]+) sec$/\3 s  \1/p' "$log" |
-    sort -rn | head -n 10
+    sort -rn | sed -n 1,10p
   rm -f "$log"
   return "$status"
 }
