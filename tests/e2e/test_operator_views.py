@@ -64,8 +64,10 @@ class LatencyStatsTest(ServerTestCase):
 
     def test_each_command_called_has_its_p50_p99_and_p999_in_microseconds(self):
         c = self.raw()
+        # 200 adds into a default filter (capacity 100, 1%): a false positive
+        # (0) is expected now and then, and this test is about the timings.
         for i in range(200):
-            self.assertEqual(c.call("BF.ADD", "k", f"item-{i}"), 1)
+            self.assertIn(c.call("BF.ADD", "k", f"item-{i}"), (0, 1))
         for _ in range(50):
             self.assertEqual(c.call("PING"), "PONG")
         c.call("CONFIG", "GET", "maxmemory")
