@@ -372,7 +372,9 @@ TEST(JournalReplay, ACuckooInsertStoppedByMemoryComesBackAsAcknowledged) {
                 .find("Number of items inserted\r\n" + Int(static_cast<int64_t>(replies.size()))),
             std::string::npos)
       << s.Run({"CF.INFO", "k"});
-  EXPECT_EQ(s.Run({"CF.COUNT", "k", Item(0, 99)}), Int(0));
+  // (CF.COUNT of a refused item is no check: a small filter's fingerprints
+  // collide a few times in a hundred, and the item count above already says
+  // that nothing refused was added.)
 }
 
 // Issue 15, bug 7. A flush of the newest log used to acknowledge its waiters
