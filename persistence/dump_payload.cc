@@ -7,6 +7,7 @@
 #include "persistence/byte_io.h"
 #include "persistence/codec/codec_registry.h"
 #include "persistence/filter_codec.h"
+#include "persistence/redis_dump_payload.h"
 #include "persistence/snapshot_file.h"
 
 namespace bloomgate {
@@ -48,6 +49,9 @@ std::string EncodeDumpPayload(const AnyFilter& filter) {
 DumpPayloadError DecodeDumpPayload(std::string_view payload, const FilterLimits& limits,
                                    MemoryBudget* budget, AnyFilter* out, std::string* why) {
   using E = DumpPayloadError;
+  if (!payload.starts_with(kMagic)) {
+    return DecodeRedisDumpPayload(payload, limits, budget, out, why);
+  }
   // Framing first: nothing past the magic is trusted before the version
   // says how to read it and the checksum says it is what was dumped.
   if (payload.size() < kFixedBytes) {
@@ -85,9 +89,23 @@ DumpPayloadError DecodeDumpPayload(std::string_view payload, const FilterLimits&
     return Refuse(E::kBadData, why, "payload length does not match the bytes present");
   }
   if (!IsKnownFilterKind(kind)) return Refuse(E::kBadData, why, "unknown filter kind");
+  const std::string_view piece = payload.substr(consumed, payload_bytes);
+  return LoadFilterImage(static_cast<FilterKind>(kind), header_bytes, payload_bytes,
+                         std::span<const std::string_view>(&piece, 1), limits, budget, out, why);
+}
+
+DumpPayloadError LoadFilterImage(FilterKind kind, std::string_view header_bytes,
+                                 uint64_t payload_bytes, std::span<const std::string_view> pieces,
+                                 const FilterLimits& limits, MemoryBudget* budget, AnyFilter* out,
+                                 std::string* why) {
+  using E = DumpPayloadError;
+  uint64_t given = 0;
+  for (const std::string_view piece : pieces) given += piece.size();
+  if (given != payload_bytes) {
+    return Refuse(E::kBadData, why, "payload length does not match the bytes present");
+  }
   std::unique_ptr<FilterLoader> loader;
-  Status status = FilterLoader::Begin(static_cast<FilterKind>(kind), header_bytes, payload_bytes,
-                                      limits, budget, &loader);
+  Status status = FilterLoader::Begin(kind, header_bytes, payload_bytes, limits, budget, &loader);
   if (!status.ok()) {
     // The codec refuses an allocation the budget cannot hold with its own
     // message; a valid header whose payload alone no longer fits is that.
@@ -99,8 +117,12 @@ DumpPayloadError DecodeDumpPayload(std::string_view payload, const FilterLimits&
                      budget->used() + payload_bytes > budget->limit();
     return Refuse(oom ? E::kOutOfMemory : E::kBadData, why, status.message());
   }
-  status = loader->Write(0, reinterpret_cast<const uint8_t*>(payload.data() + consumed),
-                         payload_bytes);
+  uint64_t at = 0;
+  for (const std::string_view piece : pieces) {
+    if (!status.ok()) break;
+    status = loader->Write(at, reinterpret_cast<const uint8_t*>(piece.data()), piece.size());
+    at += piece.size();
+  }
   AnyFilter filter;
   if (status.ok()) status = loader->Finish(&filter);
   if (!status.ok()) return Refuse(E::kBadData, why, status.message());

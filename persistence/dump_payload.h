@@ -29,12 +29,14 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 
 #include "filters/any_filter.h"
 #include "filters/limits.h"
 #include "filters/memory_budget.h"
+#include "persistence/codec/filter_kind.h"
 
 namespace bloomgate {
 
@@ -60,12 +62,23 @@ enum class DumpPayloadError : uint8_t {
 // so header and bits are of one moment.
 std::string EncodeDumpPayload(const AnyFilter& filter);
 
-// Rebuilds the filter of `payload` into *out, charged to `budget` (may be
+// Rebuilds the filter of `payload` into *out: our own payload (above) or a
+// Redis DUMP payload of one of RedisBloom's five types
+// (redis_dump_payload.h), told apart by the magic., charged to `budget` (may be
 // null) and within `limits`. On any error *out is left as it was and
 // nothing stays reserved; *why (optional) says what was wrong, for tests
 // and the fuzz target.
 DumpPayloadError DecodeDumpPayload(std::string_view payload, const FilterLimits& limits,
                                    MemoryBudget* budget, AnyFilter* out,
                                    std::string* why = nullptr);
+
+// The codec step of a decode, shared with the RedisBloom readers: a filter
+// image (its kind, codec header bytes, and payload bytes given as pieces
+// that are written back to back and must add up to payload_bytes) through
+// FilterLoader, with the errors classified as above.
+DumpPayloadError LoadFilterImage(FilterKind kind, std::string_view header_bytes,
+                                 uint64_t payload_bytes, std::span<const std::string_view> pieces,
+                                 const FilterLimits& limits, MemoryBudget* budget, AnyFilter* out,
+                                 std::string* why);
 
 }  // namespace bloomgate

@@ -7,8 +7,9 @@
 // there aborts.
 //
 // Input: byte 0 bit 0 set = leave the bytes as they are; clear = recompute
-// the trailing XXH64 first, so the framing and codec checks behind the
-// checksum are reached. The rest is the payload.
+// the trailing checksum first, so the framing and codec checks behind it
+// are reached: our XXH64, or with bit 1 set Redis's CRC-64 (a RedisBloom
+// DUMP payload, redis_dump_payload.h). The rest is the payload.
 
 #include <xxhash.h>
 
@@ -17,6 +18,7 @@
 #include <string>
 
 #include "persistence/byte_io.h"
+#include "persistence/crc64_jones.h"
 #include "persistence/dump_payload.h"
 #include "persistence/filter_codec.h"
 #include "tests/fuzz/fuzz_support.h"
@@ -28,7 +30,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string payload(reinterpret_cast<const char*>(data) + 1, size - 1);
   if ((data[0] & 1) == 0 && payload.size() >= 8) {
     payload.resize(payload.size() - 8);
-    const uint64_t sum = XXH64(payload.data(), payload.size(), 0);
+    const uint64_t sum = (data[0] & 2) != 0 ? Crc64Jones(0, payload)
+                                            : XXH64(payload.data(), payload.size(), 0);
     ByteWriter(&payload).PutU64(sum);
   }
   MemoryBudget budget(kFuzzBudgetBytes);
