@@ -180,6 +180,8 @@ const std::vector<CommandSyntax>& CommandSyntaxTable() {
       {"reset", "", ""},
       {"restore", "key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency]",
        "ttl:integer seconds:integer frequency:integer"},
+      {"restore-asking", "key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency]",
+       "ttl:integer seconds:integer frequency:integer"},
       {"save", "", ""},
       {"scan", "cursor [MATCH pattern] [COUNT count] [TYPE type]",
        "cursor:integer count:integer"},

@@ -1,6 +1,8 @@
 // Commands that copy a key's filter: DUMP / RESTORE (through our own
 // checksummed payload, persistence/dump_payload.h, so redis-cli and client
-// libraries can move one key between servers) and COPY, with Redis's
+// libraries can move one key between servers; RESTORE and RESTORE-ASKING
+// also take the DUMP payloads of RedisBloom's five types, so Redis's own
+// MIGRATE moves keys from a RedisBloom server) and COPY, with Redis's
 // syntax, replies and texts.
 //
 // Journal: RESTORE is logged as a RESTORE with an absolute deadline
@@ -315,6 +317,13 @@ std::vector<CommandSpec> KeyCopyCommands() {
        .last_key = 1, .key_step = 1, .handler = CmdRestore,
        .summary = "Creates a key from the serialized representation of a value",
        .group = "generic", .since = "2.6.0"},
+      // What Redis Cluster's MIGRATE sends instead of RESTORE (its ASKING
+      // flag only matters to a cluster node; we answer every key): the same
+      // command, so MIGRATE from a cluster node moves keys here as well.
+      {.name = "restore-asking", .arity = -4, .flags = kCmdWrite | kCmdDenyOom, .first_key = 1,
+       .last_key = 1, .key_step = 1, .handler = CmdRestore,
+       .summary = "An internal command for migrating keys in a cluster", .group = "server",
+       .since = "3.0.0"},
       {.name = "copy", .arity = -3, .max_args = 7, .flags = kCmdWrite | kCmdDenyOom,
        .first_key = 1, .last_key = 2, .key_step = 1, .handler = CmdCopy,
        .summary = "Copies the value of a key to a new key", .group = "generic",
