@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "config/command_line.h"
+#include "persistence/redisbloom_module_value.h"
 #include "server/base/clock.h"
 #include "server/tools/resp_client.h"
 
@@ -28,10 +29,11 @@ constexpr std::string_view kMigrateHelp =
     "COUNT --count, default 100), TYPE, PTTL, then for Bloom (MBbloom--), cuckoo\n"
     "(MBbloomCF) and counting Bloom (BGcountBF) keys BF/CF/CBF.SCANDUMP until iterator\n"
     "0, each chunk given to the family's LOADCHUNK on the target while the next is\n"
-    "dumped, and PEXPIRE for a key with a TTL. Every other filter family of a Bloomgate\n"
-    "source (count-min sketch, top-k, windowed Bloom and windowed counting filters) is\n"
-    "copied with DUMP and RESTORE, TTL included. RedisBloom's count-min sketch and top-k\n"
-    "have neither SCANDUMP nor a DUMP payload Bloomgate reads: such keys fail by name.\n"
+    "dumped, and PEXPIRE for a key with a TTL. RedisBloom's count-min sketch (CMSk-TYPE),\n"
+    "top-k (TopK-TYPE) and t-digest (TDIS-TYPE), which have no SCANDUMP, and every other\n"
+    "filter family of a Bloomgate source (count-min sketch, top-k, t-digest, windowed\n"
+    "Bloom and windowed counting filters) are copied with DUMP and RESTORE, TTL included:\n"
+    "Bloomgate's RESTORE reads RedisBloom's DUMP payloads of its five types.\n"
     "Only reading commands are sent to the source. Keys of other types (strings, hashes,\n"
     "...) are skipped; a key the target already has fails unless --replace (then it is\n"
     "loaded under a temporary name and RENAMEd over the old one, or RESTOREd with\n"
@@ -79,8 +81,8 @@ constexpr Family kFamilies[] = {
 
 // The other filter types a source may hold, with what they are called in
 // messages: copied with DUMP / RESTORE, which a Bloomgate answers for every
-// family (RedisBloom's own DUMP payloads are its module's RDB encoding,
-// which no Bloomgate reads).
+// family. From a RedisBloom source only the types whose DUMP payload our
+// RESTORE decodes (persistence/redisbloom_module_value.h) go this way.
 struct DumpedType {
   std::string_view type;
   std::string_view what;
@@ -90,7 +92,6 @@ constexpr DumpedType kDumpedTypes[] = {
     {"TopK-TYPE", "top-k"},
     {"MBbloomW-", "windowed Bloom filter"},
     {"BGcountWB", "windowed counting Bloom filter"},
-    // RedisBloom's t-digest: Bloomgate has no such family, so it can only fail.
     {"TDIS-TYPE", "t-digest"},
 };
 
@@ -239,10 +240,9 @@ class Migration {
       if (const Family* family = FamilyOf(type)) {
         if (!CopyKey(keys[i], family, nullptr)) return false;
       } else if (const DumpedType* dumped = DumpedTypeOf(type)) {
-        if (!source_is_bloomgate_) {
+        if (!source_is_bloomgate_ && !IsRedisBloomModuleType(type)) {
           Fail(keys[i], std::string(dumped->what) + " (" + type +
-                            "): RedisBloom has no SCANDUMP for it and its DUMP payload is "
-                            "RedisBloom's own encoding; recreate it on the target");
+                            "): only a Bloomgate has this type, and the source is not one");
           continue;
         }
         if (!CopyKey(keys[i], nullptr, dumped)) return false;
