@@ -61,6 +61,14 @@ DumpPayloadError FromStatus(FilterStatus status, std::string_view type, std::str
   }
 }
 
+// The sketches have one encoding version so far (rm_cms.c CMS_ENC_VER,
+// rm_topk.c TOPK_ENC_VER, rm_tdigest.c: 0).
+bool SketchEncverKnown(std::string_view type, uint32_t encver, std::string* why) {
+  if (encver == 0) return true;
+  Refuse(E::kBadData, why, std::string(type) + " encver " + std::to_string(encver));
+  return false;
+}
+
 uint32_t LoadU32(std::string_view bytes, size_t at) {
   uint32_t v = 0;
   for (int i = 3; i >= 0; --i) v = (v << 8) | static_cast<uint8_t>(bytes[at + i]);
@@ -214,7 +222,7 @@ DumpPayloadError DecodeCuckoo(uint32_t encver, rdb::RdbReader* r, const FilterLi
 DumpPayloadError DecodeCountMin(uint32_t encver, rdb::RdbReader* r, const FilterLimits& limits,
                                 MemoryBudget* budget, AnyFilter* out, std::string* why) {
   constexpr std::string_view kType = "CMSk-TYPE";
-  if (encver != 0) return Refuse(E::kBadData, why, "CMSk-TYPE encver " + std::to_string(encver));
+  if (!SketchEncverKnown(kType, encver, why)) return E::kBadData;
   uint64_t width = 0, depth = 0, count = 0;
   std::string_view cells;
   std::string scratch;
@@ -247,7 +255,7 @@ DumpPayloadError DecodeCountMin(uint32_t encver, rdb::RdbReader* r, const Filter
 DumpPayloadError DecodeTopK(uint32_t encver, rdb::RdbReader* r, const FilterLimits& limits,
                             MemoryBudget* budget, AnyFilter* out, std::string* why) {
   constexpr std::string_view kType = "TopK-TYPE";
-  if (encver != 0) return Refuse(E::kBadData, why, "TopK-TYPE encver " + std::to_string(encver));
+  if (!SketchEncverKnown(kType, encver, why)) return E::kBadData;
   uint64_t k = 0, width = 0, depth = 0;
   double decay = 0;
   std::string_view data, heap;
@@ -306,7 +314,7 @@ DumpPayloadError DecodeTopK(uint32_t encver, rdb::RdbReader* r, const FilterLimi
 DumpPayloadError DecodeTDigest(uint32_t encver, rdb::RdbReader* r, const FilterLimits& limits,
                                MemoryBudget* budget, AnyFilter* out, std::string* why) {
   constexpr std::string_view kType = "TDIS-TYPE";
-  if (encver != 0) return Refuse(E::kBadData, why, "TDIS-TYPE encver " + std::to_string(encver));
+  if (!SketchEncverKnown(kType, encver, why)) return E::kBadData;
   double compression = 0, merged_weight = 0, unmerged_weight = 0;
   uint64_t cap = 0, merged = 0, unmerged = 0, compressions = 0;
   TDigest::State state;
