@@ -27,6 +27,7 @@
 #include "server/data_dir.h"
 #include "server/durability/progress.h"
 #include "server/keyspace/keyspace.h"
+#include "server/tools/import_rdb.h"
 #include "server/tools/migrate.h"
 
 namespace bloomgate {
@@ -444,19 +445,22 @@ std::string_view OfflineModesUsage() {
          "       bloomgate build --output FILE ... build a Bloom snapshot from items (see build "
          "--help)\n"
          "       bloomgate migrate --from HOST:PORT ... copy a running RedisBloom's filters into a "
-         "running Bloomgate (see migrate --help)\n";
+         "running Bloomgate (see migrate --help)\n"
+         "       bloomgate import-rdb FILE --to HOST:PORT | --output SNAPSHOT  load a Redis RDB "
+         "file's RedisBloom keys (see import-rdb --help)\n";
 }
 
 bool IsOfflineMode(int argc, char** argv) {
   if (argc < 2) return false;
   std::string_view mode = argv[1];
   return mode == "check-snapshot" || mode == "check-log" || mode == "build" ||
-         mode == "migrate";
+         mode == "migrate" || mode == "import-rdb";
 }
 
 int RunOfflineMode(int argc, char** argv) {
   std::string_view mode = argv[1];
   if (mode == "migrate") return RunMigrate(argc, argv);
+  if (mode == "import-rdb") return RunImportRdb(argc, argv);
   if (mode == "check-log") return CheckLog(argc, argv);
   return mode == "check-snapshot" ? CheckSnapshot(argc, argv) : Build(argc, argv);
 }

@@ -13,6 +13,9 @@
 //       server's dir as its dbfilename. Reports progress on stderr every
 //       few seconds while it reads. Refuses a directory a running server
 //       holds (data_dir.h) and an existing FILE unless --force.
+//   bloomgate import-rdb FILE --to HOST:PORT | --output SNAPSHOT
+//       loads the RedisBloom keys of a Redis RDB file into a running Bloomgate
+//       or a snapshot file (server/tools/import_rdb.h).
 //   bloomgate migrate --from HOST:PORT ...
 //       the one that talks to servers: copies a running RedisBloom's (or
 //       Bloomgate's) filters into a running Bloomgate (server/tools/migrate.h).
@@ -25,8 +28,8 @@ namespace bloomgate {
 
 // The sub-commands' usage lines, for the server's --help.
 std::string_view OfflineModesUsage();
-// Whether argv names an offline mode (argv[1] is "check-snapshot", "check-log", "build" or
-// "migrate").
+// Whether argv names an offline mode (argv[1] is "check-snapshot", "check-log", "build",
+// "migrate" or "import-rdb").
 bool IsOfflineMode(int argc, char** argv);
 // Runs it; returns the process exit status.
 int RunOfflineMode(int argc, char** argv);
