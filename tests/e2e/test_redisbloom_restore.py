@@ -9,13 +9,17 @@ key is refused as Redis's own target refuses a type it cannot load, the
 refusal reaches MIGRATE's caller, and the source keeps the key.
 """
 
+import os
 import shutil
+import signal
 import subprocess
+import tempfile
 import unittest
 
 import redis
 
-from harness import BloomgateServer, RawConnection, ServerTestCase, encode_command
+from harness import (BloomgateServer, PersistentServer, RawConnection, ServerTestCase,
+                     encode_command)
 from redis_dump_support import dump_body, payloads, probe, sign_dump
 from test_resp3_shapes import RedisServer
 
@@ -110,6 +114,40 @@ class RestoreRedisBloomPayloads(ServerTestCase):
             self.assertTrue(ours.startswith(b"BGDP"))
             self.assertTrue(self.r.restore(f"{name}:again", 0, ours))
             probe(self, self.r, f"{name}:again", command, expected)
+
+
+class RestoredKeysSurviveKill9(unittest.TestCase):
+    """RESTORE of a RedisBloom payload is logged (with ABSTTL for a TTL) and
+    replayed after kill -9 into the same filters."""
+
+    def test_replay_after_kill9_gives_the_same_answers(self):
+        tmp = tempfile.TemporaryDirectory(prefix="bloomgate-rb-restore-")
+        self.addCleanup(tmp.cleanup)
+        data_dir = os.path.join(tmp.name, "data")
+        os.mkdir(data_dir)
+        args = ("--appendonly", "yes", "--appendfsync", "always", "--save", "")
+        fixtures = payloads()
+        server = PersistentServer(data_dir, args).start()
+        try:
+            client = server.client()
+            for name, (_t, payload, pttl, _c, _e) in fixtures.items():
+                self.assertTrue(client.restore(name, max(pttl, 0), payload))
+            client.close()
+            self.assertEqual(server.kill9(), -signal.SIGKILL)
+        finally:
+            server.kill9()
+        again = PersistentServer(data_dir, args).start()
+        try:
+            client = again.client()
+            for name, (module_type, _p, pttl, command, expected) in fixtures.items():
+                with self.subTest(key=name):
+                    self.assertEqual(client.type(name).decode(), module_type)
+                    probe(self, client, name, command, expected)
+                    if pttl > 0:
+                        self.assertTrue(0 < client.pttl(name) <= pttl)
+            client.close()
+        finally:
+            again.kill9()
 
 
 class RedisMigrateIntoBloomgate(unittest.TestCase):
