@@ -32,7 +32,7 @@ while (( $# > 0 )); do
     *) targets+=("$1"); shift ;;
   esac
 done
-all_targets=(resp_parser_fuzz snapshot_fuzz append_log_fuzz dump_chunk_fuzz dump_payload_fuzz
+all_targets=(resp_parser_fuzz snapshot_fuzz append_log_fuzz dump_chunk_fuzz dump_payload_fuzz rdb_file_fuzz
              commands_fuzz)
 (( ${#targets[@]} > 0 )) || targets=("${all_targets[@]}")
 

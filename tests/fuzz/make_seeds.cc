@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <initializer_list>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -291,6 +292,23 @@ void DumpPayloadSeeds(const fs::path& dir) {
   Write(dir, "t-digest", seed(TDigestSample()));
 }
 
+// rdb_file_fuzz: byte 0 = 1 (keep the checksum as written), then the RDB
+// file RedisBloom 2.4.23 saved (tests/data/redisbloom-sketches/: its five
+// types, TTLs, a string, a hash and a list), read from the repository beside
+// the corpus directory.
+void RdbFileSeeds(const fs::path& dir, const fs::path& corpus_root) {
+  const fs::path rdb = corpus_root.parent_path().parent_path() / "data" /
+                       "redisbloom-sketches" / "redisbloom-all-types.rdb";
+  std::ifstream in(rdb, std::ios::binary);
+  if (!in) {
+    std::fprintf(stderr, "cannot read %s\n", rdb.c_str());
+    std::exit(1);
+  }
+  std::stringstream bytes;
+  bytes << in.rdbuf();
+  Write(dir, "redisbloom-all-types", "\x01" + bytes.str());
+}
+
 // A program for commands_fuzz: template arguments by value (each value is
 // looked up in command_program.h's tables).
 class Program {
@@ -520,6 +538,7 @@ int main(int argc, char** argv) {
   AppendLogSeeds(root / "append_log_fuzz");
   DumpChunkSeeds(root / "dump_chunk_fuzz");
   DumpPayloadSeeds(root / "dump_payload_fuzz");
+  RdbFileSeeds(root / "rdb_file_fuzz", root);
   CommandSeeds(root / "commands_fuzz");
   return 0;
 }
