@@ -10,9 +10,7 @@ refusal reaches MIGRATE's caller, and the source keeps the key.
 """
 
 import os
-import shutil
 import signal
-import subprocess
 import tempfile
 import unittest
 
@@ -21,7 +19,7 @@ import redis
 from harness import (BloomgateServer, PersistentServer, RawConnection, ServerTestCase,
                      encode_command)
 from redis_dump_support import dump_body, payloads, probe, sign_dump
-from test_resp3_shapes import RedisServer
+from test_resp3_shapes import RedisServer, redis7_binary
 
 TYPE_NAMES = {"MBbloom--", "MBbloomCF", "CMSk-TYPE", "TopK-TYPE", "TDIS-TYPE"}
 VERSION_OR_CHECKSUM = "DUMP payload version or checksum are wrong"
@@ -155,13 +153,7 @@ class RedisMigrateIntoBloomgate(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        binary = shutil.which("redis-server")
-        if binary is None:
-            raise unittest.SkipTest("redis-server is not installed (scripts/install-deps.sh)")
-        version = subprocess.run([binary, "--version"], capture_output=True, text=True).stdout
-        if " v=7." not in version:
-            raise unittest.SkipTest(f"MIGRATE's wire is checked against Redis 7; found {version}")
-        cls.redis = RedisServer(binary).start()
+        cls.redis = RedisServer(redis7_binary("MIGRATE's wire is checked against")).start()
         cls.bloomgate = BloomgateServer(("--save", "", "--appendonly", "no", "--requirepass",
                                          "pw"), password="pw").start()
 

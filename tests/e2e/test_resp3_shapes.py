@@ -110,16 +110,23 @@ class RedisServer:
         self.dir.cleanup()
 
 
+def redis7_binary(needs):
+    """The installed redis-server if it is a Redis 7, else SkipTest saying
+    what `needs` it."""
+    binary = shutil.which("redis-server")
+    if binary is None:
+        raise unittest.SkipTest("redis-server is not installed (scripts/install-deps.sh)")
+    version = subprocess.run([binary, "--version"], capture_output=True, text=True).stdout
+    if " v=7." not in version:
+        raise unittest.SkipTest(f"{needs} Redis 7; found {version.strip()}")
+    return binary
+
+
 class Resp3ShapesTest(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        binary = shutil.which("redis-server")
-        if binary is None:
-            raise unittest.SkipTest("redis-server is not installed (scripts/install-deps.sh)")
-        version = subprocess.run([binary, "--version"], capture_output=True, text=True).stdout
-        if " v=7." not in version:
-            raise unittest.SkipTest(f"these shapes are Redis 7's; found {version.strip()}")
+        binary = redis7_binary("these shapes are those of")
         cls.redis = RedisServer(binary).start()
         cls.bloomgate = BloomgateServer(("--save", "", "--appendonly", "no")).start()
 
