@@ -5,11 +5,9 @@ SEED and a TIGHTENING answering identically after a restart (snapshot or
 log replay), a DUMP/RESTORE and a SCANDUMP/LOADCHUNK copy.
 """
 
-import os
-import tempfile
 import unittest
 
-from harness import BloomgateServer, PersistentServer, RespError, ServerTestCase
+from harness import RespError, RestartAgainstTwinCase, ServerTestCase
 
 SEED = b"0123456789abcdef0123456789ABCDEF"  # valkey-bloom's seeds are 32 bytes
 PROBES = [f"probe:{i}" for i in range(5000)]
@@ -83,30 +81,13 @@ def make(r, key, items):
         r.execute_command("BF.MADD", key, *[f"item:{i}" for i in range(start, start + 500)])
 
 
-class SeedAndTighteningPersistTest(unittest.TestCase):
+class SeedAndTighteningPersistTest(RestartAgainstTwinCase):
     """A filter made with a SEED answers as a twin made with the same SEED on
     a server never restarted, before and after growing on: the seed and the
     ratio came back, not just the bits."""
 
-    def start(self, data, args, n):
-        server = PersistentServer(data, args, log_path=os.path.join(os.path.dirname(data),
-                                                                    f"{n}.log")).start()
-        self.addCleanup(lambda: server.kill9() if server.alive() else None)
-        r = server.client()
-        self.addCleanup(r.close)
-        return server, r
-
     def run_case(self, via_snapshot):
-        tmp = tempfile.TemporaryDirectory(prefix="bloomgate-valkey-")
-        self.addCleanup(tmp.cleanup)
-        data = os.path.join(tmp.name, "data")
-        os.mkdir(data)
-        twin = BloomgateServer(["--save", "", "--appendonly", "no"]).start()
-        self.addCleanup(lambda: twin.stop(check=False) if twin.alive() else None)
-        tr = twin.client()
-        self.addCleanup(tr.close)
-        args = ["--save", ""] + (["--appendonly", "no"] if via_snapshot
-                                 else ["--appendonly", "yes", "--appendfsync", "always"])
+        tr, data, args = self.twin_and_data(via_snapshot, "bloomgate-valkey-")
         server, r = self.start(data, args, 1)
         for client in (tr, r):
             make(client, "f", 2000)
