@@ -34,6 +34,13 @@ class ChainedFilter {
   uint32_t expansion() const { return chain_.expansion(); }  // 0 when NONSCALING
   bool scaling() const { return chain_.scaling(); }
   double error_rate() const { return error_rate_; }  // as requested, after the cap
+  // Each new layer's error rate is the newest one's x this (0.5 unless the
+  // filter was made with valkey-bloom's TIGHTENING); in (0, 1).
+  double tightening() const { return chain_.tightening(); }
+  // The capacity growth would reach before a limit stops it (memory cap,
+  // layer count, error-rate underflow): valkey-bloom's MAXSCALEDCAPACITY.
+  // A NONSCALING filter's is its capacity.
+  uint64_t MaxScaledCapacity() const { return chain_.ProjectGrowth(UINT64_MAX).capacity; }
   // The seed every item of this filter is hashed with, in every layer: layers
   // grown later keep it, so growth needs no record of its own in the log and
   // an item is still hashed once per command, not once per layer.
@@ -55,8 +62,9 @@ class ChainedFilter {
   using Chain = LayerChain<Traits>;
 
   ChainedFilter(double error_rate, uint32_t expansion, uint64_t hash_seed,
-                const FilterLimits& limits, typename Chain::Pending&& first)
-      : chain_(std::move(first), expansion, limits), error_rate_(error_rate),
+                const FilterLimits& limits, typename Chain::Pending&& first,
+                double tightening = kErrorTighteningRatio)
+      : chain_(std::move(first), expansion, limits, tightening), error_rate_(error_rate),
         hash_seed_(hash_seed) {}
   ~ChainedFilter() = default;  // the chain gives memory_bytes() back to the budget
 
@@ -72,10 +80,11 @@ class ChainedFilter {
   template <typename Filter>
   static FilterStatus Adopt(FilterStatus status, double error_rate, uint32_t expansion,
                             uint64_t hash_seed, const FilterLimits& limits,
-                            typename Chain::Pending* pending, std::unique_ptr<Filter>* out) {
+                            typename Chain::Pending* pending, std::unique_ptr<Filter>* out,
+                            double tightening = kErrorTighteningRatio) {
     if (status != FilterStatus::kOk) return status;
-    out->reset(new (std::nothrow)
-                   Filter(error_rate, expansion, hash_seed, limits, std::move(*pending)));
+    out->reset(new (std::nothrow) Filter(error_rate, expansion, hash_seed, limits,
+                                         std::move(*pending), tightening));
     return *out == nullptr ? FilterStatus::kOutOfMemory : FilterStatus::kOk;
   }
 

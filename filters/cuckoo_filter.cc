@@ -123,7 +123,7 @@ FilterStatus CuckooFilter::Restore(const CuckooFilterShape& shape, const FilterL
   if (shape.bucket_size < 1 || shape.bucket_size > kMaxCuckooBucketSize ||
       shape.max_iterations < 1 || shape.max_iterations > kMaxCuckooIterations || !expansion_ok ||
       shape.max_expansions < 1 || shape.max_expansions > kMaxCuckooMaxExpansions ||
-      shape.base_buckets < 2 || shape.base_buckets > kMaxCuckooBuckets ||
+      shape.base_buckets < MinBaseBuckets(shape.scheme) || shape.base_buckets > kMaxCuckooBuckets ||
       !std::has_single_bit(shape.base_buckets) || shape.num_filters < 1 ||
       shape.num_filters > shape.max_expansions ||
       (shape.expansion == 0 && shape.num_filters != 1) ||

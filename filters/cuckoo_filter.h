@@ -304,6 +304,15 @@ class CuckooFilter {
   // Everything but the slots, under one shared lock (cheap: no slot is read).
   CuckooFilterShape Shape() const;
 
+  // The fewest buckets a first sub-filter may have: 2 for ours (CF.RESERVE
+  // rounds capacity / bucket size up to a power of two >= 2), 1 for
+  // RedisBloom's scheme, whose CF.LOADCHUNK header may say so (its index is
+  // i % buckets, and both of an item's buckets are then that one; RedisBloom
+  // loads such a header and inserts into it).
+  static constexpr uint64_t MinBaseBuckets(CuckooScheme scheme) {
+    return scheme == CuckooScheme::kRedisBloom ? 1 : 2;
+  }
+
   // Buckets of sub-filter `index`: base_buckets x expansion^index, saturating
   // at UINT64_MAX (an absurd size every caller refuses).
   static uint64_t SubFilterBuckets(uint64_t base_buckets, uint32_t expansion, uint32_t index);

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <bit>
 #include <cmath>
+#include <numbers>
 
 namespace bloomgate {
 namespace {
@@ -263,6 +264,35 @@ FilterHealth CuckooHealth(const CuckooFilter& filter, bool per_sub_filter) {
   // A cuckoo filter refuses inserts when full ("Filter is full"): its FP
   // rate is bounded by its design, never over capacity.
   Finish(&health, /*can_grow=*/true);
+  return health;
+}
+
+FilterHealth TDigestHealth(const TDigest& digest, uint64_t max_scan_bytes) {
+  FilterHealth health;
+  health.scaling = true;  // never refuses for room: it compresses
+  // The totals' call (INFO) holds no key lock, and no field of a digest is
+  // atomic (its writers hold the key exclusively): it reads nothing.
+  if (max_scan_bytes == 0) return health;
+  health.capacity = static_cast<uint64_t>(digest.capacity());
+  health.items = digest.nodes();
+  const double weight = static_cast<double>(digest.total_weight());
+  if (weight > 1) {
+    health.fp_rate_design =
+        std::numbers::pi / 4 * std::log(weight) / static_cast<double>(digest.compression());
+  }
+  int64_t widest = 0;
+  for (uint32_t i = 0; i < digest.nodes(); ++i) widest = std::max(widest, digest.weight_at(i));
+  if (weight > 0) health.fp_rate_now = static_cast<double>(widest) / (2 * weight);
+  LayerHealth layer;
+  layer.capacity = health.capacity;
+  layer.items = health.items;
+  layer.cells = health.capacity;
+  layer.cells_set = digest.merged_nodes();
+  layer.fill_ratio = static_cast<double>(health.items) / static_cast<double>(health.capacity);
+  layer.fp_rate_design = health.fp_rate_design;
+  layer.fp_rate_now = health.fp_rate_now;
+  health.bytes_scanned = uint64_t{digest.nodes()} * sizeof(int64_t);  // the weights
+  health.layers.push_back(layer);
   return health;
 }
 

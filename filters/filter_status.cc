@@ -20,6 +20,8 @@ const char* ToString(FilterStatus status) {
       return "maximum expansions reached";
     case FilterStatus::kCopiesFull:
       return "copies fill both buckets";
+    case FilterStatus::kErrorRateUnderflow:
+      return "error rate underflow";
   }
   return "unknown filter status";
 }

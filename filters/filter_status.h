@@ -33,6 +33,10 @@ enum class FilterStatus {
   // copies of one item grew a filter to its memory cap (RedisBloom answers
   // such an add by growing; see CuckooFilter's class comment).
   kCopiesFull,
+  // Scale-out impossible: the next layer's error rate (the newest one's x
+  // the filter's tightening ratio) would not stay above kMinLayerErrorRate
+  // (valkey-bloom: "ERR false positive degrades to 0 on scale out").
+  kErrorRateUnderflow,
 };
 
 // A short lower-case name for logs and test messages, e.g. "filter memory limit".

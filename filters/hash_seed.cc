@@ -2,6 +2,8 @@
 
 #include <sys/random.h>
 
+#include <xxhash.h>
+
 #include <cerrno>
 #include <random>
 
@@ -27,6 +29,11 @@ uint64_t NewHashSeed() {
   uint64_t seed = DrawSeed();
   while (seed == 0) seed = DrawSeed();  // 2^-64 per draw
   return seed;
+}
+
+uint64_t SeedFromBytes(std::string_view bytes) {
+  const uint64_t seed = XXH3_64bits(bytes.data(), bytes.size());
+  return seed == 0 ? 1 : seed;
 }
 
 }  // namespace bloomgate

@@ -1,7 +1,9 @@
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <string_view>
 
 namespace bloomgate {
 
@@ -18,6 +20,14 @@ namespace bloomgate {
 // that search needs the seed, which never leaves the server except in its
 // own snapshots, logs and SCANDUMP chunks.
 uint64_t NewHashSeed();
+
+// valkey-bloom's SEED is 32 raw bytes (the SipHash keys of its filters);
+// ours is 64 bits. A seed given that way becomes XXH3-64 of the 32 bytes
+// (0 becomes 1, see above), so one SEED always gives one hashing: two
+// filters made with it hash alike (BF.MERGE), and the 64-bit result is what
+// the filter saves, so it answers the same after a restart.
+inline constexpr size_t kValkeySeedBytes = 32;
+uint64_t SeedFromBytes(std::string_view bytes);
 
 // The seed a Create was given, else a fresh one.
 inline uint64_t SeedOrNew(const std::optional<uint64_t>& seed) {

@@ -17,8 +17,11 @@
 // error_rate x (1/2 + 1/4 + ...), stays below error_rate). Layer n+1 gets
 // layer n's capacity x expansion (saturating at UINT64_MAX, which sizes to an
 // absurd shape: kFilterMemoryLimit, never a wrap to a small capacity) and its
-// error rate x kErrorTighteningRatio (0.5). At most kMaxBloomLayers layers
-// (kTooManyLayers); expansion 0 (NONSCALING) never grows (kFull).
+// error rate x the chain's tightening ratio (kErrorTighteningRatio, 0.5,
+// unless the filter was made with another: valkey-bloom's TIGHTENING). At
+// most kMaxBloomLayers layers (kTooManyLayers); expansion 0 (NONSCALING)
+// never grows (kFull); a rate that would fall to DBL_MIN or below (a tiny
+// ratio, many layers) stops growth (kErrorRateUnderflow).
 //
 // Memory. memory_bytes() is everything the chain allocated plus the
 // `owner_bytes` its filter declared at Start()/Restore() (sizeof the filter):
@@ -83,6 +86,17 @@ namespace bloomgate {
 // RedisBloom's ERROR_TIGHTENING_RATIO: each layer gets half the error of the
 // one before, and a scaling filter's first layer half the requested rate.
 constexpr double kErrorTighteningRatio = 0.5;
+
+// A tightening ratio a filter may have: (0, 1), valkey-bloom's range. NaN: false.
+constexpr bool IsTighteningRatio(double ratio) { return ratio > 0 && ratio < 1; }
+
+// Where growth would stop, as LayerChain::ProjectGrowth reports it.
+struct GrowthProjection {
+  uint64_t capacity = 0;  // the total capacity reached, saturating
+  // kOk: the target was reached; else what stopped growth first
+  // (kFilterMemoryLimit, kTooManyLayers, kErrorRateUnderflow, kFull).
+  FilterStatus stop = FilterStatus::kOk;
+};
 
 // One layer as a snapshot or a dump saves it, for Restore: its capacity,
 // item count, error rate and geometry (cells in whole blocks; for a Bloom
@@ -274,15 +288,34 @@ class LayerChain {
                               uint32_t block_cells, uint64_t owner_bytes,
                               const FilterLimits& limits, MemoryBudget* budget, Pending* out);
 
-  // Layer 0's error rate for a filter asking for `error_rate`: half of it
-  // when scaling (see "Growth"), all of it when NONSCALING (expansion 0).
-  static double FirstErrorRate(double error_rate, uint32_t expansion) {
-    return expansion == 0 ? error_rate : error_rate * kErrorTighteningRatio;
+  // Layer 0's error rate for a filter asking for `error_rate`: error_rate x
+  // the tightening ratio when scaling (half of it by default, see "Growth"),
+  // all of it when NONSCALING (expansion 0).
+  static double FirstErrorRate(double error_rate, uint32_t expansion,
+                               double tightening = kErrorTighteningRatio) {
+    return expansion == 0 ? error_rate : error_rate * tightening;
   }
 
+  // The total capacity a chain would reach growing from where it stands
+  // (`layers` layers, the newest of `newest_capacity` items at
+  // `newest_error_rate`, `bytes` of memory_bytes() and `capacity` in all;
+  // layers 0: a chain not started yet, whose first layer is
+  // `newest_capacity` at `newest_error_rate` and whose owner takes `bytes`)
+  // until its capacity is at least `target`, or what would stop it first:
+  // the same shapes, costs and limits Grow() applies, nothing allocated.
+  // valkey-bloom's VALIDATESCALETO and BF.INFO MAXSCALEDCAPACITY.
+  static GrowthProjection ProjectGrowth(uint32_t layers, uint64_t newest_capacity,
+                                        double newest_error_rate, uint64_t bytes,
+                                        uint64_t capacity, uint32_t expansion, double tightening,
+                                        uint32_t block_cells, const FilterLimits& limits,
+                                        uint64_t target);
+  // ProjectGrowth from this chain as it stands.
+  GrowthProjection ProjectGrowth(uint64_t target) const;
+
   // Takes over a successful Start()/Restore() (pending is left empty) and its
-  // budget. Later growth follows `expansion` and `limits`.
-  LayerChain(Pending&& pending, uint32_t expansion, const FilterLimits& limits);
+  // budget. Later growth follows `expansion`, `tightening` and `limits`.
+  LayerChain(Pending&& pending, uint32_t expansion, const FilterLimits& limits,
+             double tightening = kErrorTighteningRatio);
   // Releases memory_bytes() back to the budget. No call may be running.
   ~LayerChain();
 
@@ -331,6 +364,7 @@ class LayerChain {
   uint32_t num_layers() const { return Load().size(); }
   uint32_t expansion() const { return expansion_; }  // 0 when NONSCALING
   bool scaling() const { return expansion_ != 0; }
+  double tightening() const { return tightening_; }  // each new layer's rate x this
   uint32_t block_cells() const { return block_cells_; }
   const FilterLimits& limits() const { return limits_; }
   uint64_t memory_bytes() const {
@@ -369,11 +403,12 @@ class LayerChain {
                                       const BlockedShape& shape);
 
   // See "Concurrency" above. The chain owns the published list (and through
-  // it every older one); stored only under the grow stripe. 48 bytes in all:
+  // it every older one); stored only under the grow stripe. 56 bytes in all:
   // the grow mutex and the next-shape cache live in the chain's grow stripe
   // (filters/grow_stripes.h), not here.
   std::atomic<const List*> layers_;
   const uint32_t expansion_;
+  const double tightening_;
   const uint32_t block_cells_;
   const FilterLimits limits_;
   MemoryBudget* const budget_;
@@ -496,9 +531,11 @@ FilterStatus LayerChain<Traits>::Restore(std::span<const Shape> layers, uint32_t
 }
 
 template <typename Traits>
-LayerChain<Traits>::LayerChain(Pending&& pending, uint32_t expansion, const FilterLimits& limits)
+LayerChain<Traits>::LayerChain(Pending&& pending, uint32_t expansion, const FilterLimits& limits,
+                               double tightening)
     : layers_(pending.list_.release()),
       expansion_(expansion),
+      tightening_(tightening),
       block_cells_(pending.block_cells_),
       limits_(limits),
       budget_(pending.budget_),
@@ -526,7 +563,8 @@ FilterStatus LayerChain<Traits>::Grow(const List* seen, const List** current,
 
   const Layer& last = list->newest();
   const uint64_t capacity = internal::SaturatingMul(last.capacity, expansion_);
-  const double error_rate = last.error_rate * kErrorTighteningRatio;
+  const double error_rate = last.error_rate * tightening_;
+  if (!(error_rate > kMinLayerErrorRate)) return FilterStatus::kErrorRateUnderflow;
   // From the stripe's memo when this chain (or one alike) asked last: a
   // chain stuck at a memory limit retries growth on every new item.
   const BlockedShape next_shape =
@@ -552,6 +590,57 @@ FilterStatus LayerChain<Traits>::Grow(const List* seen, const List** current,
   layers_.store(published, std::memory_order_release);
   *current = published;
   return FilterStatus::kOk;
+}
+
+template <typename Traits>
+GrowthProjection LayerChain<Traits>::ProjectGrowth(uint32_t layers, uint64_t newest_capacity,
+                                                   double newest_error_rate, uint64_t bytes,
+                                                   uint64_t capacity, uint32_t expansion,
+                                                   double tightening, uint32_t block_cells,
+                                                   const FilterLimits& limits, uint64_t target) {
+  GrowthProjection projection{capacity, FilterStatus::kOk};
+  uint64_t next_capacity = newest_capacity;
+  double next_rate = newest_error_rate;
+  if (layers > 0) {
+    next_capacity = internal::SaturatingMul(newest_capacity, expansion);
+    next_rate = newest_error_rate * tightening;
+  }
+  for (uint32_t count = layers; projection.capacity < target; ++count) {
+    if (count > 0 && expansion == 0) {
+      projection.stop = FilterStatus::kFull;
+      break;
+    }
+    if (count >= kMaxBloomLayers) {
+      projection.stop = FilterStatus::kTooManyLayers;
+      break;
+    }
+    if (!(next_rate > kMinLayerErrorRate)) {
+      projection.stop = FilterStatus::kErrorRateUnderflow;
+      break;
+    }
+    const BlockedShape shape = ChooseLayerShape<Traits>(next_rate, next_capacity, block_cells);
+    const uint64_t cost = shape.cells >= MaxBlockedCells(block_cells)
+                              ? UINT64_MAX
+                              : LayerCost(shape, count + 1);
+    if (cost == UINT64_MAX ||
+        (limits.max_filter_bytes != 0 && internal::SaturatingAdd(bytes, cost) > limits.max_filter_bytes)) {
+      projection.stop = FilterStatus::kFilterMemoryLimit;
+      break;
+    }
+    bytes += cost;
+    projection.capacity = internal::SaturatingAdd(projection.capacity, next_capacity);
+    next_capacity = internal::SaturatingMul(next_capacity, expansion);
+    next_rate *= tightening;
+  }
+  return projection;
+}
+
+template <typename Traits>
+GrowthProjection LayerChain<Traits>::ProjectGrowth(uint64_t target) const {
+  const List& list = Load();
+  const Layer& newest = list.newest();
+  return ProjectGrowth(list.size(), newest.capacity, newest.error_rate, memory_bytes(),
+                       capacity(), expansion_, tightening_, block_cells_, limits_, target);
 }
 
 template <typename Traits>

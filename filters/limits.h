@@ -35,6 +35,13 @@ constexpr double kMaxBloomErrorRate = 0.25;
 // 10^30 lookups", far past any real need.
 constexpr double kMinBloomErrorRate = 1e-30;
 
+// A layer's error rate must stay above the smallest normal double
+// (DBL_MIN, 2.2250738585072014e-308; Rust's f64::MIN_POSITIVE, which is
+// valkey-bloom's bound): a filter whose TIGHTENING ratio is tiny reaches it
+// within its 64 layers (0.01 x 1e-5^63 underflows), and growth stops there
+// (FilterStatus::kErrorRateUnderflow) instead of sizing a layer for 0.
+constexpr double kMinLayerErrorRate = 2.2250738585072014e-308;
+
 // Layers of one scalable filter. Each layer halves the error rate, so layer i
 // of a filter created at the 0.25 cap is sized for 0.125 * 2^-i. Why 64:
 //  - with EXPANSION >= 2, layer 63 alone would hold >= 2^63 items and could

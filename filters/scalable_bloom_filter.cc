@@ -17,38 +17,55 @@ FilterStatus ScalableBloomFilter::Create(const ScalableBloomOptions& options,
   // they only must not produce a filter (no NaN, zero or > 32768 shapes that a
   // snapshot loader would refuse).
   if (!(options.error_rate > 0 && options.error_rate < 1) || options.capacity == 0 ||
-      options.expansion > kMaxBloomExpansion) {
+      options.expansion > kMaxBloomExpansion || !IsTighteningRatio(options.tightening)) {
     return FilterStatus::kFilterMemoryLimit;
   }
   const double error_rate = std::min(options.error_rate, kMaxBloomErrorRate);
   const bool redisbloom = options.layout == BloomLayout::kRedisBloom;
+  const double tightening = redisbloom ? kErrorTighteningRatio : options.tightening;
   Chain::Pending first;
   const FilterStatus status =
-      Chain::Start(options.capacity, Chain::FirstErrorRate(error_rate, options.expansion),
+      Chain::Start(options.capacity,
+                   Chain::FirstErrorRate(error_rate, options.expansion, tightening),
                    /*block_cells=*/BloomLayoutCells(options.layout),
                    /*owner_bytes=*/sizeof(ScalableBloomFilter),
                    limits, budget, &first, refusal);
   // RedisBloom's hash takes no seed: such a filter's seed stays 0.
   return Adopt(status, error_rate, options.expansion,
                redisbloom ? 0 : SeedOrNew(options.hash_seed),
-               limits, &first, out);
+               limits, &first, out, tightening);
 }
 
 FilterStatus ScalableBloomFilter::Restore(double error_rate, uint32_t expansion,
                                           std::span<const BloomLayerShape> layers,
                                           const FilterLimits& limits, MemoryBudget* budget,
                                           std::unique_ptr<ScalableBloomFilter>* out,
-                                          uint64_t hash_seed, BloomLayout layout) {
+                                          uint64_t hash_seed, BloomLayout layout,
+                                          double tightening) {
   out->reset();
   // The loader has already refused this with a precise text; here it only
   // must never produce a filter. The chain checks the rest the same way.
-  if (!(error_rate > 0 && error_rate <= kMaxBloomErrorRate)) return FilterStatus::kInvalidOptions;
+  if (!(error_rate > 0 && error_rate <= kMaxBloomErrorRate) || !IsTighteningRatio(tightening)) {
+    return FilterStatus::kInvalidOptions;
+  }
   Chain::Pending chain;
   const FilterStatus status =
       Chain::Restore(layers, expansion,
                      /*block_cells=*/BloomLayoutCells(layout),
                      /*owner_bytes=*/sizeof(ScalableBloomFilter), limits, budget, &chain);
-  return Adopt(status, error_rate, expansion, hash_seed, limits, &chain, out);
+  return Adopt(status, error_rate, expansion, hash_seed, limits, &chain, out, tightening);
+}
+
+GrowthProjection ScalableBloomFilter::ProjectGrowth(const ScalableBloomOptions& options,
+                                                    const FilterLimits& limits, uint64_t target) {
+  const double error_rate = std::min(options.error_rate, kMaxBloomErrorRate);
+  const double tightening =
+      options.layout == BloomLayout::kRedisBloom ? kErrorTighteningRatio : options.tightening;
+  return Chain::ProjectGrowth(/*layers=*/0, options.capacity,
+                              Chain::FirstErrorRate(error_rate, options.expansion, tightening),
+                              /*bytes=*/sizeof(ScalableBloomFilter), /*capacity=*/0,
+                              options.expansion, tightening, BloomLayoutCells(options.layout),
+                              limits, target);
 }
 
 // The chain gives memory_bytes() back to the budget.

@@ -45,8 +45,9 @@ constexpr uint32_t BloomLayoutCells(BloomLayout layout) {
 // bloomgate build): blocked while one 512-bit block per item pays, classic
 // below that (bloom_math.h's ClassicBloomPays, judged on layer 0's rate:
 // every later layer keeps layer 0's kind).
-inline BloomLayout PreferredBloomLayout(double error_rate, uint32_t expansion) {
-  const double layer0 = expansion == 0 ? error_rate : error_rate * kErrorTighteningRatio;
+inline BloomLayout PreferredBloomLayout(double error_rate, uint32_t expansion,
+                                       double tightening = kErrorTighteningRatio) {
+  const double layer0 = expansion == 0 ? error_rate : error_rate * tightening;
   return ClassicBloomPays(layer0) ? BloomLayout::kClassic : BloomLayout::kBlocked;
 }
 
@@ -59,6 +60,10 @@ struct ScalableBloomOptions {
   std::optional<uint64_t> hash_seed;
   // kRedisBloom: RedisBloom's layout and sizing (tests; imports use Restore).
   BloomLayout layout = BloomLayout::kBlocked;
+  // valkey-bloom's TIGHTENING: layer 0 gets error_rate x this when scaling,
+  // each later layer the one before's x this. (0, 1); a kRedisBloom filter
+  // keeps RedisBloom's 0.5 whatever this says.
+  double tightening = kErrorTighteningRatio;
 };
 
 // One layer, as BF.DEBUG / BF.INFO and the snapshot writer see it.
@@ -168,11 +173,19 @@ class ScalableBloomFilter : public ChainedFilter<BloomLayerTraits> {
   // limits.max_filter_bytes (-> kFilterMemoryLimit) and reserved in *budget
   // (-> kOutOfMemory) before anything is allocated; failures leave nothing
   // reserved and *out reset. Never throws. Later growth follows `limits`.
-  // hash_seed is the saved one (0 for filters saved before seeds existed).
+  // hash_seed is the saved one (0 for filters saved before seeds existed);
+  // tightening the saved ratio, in (0, 1) (else kInvalidOptions).
   static FilterStatus Restore(double error_rate, uint32_t expansion,
                               std::span<const BloomLayerShape> layers, const FilterLimits& limits,
                               MemoryBudget* budget, std::unique_ptr<ScalableBloomFilter>* out,
-                              uint64_t hash_seed = 0, BloomLayout layout = BloomLayout::kBlocked);
+                              uint64_t hash_seed = 0, BloomLayout layout = BloomLayout::kBlocked,
+                              double tightening = kErrorTighteningRatio);
+
+  // Where a filter Create(options) would make could grow to under `limits`
+  // (LayerChain::ProjectGrowth): valkey-bloom's VALIDATESCALETO, judged
+  // before anything is allocated.
+  static GrowthProjection ProjectGrowth(const ScalableBloomOptions& options,
+                                        const FilterLimits& limits, uint64_t target);
 
   // Releases memory_bytes() back to the budget. No call may be running.
   ~ScalableBloomFilter();

@@ -19,7 +19,17 @@
 //                            layout 6: whole 128-bit granules, > 0)
 //       +32 u32 block_bits   512 (layout 5: 64, layout 6: 128)
 //       +36 u32 probes       [1, 64]
+//   then, only when block_layout carries kBloomTighteningFlag (129 or 134:
+//   a filter made with valkey-bloom's TIGHTENING other than 0.5):
+//       f64 tightening       each new layer's error rate = the newest's x
+//                            this; layer 0's = error_rate x this   (0, 1)
 //   payload: each layer's bits / 8 bytes, oldest layer first
+//
+// The flag and its field came without a layout_version bump, on the terms of
+// block_layout 6 (persistence/FORMAT.md): every header written before reads
+// as before (tightening 0.5), and an older build refuses a flagged header by
+// name ("block_layout 129 not supported") instead of growing the filter at
+// the wrong rates.
 //
 // Read while written: yes. Bits are only ever set, so a copy made while adds
 // continue holds every bit set before the copy began (and maybe some set
@@ -50,13 +60,17 @@ struct BloomHeader {
   uint32_t expansion = 0;
   uint64_t hash_seed = 0;
   BloomLayout layout = BloomLayout::kBlocked;
+  double tightening = kErrorTighteningRatio;
   std::vector<BloomLayerShape> layers;
 };
 
 Status DecodeBloomHeader(std::string_view bytes, uint64_t payload_bytes, BloomHeader* out) {
   FieldReader r(bytes);
   uint8_t block_layout = 0;
-  if (Status s = GetBloomCommon(&r, &block_layout, &out->hash_seed); !s.ok()) return s;
+  bool has_tightening = false;
+  if (Status s = GetBloomCommon(&r, &block_layout, &out->hash_seed, &has_tightening); !s.ok()) {
+    return s;
+  }
   const bool redisbloom = block_layout == kRedisBloomLayout;
   out->layout = redisbloom                              ? BloomLayout::kRedisBloom
                 : block_layout == kClassicBloomLayout ? BloomLayout::kClassic
@@ -106,6 +120,14 @@ Status DecodeBloomHeader(std::string_view bytes, uint64_t payload_bytes, BloomHe
     if (!AddBytes(&needed, layer.cells / 8)) return PayloadOverflow("layers");
     out->layers.push_back(layer);
   }
+  if (has_tightening) {
+    r.SetGroup(nullptr, 0);
+    r.F64("tightening", &out->tightening);
+    if (r.failed()) return r.Truncated();
+    if (!IsTighteningRatio(out->tightening)) {
+      return NotIn("tightening", Num(out->tightening), "(0, 1)");
+    }
+  }
   if (Status s = r.CheckEnd(); !s.ok()) return s;
   return CheckPayloadBytes(needed, payload_bytes, "layers");
 }
@@ -134,8 +156,8 @@ class Codec final : public TypedCodec<ScalableBloomFilter> {
   FilterKind kind() const override { return FilterKind::kScalableBloom; }
   std::string_view name() const override { return "scalable bloom"; }
   bool payload_readable_while_written() const override { return true; }
-  // 28 + 40 x 64 layers = 2,588 bytes.
-  uint64_t max_header_bytes() const override { return 28 + 40 * uint64_t{kMaxBloomLayers}; }
+  // 28 + 40 x 64 layers + 8 (tightening) = 2,596 bytes.
+  uint64_t max_header_bytes() const override { return 28 + 40 * uint64_t{kMaxBloomLayers} + 8; }
 
   Status BeginLoad(std::string_view header_bytes, uint64_t payload_bytes,
                    const FilterLimits& limits, MemoryBudget* budget,
@@ -148,7 +170,7 @@ class Codec final : public TypedCodec<ScalableBloomFilter> {
             ? FilterStatus::kFilterMemoryLimit
             : ScalableBloomFilter::Restore(header.error_rate, header.expansion, header.layers,
                                            limits, budget, &filter, header.hash_seed,
-                                           header.layout);
+                                           header.layout, header.tightening);
     if (status != FilterStatus::kOk) return RestoreFailed(status, payload_bytes, limits, budget);
     out->reset(new (std::nothrow) Loader(payload_bytes, std::move(filter)));
     return LoaderMade(*out);
@@ -160,12 +182,20 @@ class Codec final : public TypedCodec<ScalableBloomFilter> {
     ByteWriter w(&header.bytes);
     const std::vector<BloomLayerInfo> layers = bloom.Layers();
     header.kind = FilterKind::kScalableBloom;
+    // Only a ratio other than RedisBloom's is written (and flagged), so
+    // every other filter's header stays byte for byte what it was.
+    const bool tightened = bloom.tightening() != kErrorTighteningRatio;
+    const uint8_t flag = tightened ? kBloomTighteningFlag : 0;
     switch (bloom.layout()) {
       case BloomLayout::kRedisBloom:
         PutCommon(&w, kRedisBloomLayout, /*hash_seed=*/0, kHashMurmur64A);
         break;
-      case BloomLayout::kClassic: PutCommon(&w, kClassicBloomLayout, bloom.hash_seed()); break;
-      case BloomLayout::kBlocked: PutCommon(&w, kBlockedBloomLayout, bloom.hash_seed()); break;
+      case BloomLayout::kClassic:
+        PutCommon(&w, kClassicBloomLayout | flag, bloom.hash_seed());
+        break;
+      case BloomLayout::kBlocked:
+        PutCommon(&w, kBlockedBloomLayout | flag, bloom.hash_seed());
+        break;
     }
     w.PutF64(bloom.error_rate());
     w.PutU32(bloom.expansion());
@@ -179,6 +209,7 @@ class Codec final : public TypedCodec<ScalableBloomFilter> {
       w.PutU32(layer.probes);
       header.payload_bytes += layer.bytes;
     }
+    if (tightened) w.PutF64(bloom.tightening());
     return header;
   }
 

@@ -9,7 +9,7 @@
 //   +16 u32 max_iterations   [1, 65535]
 //   +20 u32 expansion        0 or a power of two <= 32768
 //   +24 u32 max_expansions   [1, 65536]
-//   +28 u64 base_buckets     power of two, [2, 2^56]
+//   +28 u64 base_buckets     power of two, [2, 2^56] ([1, 2^56] for RedisBloom's scheme)
 //   +36 u32 num_filters      [1, max_expansions]; 1 when expansion is 0
 //   +40 u64 items            occupied slots; Finish checks it against them
 //   +48 u64 deletes          removes since the last compaction
@@ -81,10 +81,11 @@ Status DecodeCuckooHeader(std::string_view bytes, uint64_t payload_bytes,
     return NotIn("max_expansions", Num(uint64_t{shape.max_expansions}),
                  Range(1, kMaxCuckooMaxExpansions));
   }
-  if (shape.base_buckets < 2 || shape.base_buckets > kMaxCuckooBuckets ||
+  const uint64_t min_buckets = CuckooFilter::MinBaseBuckets(shape.scheme);
+  if (shape.base_buckets < min_buckets || shape.base_buckets > kMaxCuckooBuckets ||
       !std::has_single_bit(shape.base_buckets)) {
-    return Status::Error("base_buckets " + Num(shape.base_buckets) +
-                         " not a power of two in [2, 2^56]");
+    return Status::Error("base_buckets " + Num(shape.base_buckets) + " not a power of two in [" +
+                         Num(min_buckets) + ", 2^56]");
   }
   if (shape.num_filters < 1 || shape.num_filters > shape.max_expansions) {
     return NotIn("num_filters", Num(uint64_t{shape.num_filters}),

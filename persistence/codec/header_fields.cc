@@ -80,9 +80,12 @@ std::string HashName(uint8_t hash) {
                               : "2 = MurmurHash64A (RedisBloom's, seed 0)";
 }
 
+// `flag` (0 = none): a bit the family may set on its XXH3 layouts; *flagged
+// says whether it was, and the layout is checked without it.
 Status ReadCommon(FieldReader* r, uint8_t expected_layout, uint8_t redisbloom_layout,
                   uint64_t* hash_seed, bool* redisbloom, uint8_t classic_layout = 0,
-                  uint8_t* layout_out = nullptr, uint8_t redisbloom_hash = kHashMurmur64A) {
+                  uint8_t* layout_out = nullptr, uint8_t redisbloom_hash = kHashMurmur64A,
+                  uint8_t flag = 0, bool* flagged = nullptr) {
   *redisbloom = false;
   uint16_t version = 0;
   uint8_t hash = 0;
@@ -127,6 +130,10 @@ Status ReadCommon(FieldReader* r, uint8_t expected_layout, uint8_t redisbloom_la
     return Status::Error("hash_seed " + Num(seed) +
                          " in a layout_version 1 header (version 1 filters have seed 0)");
   }
+  if (flag != 0 && version == kLayoutVersion && (layout & flag) != 0) {
+    *flagged = true;
+    layout &= static_cast<uint8_t>(~flag);
+  }
   if (layout != expected_layout && (classic_layout == 0 || layout != classic_layout)) {
     return Status::Error("block_layout " + Num(uint64_t{layout}) +
                          " not supported for this family (expected " +
@@ -156,11 +163,15 @@ Status GetCommonOrRedisBloom(FieldReader* r, uint8_t expected_layout, uint8_t re
   return ReadCommon(r, expected_layout, redisbloom_layout, hash_seed, redisbloom);
 }
 
-Status GetBloomCommon(FieldReader* r, uint8_t* layout, uint64_t* hash_seed) {
+Status GetBloomCommon(FieldReader* r, uint8_t* layout, uint64_t* hash_seed,
+                      bool* has_tightening) {
   bool redisbloom = false;
   uint8_t xxh3_layout = kBlockedBloomLayout;
+  if (has_tightening != nullptr) *has_tightening = false;
   Status status = ReadCommon(r, kBlockedBloomLayout, kRedisBloomLayout, hash_seed, &redisbloom,
-                             kClassicBloomLayout, &xxh3_layout);
+                             kClassicBloomLayout, &xxh3_layout, kHashMurmur64A,
+                             has_tightening != nullptr ? kBloomTighteningFlag : 0,
+                             has_tightening);
   *layout = redisbloom ? kRedisBloomLayout : xxh3_layout;
   return status;
 }

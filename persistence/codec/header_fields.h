@@ -49,6 +49,10 @@
 //                                1919), decay drawn from glibc's rand() whose
 //                                state the top-k header holds
 //                                (SketchScheme::kRedisBloom)
+//                            +128 (kBloomTighteningFlag) on Bloom's 1 or 6: a
+//                                filter whose tightening ratio is not 0.5
+//                                (valkey-bloom's TIGHTENING); an f64 with it
+//                                ends the header (bloom_codec.cc)
 //                            6 = Bloom only, with hash_algorithm 1: our classic
 //                                k-probe bit array, probe i = fastrange64(lo +
 //                                i hi, bits) over the whole layer, bits a
@@ -97,6 +101,9 @@ inline constexpr uint8_t kHeavyKeeperLayout = 4;
 inline constexpr uint8_t kRedisBloomLayout = 5;
 // Our classic Bloom layout (kHashXxh3_128, the filter's seed).
 inline constexpr uint8_t kClassicBloomLayout = 6;
+// Set on a scalable Bloom header's block_layout (1 or 6 -> 129 or 134): the
+// filter's tightening ratio is not RedisBloom's 0.5 and ends the header.
+inline constexpr uint8_t kBloomTighteningFlag = 0x80;
 inline constexpr size_t kCommonBytes = 12;
 
 // ---- Message pieces ---------------------------------------------------------
@@ -155,9 +162,14 @@ class FieldReader {
 
 void PutCommon(ByteWriter* w, uint8_t layout, uint64_t hash_seed,
                uint8_t hash_algorithm = kHashXxh3_128);
-// GetCommon for the Bloom family, which has two layouts: blocked (XXH3,
-// seeded) or RedisBloom (its Murmur hash, seed 0). *layout says which.
-Status GetBloomCommon(FieldReader* r, uint8_t* layout, uint64_t* hash_seed);
+// GetCommon for the Bloom-like families, which have three layouts: blocked
+// or classic (XXH3, seeded) or RedisBloom (its Murmur hash, seed 0).
+// *layout says which. With `has_tightening` (scalable Bloom only), an XXH3
+// layout may carry kBloomTighteningFlag and *has_tightening says whether it
+// did (bloom_codec.cc: a tightening field ends the header); without it the
+// flag is refused as an unknown layout.
+Status GetBloomCommon(FieldReader* r, uint8_t* layout, uint64_t* hash_seed,
+                      bool* has_tightening = nullptr);
 // Reads and checks the prefix; the version first, since a later version may
 // lay out everything after it differently. *hash_seed is the filter's seed.
 Status GetCommon(FieldReader* r, uint8_t expected_layout, uint64_t* hash_seed);

@@ -26,12 +26,14 @@ const std::vector<CommandSyntax>& CommandSyntaxTable() {
       {"bf.card", "key", ""},
       {"bf.debug", "key", ""},
       {"bf.exists", "key item", ""},
-      {"bf.info", "key [CAPACITY|SIZE|FILTERS|ITEMS|EXPANSION]", ""},
+      {"bf.info",
+       "key [CAPACITY|SIZE|FILTERS|ITEMS|EXPANSION|ERROR|TIGHTENING|MAXSCALEDCAPACITY]", ""},
       {"bf.insert",
        "key [CAPACITY capacity] [ERROR error] [EXPANSION expansion] [NOCREATE] [NONSCALING] "
-       "[WINDOW seconds [GENERATIONS generations]] [SEED seed] ITEMS item [item ...]",
+       "[WINDOW seconds [GENERATIONS generations]] [SEED seed] [TIGHTENING tightening] "
+       "[VALIDATESCALETO validatescaleto] ITEMS item [item ...]",
        "capacity:integer error:double expansion:integer seconds:integer generations:integer "
-       "seed:integer"},
+       "tightening:double validatescaleto:integer"},
       {"bf.madd", "key item [item ...]", ""},
       {"bf.merge", "destkey sourcekey [sourcekey ...]", "destkey:key sourcekey:key"},
       {"bf.mexists", "key item [item ...]", ""},
@@ -39,7 +41,7 @@ const std::vector<CommandSyntax>& CommandSyntaxTable() {
        "key error_rate capacity [EXPANSION expansion] [NONSCALING] "
        "[WINDOW seconds [GENERATIONS generations]] [SEED seed]",
        "error_rate:double capacity:integer expansion:integer seconds:integer "
-       "generations:integer seed:integer"},
+       "generations:integer"},
       {"bgrewriteaof", "", ""},
       {"bgsave", "[SCHEDULE]", ""},
       {"bloomgate.health", "key", ""},
@@ -55,7 +57,7 @@ const std::vector<CommandSyntax>& CommandSyntaxTable() {
        "[COUNTERBITS counterbits] [WINDOW seconds [GENERATIONS generations]] [SEED seed] "
        "ITEMS item [item ...]",
        "capacity:integer error:double expansion:integer counterbits:integer seconds:integer "
-       "generations:integer seed:integer"},
+       "generations:integer"},
       {"cbf.madd", "key item [item ...]", ""},
       {"cbf.mdel", "key item [item ...]", ""},
       {"cbf.merge", "destkey sourcekey [sourcekey ...]", "destkey:key sourcekey:key"},
@@ -64,7 +66,7 @@ const std::vector<CommandSyntax>& CommandSyntaxTable() {
        "key error_rate capacity [EXPANSION expansion] [NONSCALING] [COUNTERBITS counterbits] "
        "[WINDOW seconds [GENERATIONS generations]] [SEED seed]",
        "error_rate:double capacity:integer expansion:integer counterbits:integer "
-       "seconds:integer generations:integer seed:integer"},
+       "seconds:integer generations:integer"},
       {"cf.add", "key item", ""},
       {"cf.addnx", "key item", ""},
       {"cf.compact", "key", ""},

@@ -177,7 +177,8 @@ void CmdMAdd(CommandContext& ctx) {
 }
 
 // BF.INSERT key [CAPACITY capacity] [ERROR error] [EXPANSION expansion]
-//           [NOCREATE] [NONSCALING] ITEMS item [item ...]
+//           [NOCREATE] [NONSCALING] [SEED seed] [TIGHTENING ratio]
+//           [VALIDATESCALETO count] ITEMS item [item ...]
 void CmdInsert(CommandContext& ctx) {
   ArgParser parser(ctx.args, 2);
   CreateRule rule;
@@ -185,6 +186,18 @@ void CmdInsert(CommandContext& ctx) {
   if (parser.failed()) {
     ctx.Fail(parser.error());
     return;
+  }
+  // valkey-bloom judges the command's parameters (with the defaults), before
+  // and whatever the key holds; a replay never asks again (the adds are
+  // journaled as their effect).
+  if (rule.validate_scale_to) {
+    const FilterStore store = StoreFor(ctx);
+    if (BloomStatus status =
+            CheckScaleTo(rule.Resolve(ctx.server.config), store.limits, *rule.validate_scale_to);
+        status != BloomStatus::kOk) {
+      Fail(ctx, status);
+      return;
+    }
   }
   bool found = false;
   BloomAddResult result = FindAndAdd(ctx, rule, parser.Rest(), &found);
@@ -265,7 +278,11 @@ void CmdCard(CommandContext& ctx) {
   ctx.reply.Integer(card);
 }
 
-// BF.INFO key [CAPACITY | SIZE | FILTERS | ITEMS | EXPANSION]
+// BF.INFO key [CAPACITY | SIZE | FILTERS | ITEMS | EXPANSION | ERROR |
+//              TIGHTENING | MAXSCALEDCAPACITY]: RedisBloom's five fields,
+// and valkey-bloom's three, which are only asked for by name (RedisBloom's
+// full reply has five; client libraries read it whole). TIGHTENING and
+// MAXSCALEDCAPACITY exist for a scaling filter only, as in valkey-bloom.
 void CmdInfo(CommandContext& ctx) {
   EntryPtr entry;
   if (!FindForRead(ctx, &entry)) return;
@@ -305,6 +322,15 @@ void CmdInfo(CommandContext& ctx) {
            reply.Null();
          }
        }},
+      {"ERROR", "Error rate",
+       [&filter](ReplyBuilder& reply) { reply.Double(filter.error_rate()); }, /*listed=*/false},
+      {filter.scaling() ? "TIGHTENING" : "", "Tightening ratio",
+       [&filter](ReplyBuilder& reply) { reply.Double(filter.tightening()); }, /*listed=*/false},
+      {filter.scaling() ? "MAXSCALEDCAPACITY" : "", "Max scaled capacity",
+       [&filter](ReplyBuilder& reply) {  // computed only when asked: up to 64 shapes
+         reply.Integer(static_cast<int64_t>(std::min<uint64_t>(filter.MaxScaledCapacity(), INT64_MAX)));
+       },
+       /*listed=*/false},
   };
   std::optional<std::string_view> selector;
   if (ctx.args.size() == 3) selector = ctx.args[2];

@@ -34,6 +34,7 @@ struct Facts {
   uint64_t seed;
   uint32_t counter_bits;  // 0 for a Bloom filter
   BloomLayout layout;     // kBlocked for a counting filter
+  double tightening;      // each new layer's rate x this (kErrorTighteningRatio for counting)
   struct Layer {
     uint64_t capacity, items, cells;
     uint32_t probes;
@@ -44,7 +45,7 @@ struct Facts {
 
 Facts FactsOf(const ScalableBloomFilter& filter) {
   Facts facts{filter.error_rate(), 0, filter.expansion(), filter.hash_seed(), 0, filter.layout(),
-              {}};
+              filter.tightening(), {}};
   for (const BloomLayerInfo& layer : filter.Layers()) {
     facts.layers.push_back({layer.capacity, layer.items, layer.bits, layer.probes,
                             layer.error_rate});
@@ -55,7 +56,7 @@ Facts FactsOf(const ScalableBloomFilter& filter) {
 
 Facts FactsOf(const CountingBloomFilter& filter) {
   Facts facts{filter.error_rate(), 0, filter.expansion(), filter.hash_seed(),
-              filter.counter_bits(), BloomLayout::kBlocked, {}};
+              filter.counter_bits(), BloomLayout::kBlocked, filter.tightening(), {}};
   for (const CountingBloomLayerInfo& layer : filter.Layers()) {
     // net_items: the count a snapshot saves; sums stay exact under a merge.
     facts.layers.push_back({layer.capacity, static_cast<uint64_t>(layer.net_items), layer.cells,
@@ -88,6 +89,10 @@ std::optional<MergeDifference> FirstMismatch(std::string_view name, const Facts&
   }
   if (facts.expansion != ref.expansion) {
     return differ("expansion", Number(uint64_t{facts.expansion}), Number(uint64_t{ref.expansion}));
+  }
+  // Equal layers now, but they would grow apart.
+  if (facts.tightening != ref.tightening) {
+    return differ("tightening ratio", Number(facts.tightening), Number(ref.tightening));
   }
   if (facts.counter_bits != ref.counter_bits) {
     return differ("counter bits", Number(uint64_t{facts.counter_bits}),
@@ -176,7 +181,7 @@ FilterStatus RestoreLike(const Facts& ref, FilterStore& store,
     shapes.push_back(BloomLayerShape{l.capacity, 0, l.error_rate, l.cells, l.probes});
   }
   return ScalableBloomFilter::Restore(ref.error_rate, ref.expansion, shapes, store.limits,
-                                      store.budget, out, ref.seed, ref.layout);
+                                      store.budget, out, ref.seed, ref.layout, ref.tightening);
 }
 
 FilterStatus RestoreLike(const Facts& ref, FilterStore& store,

@@ -31,6 +31,11 @@ std::string_view ToString(BloomStatus status) {
     case BloomStatus::kErrorRateFloor: return "error rate below the floor";
     case BloomStatus::kMergeUnsupported: return "merge unsupported";
     case BloomStatus::kTooLargeToLog: return "too large to log";
+    case BloomStatus::kErrorRateUnderflow: return "error rate underflow";
+    case BloomStatus::kScaleToOverMemory: return "scale-to over max-filter-memory";
+    case BloomStatus::kScaleToErrorUnderflow: return "scale-to error rate underflow";
+    case BloomStatus::kScaleToTooManyLayers: return "scale-to too many layers";
+    case BloomStatus::kScaleToNonScaling: return "scale-to non-scaling";
   }
   return "unknown";
 }
@@ -60,6 +65,11 @@ std::string_view BloomStatusText(BloomStatus status) {
     case BloomStatus::kTooManyLayers: return errors::kTooManyLayers;
     case BloomStatus::kErrorRateFloor: return errors::kErrorRateFloor;
     case BloomStatus::kTooLargeToLog: return errors::kTooLargeToLog;
+    case BloomStatus::kErrorRateUnderflow: return errors::kErrorRateUnderflow;
+    case BloomStatus::kScaleToOverMemory: return errors::kValidateScaleToOverMemory;
+    case BloomStatus::kScaleToErrorUnderflow: return errors::kValidateScaleToErrorUnderflow;
+    case BloomStatus::kScaleToTooManyLayers: return errors::kValidateScaleToTooManyLayers;
+    case BloomStatus::kScaleToNonScaling: return errors::kNonScalingValidateScaleTo;
   }
   return errors::kProblemInserting;
 }
@@ -96,6 +106,8 @@ BloomStatus BloomAddStatus(FilterStatus status) {
       return BloomStatus::kTooManyLayers;
     case FilterStatus::kFilterMemoryLimit:
       return BloomStatus::kGrowOverFilterMemory;
+    case FilterStatus::kErrorRateUnderflow:
+      return BloomStatus::kErrorRateUnderflow;
     case FilterStatus::kInvalidOptions:
     case FilterStatus::kMaxExpansions:
     case FilterStatus::kCopiesFull:
@@ -120,8 +132,20 @@ ScalableBloomOptions BloomOptionsOf(const BloomParams& params) {
   options.capacity = params.capacity;
   options.expansion = params.expansion;
   options.hash_seed = params.seed;
-  options.layout = PreferredBloomLayout(params.error_rate, params.expansion);
+  options.tightening = params.tightening;
+  options.layout = PreferredBloomLayout(params.error_rate, params.expansion, params.tightening);
   return options;
+}
+
+BloomStatus CheckScaleTo(const BloomParams& params, const FilterLimits& limits, uint64_t target) {
+  switch (ScalableBloomFilter::ProjectGrowth(BloomOptionsOf(params), limits, target).stop) {
+    case FilterStatus::kOk: return BloomStatus::kOk;
+    case FilterStatus::kErrorRateUnderflow: return BloomStatus::kScaleToErrorUnderflow;
+    case FilterStatus::kTooManyLayers: return BloomStatus::kScaleToTooManyLayers;
+    case FilterStatus::kFull: return BloomStatus::kScaleToNonScaling;
+    default: break;  // the memory cap, or a shape too large to exist
+  }
+  return BloomStatus::kScaleToOverMemory;
 }
 
 uint64_t BloomBytesEstimate(const BloomParams& params) {

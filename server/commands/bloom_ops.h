@@ -38,6 +38,13 @@ enum class BloomStatus : uint8_t {
   kErrorRateFloor,      // creation of a filter below kMinBloomErrorRate
   kMergeUnsupported,    // a merge input of a kind the merge does not take
   kTooLargeToLog,       // a result journaled whole could pass one log record's limit
+  kErrorRateUnderflow,  // scale-out refused: the next layer's rate would reach 0
+  // VALIDATESCALETO refused (valkey-bloom's texts): growth to the count would
+  // pass max-filter-memory, reach a rate of 0, or need more than 64 layers.
+  kScaleToOverMemory,
+  kScaleToErrorUnderflow,
+  kScaleToTooManyLayers,
+  kScaleToNonScaling,  // VALIDATESCALETO of a non-scaling filter (bf-expansion-factor 0)
 };
 
 // What storing a newly created Bloom-like filter (StoreNewFilter) means for
@@ -89,6 +96,10 @@ BloomStatus ReserveBloom(FilterStore& store, const KeyRef& key, const BloomParam
 // it off the event loop (CommandContext::MakeFilter).
 ScalableBloomOptions BloomOptionsOf(const BloomParams& params);
 uint64_t BloomBytesEstimate(const BloomParams& params);
+
+// VALIDATESCALETO: kOk when a filter of `params` could grow to hold
+// `target` items under `limits`, else the kScaleTo* status that stops it.
+BloomStatus CheckScaleTo(const BloomParams& params, const FilterLimits& limits, uint64_t target);
 
 // The filter under `key`, created by `rule` (with the config's defaults)
 // when the key is missing and rule.create; NOCREATE on a missing key is

@@ -1,5 +1,6 @@
 #include "server/commands/bloom_options.h"
 
+#include "filters/hash_seed.h"
 #include "filters/limits.h"
 #include "filters/windowed_bloom_filter.h"
 #include "server/commands/errors.h"
@@ -53,12 +54,41 @@ uint32_t NextGenerations(ArgParser& parser) {
   return static_cast<uint32_t>(n);
 }
 
-// SEED's value: an unsigned 64-bit integer other than 0, which marks
-// filters saved before per-filter seeds existed (filters/hash_seed.h).
+// SEED's value: valkey-bloom's 32 raw bytes (filters/hash_seed.h
+// SeedFromBytes), or an unsigned 64-bit integer other than 0, which marks
+// filters saved before per-filter seeds existed. 32 bytes are always the
+// raw form: no integer in range has 32 digits without leading zeros.
 uint64_t NextSeed(ArgParser& parser) {
-  const uint64_t seed = parser.NextUint64(errors::kBadSeed, errors::kBadSeed);
-  if (!parser.failed() && seed == 0) parser.Fail(errors::kBadSeed);
+  const std::string_view text = parser.Next(errors::kBadSeed);
+  if (parser.failed()) return 0;
+  if (text.size() == kValkeySeedBytes) return SeedFromBytes(text);
+  uint64_t seed = 0;
+  if (!ParseUint64(text, &seed) || seed == 0) parser.Fail(errors::kBadSeed);
   return seed;
+}
+
+// valkey-bloom's TIGHTENING value: a double in (0, 1). A missing value is
+// the wrong number of arguments, as there.
+double NextTightening(ArgParser& parser, std::string_view command_name) {
+  if (!parser.HasNext()) parser.Fail(errors::WrongArity(command_name));
+  const double ratio = parser.NextDouble(errors::kBadTighteningRatio, errors::kBadTighteningRatio);
+  if (!parser.failed() && !IsTighteningRatio(ratio)) parser.Fail(errors::kTighteningRatioRange);
+  return ratio;
+}
+
+// valkey-bloom's VALIDATESCALETO value: a signed 64-bit count, at least 1
+// ("0" has a text of its own; negatives and non-numbers are "bad").
+uint64_t NextScaleTo(ArgParser& parser, std::string_view command_name) {
+  if (!parser.HasNext()) parser.Fail(errors::WrongArity(command_name));
+  const std::string_view text = parser.Next(errors::kValkeyBadCapacity);
+  int64_t count = 0;
+  if (parser.failed()) return 0;
+  if (!ParseInt64(text, &count) || count < 0) {
+    parser.Fail(errors::kValkeyBadCapacity);
+  } else if (count == 0) {
+    parser.Fail(errors::kValkeyCapacityRange);
+  }
+  return static_cast<uint64_t>(count);
 }
 
 // The window options' own checks, once every option is read.
@@ -92,6 +122,7 @@ BloomParams CreateRule::Resolve(const RuntimeConfig& config) const {
   params.window_ms = window_ms.value_or(0);
   params.generations = generations.value_or(params.generations);
   params.seed = seed;
+  params.tightening = tightening.value_or(kErrorTighteningRatio);
   // A windowed filter always scales (CheckWindow refused EXPANSION 0); the
   // config's default may be 0.
   if (params.window_ms != 0 && params.expansion == 0) params.expansion = 2;
@@ -198,6 +229,12 @@ void ParseInsertArgs(ArgParser& parser, std::string_view command_name, bool coun
     } else if (counting && parser.Accept("COUNTERBITS")) {
       if (rule->counter_bits) parser.Fail(errors::kDuplicateOption);
       rule->counter_bits = NextCounterBits(parser);
+    } else if (!counting && parser.Accept("TIGHTENING")) {
+      if (rule->tightening) parser.Fail(errors::kDuplicateOption);
+      rule->tightening = NextTightening(parser, command_name);
+    } else if (!counting && parser.Accept("VALIDATESCALETO")) {
+      if (rule->validate_scale_to) parser.Fail(errors::kDuplicateOption);
+      rule->validate_scale_to = NextScaleTo(parser, command_name);
     } else {
       parser.Fail(errors::kInsertUnknownArgument);
     }
@@ -212,6 +249,12 @@ void ParseInsertArgs(ArgParser& parser, std::string_view command_name, bool coun
     parser.Fail(errors::kNoCreateWithCounterBits);
   }
   if (!parser.failed() && !rule->create && rule->seed) parser.Fail(errors::kNoCreateWithSeed);
+  if (!parser.failed() && !rule->create && rule->tightening) {
+    parser.Fail(errors::kNoCreateWithTightening);
+  }
+  if (!parser.failed() && rule->window_ms && (rule->tightening || rule->validate_scale_to)) {
+    parser.Fail(errors::kWindowWithValkeyOptions);
+  }
   if (!parser.failed() && !rule->create && (rule->window_ms || rule->generations)) {
     parser.Fail(errors::kNoCreateWithWindow);
   }
@@ -220,6 +263,11 @@ void ParseInsertArgs(ArgParser& parser, std::string_view command_name, bool coun
   if (parser.failed()) return;
   if (nonscaling || expansion) {
     rule->expansion = ResolveExpansion(parser, nonscaling, expansion, 0);
+  }
+  // valkey-bloom judges NONSCALING here, before any key is looked at; a
+  // config default of expansion 0 is judged with the config (CheckScaleTo).
+  if (!parser.failed() && rule->validate_scale_to && rule->expansion == uint32_t{0}) {
+    parser.Fail(errors::kNonScalingValidateScaleTo);
   }
 }
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "config/runtime_config.h"
+#include "filters/layer_chain.h"
 #include "server/commands/arg_parser.h"
 #include "server/resp/reply_builder.h"
 
@@ -29,6 +30,9 @@ struct BloomParams {
   // meant to be merged (BF.MERGE, CBF.MERGE) hash alike; unset: a fresh
   // secret one (filters/hash_seed.h).
   std::optional<uint64_t> seed;
+  // TIGHTENING r (BF.INSERT, valkey-bloom's): layer 0's rate is error_rate x
+  // r when scaling, each later layer's the one before's x r.
+  double tightening = kErrorTighteningRatio;
 };
 
 // bf-error-rate, bf-initial-size, bf-expansion-factor, cbf-counter-bits.
@@ -46,6 +50,10 @@ struct CreateRule {
   std::optional<uint64_t> window_ms;
   std::optional<uint32_t> generations;
   std::optional<uint64_t> seed;
+  std::optional<double> tightening;
+  // VALIDATESCALETO n (valkey-bloom's): refuse the command unless a filter
+  // of these parameters could grow to hold n items within its limits.
+  std::optional<uint64_t> validate_scale_to;
 
   BloomParams Resolve(const RuntimeConfig& config) const;
 };
@@ -56,8 +64,11 @@ struct CreateRule {
 void ParseReserveArgs(ArgParser& parser, bool counting, BloomParams* params);
 
 // `INSERT key [CAPACITY c] [ERROR e] [EXPANSION n] [NOCREATE] [NONSCALING]
-// [COUNTERBITS 4|8] [WINDOW seconds [GENERATIONS n]] [SEED seed] ITEMS item ...`: parses the options; on success the
-// parser stands at the first item (at least one is required).
+// [COUNTERBITS 4|8] [WINDOW seconds [GENERATIONS n]] [SEED seed]
+// [TIGHTENING r] [VALIDATESCALETO n] ITEMS item ...`: parses the options;
+// on success the parser stands at the first item (at least one is
+// required). COUNTERBITS only when `counting`, TIGHTENING and
+// VALIDATESCALETO only when not (valkey-bloom's, BF.INSERT alone).
 void ParseInsertArgs(ArgParser& parser, std::string_view command_name, bool counting,
                      CreateRule* rule);
 

@@ -86,6 +86,7 @@ CuckooStatus CuckooAddStatus(FilterStatus status) {
     case FilterStatus::kOutOfMemory:
     case FilterStatus::kTooManyLayers:
     case FilterStatus::kInvalidOptions:
+    case FilterStatus::kErrorRateUnderflow:  // not a cuckoo status
       break;
   }
   return CuckooStatus::kOutOfMemory;

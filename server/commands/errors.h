@@ -190,9 +190,32 @@ inline constexpr std::string_view kDuplicateOption = "ERR option given more than
 // SEED and BF.MERGE / CBF.MERGE (ours: RedisBloom has neither; valkey-bloom
 // has a SEED of its own). Merge texts name the first mismatch; seeds are
 // secret, so a seed mismatch never shows either value.
-inline constexpr std::string_view kBadSeed =
-    "ERR SEED must be an integer in the range [1, 18446744073709551615]";
+// valkey-bloom's text for a SEED that is neither its 32 raw bytes nor our
+// integer in [1, 18446744073709551615].
+inline constexpr std::string_view kBadSeed = "ERR invalid seed";
 inline constexpr std::string_view kNoCreateWithSeed = "ERR NOCREATE cannot be combined with SEED";
+// valkey-bloom's BF.INSERT options TIGHTENING and VALIDATESCALETO, with its
+// texts (its src/bloom/utils.rs), and BF.INFO's fields past RedisBloom's.
+inline constexpr std::string_view kBadTighteningRatio = "ERR bad tightening ratio";
+inline constexpr std::string_view kTighteningRatioRange = "ERR (0 < tightening ratio range < 1)";
+inline constexpr std::string_view kValkeyBadCapacity = "ERR bad capacity";
+inline constexpr std::string_view kValkeyCapacityRange = "ERR (capacity should be larger than 0)";
+inline constexpr std::string_view kNonScalingValidateScaleTo =
+    "ERR cannot use NONSCALING and VALIDATESCALETO options together";
+inline constexpr std::string_view kValidateScaleToOverMemory =
+    "ERR provided VALIDATESCALETO causes bloom object to exceed memory limit";
+inline constexpr std::string_view kValidateScaleToErrorUnderflow =
+    "ERR provided VALIDATESCALETO causes false positive to degrade to 0";
+// Ours: valkey-bloom has no layer cap short of its memory limit.
+inline constexpr std::string_view kValidateScaleToTooManyLayers =
+    "ERR provided VALIDATESCALETO needs more than 64 filters, the most a bloom object may have";
+inline constexpr std::string_view kErrorRateUnderflow =
+    "ERR false positive degrades to 0 on scale out";
+// Ours, as for SEED and WINDOW: these only describe a filter being made.
+inline constexpr std::string_view kNoCreateWithTightening =
+    "ERR NOCREATE cannot be combined with TIGHTENING";
+inline constexpr std::string_view kWindowWithValkeyOptions =
+    "ERR WINDOW cannot be combined with TIGHTENING or VALIDATESCALETO";
 inline constexpr std::string_view kMergeMismatch = "ERR filters to merge differ";
 // "ERR BF.MERGE: src2 has 3 layers, dest has 2"
 inline std::string MergeMismatch(std::string_view command, std::string_view key,

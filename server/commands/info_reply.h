@@ -17,6 +17,7 @@ struct InfoField {
   std::string_view selector;  // e.g. "CAPACITY"; empty = not selectable
   std::string_view name;      // e.g. "Capacity", sent as a simple string
   std::function<void(ReplyBuilder&)> write_value;
+  bool listed = true;  // false: only answered when its selector is asked for
 };
 
 // Without a selector: every field, a map (RESP3) or a flat array (RESP2).
@@ -40,8 +41,11 @@ struct InfoField {
     reply.Error(errors::kInvalidInfoValue);
     return false;
   }
-  reply.MapHeader(fields.size());
+  size_t listed = 0;
+  for (const InfoField& field : fields) listed += field.listed ? 1 : 0;
+  reply.MapHeader(listed);
   for (const InfoField& field : fields) {
+    if (!field.listed) continue;
     reply.SimpleString(field.name);
     field.write_value(reply);
   }

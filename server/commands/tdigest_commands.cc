@@ -614,6 +614,7 @@ const FilterFamily& TDigestFamily() {
       .writes = FamilyWrites::kExclusive,
       .commands = TDigestCommands,
       .describe = Describe,
+      .health = HealthAs<TDigest, TDigestHealth>,
   };
   return family;
 }

@@ -626,6 +626,38 @@ class PersistentServer(BloomgateServer):
             return f.read()[-20000:].decode("utf-8", "replace")
 
 
+class RestartAgainstTwinCase(unittest.TestCase):
+    """For tests that restart a server from its data directory (SAVE, or
+    kill -9 and log replay) and compare it with a twin that never restarts.
+
+    twin_and_data(via_snapshot, prefix) starts the twin (no persistence) and
+    makes a fresh data directory; it returns (twin client, data, args), args
+    being the persistent server's: snapshots only, or the log fsynced on
+    every write. start(data, args, n) starts the n-th persistent server on it
+    and returns (server, client). Everything is cleaned up with the test."""
+
+    def start(self, data, args, n):
+        server = PersistentServer(data, args, log_path=os.path.join(os.path.dirname(data),
+                                                                    f"{n}.log")).start()
+        self.addCleanup(lambda: server.kill9() if server.alive() else None)
+        r = server.client()
+        self.addCleanup(r.close)
+        return server, r
+
+    def twin_and_data(self, via_snapshot, prefix):
+        tmp = tempfile.TemporaryDirectory(prefix=prefix)
+        self.addCleanup(tmp.cleanup)
+        data = os.path.join(tmp.name, "data")
+        os.mkdir(data)
+        twin = BloomgateServer(["--save", "", "--appendonly", "no"]).start()
+        self.addCleanup(lambda: twin.stop(check=False) if twin.alive() else None)
+        tr = twin.client()
+        self.addCleanup(tr.close)
+        args = ["--save", ""] + (["--appendonly", "no"] if via_snapshot
+                                 else ["--appendonly", "yes", "--appendfsync", "always"])
+        return tr, data, args
+
+
 def run_bloomgate(args, input=None, cwd=None, deadline_s=OFFLINE_DEADLINE_S):
     """Runs the binary in one of its offline modes (check-snapshot, build,
     ...) to completion; returns the CompletedProcess with text stdout and

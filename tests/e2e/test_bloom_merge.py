@@ -141,8 +141,8 @@ class BloomMerge(ServerTestCase):
         self.assertEqual(len(self.r.execute_command("BF.INFO", "p")), 10)
 
     def test_bad_seeds_are_refused(self):
-        text = "SEED must be an integer in the range [1, 18446744073709551615]"
-        for seed in ("0", "-1", "abc", "18446744073709551616"):
+        text = "invalid seed"  # valkey-bloom's text: neither its 32 bytes nor our integer
+        for seed in ("0", "-1", "abc", "18446744073709551616", "x" * 31, "x" * 33):
             self.assertRefused(text, "BF.RESERVE", "k", "0.01", "100", "SEED", seed)
             self.assertRefused(text, "BF.INSERT", "k", "SEED", seed, "ITEMS", "a")
             self.assertRefused(text, "CBF.RESERVE", "k", "0.01", "100", "SEED", seed)

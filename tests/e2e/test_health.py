@@ -73,6 +73,33 @@ class HealthTest(ServerTestCase):
         self.assertEqual(float(h["Layers"][0]["Fill ratio"]), 0.25)
         self.assertAlmostEqual(float(h["Estimated error rate"]), 0.25 * 4 / 255, places=9)
 
+    def test_a_t_digest_reports_its_centroid_slots_and_rank_error_bounds(self):
+        c = self.raw()
+        self.assertEqual(c.call("TDIGEST.CREATE", "td", "COMPRESSION", "100"), "OK")
+        n = 20000
+        values = [(i * 7919) % n for i in range(n)]  # 0..n-1, shuffled
+        for start in range(0, n, 1000):
+            self.assertEqual(c.call("TDIGEST.ADD", "td", *values[start:start + 1000]), "OK")
+        answers = c.call("TDIGEST.QUANTILE", "td", "0.5", "0.9", "0.99")  # compresses
+        h = self.health("td")
+        self.assertEqual(h["Type"], "TDIS-TYPE")
+        self.assertEqual((h["Capacity"], h["Scaling"], h["Full"]), (610, 1, 0))
+        layer, = h["Layers"]
+        self.assertEqual(layer["Cells"], 610)
+        self.assertEqual(layer["Cells set"], h["Items"], "compressed: every slot in use is merged")
+        self.assertLess(h["Items"], 610)
+        bound = float(h["Estimated error rate"])
+        design = float(h["Error rate"])
+        self.assertGreater(bound, 0)
+        self.assertLessEqual(bound, design, "no centroid wider than the compression allows")
+        # Each answer's rank (the values are 0..n-1: a value's rank is itself)
+        # is within the bound of the quantile asked.
+        for q, answer in zip((0.5, 0.9, 0.99), answers):
+            self.assertLessEqual(abs(float(answer) / n - q), bound, (q, answer, bound))
+        info = parse_info(c.call("INFO", "filterhealth"))
+        self.assertEqual(info["filters"], "1")
+        self.assertEqual(info["capacity"], "0", "INFO reads nothing of a digest (no key lock)")
+
     def test_info_filterhealth_totals_every_filter(self):
         self.fill_non_scaling("ns", 100)
         c = self.raw()

@@ -9,10 +9,9 @@ append-only log, including the compressions its reads made
 import json
 import math
 import os
-import tempfile
 import unittest
 
-from harness import (BloomgateServer, Map, PersistentServer, RespError, ServerTestCase,
+from harness import (BloomgateServer, Map, RespError, RestartAgainstTwinCase, ServerTestCase,
                      Simple)
 
 SKETCHES = os.path.normpath(
@@ -148,18 +147,10 @@ class TDigestTest(ServerTestCase):
                          self.cmd("TDIGEST.QUANTILE", "d", *qs))
 
 
-class DurabilityTest(unittest.TestCase):
+class DurabilityTest(RestartAgainstTwinCase):
     """A digest after a kill -9 (log replay) or a SAVE answers, and goes on
     answering, as a never-restarted twin: the reads that compressed were
     journaled, so the centroids are the same."""
-
-    def start(self, data, args, n):
-        server = PersistentServer(data, args, log_path=os.path.join(os.path.dirname(data),
-                                                                    f"{n}.log")).start()
-        self.addCleanup(lambda: server.kill9() if server.alive() else None)
-        r = server.client()
-        self.addCleanup(r.close)
-        return server, r
 
     def feed(self, clients, start, n):
         for r in clients:
@@ -170,16 +161,7 @@ class DurabilityTest(unittest.TestCase):
                 r.execute_command("TDIGEST.QUANTILE", "d", "0.5")
 
     def run_case(self, via_snapshot):
-        tmp = tempfile.TemporaryDirectory(prefix="bloomgate-tdigest-")
-        self.addCleanup(tmp.cleanup)
-        data = os.path.join(tmp.name, "data")
-        os.mkdir(data)
-        twin = BloomgateServer(["--save", "", "--appendonly", "no"]).start()
-        self.addCleanup(lambda: twin.stop(check=False) if twin.alive() else None)
-        tr = twin.client()
-        self.addCleanup(tr.close)
-        args = ["--save", ""] + (["--appendonly", "no"] if via_snapshot
-                                 else ["--appendonly", "yes", "--appendfsync", "always"])
+        tr, data, args = self.twin_and_data(via_snapshot, "bloomgate-tdigest-")
         server, r = self.start(data, args, 1)
         for client in (tr, r):
             client.execute_command("TDIGEST.CREATE", "d", "COMPRESSION", "30")

@@ -4,6 +4,8 @@
 // pushed past its capacity by replayed adds.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <memory>
 #include <string>
 
@@ -216,6 +218,52 @@ TEST(FilterHealth, CuckooLoadIsOccupiedSlotsOverSlots) {
   EXPECT_EQ(totals.capacity, 1024u);
   EXPECT_EQ(totals.items, 256u);
   EXPECT_NEAR(totals.fp_rate_now, health.fp_rate_now, 1e-12);  // one sub-filter: exact
+}
+
+}  // namespace
+}  // namespace bloomgate
+
+namespace bloomgate {
+namespace {
+
+// A t-digest's health: its slots, and a rank-error bound every quantile
+// answer keeps (values 0..n-1 in a shuffled order: a value's rank is itself).
+TEST(TDigestHealth, EveryQuantileAnswerIsWithinTheWidestCentroidsBound) {
+  for (int64_t compression : {100, 500}) {
+    std::unique_ptr<TDigest> digest;
+    ASSERT_EQ(TDigest::Create(compression, FilterLimits{}, nullptr, &digest), FilterStatus::kOk);
+    const int64_t n = 200'000;
+    for (int64_t i = 0; i < n; ++i) {
+      ASSERT_EQ(digest->Add(static_cast<double>((i * 7919) % n)), TDigest::AddStatus::kOk);
+    }
+    digest->Compress();
+    const FilterHealth health = TDigestHealth(*digest, kDefaultHealthScanBytes);
+    EXPECT_EQ(health.capacity, static_cast<uint64_t>(6 * compression + 10));
+    EXPECT_EQ(health.items, digest->nodes());
+    EXPECT_FALSE(health.full);
+    ASSERT_EQ(health.layers.size(), 1u);
+    EXPECT_EQ(health.layers[0].cells_set, digest->merged_nodes());
+    EXPECT_GT(health.fp_rate_now, 0);
+    EXPECT_LE(health.fp_rate_now, health.fp_rate_design) << compression;
+    double worst = 0;
+    for (int i = 1; i < 1000; ++i) {
+      const double q = i / 1000.0;
+      worst = std::max(worst, std::abs(digest->Quantile(q) / static_cast<double>(n) - q));
+    }
+    EXPECT_LE(worst, health.fp_rate_now)
+        << "compression " << compression << ": worst rank error " << worst << ", bound "
+        << health.fp_rate_now << ", design " << health.fp_rate_design;
+  }
+}
+
+TEST(TDigestHealth, TheTotalsCallReadsNothing) {
+  std::unique_ptr<TDigest> digest;
+  ASSERT_EQ(TDigest::Create(100, FilterLimits{}, nullptr, &digest), FilterStatus::kOk);
+  ASSERT_EQ(digest->Add(1.0), TDigest::AddStatus::kOk);
+  const FilterHealth health = TDigestHealth(*digest, /*max_scan_bytes=*/0);
+  EXPECT_EQ(health.capacity, 0u);
+  EXPECT_EQ(health.items, 0u);
+  EXPECT_TRUE(health.layers.empty());
 }
 
 }  // namespace

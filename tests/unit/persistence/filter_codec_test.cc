@@ -286,6 +286,84 @@ TEST(FilterCodec, ARestoredBloomFilterGrowsExactlyLikeTheOriginal) {
   ExpectSameFilter(b.filter, restored, 2000);
 }
 
+// valkey-bloom's TIGHTENING: a ratio other than 0.5 is flagged on
+// block_layout and saved at the header's end, so the restored filter grows
+// its next layers at the same rates (and a default filter's header is the
+// one it always was: the golden files pin that).
+TEST(FilterCodec, ATighteningRatioIsSavedAndTheRestoredFilterGrowsAtItsRates) {
+  ScalableBloomOptions options{0.01, 100, 2};
+  options.tightening = 0.3;
+  std::unique_ptr<ScalableBloomFilter> f;
+  ASSERT_EQ(ScalableBloomFilter::Create(options, FilterLimits{}, nullptr, &f), FilterStatus::kOk);
+  bool added = false;
+  for (uint64_t i = 0; i < 500; ++i) ASSERT_EQ(f->Add(ItemHash("item", i), &added), FilterStatus::kOk);
+  ASSERT_GE(f->num_layers(), 3u);
+  AnyFilter original = std::move(f);
+  const FilterHeader header = DescribeFilter(original);
+  EXPECT_EQ(static_cast<uint8_t>(header.bytes[11]),
+            codec::kBlockedBloomLayout | codec::kBloomTighteningFlag);
+  AnyFilter restored = RoundTrip(original);
+  auto& a = *std::get<std::unique_ptr<ScalableBloomFilter>>(original);
+  auto& b = *std::get<std::unique_ptr<ScalableBloomFilter>>(restored);
+  EXPECT_EQ(b.tightening(), 0.3);
+  ExpectSameInfo(a, b);
+  bool x = false;
+  bool y = false;
+  for (uint64_t i = 500; i < 3000; ++i) {
+    ASSERT_EQ(a.Add(ItemHash("item", i), &x), b.Add(ItemHash("item", i), &y));
+    ASSERT_EQ(x, y) << i;
+  }
+  ExpectSameInfo(a, b);
+  ExpectSameFilter(original, restored, 3000);
+  const auto layers = b.Layers();
+  for (size_t i = 1; i < layers.size(); ++i) {
+    EXPECT_EQ(layers[i].error_rate, layers[i - 1].error_rate * 0.3) << i;
+  }
+}
+
+TEST(FilterCodec, ADefaultTighteningAddsNothingToTheHeader) {
+  const Built b = Bloom(/*capacity=*/100, /*expansion=*/2, /*items=*/10);
+  const FilterHeader header = DescribeFilter(b.filter);
+  EXPECT_EQ(static_cast<uint8_t>(header.bytes[11]), codec::kBlockedBloomLayout);
+  EXPECT_EQ(header.bytes.size(), 28u + 40u);  // one layer, no tightening field
+}
+
+TEST(FilterCodec, ATighteningFieldOutOfRangeOrMissingIsRefusedByName) {
+  ScalableBloomOptions options{0.01, 100, 2};
+  options.tightening = 0.3;
+  std::unique_ptr<ScalableBloomFilter> f;
+  ASSERT_EQ(ScalableBloomFilter::Create(options, FilterLimits{}, nullptr, &f), FilterStatus::kOk);
+  const AnyFilter filter = std::move(f);
+  const FilterHeader header = DescribeFilter(filter);
+  const std::string payload = WholePayload(filter, header);
+  AnyFilter out;
+  for (double bad : {0.0, 1.0, -0.5, std::numeric_limits<double>::quiet_NaN()}) {
+    std::string bytes = header.bytes;
+    std::string field;
+    ByteWriter w(&field);
+    w.PutF64(bad);
+    bytes.replace(bytes.size() - 8, 8, field);
+    const Status s = Load(header.kind, bytes, payload, FilterLimits{}, nullptr, &out);
+    EXPECT_FALSE(s.ok()) << bad;
+    EXPECT_NE(s.message().find("tightening"), std::string::npos) << s.message();
+  }
+  const Status cut = Load(header.kind, header.bytes.substr(0, header.bytes.size() - 8), payload,
+                          FilterLimits{}, nullptr, &out);
+  EXPECT_FALSE(cut.ok());
+  EXPECT_NE(cut.message().find("tightening"), std::string::npos) << cut.message();
+}
+
+TEST(FilterCodec, ACountingHeaderWithTheTighteningFlagIsRefused) {
+  const Built b = Counting(/*capacity=*/100, /*counter_bits=*/4, /*items=*/10);
+  FilterHeader header = DescribeFilter(b.filter);
+  header.bytes[11] = static_cast<char>(header.bytes[11] | codec::kBloomTighteningFlag);
+  AnyFilter out;
+  const Status s =
+      Load(header.kind, header.bytes, WholePayload(b.filter, header), FilterLimits{}, nullptr, &out);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("block_layout 129"), std::string::npos) << s.message();
+}
+
 TEST(FilterCodec, CountingBloomWithSaturatedCountersRoundTrips) {
   Built b = Counting(/*capacity=*/100, /*counter_bits=*/4, /*items=*/700);
   auto& f = *std::get<std::unique_ptr<CountingBloomFilter>>(b.filter);

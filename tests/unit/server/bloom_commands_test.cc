@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "filters/hash_seed.h"
 #include "server/commands/errors.h"
 #include "session.h"
 
@@ -34,20 +35,20 @@ class BloomCommands : public ::testing::Test {
 
 // BF.INFO Size of a one-layer Bloom filter, computed here rather than asked
 // of the entry (SizeOf above is what the handler itself reports): its bit
-// array, whole 64-byte blocks of the shape bloom_math.h picks, plus 328
-// bytes of bookkeeping: the ScalableBloomFilter (56, its hash seed
-// included; the grow mutex and next-shape cache are the grow stripes'), the
+// array, whole 64-byte blocks of the shape bloom_math.h picks, plus 344
+// bytes of bookkeeping: the ScalableBloomFilter (72, its hash seed and
+// tightening ratio, with its padding, included; the grow mutex and next-shape cache are the grow stripes'), the
 // layer's BloomLayer wrapper (16) and the BlockedBloom in it, Layer (one
 // line, its item counter in it below 4 KiB of cells: every layer here) and
 // layer list with one pointer (144 together), and the key's KeyEntry (64;
 // its capture lock, snapshot-copy lock and owed copy live in the
 // keyspace's stripes) with its map node (64). Sizes of g++ 12 / libstdc++
 // on x86-64.
-constexpr int64_t kOneLayerBookkeepingBytes = 56 + 144 + 64 + 64;
+constexpr int64_t kOneLayerBookkeepingBytes = 72 + 144 + 64 + 64;
 constexpr int64_t OneLayerSize(int64_t blocks) { return blocks * 64 + kOneLayerBookkeepingBytes; }
 // The first layer of the default filter: 100 items at 0.5% need 1,175
 // bits, 3 blocks (bloom_math_test.cc, RoundingUpToBlocks...).
-constexpr int64_t kDefaultFilterSize = OneLayerSize(3);  // 520 bytes
+constexpr int64_t kDefaultFilterSize = OneLayerSize(3);  // 536 bytes
 
 // Items "item0", "item1", ...
 Args Items(std::string_view command, std::string_view key, size_t count, size_t first = 0) {
@@ -408,6 +409,130 @@ TEST_F(BloomCommands, InsertOfAnImpossibleCapacityFailsCleanly) {
   EXPECT_EQ(DbSize(), 0u);
 }
 
+// ------------------------------------ valkey-bloom's BF.INSERT options ---
+
+// Its texts (src/bloom/utils.rs), each refusal creating nothing.
+TEST_F(BloomCommands, InsertValkeyOptionsRefuseBadValuesWithValkeyBloomsTexts) {
+  const std::vector<std::pair<Args, std::string>> cases = {
+      {{"BF.INSERT", "k", "TIGHTENING", "x", "ITEMS", "a"}, "ERR bad tightening ratio"},
+      {{"BF.INSERT", "k", "TIGHTENING", "0", "ITEMS", "a"}, "ERR (0 < tightening ratio range < 1)"},
+      {{"BF.INSERT", "k", "TIGHTENING", "1", "ITEMS", "a"}, "ERR (0 < tightening ratio range < 1)"},
+      {{"BF.INSERT", "k", "TIGHTENING", "-0.5", "ITEMS", "a"},
+       "ERR (0 < tightening ratio range < 1)"},
+      {{"BF.INSERT", "k", "VALIDATESCALETO", "0", "ITEMS", "a"},
+       "ERR (capacity should be larger than 0)"},
+      {{"BF.INSERT", "k", "VALIDATESCALETO", "-1", "ITEMS", "a"}, "ERR bad capacity"},
+      {{"BF.INSERT", "k", "VALIDATESCALETO", "x", "ITEMS", "a"}, "ERR bad capacity"},
+      {{"BF.INSERT", "k", "VALIDATESCALETO", "9223372036854775808", "ITEMS", "a"},
+       "ERR bad capacity"},
+      {{"BF.INSERT", "k", "NONSCALING", "VALIDATESCALETO", "100", "ITEMS", "a"},
+       "ERR cannot use NONSCALING and VALIDATESCALETO options together"},
+      {{"BF.INSERT", "k", "VALIDATESCALETO", "100", "NONSCALING", "ITEMS", "a"},
+       "ERR cannot use NONSCALING and VALIDATESCALETO options together"},
+      {{"BF.INSERT", "k", "SEED", "short", "ITEMS", "a"}, "ERR invalid seed"},
+      {{"BF.INSERT", "k", "SEED", std::string(33, 'x'), "ITEMS", "a"}, "ERR invalid seed"},
+      {{"BF.INSERT", "k", "SEED", "0", "ITEMS", "a"}, "ERR invalid seed"},
+      {{"BF.INSERT", "k", "NOCREATE", "TIGHTENING", "0.5", "ITEMS", "a"},
+       "ERR NOCREATE cannot be combined with TIGHTENING"},
+      {{"BF.INSERT", "k", "WINDOW", "60", "TIGHTENING", "0.5", "ITEMS", "a"},
+       "ERR WINDOW cannot be combined with TIGHTENING or VALIDATESCALETO"},
+      {{"BF.INSERT", "k", "TIGHTENING", "0.5", "TIGHTENING", "0.5", "ITEMS", "a"},
+       "ERR option given more than once"},
+      {{"CBF.INSERT", "k", "TIGHTENING", "0.5", "ITEMS", "a"}, "Unknown argument received"},
+  };
+  for (const auto& [args, text] : cases) {
+    EXPECT_EQ(Run(args), Err(text)) << Join(args);
+  }
+  EXPECT_EQ(Run({"BF.INSERT", "k", "TIGHTENING"}), WrongArity("bf.insert"));
+  EXPECT_EQ(Run({"BF.INSERT", "k", "VALIDATESCALETO"}), WrongArity("bf.insert"));
+  EXPECT_EQ(DbSize(), 0u);
+}
+
+TEST_F(BloomCommands, InsertTighteningSetsEveryLayersRatio) {
+  EXPECT_EQ(Run({"BF.INSERT", "k", "CAPACITY", "10", "TIGHTENING", "0.25", "ITEMS", "a"}),
+            Arr(1) + Int(1));
+  Run(Items("BF.MADD", "k", 100));
+  const ScalableBloomFilter& filter = *server_->keyspace.Find("k", NowMs())->bloom();
+  EXPECT_EQ(filter.tightening(), 0.25);
+  const auto layers = filter.Layers();
+  ASSERT_GE(layers.size(), 3u);
+  EXPECT_EQ(layers[0].error_rate, 0.01 * 0.25);
+  for (size_t i = 1; i < layers.size(); ++i) {
+    EXPECT_EQ(layers[i].error_rate, layers[i - 1].error_rate * 0.25) << i;
+  }
+  EXPECT_EQ(Run({"BF.INFO", "k", "TIGHTENING"}), Arr(1) + Bulk("0.25"));
+}
+
+// 32 raw bytes are valkey-bloom's seed: one seed, one hashing, so two filters
+// made with it answer every probe alike (false positives included).
+TEST_F(BloomCommands, InsertWithValkeysThirtyTwoByteSeedHashesAlikeEveryTime) {
+  const std::string seed = "0123456789abcdef0123456789ABCDEF";
+  for (const char* key : {"a", "b"}) {
+    EXPECT_EQ(Run({"BF.INSERT", key, "ERROR", "0.2", "SEED", seed, "ITEMS", "x"}),
+              Arr(1) + Int(1));
+  }
+  const ScalableBloomFilter& a = *server_->keyspace.Find("a", NowMs())->bloom();
+  const ScalableBloomFilter& b = *server_->keyspace.Find("b", NowMs())->bloom();
+  EXPECT_EQ(a.hash_seed(), b.hash_seed());
+  EXPECT_EQ(a.hash_seed(), SeedFromBytes(seed));
+  EXPECT_EQ(Run({"BF.INSERT", "c", "ERROR", "0.2", "SEED", "0123456789abcdef0123456789ABCDEX",
+                 "ITEMS", "x"}),
+            Arr(1) + Int(1));
+  EXPECT_NE(server_->keyspace.Find("c", NowMs())->bloom()->hash_seed(), a.hash_seed());
+  EXPECT_EQ(Run({"BF.MERGE", "a", "b"}), kOk);  // same seed: they merge
+}
+
+TEST_F(BloomCommands, InsertValidateScaleToChecksTheCommandsParametersAgainstTheCap) {
+  // Layers sized for 1e-102, 1e-202, 1e-302: a fourth would need 1e-402.
+  EXPECT_EQ(Run({"BF.INSERT", "j", "CAPACITY", "1", "EXPANSION", "1", "TIGHTENING", "1e-100",
+                 "VALIDATESCALETO", "1000", "ITEMS", "a"}),
+            Err("ERR provided VALIDATESCALETO causes false positive to degrade to 0"));
+  ASSERT_EQ(Run({"CONFIG", "SET", "max-filter-memory", "65536"}), kOk);
+  EXPECT_EQ(Run({"BF.INSERT", "k", "CAPACITY", "100", "VALIDATESCALETO", "10000", "ITEMS", "a"}),
+            Arr(1) + Int(1));
+  EXPECT_EQ(Run({"BF.INSERT", "j", "CAPACITY", "100", "VALIDATESCALETO", "100000000", "ITEMS",
+                 "a"}),
+            Err("ERR provided VALIDATESCALETO causes bloom object to exceed memory limit"));
+  // As valkey-bloom: the command's own parameters are judged, whatever the key holds.
+  EXPECT_EQ(Run({"BF.INSERT", "k", "VALIDATESCALETO", "100000000", "ITEMS", "b"}),
+            Err("ERR provided VALIDATESCALETO causes bloom object to exceed memory limit"));
+  EXPECT_EQ(Run({"BF.INSERT", "j", "CAPACITY", "1", "EXPANSION", "1", "VALIDATESCALETO", "1000",
+                 "ITEMS", "a"}),
+            Err("ERR provided VALIDATESCALETO needs more than 64 filters, the most a bloom "
+                "object may have"));
+  EXPECT_EQ(Run({"EXISTS", "j"}), Int(0));
+  EXPECT_EQ(Run({"BF.EXISTS", "k", "b"}), Int(0));
+}
+
+TEST_F(BloomCommands, InfoAnswersValkeyBloomsFieldsByNameOnly) {
+  ASSERT_EQ(Run({"CONFIG", "SET", "max-filter-memory", "65536"}), kOk);
+  EXPECT_EQ(Run({"BF.INSERT", "k", "ERROR", "0.05", "ITEMS", "a"}), Arr(1) + Int(1));
+  EXPECT_EQ(Run({"BF.INFO", "k", "ERROR"}), Arr(1) + Bulk("0.05"));
+  EXPECT_EQ(Run({"BF.INFO", "k", "tightening"}), Arr(1) + Bulk("0.5"));
+  const uint64_t max = server_->keyspace.Find("k", NowMs())->bloom()->MaxScaledCapacity();
+  EXPECT_GT(max, 100u);
+  EXPECT_EQ(Run({"BF.INFO", "k", "MAXSCALEDCAPACITY"}), Arr(1) + Int(static_cast<int64_t>(max)));
+  // The full reply stays RedisBloom's five fields.
+  EXPECT_TRUE(Run({"BF.INFO", "k"}).starts_with(Arr(10)));
+  s_.set_resp3(true);
+  EXPECT_EQ(Run({"BF.INFO", "k", "ERROR"}), Map(1) + Simple("Error rate") + ",0.05\r\n");
+  s_.set_resp3(false);
+  // A non-scaling filter has neither a ratio nor a scaled capacity (valkey-bloom).
+  EXPECT_EQ(Run({"BF.RESERVE", "n", "0.01", "100", "NONSCALING"}), kOk);
+  EXPECT_EQ(Run({"BF.INFO", "n", "ERROR"}), Arr(1) + Bulk("0.01"));
+  EXPECT_EQ(Run({"BF.INFO", "n", "TIGHTENING"}), Err("Invalid information value"));
+  EXPECT_EQ(Run({"BF.INFO", "n", "MAXSCALEDCAPACITY"}), Err("Invalid information value"));
+}
+
+TEST_F(BloomCommands, AGrowthThatWouldUnderflowTheRateIsValkeyBloomsError) {
+  EXPECT_EQ(Run({"BF.INSERT", "k", "CAPACITY", "1", "EXPANSION", "1", "TIGHTENING", "1e-100",
+                 "ITEMS", "a"}),
+            Arr(1) + Int(1));
+  EXPECT_EQ(Run(Items("BF.MADD", "k", 5, /*first=*/1)),
+            Arr(3) + Int(1) + Int(1) + Err("ERR false positive degrades to 0 on scale out"));
+  EXPECT_EQ(Run({"BF.INFO", "k", "FILTERS"}), Arr(1) + Int(3));
+}
+
 // ---------------------------------------------------- BF.EXISTS / MEXISTS ---
 
 TEST_F(BloomCommands, ExistsOnAMissingKeyIsZero) {
@@ -654,9 +779,9 @@ TEST(BloomMemoryLimits, GrowthBlockedByMaxFilterMemoryTruncatesMadd) {
   ArrayReply reply = ParseFlatArray(s.Run(Items("BF.MADD", "k", 300)));
   ASSERT_FALSE(reply.elements.empty());
   EXPECT_EQ(reply.header, reply.elements.size());
-  // RedisBloom's text, then the limit: layer 1 would take the filter to 928
+  // RedisBloom's text, then the limit: layer 1 would take the filter to 944
   // bytes (BF.INFO Size after growth), past the cap.
-  const std::string refused = "ERR problem inserting into filter: growing needs 928 bytes in all, "
+  const std::string refused = "ERR problem inserting into filter: growing needs 944 bytes in all, "
                               "max-filter-memory is " + std::to_string(config.max_filter_memory);
   EXPECT_EQ(reply.elements.back(), Err(refused));
   EXPECT_GE(reply.elements.size(), 101u);  // at least the first 100 items, then the error
