@@ -306,7 +306,7 @@ CommandOutcome RunCommand(ServerContext& server, ClientState& client, const Comm
   CommandContext ctx{args, spec, reply, client, server, now_ms};
   ctx.keys = keys;
   // Keyspace events of the filter families (command_events.h): null unless
-  // notify-keyspace-events has class g and the row publishes some.
+  // notify-keyspace-events has class d and the row publishes some.
   const CommandEvents* events = write ? EventsOf(server, spec) : nullptr;
   const bool existed = events != nullptr && KeyExistedBefore(server, keys, now_ms);
   spec.handler(ctx);
@@ -329,7 +329,10 @@ CommandOutcome RunCommand(ServerContext& server, ClientState& client, const Comm
     if (!ctx.skip_journal) {
       server.journal.RecordCommand(client.journal, now_ms, ctx.effect.empty() ? args : ctx.effect);
     }
-    if (events != nullptr) PublishCommandEvents(ctx, *events, existed);
+    if (events != nullptr) {
+      PublishCommandEvents(ctx, *events, existed,
+                           std::string_view(*reply.buffer()).substr(reply_start));
+    }
   }
   const auto nsec = std::chrono::duration_cast<std::chrono::nanoseconds>(
                         std::chrono::steady_clock::now() - start)
