@@ -116,6 +116,7 @@ const std::vector<CommandSyntax>& CommandSyntaxTable() {
       {"config|get", "parameter [parameter ...]", ""},
       {"config|help", "", ""},
       {"config|resetstat", "", ""},
+      {"config|rewrite", "", ""},
       {"config|set", "parameter value [parameter value ...]", ""},
       {"copy", "source destination [DB destination-db] [REPLACE]",
        "source:key destination:key destination-db:integer"},

@@ -269,7 +269,13 @@ void CmdClientKill(CommandContext& ctx) {
   const uint64_t self_id = ctx.client.info ? ctx.client.info->id : 0;
   if (ctx.args.size() == 3) {
     for (const auto& info : ctx.server.clients.Snapshot()) {
-      if (info->addr == ctx.args[2] && info->RequestClose()) {
+      if (info->addr != ctx.args[2]) continue;
+      if (info->id == self_id) {
+        ctx.client.close_after_reply = true;  // after the +OK, as Redis
+        ctx.reply.Ok();
+        return;
+      }
+      if (info->RequestClose()) {
         ctx.reply.Ok();
         return;
       }
@@ -335,6 +341,13 @@ void CmdClientKill(CommandContext& ctx) {
     if (skip_me && info->id == self_id) continue;
     // MAXAGE n: clients older than n seconds, as Redis (>= since 7.4).
     if (max_age_s && (ctx.now_ms - info->created_ms) / 1000 < *max_age_s) continue;
+    if (info->id == self_id) {
+      // SKIPME no: as Redis, the caller gets its reply (inside EXEC, every
+      // reply of the transaction) and closes after it.
+      ctx.client.close_after_reply = true;
+      ++killed;
+      continue;
+    }
     if (info->RequestClose()) ++killed;
   }
   ctx.reply.Integer(killed);

@@ -435,6 +435,12 @@ inline std::string InvalidExpireTime(std::string_view command_lower) {
 inline std::string ConfigSetFailed(std::string_view message) {
   return "ERR " + std::string(message);
 }
+// CONFIG REWRITE (Redis's config.c texts).
+inline constexpr std::string_view kConfigRewriteNoFile =
+    "ERR The server is running without a config file";
+inline std::string ConfigRewriteFailed(std::string_view why) {
+  return "ERR Rewriting config file: " + std::string(why);
+}
 
 // `container_upper` is the container's name in upper case ("CLIENT").
 inline std::string UnknownSubcommand(std::string_view sub, std::string_view container_upper) {
