@@ -18,6 +18,7 @@ const std::vector<CommandSyntax>& CommandSyntaxTable() {
       {"acl|getuser", "username", ""},
       {"acl|help", "", ""},
       {"acl|list", "", ""},
+      {"acl|log", "[count|RESET]", "count:integer"},
       {"acl|setuser", "username [rule [rule ...]]", ""},
       {"acl|users", "", ""},
       {"acl|whoami", "", ""},

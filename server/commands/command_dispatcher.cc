@@ -138,11 +138,27 @@ AclDenial CheckClientAcl(ServerContext& server, ClientState& client, const Comma
   // limits) would lose acknowledged data.
   if ((spec.flags & kCmdNoAuth) || !client.journal.policy().checks_acl) return AclDenial::kNone;
   const AclUser* user = CurrentAclUser(server, client);
+  size_t denied_arg = 0;
   AclDenial denial =
-      user == nullptr ? AclDenial::kCommand : CheckAclPermission(*user, spec, args);
+      user == nullptr ? AclDenial::kCommand : CheckAclPermission(*user, spec, args, &denied_arg);
+  if (denial == AclDenial::kNone) return denial;
   WorkerCounters& counters = server.stats.worker(client.worker_index);
   if (denial == AclDenial::kCommand) Bump(counters.acl_denied_commands);
   if (denial == AclDenial::kKey) Bump(counters.acl_denied_keys);
+  if (denial == AclDenial::kChannel) Bump(counters.acl_denied_channels);
+  // ACL LOG, as Redis's addACLLogEntry: what was refused, and to whom.
+  AclLogEntry entry;
+  entry.reason = denial == AclDenial::kCommand ? "command"
+                 : denial == AclDenial::kKey   ? "key"
+                                               : "channel";
+  entry.context = client.in_multi || client.in_exec ? "multi" : "toplevel";
+  entry.object = denial == AclDenial::kCommand || denied_arg >= args.size()
+                     ? std::string(spec.full_name)
+                     : std::string(args[denied_arg]);
+  entry.username = user != nullptr ? user->name : "default";
+  const int64_t now_ms = NowMs();
+  if (client.info) entry.client_info = client.info->Describe(now_ms, server.keyspace);
+  server.acl_log.Add(std::move(entry), now_ms);
   return denial;
 }
 
@@ -417,6 +433,8 @@ CommandOutcome DispatchOnce(ServerContext& server, ClientState& client,
       reject(errors::kNoAuth);
     } else if (denial == AclDenial::kCommand) {
       reject(errors::NoPermissionCommand(client.user->name, spec->full_name));
+    } else if (denial == AclDenial::kChannel) {
+      reject(errors::kNoPermissionChannel);
     } else {
       reject(errors::kNoPermissionKey);
     }

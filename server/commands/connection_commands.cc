@@ -39,6 +39,12 @@ std::optional<std::string_view> Authenticate(CommandContext& ctx, std::string_vi
   std::shared_ptr<const AclUser> found = ctx.server.acl.Find(user);
   if (found == nullptr || !AclPasswordMatches(*found, password)) {
     const uint32_t from_address = throttle.RecordFailure(address, ctx.now_ms);
+    AclLogEntry entry{.reason = "auth", .context = "toplevel", .object = "AUTH",
+                      .username = std::string(user)};
+    if (ctx.client.info) {
+      entry.client_info = ctx.client.info->Describe(ctx.now_ms, ctx.server.keyspace);
+    }
+    ctx.server.acl_log.Add(std::move(entry), ctx.now_ms);
     if (++ctx.client.auth_failures >= AuthThrottle::kFailuresPerConnection) {
       ctx.client.close_after_reply = true;
     }

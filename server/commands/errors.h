@@ -462,6 +462,12 @@ inline constexpr std::string_view kAclChangedBeforeExec =
 inline constexpr std::string_view kAclReasonCommand =
     "no permission to execute the command or subcommand";
 inline constexpr std::string_view kAclReasonKey = "no permission to touch the specified keys";
+inline constexpr std::string_view kValueMustBePositive =
+    "ERR value is out of range, must be positive";
+inline constexpr std::string_view kAclReasonChannel =
+    "no permission to access one of the channels used as arguments";
+inline constexpr std::string_view kNoPermissionChannel =
+    "NOPERM No permissions to access a channel";
 
 // `command` is the row's full name ("bf.reserve", "client|list").
 inline std::string NoPermissionCommand(std::string_view user, std::string_view command) {
