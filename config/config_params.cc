@@ -522,6 +522,20 @@ const std::vector<ConfigParam>& BuildTable() {
          return true;
        },
        [](const C& c) { return c.requirepass; }},
+      // Redis 7's setting and its refusal text.
+      {"acl-pubsub-default", "channels a new ACL user starts with: resetchannels (none) or "
+       "allchannels", /*runtime_settable=*/true, ConfigType::kEnum, "<allchannels|resetchannels>",
+       [](C* c, V v, S* e) {
+         if (EqualsIgnoreCase(v, "allchannels") || EqualsIgnoreCase(v, "resetchannels")) {
+           c->acl_pubsub_default_all_channels = EqualsIgnoreCase(v, "allchannels");
+           return true;
+         }
+         *e = "argument(s) must be one of the following: allchannels, resetchannels";
+         return false;
+       },
+       [](const C& c) {
+         return std::string(c.acl_pubsub_default_all_channels ? "allchannels" : "resetchannels");
+       }},
       {"protected-mode",
        "without a password, serve only clients connecting from 127.0.0.1 or ::1",
        /*runtime_settable=*/true, ConfigType::kEnum, "yes|no",

@@ -13,6 +13,7 @@
 
 #include "config/command_line.h"
 #include "config/config_params.h"
+#include "config/yaml_value.h"
 
 namespace bloomgate {
 namespace {
@@ -20,38 +21,6 @@ namespace {
 // yaml-cpp marks count from 0; editors count from 1.
 int HumanLine(const YAML::Mark& mark) { return mark.line + 1; }
 int HumanColumn(const YAML::Mark& mark) { return mark.column + 1; }
-
-// The text a YAML value stands for. A null (`logfile:` or `logfile: ~`)
-// means empty, which is what "empty = stderr" / "empty = no AUTH" want; a
-// list is joined with spaces, the form redis.conf uses for bind.
-bool ValueText(const ConfigParam& param, const YAML::Node& value,
-               std::string* text, std::string* error) {
-  if (value.IsNull()) {
-    text->clear();
-    return true;
-  }
-  if (value.IsScalar()) {
-    *text = value.Scalar();
-    return true;
-  }
-  if (value.IsSequence() && param.type == ConfigType::kAddressList) {
-    text->clear();
-    for (const YAML::Node& item : value) {
-      if (!item.IsScalar()) {
-        *error = "list items must be plain addresses";
-        return false;
-      }
-      if (!text->empty()) *text += ' ';
-      *text += item.Scalar();
-    }
-    return true;
-  }
-  *error = param.type == ConfigType::kAddressList
-               ? "value must be an address, a space-separated string of "
-                 "addresses or a list of them"
-               : "value must be a single value, not a list or map";
-  return false;
-}
 
 bool EqualsIgnoreCaseAscii(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
@@ -82,6 +51,35 @@ bool UserLines(const YAML::Node& value, std::vector<std::string>* users, std::st
 }
 
 }  // namespace
+
+bool YamlValueText(const ConfigParam& param, const YAML::Node& value, std::string* text,
+                   std::string* error) {
+  if (value.IsNull()) {
+    text->clear();
+    return true;
+  }
+  if (value.IsScalar()) {
+    *text = value.Scalar();
+    return true;
+  }
+  if (value.IsSequence() && param.type == ConfigType::kAddressList) {
+    text->clear();
+    for (const YAML::Node& item : value) {
+      if (!item.IsScalar()) {
+        *error = "list items must be plain addresses";
+        return false;
+      }
+      if (!text->empty()) *text += ' ';
+      *text += item.Scalar();
+    }
+    return true;
+  }
+  *error = param.type == ConfigType::kAddressList
+               ? "value must be an address, a space-separated string of "
+                 "addresses or a list of them"
+               : "value must be a single value, not a list or map";
+  return false;
+}
 
 bool LoadConfigFile(const std::string& path, ServerConfig* config,
                     std::string* error) {
@@ -168,7 +166,7 @@ bool LoadConfigFile(const std::string& path, ServerConfig* config,
       return false;
     }
     std::string text;
-    if (!ValueText(*param, value, &text, &message) ||
+    if (!YamlValueText(*param, value, &text, &message) ||
         !param->set(&staged, text, &message)) {
       *error = where + "key '" + name + "': " + message;
       return false;

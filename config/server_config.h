@@ -29,6 +29,10 @@ struct ServerConfig {
   std::string logfile;
   // Empty = no AUTH needed.
   std::string requirepass;
+  // acl-pubsub-default: whether a new ACL user may use every pub/sub
+  // channel (allchannels) or none until given &patterns (resetchannels,
+  // Redis 7's default).
+  bool acl_pubsub_default_all_channels = false;
   // Redis's protected mode: while on and requirepass is empty, only clients
   // connecting from 127.0.0.1 or ::1 are served; others get -DENIED and are
   // closed.

@@ -18,9 +18,13 @@ std::optional<std::string> AclStore::SetUser(std::string_view name,
                                              std::span<const std::string_view> rules) {
   std::unique_lock lock(mutex_);
   auto it = users_.find(name);
-  AclUser staged = it != users_.end() ? *it->second : NewAclUser(std::string(name), table_);
+  const bool all_channels = pubsub_default_all_.load(std::memory_order_relaxed);
+  AclUser staged =
+      it != users_.end() ? *it->second : NewAclUser(std::string(name), table_, all_channels);
   for (std::string_view rule : rules) {
-    if (auto reason = ApplyAclRule(&staged, rule, table_)) return AclRuleError(rule, *reason);
+    if (auto reason = ApplyAclRule(&staged, rule, table_, all_channels)) {
+      return AclRuleError(rule, *reason);
+    }
   }
   PublishLocked(std::make_shared<const AclUser>(std::move(staged)));
   return std::nullopt;

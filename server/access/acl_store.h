@@ -55,6 +55,13 @@ class AclStore {
   // unconfigured, and protected mode applies.
   bool DefaultUserNoPass() const;
 
+  // acl-pubsub-default: whether users created from now on (and `reset`)
+  // get every channel (allchannels) or none (resetchannels, Redis 7's
+  // default). Users that exist keep theirs, as in Redis.
+  void SetPubSubDefault(bool all_channels) {
+    pubsub_default_all_.store(all_channels, std::memory_order_relaxed);
+  }
+
   // Acquire: a reader that sees a new version then finds the new users.
   uint64_t version() const { return version_.load(std::memory_order_acquire); }
 
@@ -66,6 +73,7 @@ class AclStore {
   std::map<std::string, std::shared_ptr<const AclUser>, std::less<>> users_;  // guarded
   std::optional<std::string> applied_requirepass_;                            // guarded
   std::atomic<uint64_t> version_{1};
+  std::atomic<bool> pubsub_default_all_{false};
 };
 
 }  // namespace bloomgate

@@ -25,9 +25,9 @@ constexpr std::string_view kBadHash =                                           
 constexpr std::string_view kNoSelectors = "ACL selectors are not supported by Bloomgate";
 constexpr std::string_view kNoKeyPermissions =
     "read/write key permissions (%R~, %W~) are not supported by Bloomgate";
-constexpr std::string_view kNoChannels =
-    "channel permissions are not supported by Bloomgate (every user may use every "
-    "channel): only the &* channel pattern is accepted";
+constexpr std::string_view kPatternAfterAllChannels =                             // EISDIR
+    "Adding a pattern after the * pattern (or the 'allchannels' flag) is not valid and does "
+    "not have any effect. Try 'resetchannels' to start with an empty list of channels";
 constexpr std::string_view kNoFirstArgs =
     "first-arg rules are not supported by Bloomgate; allow the whole command";
 
@@ -130,9 +130,10 @@ void RemoveHash(std::vector<std::string>* hashes, const std::string& hash, bool*
 
 }  // namespace
 
-AclUser NewAclUser(std::string name, const CommandTable& table) {
+AclUser NewAclUser(std::string name, const CommandTable& table, bool all_channels) {
   AclUser user;
   user.name = std::move(name);
+  user.all_channels = all_channels;
   user.allowed_commands.assign((table.all().size() + 63) / 64, 0);
   return user;
 }
@@ -142,12 +143,14 @@ AclUser DefaultAclUser(const CommandTable& table) {
   user.enabled = true;
   user.nopass = true;
   user.all_keys = true;
+  user.all_channels = true;
   SetAll(&user, /*allow=*/true);
   return user;
 }
 
 std::optional<std::string_view> ApplyAclRule(AclUser* user, std::string_view rule,
-                                             const CommandTable& table) {
+                                             const CommandTable& table,
+                                             bool reset_all_channels) {
   if (rule.empty()) return std::nullopt;  // Redis: a no-op
   auto is = [&](std::string_view word) { return EqualsIgnoreCase(rule, word); };
   if (is("on")) {
@@ -162,7 +165,7 @@ std::optional<std::string_view> ApplyAclRule(AclUser* user, std::string_view rul
     user->password_hashes.clear();
   } else if (is("reset")) {
     std::string name = std::move(user->name);
-    *user = NewAclUser(std::move(name), table);
+    *user = NewAclUser(std::move(name), table, reset_all_channels);
   } else if (is("allkeys") || rule == "~*") {
     user->all_keys = true;
     user->key_patterns.clear();
@@ -173,8 +176,12 @@ std::optional<std::string_view> ApplyAclRule(AclUser* user, std::string_view rul
     SetAll(user, true);
   } else if (is("nocommands")) {
     SetAll(user, false);
-  } else if (is("allchannels") || is("resetchannels") || rule == "&*") {
-    // No pub/sub: nothing to restrict (accepted so Redis's user lines load).
+  } else if (is("allchannels") || rule == "&*") {
+    user->all_channels = true;
+    user->channel_patterns.clear();
+  } else if (is("resetchannels")) {
+    user->all_channels = false;
+    user->channel_patterns.clear();
   } else if (rule[0] == '>' || rule[0] == '#') {
     std::string hash = rule[0] == '>' ? Sha256Hex(rule.substr(1)) : std::string(rule.substr(1));
     if (!ValidHash(hash)) return kBadHash;
@@ -192,7 +199,13 @@ std::optional<std::string_view> ApplyAclRule(AclUser* user, std::string_view rul
   } else if (rule[0] == '%') {
     return kNoKeyPermissions;
   } else if (rule[0] == '&') {
-    return kNoChannels;
+    if (user->all_channels) return kPatternAfterAllChannels;
+    std::string_view pattern = rule.substr(1);
+    if (HasSpaces(pattern)) return kSyntaxError;
+    auto& patterns = user->channel_patterns;
+    if (std::find(patterns.begin(), patterns.end(), pattern) == patterns.end()) {
+      patterns.emplace_back(pattern);
+    }
   } else if (rule[0] == '~') {
     if (user->all_keys) return kPatternAfterAllKeys;
     std::string_view pattern = rule.substr(1);
@@ -228,6 +241,24 @@ std::string DescribeAclCommands(const AclUser& user) {
   return text;
 }
 
+std::string DescribeAclChannels(const AclUser& user) {
+  if (user.all_channels) return "&*";
+  std::string text;
+  for (const std::string& pattern : user.channel_patterns) {
+    if (!text.empty()) text += ' ';
+    text += "&" + pattern;
+  }
+  return text;
+}
+
+bool AclChannelAllowed(const AclUser& user, std::string_view channel, bool is_pattern) {
+  if (user.all_channels) return true;
+  return std::any_of(user.channel_patterns.begin(), user.channel_patterns.end(),
+                     [&](const std::string& pattern) {
+                       return is_pattern ? pattern == channel : GlobMatch(pattern, channel);
+                     });
+}
+
 std::string DescribeAclUser(const AclUser& user) {
   std::string text = user.enabled ? "on" : "off";
   if (user.nopass) text += " nopass";
@@ -236,6 +267,14 @@ std::string DescribeAclUser(const AclUser& user) {
     text += " ~*";
   } else {
     for (const std::string& pattern : user.key_patterns) text += " ~" + pattern;
+  }
+  // Redis 7's form: "&*", or "resetchannels" and the patterns, so that a
+  // line read back under either acl-pubsub-default gives the same user.
+  if (user.all_channels) {
+    text += " &*";
+  } else {
+    text += " resetchannels";
+    for (const std::string& pattern : user.channel_patterns) text += " &" + pattern;
   }
   text += ' ';
   text += DescribeAclCommands(user);
@@ -259,10 +298,31 @@ bool AclPasswordMatches(const AclUser& user, std::string_view password) {
   return match;
 }
 
+namespace {
+
+// The first argument of a channel row that `user` may not use, if any.
+std::optional<size_t> DeniedChannel(const AclUser& user, const CommandSpec& spec,
+                                    std::span<const std::string_view> args) {
+  if (spec.channel_args == ChannelArgs::kNone || user.all_channels) return std::nullopt;
+  const bool patterns = spec.channel_args == ChannelArgs::kAllPatterns;
+  const size_t end = spec.channel_args == ChannelArgs::kFirst ? std::min<size_t>(args.size(), 2)
+                                                              : args.size();
+  for (size_t i = 1; i < end; ++i) {
+    if (!AclChannelAllowed(user, args[i], patterns)) return i;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 AclDenial CheckAclPermission(const AclUser& user, const CommandSpec& spec,
                              std::span<const std::string_view> args, size_t* denied_key) {
   if (spec.flags & kCmdNoAuth) return AclDenial::kNone;
   if (!user.Allowed(spec.id)) return AclDenial::kCommand;
+  if (std::optional<size_t> channel = DeniedChannel(user, spec, args)) {
+    if (denied_key != nullptr) *denied_key = *channel;
+    return AclDenial::kChannel;
+  }
   if (user.all_keys) return AclDenial::kNone;
   // Ours, stricter than Redis (which lets KEYS and SCAN list every name and
   // FLUSHALL drop every key for a user limited to ~edge:*).

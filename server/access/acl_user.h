@@ -13,11 +13,14 @@
 //   | nocommands (-@all)
 //   reset                         back to a new user: off, no passwords, no
 //                                 keys, no commands
-//   allchannels | &* | resetchannels   accepted and ignored: Bloomgate's ACL
-//                                 does not restrict channels (every user may
-//                                 use every pub/sub channel)
+//   &pattern | allchannels (&*) | resetchannels   pub/sub channel globs:
+//                                 PUBLISH and SUBSCRIBE channels must match
+//                                 one, PSUBSCRIBE patterns must equal one
+//                                 (Redis 7); a new user (and `reset`) starts
+//                                 from acl-pubsub-default, resetchannels
+//                                 unless configured
 // Refused with an error naming the rule: selectors "(...)", %R~ / %W~ key
-// permissions, channel patterns other than &*, first-arg rules (+select|0).
+// permissions, first-arg rules (+select|0).
 #pragma once
 
 #include <cstdint>
@@ -39,6 +42,8 @@ struct AclUser {
   std::vector<std::string> password_hashes;  // lowercase hex SHA-256, in the order added
   bool all_keys = false;
   std::vector<std::string> key_patterns;
+  bool all_channels = false;
+  std::vector<std::string> channel_patterns;
   // Bit CommandSpec::id: may run that row. A container's bit covers running
   // it alone (COMMAND); each subcommand has its own bit.
   std::vector<uint64_t> allowed_commands;
@@ -55,17 +60,21 @@ struct AclUser {
   }
 };
 
-// A new user as Redis creates one: off, no password, no keys, no commands.
-AclUser NewAclUser(std::string name, const CommandTable& table);
-// Redis's default user: on, nopass, ~*, +@all.
+// A new user as Redis creates one: off, no password, no keys, no commands,
+// and every channel or none as acl-pubsub-default says.
+AclUser NewAclUser(std::string name, const CommandTable& table, bool all_channels = false);
+// Redis's default user: on, nopass, ~*, &*, +@all.
 AclUser DefaultAclUser(const CommandTable& table);
 
 // Applies one rule. nullopt on success; otherwise Redis's reason ("Syntax
 // error", "Unknown command or category name in ACL", ...), to be wrapped as
 // AclRuleError(rule, reason), and *user may be half changed (callers work
 // on a copy).
+// `reset_all_channels` is what `reset` leaves the channels at
+// (acl-pubsub-default).
 std::optional<std::string_view> ApplyAclRule(AclUser* user, std::string_view rule,
-                                             const CommandTable& table);
+                                             const CommandTable& table,
+                                             bool reset_all_channels = false);
 // "ERR Error in ACL SETUSER modifier '<rule>': <reason>".
 std::string AclRuleError(std::string_view rule, std::string_view reason);
 
@@ -77,18 +86,26 @@ bool ValidAclName(std::string_view name);
 std::string DescribeAclUser(const AclUser& user);
 // The command part alone ("-@all +bf.add"), ACL GETUSER's "commands".
 std::string DescribeAclCommands(const AclUser& user);
+// ACL GETUSER's "channels": "&*", "&news &alerts:*", or "" for none.
+std::string DescribeAclChannels(const AclUser& user);
+
+// Whether `user` may use `channel`: PUBLISH's and SUBSCRIBE's channels match
+// one of its globs; a PSUBSCRIBE pattern (`is_pattern`) must be one of them
+// literally, as Redis 7 (a pattern cannot be proven to stay inside a glob).
+bool AclChannelAllowed(const AclUser& user, std::string_view channel, bool is_pattern);
 
 // Whether `password` authenticates as `user` (enabled, and nopass or a
 // matching hash; compared in constant time).
 bool AclPasswordMatches(const AclUser& user, std::string_view password);
 
-enum class AclDenial { kNone, kCommand, kKey };
+enum class AclDenial { kNone, kCommand, kKey, kChannel };
 
 // The central permission decision for one resolved row (a subcommand's own
 // row) and its arguments. kCmdNoAuth rows (AUTH, HELLO, QUIT) are always
 // allowed, as in Redis. Keys come from the row's key positions, every one
 // checked; a command over the whole keyspace (KEYS, SCAN, FLUSHALL, FLUSHDB)
-// needs allkeys. *denied_key (optional) is the index of the refused key.
+// needs allkeys. *denied_key (optional) is the index of the refused key
+// (or channel). Channels come from the row's channel_args.
 AclDenial CheckAclPermission(const AclUser& user, const CommandSpec& spec,
                              std::span<const std::string_view> args, size_t* denied_key = nullptr);
 

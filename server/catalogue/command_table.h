@@ -50,6 +50,12 @@ enum CommandFlag : uint32_t {
   kCmdRedactArgs = 1u << 13,
 };
 
+// Which arguments of a row name pub/sub channels, for ACL channel rules
+// (Redis's CHANNEL key-spec flags): every argument after the name
+// (SUBSCRIBE), every one as a pattern (PSUBSCRIBE: matched literally
+// against the user's patterns), or the first (PUBLISH).
+enum class ChannelArgs : uint8_t { kNone, kAll, kAllPatterns, kFirst };
+
 struct CommandSpec {
   std::string_view name;     // lower case; a subcommand's own word, e.g. "setname"
   // Redis's convention, counting the command name (and for a subcommand, the
@@ -68,6 +74,7 @@ struct CommandSpec {
   // too. A count that is not an integer in [1, what follows] names none
   // (the handler refuses such a command before touching any key).
   int numkeys_index = 0;
+  ChannelArgs channel_args = ChannelArgs::kNone;
   CommandHandler handler = nullptr;   // null only for containers
   std::string_view summary;
   std::string_view group;             // COMMAND DOCS group: "bf", "generic", ...

@@ -42,6 +42,16 @@ void ClientInfo::set_user(std::string user) {
   user_ = std::move(user);
 }
 
+void ClientInfo::set_subscriber(std::shared_ptr<Subscriber> subscriber) {
+  std::lock_guard lock(mutex_);
+  subscriber_ = std::move(subscriber);
+}
+
+std::shared_ptr<Subscriber> ClientInfo::subscriber() const {
+  std::lock_guard lock(mutex_);
+  return subscriber_;
+}
+
 void ClientInfo::set_watched(std::vector<WatchedKey> watched) {
   std::lock_guard lock(mutex_);
   watched_ = std::move(watched);

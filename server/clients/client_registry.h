@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "server/clients/watched_key.h"
+#include "server/pubsub/subscriber.h"
 
 namespace bloomgate {
 
@@ -101,6 +102,10 @@ struct ClientInfo {
   // A copy of the connection's WATCH records (ClientState::watched), so
   // another thread's CLIENT LIST can tell whether EXEC would abort.
   void set_watched(std::vector<WatchedKey> watched);
+  // The connection's pub/sub side once it subscribed (null before), so ACL
+  // SETUSER on another thread can judge its subscriptions.
+  void set_subscriber(std::shared_ptr<Subscriber> subscriber);
+  std::shared_ptr<Subscriber> subscriber() const;
 
   // How another thread closes this connection (ACL DELUSER of its user,
   // CLIENT KILL): the connection installs a function that posts the close
@@ -120,6 +125,7 @@ struct ClientInfo {
   std::string name_, lib_name_, lib_ver_;
   std::string user_ = "default";
   std::vector<WatchedKey> watched_;
+  std::shared_ptr<Subscriber> subscriber_;
   std::function<void()> close_hook_;  // guarded by mutex_
 };
 

@@ -1,18 +1,44 @@
-// ACL SETUSER / DELUSER / GETUSER / LIST / USERS / WHOAMI / CAT: Redis 7's
+// ACL SETUSER / DELUSER / GETUSER / LIST / USERS / WHOAMI / LOG / CAT: Redis 7's
 // ACL commands over the users in access/acl_store.h. The permission check
 // itself is central, in the dispatcher; these only read and change users.
 // Changes are not persisted: as in Redis without an ACL file, users come
 // back from the config file's `users` at start-up.
 #include <algorithm>
 
+#include "server/access/acl_log.h"
 #include "server/catalogue/acl_categories.h"
 #include "server/catalogue/command_table.h"
+#include "server/commands/arg_parser.h"
 #include "server/commands/command_context.h"
 #include "server/commands/container_help.h"
 #include "server/commands/errors.h"
 
 namespace bloomgate {
 namespace {
+
+// As Redis 7's ACLKillPubsubClientsIfNeeded: a connection of `name`
+// subscribed to a channel or pattern its new rules no longer allow is
+// closed (the caller after its reply), rather than left receiving what it
+// may not.
+void CloseSubscribersOutsideTheirChannels(CommandContext& ctx, std::string_view name) {
+  std::shared_ptr<const AclUser> user = ctx.server.acl.Find(name);
+  if (user == nullptr || user->all_channels) return;
+  auto allowed = [&](std::string_view channel, bool is_pattern) {
+    return AclChannelAllowed(*user, channel, is_pattern);
+  };
+  for (const auto& info : ctx.server.clients.Snapshot()) {
+    if (info->user() != name) continue;
+    std::shared_ptr<Subscriber> subscriber = info->subscriber();
+    if (subscriber == nullptr || ctx.server.pubsub.EverySubscription(*subscriber, allowed)) {
+      continue;
+    }
+    if (info == ctx.client.info) {
+      ctx.client.close_after_reply = true;
+    } else {
+      info->RequestClose();
+    }
+  }
+}
 
 // ACL SETUSER username [rule ...]
 void CmdAclSetUser(CommandContext& ctx) {
@@ -25,6 +51,7 @@ void CmdAclSetUser(CommandContext& ctx) {
     ctx.Fail(*error);
     return;
   }
+  CloseSubscribersOutsideTheirChannels(ctx, name);
   ctx.reply.Ok();
 }
 
@@ -53,8 +80,8 @@ void CmdAclDelUser(CommandContext& ctx) {
   ctx.reply.Integer(static_cast<int64_t>(deleted.size()));
 }
 
-// ACL GETUSER username: Redis 7's fields; "channels" and "selectors" are
-// always empty (no channel permissions, no selectors).
+// ACL GETUSER username: Redis 7's fields; "selectors" is always empty (no
+// selectors).
 void CmdAclGetUser(CommandContext& ctx) {
   std::shared_ptr<const AclUser> user = ctx.server.acl.Find(ctx.args[2]);
   if (user == nullptr) {
@@ -79,9 +106,58 @@ void CmdAclGetUser(CommandContext& ctx) {
   }
   ctx.reply.Bulk(keys);
   ctx.reply.Bulk("channels");
-  ctx.reply.Bulk("");
+  ctx.reply.Bulk(DescribeAclChannels(*user));
   ctx.reply.Bulk("selectors");
   ctx.reply.ArrayHeader(0);
+}
+
+// ACL LOG [count | RESET]: the latest refusals, newest first (10 unless
+// asked), with Redis 7.2's fields.
+void CmdAclLog(CommandContext& ctx) {
+  size_t count = 10;
+  if (ctx.args.size() == 3) {
+    if (EqualsIgnoreCase(ctx.args[2], "RESET")) {
+      ctx.server.acl_log.Reset();
+      ctx.reply.Ok();
+      return;
+    }
+    ArgParser parser(ctx.args, 2);
+    const int64_t asked = parser.NextInt64(errors::kSyntax, errors::kNotInteger);
+    if (parser.failed()) {
+      ctx.Fail(parser.error());
+      return;
+    }
+    if (asked < 0) {
+      ctx.Fail(errors::kValueMustBePositive);
+      return;
+    }
+    count = static_cast<size_t>(asked);
+  }
+  const std::vector<AclLogEntry> entries = ctx.server.acl_log.Latest(count);
+  ctx.reply.ArrayHeader(entries.size());
+  for (const AclLogEntry& entry : entries) {
+    ctx.reply.MapHeader(10);
+    ctx.reply.Bulk("count");
+    ctx.reply.Integer(static_cast<int64_t>(entry.count));
+    ctx.reply.Bulk("reason");
+    ctx.reply.Bulk(entry.reason);
+    ctx.reply.Bulk("context");
+    ctx.reply.Bulk(entry.context);
+    ctx.reply.Bulk("object");
+    ctx.reply.Bulk(entry.object);
+    ctx.reply.Bulk("username");
+    ctx.reply.Bulk(entry.username);
+    ctx.reply.Bulk("age-seconds");
+    ctx.reply.Double(static_cast<double>(ctx.now_ms - entry.updated_ms) / 1000.0);
+    ctx.reply.Bulk("client-info");
+    ctx.reply.Bulk(entry.client_info);
+    ctx.reply.Bulk("entry-id");
+    ctx.reply.Integer(static_cast<int64_t>(entry.entry_id));
+    ctx.reply.Bulk("timestamp-created");
+    ctx.reply.Integer(entry.created_ms);
+    ctx.reply.Bulk("timestamp-last-updated");
+    ctx.reply.Integer(entry.updated_ms);
+  }
 }
 
 // ACL LIST: each user as the rules that recreate it.
@@ -148,6 +224,8 @@ std::vector<CommandSpec> AclCommands() {
            sub("users", 2, 0, kAclAdmin, CmdAclUsers, "Lists all ACL users"),
            sub("whoami", 2, 0, kAclRead, CmdAclWhoAmI,
                "Returns the authenticated username of the current connection"),
+           sub("log", -2, 3, kAclAdmin, CmdAclLog,
+               "Lists recent security events generated due to ACL rules"),
            sub("cat", -2, 3, kAclRead, CmdAclCat,
                "Lists the ACL categories, or the commands inside a category"),
            HelpSubcommand("server", "6.0.0"),

@@ -138,11 +138,27 @@ AclDenial CheckClientAcl(ServerContext& server, ClientState& client, const Comma
   // limits) would lose acknowledged data.
   if ((spec.flags & kCmdNoAuth) || !client.journal.policy().checks_acl) return AclDenial::kNone;
   const AclUser* user = CurrentAclUser(server, client);
+  size_t denied_arg = 0;
   AclDenial denial =
-      user == nullptr ? AclDenial::kCommand : CheckAclPermission(*user, spec, args);
+      user == nullptr ? AclDenial::kCommand : CheckAclPermission(*user, spec, args, &denied_arg);
+  if (denial == AclDenial::kNone) return denial;
   WorkerCounters& counters = server.stats.worker(client.worker_index);
   if (denial == AclDenial::kCommand) Bump(counters.acl_denied_commands);
   if (denial == AclDenial::kKey) Bump(counters.acl_denied_keys);
+  if (denial == AclDenial::kChannel) Bump(counters.acl_denied_channels);
+  // ACL LOG, as Redis's addACLLogEntry: what was refused, and to whom.
+  AclLogEntry entry;
+  entry.reason = denial == AclDenial::kCommand ? "command"
+                 : denial == AclDenial::kKey   ? "key"
+                                               : "channel";
+  entry.context = client.in_multi || client.in_exec ? "multi" : "toplevel";
+  entry.object = denial == AclDenial::kCommand || denied_arg >= args.size()
+                     ? std::string(spec.full_name)
+                     : std::string(args[denied_arg]);
+  entry.username = user != nullptr ? user->name : "default";
+  const int64_t now_ms = NowMs();
+  if (client.info) entry.client_info = client.info->Describe(now_ms, server.keyspace);
+  server.acl_log.Add(std::move(entry), now_ms);
   return denial;
 }
 
@@ -306,7 +322,7 @@ CommandOutcome RunCommand(ServerContext& server, ClientState& client, const Comm
   CommandContext ctx{args, spec, reply, client, server, now_ms};
   ctx.keys = keys;
   // Keyspace events of the filter families (command_events.h): null unless
-  // notify-keyspace-events has class g and the row publishes some.
+  // notify-keyspace-events has class d and the row publishes some.
   const CommandEvents* events = write ? EventsOf(server, spec) : nullptr;
   const bool existed = events != nullptr && KeyExistedBefore(server, keys, now_ms);
   spec.handler(ctx);
@@ -329,7 +345,10 @@ CommandOutcome RunCommand(ServerContext& server, ClientState& client, const Comm
     if (!ctx.skip_journal) {
       server.journal.RecordCommand(client.journal, now_ms, ctx.effect.empty() ? args : ctx.effect);
     }
-    if (events != nullptr) PublishCommandEvents(ctx, *events, existed);
+    if (events != nullptr) {
+      PublishCommandEvents(ctx, *events, existed,
+                           std::string_view(*reply.buffer()).substr(reply_start));
+    }
   }
   const auto nsec = std::chrono::duration_cast<std::chrono::nanoseconds>(
                         std::chrono::steady_clock::now() - start)
@@ -414,6 +433,8 @@ CommandOutcome DispatchOnce(ServerContext& server, ClientState& client,
       reject(errors::kNoAuth);
     } else if (denial == AclDenial::kCommand) {
       reject(errors::NoPermissionCommand(client.user->name, spec->full_name));
+    } else if (denial == AclDenial::kChannel) {
+      reject(errors::kNoPermissionChannel);
     } else {
       reject(errors::kNoPermissionKey);
     }

@@ -39,6 +39,12 @@ std::optional<std::string_view> Authenticate(CommandContext& ctx, std::string_vi
   std::shared_ptr<const AclUser> found = ctx.server.acl.Find(user);
   if (found == nullptr || !AclPasswordMatches(*found, password)) {
     const uint32_t from_address = throttle.RecordFailure(address, ctx.now_ms);
+    AclLogEntry entry{.reason = "auth", .context = "toplevel", .object = "AUTH",
+                      .username = std::string(user)};
+    if (ctx.client.info) {
+      entry.client_info = ctx.client.info->Describe(ctx.now_ms, ctx.server.keyspace);
+    }
+    ctx.server.acl_log.Add(std::move(entry), ctx.now_ms);
     if (++ctx.client.auth_failures >= AuthThrottle::kFailuresPerConnection) {
       ctx.client.close_after_reply = true;
     }
@@ -269,7 +275,13 @@ void CmdClientKill(CommandContext& ctx) {
   const uint64_t self_id = ctx.client.info ? ctx.client.info->id : 0;
   if (ctx.args.size() == 3) {
     for (const auto& info : ctx.server.clients.Snapshot()) {
-      if (info->addr == ctx.args[2] && info->RequestClose()) {
+      if (info->addr != ctx.args[2]) continue;
+      if (info->id == self_id) {
+        ctx.client.close_after_reply = true;  // after the +OK, as Redis
+        ctx.reply.Ok();
+        return;
+      }
+      if (info->RequestClose()) {
         ctx.reply.Ok();
         return;
       }
@@ -335,6 +347,13 @@ void CmdClientKill(CommandContext& ctx) {
     if (skip_me && info->id == self_id) continue;
     // MAXAGE n: clients older than n seconds, as Redis (>= since 7.4).
     if (max_age_s && (ctx.now_ms - info->created_ms) / 1000 < *max_age_s) continue;
+    if (info->id == self_id) {
+      // SKIPME no: as Redis, the caller gets its reply (inside EXEC, every
+      // reply of the transaction) and closes after it.
+      ctx.client.close_after_reply = true;
+      ++killed;
+      continue;
+    }
     if (info->RequestClose()) ++killed;
   }
   ctx.reply.Integer(killed);

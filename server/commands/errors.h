@@ -458,6 +458,12 @@ inline std::string InvalidExpireTime(std::string_view command_lower) {
 inline std::string ConfigSetFailed(std::string_view message) {
   return "ERR " + std::string(message);
 }
+// CONFIG REWRITE (Redis's config.c texts).
+inline constexpr std::string_view kConfigRewriteNoFile =
+    "ERR The server is running without a config file";
+inline std::string ConfigRewriteFailed(std::string_view why) {
+  return "ERR Rewriting config file: " + std::string(why);
+}
 
 // `container_upper` is the container's name in upper case ("CLIENT").
 inline std::string UnknownSubcommand(std::string_view sub, std::string_view container_upper) {
@@ -479,6 +485,12 @@ inline constexpr std::string_view kAclChangedBeforeExec =
 inline constexpr std::string_view kAclReasonCommand =
     "no permission to execute the command or subcommand";
 inline constexpr std::string_view kAclReasonKey = "no permission to touch the specified keys";
+inline constexpr std::string_view kValueMustBePositive =
+    "ERR value is out of range, must be positive";
+inline constexpr std::string_view kAclReasonChannel =
+    "no permission to access one of the channels used as arguments";
+inline constexpr std::string_view kNoPermissionChannel =
+    "NOPERM No permissions to access a channel";
 
 // `command` is the row's full name ("bf.reserve", "client|list").
 inline std::string NoPermissionCommand(std::string_view user, std::string_view command) {

@@ -406,7 +406,8 @@ std::string StatsSection(CommandContext& ctx) {
       "expired_keys:{}\r\nevicted_keys:0\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\n"
       "pubsub_channels:{}\r\npubsub_patterns:{}\r\n"
       "total_error_replies:{}\r\nacl_access_denied_auth:{}\r\nacl_access_denied_cmd:{}\r\n"
-      "acl_access_denied_key:{}\r\nauth_throttled_attempts:{}\r\n"
+      "acl_access_denied_key:{}\r\nacl_access_denied_channel:{}\r\n"
+      "auth_throttled_attempts:{}\r\n"
       "instantaneous_ops_per_sec:{:.0f}\r\ninstantaneous_input_kbps:{:.2f}\r\n"
       "instantaneous_output_kbps:{:.2f}\r\n",
       stats.Sum(&WorkerCounters::connections_received),
@@ -417,7 +418,8 @@ std::string StatsSection(CommandContext& ctx) {
       stats.Sum(&WorkerCounters::keyspace_misses), ctx.server.pubsub.channel_count(),
       ctx.server.pubsub.pattern_count(), stats.Sum(&WorkerCounters::error_replies),
       ctx.server.auth_throttle.failures(), stats.Sum(&WorkerCounters::acl_denied_commands),
-      stats.Sum(&WorkerCounters::acl_denied_keys), ctx.server.auth_throttle.refused(),
+      stats.Sum(&WorkerCounters::acl_denied_keys),
+      stats.Sum(&WorkerCounters::acl_denied_channels), ctx.server.auth_throttle.refused(),
       ctx.server.instantaneous.PerSecond(InstantaneousMetrics::kOps),
       ctx.server.instantaneous.PerSecond(InstantaneousMetrics::kNetInput) / 1024,
       ctx.server.instantaneous.PerSecond(InstantaneousMetrics::kNetOutput) / 1024);

@@ -2,8 +2,8 @@
 // with its own [kind, name, count] frame (a push in RESP3), where count is
 // the client's channels plus patterns after that step; UNSUBSCRIBE and
 // PUNSUBSCRIBE with no names leave every one, and confirm once with a null
-// name when there was none. Channel permissions: Bloomgate's ACL accepts
-// only &* (every user may use every channel), so nothing is checked here.
+// name when there was none. Channel permissions are checked centrally, with
+// the other ACL rules (access/acl_user.h, the rows' channel_args).
 #include "server/commands/pubsub_commands.h"
 
 #include <optional>
@@ -19,6 +19,7 @@ Subscriber& SubscriberOf(ClientState& client) {
   if (client.subscriber == nullptr) {
     client.subscriber = std::make_shared<Subscriber>(client.wake_subscriber);
     client.subscriber->set_resp3(client.resp3);
+    if (client.info) client.info->set_subscriber(client.subscriber);
   }
   return *client.subscriber;
 }
@@ -134,14 +135,16 @@ std::vector<CommandSpec> PubSubCommands() {
                        .summary = summary, .group = "pubsub", .since = "2.8.0"};
   };
   return {
-      {.name = "subscribe", .arity = -2, .flags = kPubSub, .handler = SubscribeCommand<false>,
+      {.name = "subscribe", .arity = -2, .flags = kPubSub,
+       .channel_args = ChannelArgs::kAll, .handler = SubscribeCommand<false>,
        .summary = "Listens for messages published to channels", .group = "pubsub",
        .since = "2.0.0"},
       {.name = "unsubscribe", .arity = -1, .flags = kPubSub,
        .handler = UnsubscribeCommand<false>,
        .summary = "Stops listening to messages posted to channels", .group = "pubsub",
        .since = "2.0.0"},
-      {.name = "psubscribe", .arity = -2, .flags = kPubSub, .handler = SubscribeCommand<true>,
+      {.name = "psubscribe", .arity = -2, .flags = kPubSub,
+       .channel_args = ChannelArgs::kAllPatterns, .handler = SubscribeCommand<true>,
        .summary = "Listens for messages published to channels that match one or more patterns",
        .group = "pubsub", .since = "2.0.0"},
       {.name = "punsubscribe", .arity = -1, .flags = kPubSub,
@@ -150,7 +153,7 @@ std::vector<CommandSpec> PubSubCommands() {
                   "patterns",
        .group = "pubsub", .since = "2.0.0"},
       {.name = "publish", .arity = 3, .flags = kCmdLoading | kCmdStale | kCmdFast,
-       .handler = CmdPublish, .summary = "Posts a message to a channel", .group = "pubsub",
+       .channel_args = ChannelArgs::kFirst, .handler = CmdPublish, .summary = "Posts a message to a channel", .group = "pubsub",
        .since = "2.0.0"},
       {.name = "pubsub", .arity = -2, .summary = "A container for Pub/Sub commands",
        .group = "pubsub", .since = "2.8.0",

@@ -1,9 +1,16 @@
-// Server administration: TIME, CONFIG GET / SET and SHUTDOWN.
+// Server administration: TIME, CONFIG GET / SET / REWRITE and SHUTDOWN.
 #include <spdlog/spdlog.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <mutex>
 
 #include "config/config_params.h"
+#include "config/config_rewrite.h"
+#include "persistence/replace_file.h"
 #include "server/base/glob.h"
 #include "server/catalogue/command_table.h"
 #include "server/commands/command_context.h"
@@ -64,6 +71,39 @@ void CmdConfigSet(CommandContext& ctx) {
   }
   ctx.server.ApplyConfig(updated);
   spdlog::set_level(spdlog::level::from_str(std::string(LogLevelForSpdlog(updated.loglevel))));
+  ctx.reply.Ok();
+}
+
+// CONFIG REWRITE: the running settings back into the file the server
+// started with (config/config_rewrite.h), replaced atomically. One at a
+// time: two rewrites on two loops would each read the file the other is
+// replacing.
+void CmdConfigRewrite(CommandContext& ctx) {
+  const std::string& path = ctx.server.config_file;
+  if (path.empty()) {
+    ctx.Fail(errors::kConfigRewriteNoFile);
+    return;
+  }
+  static std::mutex rewriting;
+  std::lock_guard lock(rewriting);
+  std::ifstream in(path, std::ios::binary);
+  std::string original{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  if (!in.is_open() || in.bad()) {
+    ctx.Fail(errors::ConfigRewriteFailed(std::strerror(errno)));
+    return;
+  }
+  std::string rewritten, error;
+  if (!RewriteConfigText(original, ctx.server.config.Get(), &rewritten, &error)) {
+    ctx.Fail(errors::ConfigRewriteFailed(error));
+    return;
+  }
+  Status status = ReplaceFile(*DefaultFileSystem(), path, rewritten);
+  if (!status.ok()) {
+    spdlog::warn("CONFIG REWRITE failed: {}", status.message());
+    ctx.Fail(errors::ConfigRewriteFailed(status.message()));
+    return;
+  }
+  spdlog::info("CONFIG REWRITE executed with success.");
   ctx.reply.Ok();
 }
 
@@ -187,6 +227,9 @@ std::vector<CommandSpec> ServerCommands() {
            {.name = "set", .arity = -4, .flags = kAdmin, .handler = CmdConfigSet,
             .summary = "Sets configuration parameters in-flight", .group = "server",
             .since = "2.0.0"},
+           {.name = "rewrite", .arity = 2, .flags = kAdmin, .handler = CmdConfigRewrite,
+            .summary = "Persists the effective configuration to file", .group = "server",
+            .since = "2.8.0"},
            {.name = "resetstat", .arity = 2, .flags = kAdmin, .handler = CmdConfigResetStat,
             .summary = "Resets the server's statistics", .group = "server", .since = "2.0.0"},
            HelpSubcommand("server", "5.0.0"),

@@ -109,7 +109,9 @@ void CmdExec(CommandContext& ctx) {
     AclDenial denial = CheckClientAcl(ctx.server, client, *queued[i].spec, argvs[i]);
     if (denial != AclDenial::kNone) {
       std::string text(errors::kAclChangedBeforeExec);
-      text += denial == AclDenial::kKey ? errors::kAclReasonKey : errors::kAclReasonCommand;
+      text += denial == AclDenial::kKey       ? errors::kAclReasonKey
+              : denial == AclDenial::kChannel ? errors::kAclReasonChannel
+                                              : errors::kAclReasonCommand;
       ctx.reply.Error(text);
       continue;
     }

@@ -98,6 +98,7 @@ std::optional<std::string> ServerContext::LoadConfiguredUsers(
 
 void ServerContext::ApplyConfig(const ServerConfig& current) {
   acl.ApplyRequirepass(current.requirepass);
+  acl.SetPubSubDefault(current.acl_pubsub_default_all_channels);
   budget.set_limit(EffectiveMaxMemory(current.maxmemory));
   max_filter_bytes_.store(current.max_filter_memory, std::memory_order_relaxed);
   // Relaxed: a standalone limit; a connection picks it up on its next batch.

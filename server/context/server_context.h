@@ -14,6 +14,7 @@
 #include "config/server_config.h"
 #include "filters/limits.h"
 #include "filters/memory_budget.h"
+#include "server/access/acl_log.h"
 #include "server/access/acl_store.h"
 #include "server/access/auth_throttle.h"
 #include "server/base/clock.h"
@@ -126,6 +127,8 @@ class ServerContext {
   CommandTable commands;
   // ACL users (acl_store.h); built over `commands`, declared after it.
   AclStore acl{commands};
+  // ACL LOG: the latest refusals (acl_log.h).
+  AclLog acl_log;
   ServerStats stats;
   ClientRegistry clients;
   // CLIENT PAUSE's mode, end and parked connections (client_pause.h).

@@ -365,7 +365,14 @@ void StreamConnection<Stream>::Kill() {
     Close();
     return;
   }
-  if (write_in_flight_ || awaiting_log_ || parked_) {
+  if (write_in_flight_) {
+    // As Redis frees a killed client with its output unsent: a write in
+    // flight may never finish (a subscriber that stopped reading, its socket
+    // full), so waiting for it would keep a killed client forever.
+    Close();
+    return;
+  }
+  if (awaiting_log_ || parked_) {
     // Replies of the batch already run are sent first; then it closes. A
     // parked command never runs: ProcessInput stops at close_after_reply.
     client_.close_after_reply = true;
@@ -833,7 +840,9 @@ void StreamConnection<Stream>::CloseSocket() {
   // A read still pending (CLIENT KILL, the idle timeout) ends with
   // operation_aborted and finds the connection closed; only the lingering
   // read below then reads the socket.
-  if (read_in_flight_) socket().cancel(ec);
+  // So does a write that cannot finish (a killed subscriber's): its bytes
+  // are dropped, not waited for.
+  if (read_in_flight_ || write_in_flight_) socket().cancel(ec);
   socket().shutdown(tcp::socket::shutdown_send, ec);
   linger_buf_.reset(new (std::nothrow) char[kLingerReadBytes]);
   if (ec || linger_buf_ == nullptr) {  // the peer is gone already: nothing to deliver

@@ -108,6 +108,19 @@ std::vector<std::string> PubSubHub::Channels(std::optional<std::string_view> pat
   return names;
 }
 
+bool PubSubHub::EverySubscription(
+    const Subscriber& subscriber,
+    const std::function<bool(std::string_view, bool)>& allowed) const {
+  std::shared_lock lock(mutex_);
+  for (const std::string& channel : subscriber.channels_) {
+    if (!allowed(channel, /*is_pattern=*/false)) return false;
+  }
+  for (const std::string& pattern : subscriber.patterns_) {
+    if (!allowed(pattern, /*is_pattern=*/true)) return false;
+  }
+  return true;
+}
+
 size_t PubSubHub::NumSub(std::string_view channel) const {
   std::shared_lock lock(mutex_);
   auto it = channels_.find(channel);

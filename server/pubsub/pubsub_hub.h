@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -40,6 +41,12 @@ class PubSubHub {
   // Redis counts them: one per channel subscription and one per matching
   // pattern subscription (a client on both counts twice).
   int64_t Publish(std::string_view channel, std::string_view message, uint64_t limit);
+
+  // Whether `allowed(name, is_pattern)` holds for every channel and
+  // pattern of `subscriber`, read under the hub's lock from any thread (ACL
+  // SETUSER judging another loop's subscriber).
+  bool EverySubscription(const Subscriber& subscriber,
+                         const std::function<bool(std::string_view, bool)>& allowed) const;
 
   // PUBSUB CHANNELS [pattern]: channels with at least one subscriber.
   std::vector<std::string> Channels(std::optional<std::string_view> pattern) const;

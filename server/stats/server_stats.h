@@ -71,6 +71,7 @@ struct alignas(64) WorkerCounters {
   // Commands refused by ACL rules (INFO acl_access_denied_cmd / _key).
   std::atomic<uint64_t> acl_denied_commands{0};
   std::atomic<uint64_t> acl_denied_keys{0};
+  std::atomic<uint64_t> acl_denied_channels{0};
 };
 
 inline void Bump(std::atomic<uint64_t>& counter, uint64_t by = 1) {

@@ -87,6 +87,20 @@ def proc_status_kb(pid, field):
     raise KeyError(field)
 
 
+def non_reading_subscriber(port, name, channel, redis_client):
+    """A raw socket subscribed to `channel` as client `name` that never reads:
+    its receive buffer is pinned small before connecting, so the kernel
+    absorbs little and the server's writes to it back up. Returns the socket
+    (the caller closes it) once the subscription is counted."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.connect(("127.0.0.1", port))
+    sock.sendall(b"CLIENT SETNAME %s\r\nSUBSCRIBE %s\r\n" % (name.encode(), channel.encode()))
+    wait_until(lambda: redis_client.pubsub_numsub(channel) == [(channel.encode(), 1)], 10.0,
+               what=f"subscriber {name} to subscribe")
+    return sock
+
+
 def parse_info(text):
     """INFO text -> {field: value-string}."""
     if isinstance(text, bytes):

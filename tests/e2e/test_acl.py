@@ -113,7 +113,8 @@ class AclTest(unittest.TestCase):
                           redis_cli(server.port, "--user", "edge", "--pass", "no", "PING"))
             listed = redis_cli(server.port, "-a", ADMIN_PASSWORD, "ACL", "LIST")
             digest = hashlib.sha256(EDGE_PASSWORD.encode()).hexdigest()
-            self.assertIn(f"user edge on #{digest} ~edge:* -@all +bf.add +bf.exists", listed)
+            self.assertIn(f"user edge on #{digest} ~edge:* resetchannels -@all +bf.add +bf.exists",
+                          listed)
 
     def test_hello_3_auth_as_a_user(self):
         with self.server() as server:

@@ -5,12 +5,12 @@ events, client types in CLIENT LIST / KILL, and a subscriber that never
 reads cut off at the output limit while the server stays healthy."""
 
 import select
-import socket
 import subprocess
 import time
 import unittest
 
-from harness import BloomgateServer, Push, RawConnection, RespError, parse_info, wait_until
+from harness import (BloomgateServer, Push, RawConnection, RespError, non_reading_subscriber,
+                     parse_info, wait_until)
 
 SUBSCRIBED_ERROR = ("ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / "
                     "PING / QUIT / RESET are allowed in this context")
@@ -276,12 +276,60 @@ class KeyspaceNotificationTest(unittest.TestCase):
                                           ("__keyevent@0__:expired", "g")])
 
     def test_keyevent_only(self):
-        self.r.config_set("notify-keyspace-events", "Eg")
+        self.r.config_set("notify-keyspace-events", "Ed")
         self.sub.send(b"PSUBSCRIBE __key*__:*\r\n")
         self.sub.read_reply()
         self.r.execute_command("BF.ADD", "only", "x")
         self.assertEqual(self.events(2), [("__keyevent@0__:bloom.reserve", "only"),
                                           ("__keyevent@0__:bloom.add", "only")])
+
+    def test_filter_events_are_module_class_d_not_generic_g(self):
+        self.r.config_set("notify-keyspace-events", "Eg")
+        self.sub.send(b"PSUBSCRIBE __key*__:*\r\n")
+        self.sub.read_reply()
+        self.r.execute_command("BF.ADD", "generic-only", "x")
+        self.r.delete("generic-only")
+        self.assertEqual(self.events(1), [("__keyevent@0__:del", "generic-only")])
+
+    def test_every_family_publishes_reserve_add_and_del_under_one_rule(self):
+        self.r.config_set("notify-keyspace-events", "Ed")
+        self.sub.send(b"PSUBSCRIBE __keyevent@0__:*\r\n")
+        self.sub.read_reply()
+        steps = [
+            (("CF.RESERVE", "c", "1000"), ["cuckoo.reserve"]),
+            (("CF.ADD", "c2", "a"), ["cuckoo.reserve", "cuckoo.add"]),
+            (("CF.ADDNX", "c2", "a"), []),              # already in: nothing added
+            (("CF.DEL", "c", "zz"), []),                # an empty filter: nothing deleted
+            (("CF.INSERTNX", "c", "ITEMS", "a"), ["cuckoo.add"]),
+            (("CF.INSERT", "c3", "ITEMS", "a"), ["cuckoo.reserve", "cuckoo.add"]),
+            (("CF.DEL", "c2", "a"), ["cuckoo.del"]),
+            (("CBF.RESERVE", "cb", "0.01", "100"), ["cbf.reserve"]),
+            (("CBF.ADD", "cb2", "a"), ["cbf.reserve", "cbf.add"]),
+            (("CBF.MADD", "cb2", "b"), ["cbf.add"]),
+            (("CBF.INCR", "cb2", "a", "2"), ["cbf.add"]),
+            (("CBF.DEL", "cb2", "a"), ["cbf.del"]),
+            (("CBF.MDEL", "cb2", "b"), ["cbf.del"]),
+            (("CMS.INITBYDIM", "m", "10", "2"), ["cms.reserve"]),
+            (("CMS.INITBYPROB", "m2", "0.01", "0.01"), ["cms.reserve"]),
+            (("CMS.INCRBY", "m", "a", "3"), ["cms.add"]),
+            (("TOPK.RESERVE", "t", "3"), ["topk.reserve"]),
+            (("TOPK.ADD", "t", "a"), ["topk.add"]),
+            (("TOPK.INCRBY", "t", "a", "2"), ["topk.add"]),
+            (("TDIGEST.CREATE", "d"), ["tdigest.reserve"]),
+            (("TDIGEST.ADD", "d", "1.5"), ["tdigest.add"]),
+            (("BF.RESERVE", "w", "0.01", "100", "WINDOW", "60", "GENERATIONS", "4"), ["bloom.reserve"]),
+            (("BF.ADD", "w", "a"), ["bloom.add"]),
+            (("CBF.RESERVE", "wc", "0.01", "100", "WINDOW", "60", "GENERATIONS", "4"), ["cbf.reserve"]),
+            (("CBF.ADD", "wc", "a"), ["cbf.add"]),
+        ]
+        for command, expected in steps:
+            self.r.execute_command(*command)
+            # A marker after each command: what came before it is that
+            # command's events, and nothing else.
+            self.r.publish("__keyevent@0__:marker", command[0])
+            got = self.events(len(expected) + 1)
+            self.assertEqual(got, [("__keyevent@0__:" + e, command[1]) for e in expected]
+                             + [("__keyevent@0__:marker", command[0])], command)
 
 
 class SlowSubscriberTest(unittest.TestCase):
@@ -290,14 +338,8 @@ class SlowSubscriberTest(unittest.TestCase):
         with BloomgateServer(["--threads", "2"]) as server:
             r = server.client()
             r.config_set("client-output-buffer-limit", "1mb")
-            slow = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            # Pinned small before connecting, so the kernel cannot absorb much.
-            slow.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-            slow.connect(("127.0.0.1", server.port))
+            slow = non_reading_subscriber(server.port, "slow", "flood", r)
             try:
-                slow.sendall(b"CLIENT SETNAME slow\r\nSUBSCRIBE flood\r\n")
-                wait_until(lambda: r.pubsub_numsub("flood") == [(b"flood", 1)], 10.0,
-                           what="the slow subscriber to subscribe")
                 payload = "x" * 65536
                 # 64 KiB a message: far past 1 MiB plus the socket buffers
                 # (a few MiB on loopback) well before 2,000 messages.

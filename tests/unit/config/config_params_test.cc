@@ -67,7 +67,8 @@ TEST(ConfigParams, TableHasOneRowPerSettingWithRedisStyleNames) {
   }
   EXPECT_EQ(names, (std::vector<std::string_view>{
                        "bind", "port", "databases", "threads", "loglevel", "logfile",
-                       "requirepass", "protected-mode", "maxclients", "maxmemory",
+                       "requirepass", "acl-pubsub-default",
+                       "protected-mode", "maxclients", "maxmemory",
                        "maxmemory-policy", "max-filter-memory", "proto-max-bulk-len",
                        "client-output-buffer-limit", "notify-keyspace-events", "timeout",
                        "slowlog-log-slower-than", "slowlog-max-len",
@@ -165,6 +166,7 @@ TEST(SetConfigValue, EachKeySetsItsField) {
       {"loglevel", "debug", "debug"},
       {"logfile", "/var/log/bloomgate.log", "/var/log/bloomgate.log"},
       {"requirepass", "s3cret pass", "s3cret pass"},
+      {"acl-pubsub-default", "AllChannels", "allchannels"},
       {"protected-mode", "no", "no"},
       {"maxclients", "50", "50"},
       {"maxmemory", "2gb", "2147483648"},

@@ -176,8 +176,8 @@ TEST_F(AclDispatch, DeletingYourOwnUserRepliesThenCloses) {
 TEST_F(AclDispatch, ListGetUserUsersAndCatDescribeTheUsers) {
   const std::string hash = Sha256Hex("pw");
   EXPECT_EQ(admin_->Run({"ACL", "LIST"}),
-            Arr(2) + Bulk("user default on nopass ~* +@all") +
-                Bulk("user edge on #" + hash + " ~edge:* -@all +bf.add +bf.exists"));
+            Arr(2) + Bulk("user default on nopass ~* &* +@all") +
+                Bulk("user edge on #" + hash + " ~edge:* resetchannels -@all +bf.add +bf.exists"));
   EXPECT_EQ(admin_->Run({"ACL", "USERS"}), Arr(2) + Bulk("default") + Bulk("edge"));
   EXPECT_EQ(admin_->Run({"ACL", "GETUSER", "edge"}),
             Arr(12) + Bulk("flags") + Arr(1) + Bulk("on") + Bulk("passwords") + Arr(1) +

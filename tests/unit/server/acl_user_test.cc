@@ -135,9 +135,10 @@ TEST_F(AclRules, SubcommandsCanBeAllowedAlone) {
 TEST_F(AclRules, ListShowsTheRulesThatRecreateTheUser) {
   AclUser edge = Make({"on", ">pw", "~edge:*", "+bf.add", "+BF.EXISTS"});
   EXPECT_EQ(DescribeAclUser(edge),
-            "on #" + Sha256Hex("pw") + " ~edge:* -@all +bf.add +bf.exists");
-  EXPECT_EQ(DescribeAclUser(DefaultAclUser(table_)), "on nopass ~* +@all");
-  EXPECT_EQ(DescribeAclUser(NewAclUser("x", table_)), "off -@all");
+            "on #" + Sha256Hex("pw") + " ~edge:* resetchannels -@all +bf.add +bf.exists");
+  EXPECT_EQ(DescribeAclUser(DefaultAclUser(table_)), "on nopass ~* &* +@all");
+  EXPECT_EQ(DescribeAclUser(NewAclUser("x", table_)), "off resetchannels -@all");
+  EXPECT_EQ(DescribeAclUser(NewAclUser("x", table_, /*all_channels=*/true)), "off &* -@all");
   // A later rule for a command replaces the earlier ones for it and its
   // subcommands, so the list stays short.
   AclUser churn = Make({"+bf.add", "-bf.add", "+client|id", "+client", "+bf.add", "-@bloom"});
@@ -220,21 +221,59 @@ TEST_F(AclRules, BadRulesGetRedisTexts) {
                 .size());
   EXPECT_NE(Refusal("(~x +get)").find("selectors are not supported"), std::string::npos);
   EXPECT_NE(Refusal("%R~x").find("not supported"), std::string::npos);
-  EXPECT_NE(Refusal("&news").find("channel permissions are not supported"), std::string::npos);
   EXPECT_NE(Refusal("+select|0").find("first-arg"), std::string::npos);
   EXPECT_EQ(Refusal("~a b"), "ERR Error in ACL SETUSER modifier '~a b': Syntax error");
-  // Accepted, and no-ops: Bloomgate has no channels.
   EXPECT_EQ(Refusal("&*"), "accepted");
   EXPECT_EQ(Refusal("resetchannels"), "accepted");
   EXPECT_EQ(Refusal("allchannels"), "accepted");
+  EXPECT_EQ(Refusal("&news"), "accepted");
+  EXPECT_EQ(Refusal("&a b"), "ERR Error in ACL SETUSER modifier '&a b': Syntax error");
 }
 
 TEST_F(AclRules, ResetReturnsTheUserToHowItWasCreated) {
   AclUser user = Make({"on", ">pw", "~k*", "+@all"});
   ASSERT_FALSE(ApplyAclRule(&user, "reset", table_));
   EXPECT_EQ(user.name, "u");
-  EXPECT_EQ(DescribeAclUser(user), "off -@all");
+  EXPECT_EQ(DescribeAclUser(user), "off resetchannels -@all");
   EXPECT_EQ(Check(user, {"ping"}), AclDenial::kCommand);
+  // acl-pubsub-default allchannels: reset leaves every channel.
+  ASSERT_FALSE(ApplyAclRule(&user, "reset", table_, /*reset_all_channels=*/true));
+  EXPECT_EQ(DescribeAclUser(user), "off &* -@all");
+}
+
+TEST_F(AclRules, ChannelRulesAsRedis7) {
+  AclUser user = Make({"on", "+@all", "&news", "&alerts:*", "&news"});
+  EXPECT_EQ(DescribeAclChannels(user), "&news &alerts:*");
+  EXPECT_EQ(DescribeAclUser(user), "on resetchannels &news &alerts:* +@all");
+  EXPECT_EQ(Check(user, {"publish", "news", "m"}), AclDenial::kNone);
+  EXPECT_EQ(Check(user, {"publish", "alerts:disk", "m"}), AclDenial::kNone);
+  EXPECT_EQ(Check(user, {"publish", "other", "m"}), AclDenial::kChannel);
+  EXPECT_EQ(Check(user, {"subscribe", "news", "alerts:x"}), AclDenial::kNone);
+  EXPECT_EQ(Check(user, {"subscribe", "news", "other"}), AclDenial::kChannel);
+  // A pattern must be one of the user's own, literally.
+  EXPECT_EQ(Check(user, {"psubscribe", "alerts:*"}), AclDenial::kNone);
+  EXPECT_EQ(Check(user, {"psubscribe", "alerts:d*"}), AclDenial::kChannel);
+  EXPECT_EQ(Check(user, {"psubscribe", "news"}), AclDenial::kNone);
+  // Leaving is never refused; the message is not a channel.
+  EXPECT_EQ(Check(user, {"unsubscribe", "other"}), AclDenial::kNone);
+  EXPECT_EQ(Check(user, {"publish", "news", "other"}), AclDenial::kNone);
+  // A pattern after allchannels has no effect: Redis refuses it.
+  AclUser all = Make({"allchannels"});
+  EXPECT_EQ(Check(Make({"+@all", "allchannels"}), {"psubscribe", "x*"}), AclDenial::kNone);
+  EXPECT_EQ(ApplyAclRule(&all, "&x", table_).value_or(""),
+            "Adding a pattern after the * pattern (or the 'allchannels' flag) is not valid and "
+            "does not have any effect. Try 'resetchannels' to start with an empty list of "
+            "channels");
+  ASSERT_FALSE(ApplyAclRule(&all, "resetchannels", table_));
+  EXPECT_EQ(DescribeAclChannels(all), "");
+  EXPECT_EQ(Check(Make({"+@all"}), {"subscribe", "news"}), AclDenial::kChannel);
+  // A line written by ACL LIST reads back to the same user whatever the
+  // default: "resetchannels" is spelled out.
+  AclUser again = NewAclUser("u", table_, /*all_channels=*/true);
+  for (std::string_view rule : {"on", "resetchannels", "&news", "&alerts:*", "+@all"}) {
+    ASSERT_FALSE(ApplyAclRule(&again, rule, table_, true));
+  }
+  EXPECT_EQ(DescribeAclUser(again), DescribeAclUser(user));
 }
 
 TEST(AclNames, SpacesAndNulAreRefused) {
