@@ -9,6 +9,7 @@
 #include "server/commands/command_context.h"
 #include "server/commands/command_events.h"
 #include "server/commands/errors.h"
+#include "server/replication/replication.h"
 
 namespace bloomgate {
 namespace {
@@ -285,6 +286,18 @@ CommandOutcome RunCommand(ServerContext& server, ClientState& client, const Comm
     // As Redis: once the log cannot be written, no write is acknowledged.
     reply.Error(errors::kLogWriteFailed);
     return CommandOutcome::kFailed;
+  }
+  if (write && client.journal.origin == JournalOrigin::kClient) {
+    // A replica takes writes from its primary's stream only (replica-read-only);
+    // a primary refuses them while too few replicas acked (min-replicas-*).
+    if (server.replication->refuses_writes()) {
+      reply.Error(errors::kReadOnlyReplica);
+      return CommandOutcome::kFailed;
+    }
+    if (!server.replication->EnoughGoodReplicas(NowMs())) {
+      reply.Error(errors::kNoReplicas);
+      return CommandOutcome::kFailed;
+    }
   }
   // An effect record (a Bloom add's) holds at most the arguments, a one-byte
   // count per item and a longer name.

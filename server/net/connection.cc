@@ -36,6 +36,10 @@ constexpr size_t kMinReadSpace = 16 * 1024;
 // is on the wire nothing more is read or run for the client, so its output
 // memory is at most min(this, the limit) plus one reply.
 constexpr size_t kOutputHighWater = 256 * 1024;
+// A replica's link sends at most this much per write: large enough that a
+// full sync moves hundreds of MB/s, small enough that a slow replica holds
+// back only its own sync thread.
+constexpr size_t kLinkChunkBytes = size_t{1} << 20;
 // Buffers that grew past this for one big request or reply are released
 // when idle again.
 constexpr size_t kShrinkAbove = 1024 * 1024;
@@ -126,7 +130,8 @@ class StreamConnection final : public Connection {
   // A subscriber too: Redis's timeout spares pub/sub clients, which may
   // rightly send nothing for hours.
   bool idle_exempt() const override {
-    return paused_ || monitor_sink_ != nullptr || client_.subscribed();
+    return paused_ || monitor_sink_ != nullptr || client_.subscribed() ||
+           client_.link_outbox != nullptr;
   }
   void ResumeAfterLogFlush(bool logged) override;
   asio::any_io_executor executor() override { return stream_.get_executor(); }
@@ -667,14 +672,15 @@ void StreamConnection<Stream>::SyncMonitor() {
 
 template <typename Stream>
 void StreamConnection<Stream>::DrainInboxes() {
-  if (closed_ || (!monitor_sink_ && !client_.subscriber)) return;
+  if (closed_ || (!monitor_sink_ && !client_.subscriber && !client_.link_outbox)) return;
   bool overflowed = false;
   if (monitor_sink_) out_ += monitor_sink_->Take(&overflowed);
   bool subscriber_overflowed = false;
   if (client_.subscriber) out_ += client_.subscriber->Take(&subscriber_overflowed);
   overflowed = overflowed || subscriber_overflowed;
   const uint64_t limit = server_.client_output_buffer_limit();
-  if (overflowed || out_.size() + writing_.size() > limit) {
+  // (A replica's link bounds its own bytes: see below.)
+  if (overflowed || (!client_.link_outbox && out_.size() + writing_.size() > limit)) {
     // A monitor or subscriber that does not read as fast as lines and
     // messages come: cut off at client-output-buffer-limit, as Redis closes
     // a client over its limit (for subscribers its pubsub class).
@@ -687,6 +693,20 @@ void StreamConnection<Stream>::DrainInboxes() {
     }
     Close();
     return;
+  }
+  // A replica's link: one chunk at a time, taken when the previous write is
+  // done, so the feed (and its sync thread) waits for the socket, and the
+  // replies to the link's own commands keep their place ahead.
+  if (client_.link_outbox && !write_in_flight_ && !awaiting_log_ && !parked_ &&
+      out_.size() < kLinkChunkBytes) {
+    bool link_overflowed = false;
+    out_ += client_.link_outbox->Take(kLinkChunkBytes - out_.size(), &link_overflowed);
+    if (link_overflowed) {
+      spdlog::warn("closing replica {}: it fell more than the link buffers behind the stream",
+                   client_.info ? client_.info->addr : "?");
+      Close();
+      return;
+    }
   }
   // Replies waiting for the log or a snapshot copy keep their place ahead.
   if (!write_in_flight_ && !awaiting_log_ && !parked_ && !out_.empty()) DoWrite();
@@ -755,6 +775,8 @@ void StreamConnection<Stream>::DoWrite() {
         // More complete commands may be buffered (the batch was cut at the
         // high-water mark); ProcessInput reads again when there are none.
         ProcessInput();
+        // A replica's link sends its next chunk once this one is out.
+        if (client_.link_outbox && !closed_) DrainInboxes();
       });
 }
 
@@ -780,6 +802,11 @@ void StreamConnection<Stream>::Close() {
   }
   // Off every channel and pattern now: PUBLISH stops counting it.
   LeavePubSub(server_, client_);
+  // A replica's link: its feed stops taking the stream, its sync ends.
+  if (client_.link_outbox) {
+    client_.link_outbox->Closed();
+    client_.link_outbox.reset();
+  }
   if (client_.info) {
     client_.info->set_close_hook(nullptr);  // a later CLIENT KILL finds it gone
     server_.clients.Unregister(client_.info->id);
