@@ -228,6 +228,7 @@ const std::vector<CommandSyntax>& CommandSyntaxTable() {
       {"unlink", "key [key ...]", ""},
       {"unsubscribe", "[channel [channel ...]]", ""},
       {"unwatch", "", ""},
+      {"wait", "numreplicas timeout", "numreplicas:integer timeout:integer"},
       {"watch", "key [key ...]", ""},
   };
   return table;

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <optional>
 
+#include "server/commands/arg_parser.h"
 #include "server/commands/command_context.h"
 #include "server/commands/command_events.h"
 #include "server/commands/errors.h"
@@ -465,6 +466,18 @@ CommandOutcome DispatchOnce(ServerContext& server, ClientState& client,
     }
     reply.SimpleString("QUEUED");
     return CommandOutcome::kQueued;
+  }
+  // WAIT parks its client the way CLIENT PAUSE does, never its loop: the
+  // connection runs it again at each replica's ACK and at its deadline.
+  // Arguments WaitDone cannot read are the handler's to refuse.
+  if (spec->name == "wait" && spec->parent == nullptr && client.info != nullptr) {
+    int64_t replicas = 0, timeout_ms = 0, acked = 0;
+    if (ParseInt64(args[1], &replicas) && replicas >= 0 && ParseInt64(args[2], &timeout_ms) &&
+        timeout_ms >= 0 && !server.replication->is_replica() &&
+        !server.replication->WaitDone(client.info.get(), static_cast<uint64_t>(replicas),
+                                      timeout_ms, NowMs(), &acked)) {
+      return CommandOutcome::kPaused;
+    }
   }
   if (client.journal.policy().may_park && KeyEntry::AnySnapshotCopyOwed()) {
     // A writer never copies a big filter on its event loop

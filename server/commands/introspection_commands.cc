@@ -367,8 +367,8 @@ std::string ClientsSection(CommandContext& ctx) {
       "tracking_clients:0\r\n",
       ctx.server.clients.count(), ctx.server.config.Get().maxclients,
       // Clients CLIENT PAUSE holds, as Redis 7 counts them (its only pause
-      // field; no command here blocks otherwise).
-      ctx.server.pause.waiting());
+      // field), and clients in WAIT.
+      ctx.server.pause.waiting() + ctx.server.replication->waiting_clients());
 }
 
 std::string MemorySection(CommandContext& ctx) {

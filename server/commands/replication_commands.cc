@@ -1,6 +1,7 @@
 // Replication's commands, with Redis's names, arities and replies:
-// REPLICAOF / SLAVEOF, ROLE, and what a replica's link sends its primary
+// REPLICAOF / SLAVEOF, ROLE, WAIT, and what a replica's link sends its primary
 // (REPLCONF, PSYNC). The work is server/replication/'s.
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -127,6 +128,31 @@ void CmdPsync(CommandContext& ctx) {
   if (!reply.empty()) ctx.reply.SimpleString(std::string_view(reply).substr(1));
 }
 
+// WAIT numreplicas timeout: how many replicas acked every write made
+// before it. The dispatcher parks the client until enough did or the
+// timeout passed (never its loop); inside EXEC it answers at once.
+void CmdWait(CommandContext& ctx) {
+  int64_t replicas = 0, timeout_ms = 0;
+  if (!ParseInt64(ctx.args[1], &replicas) || !ParseInt64(ctx.args[2], &timeout_ms)) {
+    ctx.Fail(errors::kNotInteger);
+    return;
+  }
+  if (timeout_ms < 0) {
+    ctx.Fail(errors::kTimeoutNegative);
+    return;
+  }
+  Replication& replication = *ctx.server.replication;
+  int64_t acked = 0;
+  if (ctx.client.info != nullptr) {
+    (void)replication.WaitDone(ctx.client.info.get(), static_cast<uint64_t>(std::max<int64_t>(replicas, 0)),
+                               timeout_ms, ctx.now_ms, &acked);
+    replication.EndWait(ctx.client.info.get());
+  } else {
+    acked = static_cast<int64_t>(replication.ReplicasAcked(replication.master_repl_offset()));
+  }
+  ctx.reply.Integer(acked);
+}
+
 }  // namespace
 
 std::vector<CommandSpec> ReplicationCommands() {
@@ -147,6 +173,10 @@ std::vector<CommandSpec> ReplicationCommands() {
        .flags = kCmdAdmin | kCmdNoScript | kCmdLoading | kCmdStale, .handler = CmdReplconf,
        .summary = "An internal command for configuring the replication stream",
        .group = "server", .since = "3.0.0"},
+      {.name = "wait", .arity = 3, .flags = kCmdNoScript, .handler = CmdWait,
+       .summary = "Blocks until the asynchronous replication of all preceding write commands "
+                  "sent by the connection are completed",
+       .group = "generic", .since = "3.0.0"},
       {.name = "psync", .arity = -3, .max_args = 3,
        .flags = kCmdAdmin | kCmdNoScript, .handler = CmdPsync,
        .summary = "An internal command used in replication", .group = "server",

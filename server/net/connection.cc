@@ -24,6 +24,7 @@
 #include "server/net/connection_manager.h"
 #include "server/resp/reply_builder.h"
 #include "server/resp/resp_parser.h"
+#include "server/replication/replication.h"
 
 namespace bloomgate {
 namespace {
@@ -224,7 +225,8 @@ class StreamConnection final : public Connection {
   bool awaiting_log_ = false;  // replies held until the log has the batch's writes
   bool parked_ = false;        // a command waits for a snapshot copy or a filter
   bool paused_ = false;        // a command waits for CLIENT PAUSE to end
-  uint64_t pause_waiter_ = 0;  // its ClientPause::AddWaiter id
+  uint64_t pause_waiter_ = 0;  // its ClientPause::AddWaiter id (or AddAckWaiter's)
+  bool waiting_for_acks_ = false;  // the held command is a WAIT
   // Told apart by the handlers of one pause's timer and socket watch, so a
   // late one from an earlier pause does nothing.
   uint64_t pause_generation_ = 0;
@@ -602,18 +604,27 @@ void StreamConnection<Stream>::ParkForPause() {
   auto executor = this->executor();
   // UNPAUSE calls this on its own thread: post to this loop. A weak
   // reference: a connection closed meanwhile is simply gone.
-  pause_waiter_ = server_.pause.AddWaiter([weak, executor, generation] {
+  auto resume = [weak, executor, generation] {
     asio::post(executor, [weak, generation] {
       if (auto connection = weak.lock()) connection->ResumeAfterPause(generation);
     });
-  });
+  };
+  // A WAIT parks the same way: run again at each replica's ACK and at its
+  // deadline (0: none).
+  int64_t wait_deadline_ms = 0;
+  waiting_for_acks_ =
+      client_.info && server_.replication->Waiting(client_.info.get(), &wait_deadline_ms);
+  pause_waiter_ = waiting_for_acks_ ? server_.replication->AddAckWaiter(resume)
+                                    : server_.pause.AddWaiter(resume);
   // The end as of now; a later PAUSE that extends it parks the command again.
   // At most an hour at a time: PAUSE accepts ends near INT64_MAX ms, which
   // would overflow the timer's nanoseconds (and fire at once, every time).
   // Waking hourly to find the pause still on just parks again.
   constexpr int64_t kMaxPauseWaitMs = 3'600'000;
-  const int64_t wait_ms =
-      std::clamp<int64_t>(server_.pause.end_ms() - NowMs(), 0, kMaxPauseWaitMs);
+  const int64_t end_ms = !waiting_for_acks_        ? server_.pause.end_ms()
+                         : wait_deadline_ms == 0 ? NowMs() + kMaxPauseWaitMs
+                                                 : wait_deadline_ms;
+  const int64_t wait_ms = std::clamp<int64_t>(end_ms - NowMs(), 0, kMaxPauseWaitMs);
   pause_timer_.expires_after(std::chrono::milliseconds(wait_ms));
   pause_timer_.async_wait([self, generation](const boost::system::error_code& ec) {
     if (!ec) self->ResumeAfterPause(generation);
@@ -638,7 +649,12 @@ void StreamConnection<Stream>::EndPause() {
   paused_ = false;
   SetBlocked(false);
   ++pause_generation_;
-  server_.pause.RemoveWaiter(pause_waiter_);
+  if (waiting_for_acks_) {
+    server_.replication->RemoveAckWaiter(pause_waiter_);
+  } else {
+    server_.pause.RemoveWaiter(pause_waiter_);
+  }
+  waiting_for_acks_ = false;
   pause_timer_.cancel();
   // Ends the socket watch; nothing else is pending on a parked connection.
   boost::system::error_code ignored;
@@ -802,6 +818,8 @@ void StreamConnection<Stream>::Close() {
   }
   // Off every channel and pattern now: PUBLISH stops counting it.
   LeavePubSub(server_, client_);
+  // A WAIT it was held in is over.
+  if (client_.info) server_.replication->EndWait(client_.info.get());
   // A replica's link: its feed stops taking the stream, its sync ends.
   if (client_.link_outbox) {
     client_.link_outbox->Closed();

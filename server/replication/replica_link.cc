@@ -24,6 +24,8 @@ namespace {
 constexpr size_t kFrameBytes = 18;
 // How often the replica reports its offset (Redis: every second).
 constexpr int kAckIntervalMs = 1000;
+// The soonest a replica ACKs again once it applied all that arrived.
+constexpr int kEagerAckMs = 5;
 // Between two attempts to reach the primary (Redis retries every second).
 constexpr auto kRetryDelay = std::chrono::seconds(1);
 
@@ -283,6 +285,15 @@ Status Replication::Stream(uint64_t generation, LinkSocket& socket) {
     }
     if (parts_.journal->unapplied_records() > unapplied_at_sync_.load(std::memory_order_acquire)) {
       return Status::Error("a record could not be applied: this replica needs a full sync");
+    }
+    // Caught up with what has arrived: ACK now, so a WAIT on the primary
+    // returns as soon as the records are applied (Redis's primary asks with
+    // GETACK; here the replica tells at once, at most every kEagerAckMs).
+    const auto applied = std::chrono::steady_clock::now();
+    if (applied - last_ack >= std::chrono::milliseconds(kEagerAckMs) && !socket.Readable(0)) {
+      status = socket.SendCommand({"REPLCONF", "ACK", std::to_string(master_repl_offset())});
+      if (!status.ok()) return status;
+      last_ack = applied;
     }
   }
   return Status::Error("link retired");

@@ -256,6 +256,65 @@ void Replication::RunFullSync(std::shared_ptr<ReplicaFeed> feed) {
 void Replication::Ack(ClientState& client, uint64_t offset) {
   if (!client.link_outbox) return;
   static_cast<ReplicaFeed*>(client.link_outbox.get())->Ack(offset, NowMs());
+  std::vector<std::function<void()>> wakes;
+  {
+    std::lock_guard lock(wait_mutex_);
+    for (const auto& [id, wake] : ack_waiters_) wakes.push_back(wake);
+  }
+  for (const std::function<void()>& wake : wakes) wake();
+}
+
+bool Replication::WaitDone(const ClientInfo* client, uint64_t numreplicas, int64_t timeout_ms,
+                           int64_t now_ms, int64_t* acked) {
+  Wait wait;
+  bool known = false;
+  {
+    std::lock_guard lock(wait_mutex_);
+    auto it = waits_.find(client);
+    if (it != waits_.end()) {
+      wait = it->second;
+      known = true;
+    }
+  }
+  if (!known) {
+    wait.offset = master_repl_offset();
+    wait.deadline_ms = timeout_ms == 0 ? 0 : now_ms + timeout_ms;
+    std::lock_guard lock(wait_mutex_);
+    waits_[client] = wait;
+  }
+  *acked = static_cast<int64_t>(ReplicasAcked(wait.offset));
+  return static_cast<uint64_t>(*acked) >= numreplicas ||
+         (wait.deadline_ms != 0 && now_ms >= wait.deadline_ms);
+}
+
+bool Replication::Waiting(const ClientInfo* client, int64_t* deadline_ms) const {
+  std::lock_guard lock(wait_mutex_);
+  auto it = waits_.find(client);
+  if (it == waits_.end()) return false;
+  *deadline_ms = it->second.deadline_ms;
+  return true;
+}
+
+void Replication::EndWait(const ClientInfo* client) {
+  std::lock_guard lock(wait_mutex_);
+  waits_.erase(client);
+}
+
+uint64_t Replication::AddAckWaiter(std::function<void()> wake) {
+  std::lock_guard lock(wait_mutex_);
+  const uint64_t id = next_ack_waiter_++;
+  ack_waiters_.emplace(id, std::move(wake));
+  return id;
+}
+
+size_t Replication::waiting_clients() const {
+  std::lock_guard lock(wait_mutex_);
+  return ack_waiters_.size();
+}
+
+void Replication::RemoveAckWaiter(uint64_t id) {
+  std::lock_guard lock(wait_mutex_);
+  ack_waiters_.erase(id);
 }
 
 void Replication::DisconnectReplicas() {

@@ -28,6 +28,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -108,6 +109,26 @@ class Replication : private JournalSubscriber {
   // min-replicas-to-write: whether enough replicas acked within
   // min-replicas-max-lag seconds.
   bool EnoughGoodReplicas(int64_t now_ms) const;
+
+  // --- WAIT ---------------------------------------------------------------
+  // WAIT numreplicas timeout for `client`: its first call fixes the offset
+  // to reach (this server's offset now: past every write the client made)
+  // and the deadline (timeout 0: none). True once `numreplicas` replicas
+  // acked that offset or the deadline passed, with *acked their count;
+  // false: the connection parks the command and runs it again at each ACK
+  // (AddAckWaiter) and at WaitDeadline.
+  bool WaitDone(const ClientInfo* client, uint64_t numreplicas, int64_t timeout_ms,
+                int64_t now_ms, int64_t* acked);
+  // The client's WAIT in progress: whether there is one, and its deadline
+  // in *deadline_ms (0 = none).
+  bool Waiting(const ClientInfo* client, int64_t* deadline_ms) const;
+  // The WAIT was answered, or its client closed.
+  void EndWait(const ClientInfo* client);
+  // Called (on the ACK's thread) at every replica's ACK until removed.
+  uint64_t AddAckWaiter(std::function<void()> wake);
+  // Connections parked in WAIT now (INFO's blocked_clients).
+  size_t waiting_clients() const;
+  void RemoveAckWaiter(uint64_t id);
 
   // --- figures ------------------------------------------------------------
   uint64_t master_repl_offset() const;
@@ -200,6 +221,17 @@ class Replication : private JournalSubscriber {
   std::atomic<bool> read_only_{true};
   std::atomic<uint32_t> min_replicas_{0};
   std::atomic<uint32_t> min_replicas_max_lag_s_{10};
+
+  // WAIT: each waiting client's target offset and deadline, and the
+  // connections to wake at an ACK.
+  struct Wait {
+    uint64_t offset = 0;
+    int64_t deadline_ms = 0;
+  };
+  mutable std::mutex wait_mutex_;
+  std::map<const ClientInfo*, Wait> waits_;                    // guarded by wait_mutex_
+  std::map<uint64_t, std::function<void()>> ack_waiters_;      // guarded by wait_mutex_
+  uint64_t next_ack_waiter_ = 1;                               // guarded by wait_mutex_
 
   std::atomic<uint64_t> sync_full_{0};
   std::atomic<uint64_t> sync_partial_ok_{0};

@@ -218,6 +218,47 @@ class ReplicationTest(unittest.TestCase):
             self.assertGreater(written[0], 2000)
             self.assert_same(primary, replica)
 
+    def test_wait_counts_replicas_and_min_replicas_refuses_writes(self):
+        # One event loop: a WAIT that blocked it would stall the PING below.
+        with BloomgateServer(["--threads", "1", "--min-replicas-to-write", "1"]) as primary, \
+                BloomgateServer() as r1, BloomgateServer() as r2:
+            p = primary.client()
+            with self.assertRaises(redis.exceptions.ResponseError) as refused:
+                p.execute_command("BF.ADD", "k", "a")
+            self.assertEqual(str(refused.exception), "NOREPLICAS Not enough good replicas to write.")
+            follow(r1, primary)
+            follow(r2, primary)
+            wait_until(lambda: link_up(r1) and link_up(r2), SYNC_DEADLINE_S, interval_s=0.05,
+                       what="both links up")
+
+            def writes():
+                try:
+                    return p.execute_command("BF.ADD", "k", "a") == 1
+                except redis.exceptions.ResponseError:
+                    return False
+            wait_until(writes, 5.0, interval_s=0.05, what="a replica's ACK to allow writes")
+            p.execute_command("BF.MADD", "k", *[f"i{i}" for i in range(100)])
+            self.assertEqual(p.execute_command("WAIT", "2", "1000"), 2)
+            # Three cannot ack: the timeout ends it, with the two that did;
+            # meanwhile the loop serves other clients.
+            result = []
+            waiter = threading.Thread(
+                target=lambda: result.append(primary.client().execute_command("WAIT", "3", "1500")))
+            waiter.start()
+            wait_until(lambda: p.info("clients")["blocked_clients"] == 1, 5.0,
+                       what="the WAIT to park")
+            self.assertTrue(p.ping())
+            waiter.join()
+            self.assertEqual(result, [2])
+            self.assertEqual(p.info("clients")["blocked_clients"], 0)
+            # Inside MULTI it answers at once (timeout 0 would wait forever).
+            pipe = p.pipeline(transaction=True)
+            pipe.execute_command("BF.ADD", "k", "z")
+            pipe.execute_command("WAIT", "5", "0")
+            self.assertIn(pipe.execute()[1], (0, 1, 2))
+            with self.assertRaises(redis.exceptions.ResponseError):
+                p.execute_command("WAIT", "1", "-1")
+
 
 if __name__ == "__main__":
     unittest.main()
