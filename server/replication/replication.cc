@@ -24,6 +24,9 @@ std::string MakeReplicationId() {
 
 const std::string kNoReplicationId(40, '0');
 
+// REPLICAOF NO ONE waits at most this many ms for a record being applied.
+constexpr int kApplyWaitAttempts = 1000;
+
 }  // namespace
 
 Replication::Replication(const ReplicationParts& parts)
@@ -109,8 +112,17 @@ void Replication::Unfollow() {
     master_port_ = 0;
   }
   // No record of the old primary is applied after this: the link checks
-  // its generation under apply_mutex_ before each one.
-  { std::lock_guard wait_for_apply(apply_mutex_); }
+  // its generation under apply_mutex_ before each one, so once the mutex
+  // is free the offset below is final. Waited for with a bound, never
+  // blocking: REPLICAOF NO ONE inside EXEC holds the transaction's key
+  // locks, which the record being applied may be waiting for.
+  for (int attempt = 0; attempt < kApplyWaitAttempts; ++attempt) {
+    if (apply_mutex_.try_lock()) {
+      apply_mutex_.unlock();
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
   parts_.keyspace->HoldExpiryAsReplica(false);
   const uint64_t offset = master_repl_offset();
   {

@@ -259,6 +259,45 @@ class ReplicationTest(unittest.TestCase):
             with self.assertRaises(redis.exceptions.ResponseError):
                 p.execute_command("WAIT", "1", "-1")
 
+    def test_promotion_inside_exec_does_not_wait_for_the_record_it_holds_back(self):
+        # EXEC holds its keys' locks while REPLICAOF NO ONE runs; the record
+        # the link is applying may be waiting for one of them. The promotion
+        # must not wait for that record without bound.
+        with BloomgateServer() as primary, BloomgateServer() as replica:
+            p = primary.client()
+            p.execute_command("CBF.RESERVE", "hot", "0.01", "100000")
+            stop = threading.Event()
+
+            def writer():
+                c = primary.client()
+                i = 0
+                while not stop.is_set():
+                    pipe = c.pipeline(transaction=False)
+                    for _ in range(64):
+                        pipe.execute_command("CBF.ADD", "hot", f"w{i}")
+                        i += 1
+                    pipe.execute()
+
+            follow(replica, primary)
+            wait_until(lambda: link_up(replica), SYNC_DEADLINE_S, interval_s=0.05,
+                       what="the link")
+            thread = threading.Thread(target=writer)
+            thread.start()
+            try:
+                r = replica.client(socket_timeout=5)
+                for attempt in range(20):
+                    r.execute_command("REPLICAOF", "127.0.0.1", primary.port)
+                    wait_until(lambda: link_up(replica), SYNC_DEADLINE_S, interval_s=0.02,
+                               what="the link again")
+                    pipe = r.pipeline(transaction=True)
+                    pipe.execute_command("CBF.CARD", "hot")
+                    pipe.execute_command("REPLICAOF", "NO", "ONE")
+                    self.assertEqual(pipe.execute()[1], b"OK", attempt)
+                    self.assertEqual(info(r, "replication")["role"], "master")
+            finally:
+                stop.set()
+                thread.join()
+
 
 if __name__ == "__main__":
     unittest.main()
