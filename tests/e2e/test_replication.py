@@ -84,6 +84,35 @@ def write_every_family(c, tag):
     c.delete(f"gone:{tag}")
 
 
+class PipelinedWriter:
+    """Sends `batch(i)`'s commands in pipelines from a thread until stopped;
+    i counts the batches. `count` is how many batches went out."""
+
+    def __init__(self, server, batch):
+        self.server, self.batch = server, batch
+        self.stop = threading.Event()
+        self.count = 0
+        self.thread = threading.Thread(target=self._run)
+
+    def _run(self):
+        c = self.server.client()
+        while not self.stop.is_set():
+            pipe = c.pipeline(transaction=False)
+            for command in self.batch(self.count):
+                pipe.execute_command(*command)
+            pipe.execute()
+            self.count += 1
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.thread.join()
+        return False
+
+
 class ReplicationTest(unittest.TestCase):
     def assert_same(self, primary, *replicas):
         wait_until(caught_up(primary, *replicas), SYNC_DEADLINE_S, interval_s=0.05,
@@ -185,24 +214,14 @@ class ReplicationTest(unittest.TestCase):
             p = primary.client()
             p.execute_command("BF.RESERVE", "load", "0.001", "200000")
             p.execute_command("CBF.RESERVE", "cload", "0.01", "100000")
-            stop = threading.Event()
-            written = [0]
 
-            def writer():
-                c = primary.client()
-                i = 0
-                while not stop.is_set():
-                    pipe = c.pipeline(transaction=False)
-                    for _ in range(16):
-                        pipe.execute_command("BF.ADD", "load", f"w{i}")
-                        pipe.execute_command("CBF.ADD", "cload", f"w{i % 5000}")
-                        i += 1
-                    pipe.execute()
-                written[0] = i
+            def batch(n):
+                for j in range(16):
+                    i = n * 16 + j
+                    yield ("BF.ADD", "load", f"w{i}")
+                    yield ("CBF.ADD", "cload", f"w{i % 5000}")
 
-            thread = threading.Thread(target=writer)
-            thread.start()
-            try:
+            with PipelinedWriter(primary, batch) as writer:
                 wait_until(lambda: p.execute_command("BF.CARD", "load") > 2000, 10.0,
                            what="the load to start")
                 follow(replica, primary)
@@ -212,10 +231,7 @@ class ReplicationTest(unittest.TestCase):
                 start = offset_of(p)
                 wait_until(lambda: offset_of(p) > start + 200_000, 10.0, interval_s=0.05,
                            what="200 KB more of the stream")
-            finally:
-                stop.set()
-                thread.join()
-            self.assertGreater(written[0], 2000)
+            self.assertGreater(writer.count * 16, 2000)
             self.assert_same(primary, replica)
 
     def test_wait_counts_replicas_and_min_replicas_refuses_writes(self):
@@ -266,24 +282,11 @@ class ReplicationTest(unittest.TestCase):
         with BloomgateServer() as primary, BloomgateServer() as replica:
             p = primary.client()
             p.execute_command("CBF.RESERVE", "hot", "0.01", "100000")
-            stop = threading.Event()
-
-            def writer():
-                c = primary.client()
-                i = 0
-                while not stop.is_set():
-                    pipe = c.pipeline(transaction=False)
-                    for _ in range(64):
-                        pipe.execute_command("CBF.ADD", "hot", f"w{i}")
-                        i += 1
-                    pipe.execute()
-
             follow(replica, primary)
             wait_until(lambda: link_up(replica), SYNC_DEADLINE_S, interval_s=0.05,
                        what="the link")
-            thread = threading.Thread(target=writer)
-            thread.start()
-            try:
+            hot = lambda n: [("CBF.ADD", "hot", f"w{n * 64 + j}") for j in range(64)]
+            with PipelinedWriter(primary, hot):
                 r = replica.client(socket_timeout=5)
                 for attempt in range(20):
                     r.execute_command("REPLICAOF", "127.0.0.1", primary.port)
@@ -294,9 +297,6 @@ class ReplicationTest(unittest.TestCase):
                     pipe.execute_command("REPLICAOF", "NO", "ONE")
                     self.assertEqual(pipe.execute()[1], b"OK", attempt)
                     self.assertEqual(info(r, "replication")["role"], "master")
-            finally:
-                stop.set()
-                thread.join()
 
 
 if __name__ == "__main__":
