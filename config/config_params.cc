@@ -61,6 +61,8 @@ constexpr uint64_t kMaxTlsHandshakeTimeoutMs = 600'000;
 // ~10 series per filter: 10,000 filters make a ~100,000-line scrape, past
 // what one Prometheus target is meant to carry.
 constexpr uint64_t kMaxMetricsTopFilters = 10'000;
+// Redis: repl-backlog-size may not go below 16 KB (CONFIG_REPL_BACKLOG_MIN_SIZE).
+constexpr uint64_t kMinReplBacklogSize = 16ull << 10;
 // Redis: CONFIG_BINDADDR_MAX.
 constexpr size_t kMaxBindAddresses = 16;
 
@@ -307,6 +309,24 @@ bool SetYesNo(std::string_view value, bool* out, std::string* error) {
     *error = "argument must be 'yes' or 'no'";
     return false;
   }
+  return true;
+}
+
+// "" (a primary) or "<host> <port>", the port in [1, 65535].
+bool SetReplicaOf(std::string_view value, std::string* out, std::string* error) {
+  if (value.empty()) {
+    out->clear();
+    return true;
+  }
+  const size_t space = value.find(' ');
+  uint16_t port = 0;
+  std::string port_error;
+  if (space == 0 || space == std::string_view::npos ||
+      !SetInteger(value.substr(space + 1), 1, 65535, &port, &port_error)) {
+    *error = "argument must be \"<host> <port>\" with a port between 1 and 65535";
+    return false;
+  }
+  *out = std::string(value);
   return true;
 }
 
@@ -792,6 +812,65 @@ const std::vector<ConfigParam>& BuildTable() {
        /*runtime_settable=*/true, ConfigType::kInteger, "<0-10000>",
        [](C* c, V v, S* e) { return SetInteger(v, 0, kMaxMetricsTopFilters, &c->metrics_top_filters, e); },
        [](const C& c) { return std::to_string(c.metrics_top_filters); }},
+      {"replicaof", "\"<host> <port>\" of the primary to follow at start-up; \"\" = a primary",
+       /*runtime_settable=*/false, ConfigType::kString, "\"<host> <port>\"",
+       [](C* c, V v, S* e) { return SetReplicaOf(v, &c->replicaof, e); },
+       [](const C& c) { return c.replicaof; }},
+      {"masterauth", "password a replica AUTHs with at its primary",
+       /*runtime_settable=*/true, ConfigType::kString, "<password>",
+       [](C* c, V v, S*) {
+         c->masterauth = std::string(v);
+         return true;
+       },
+       [](const C& c) { return c.masterauth; }},
+      {"masteruser", "ACL user a replica AUTHs as at its primary; \"\" = AUTH <password>",
+       /*runtime_settable=*/true, ConfigType::kString, "<user>",
+       [](C* c, V v, S*) {
+         c->masteruser = std::string(v);
+         return true;
+       },
+       [](const C& c) { return c.masteruser; }},
+      {"replica-read-only", "a replica refuses writes from its clients with -READONLY",
+       /*runtime_settable=*/true, ConfigType::kEnum, "<yes|no>",
+       [](C* c, V v, S* e) { return SetYesNo(v, &c->replica_read_only, e); },
+       [](const C& c) { return std::string(c.replica_read_only ? "yes" : "no"); }},
+      {"repl-backlog-size", "bytes of the stream kept for replicas that reconnect (PSYNC)",
+       /*runtime_settable=*/true, ConfigType::kMemory, "<16kb-1024gb>",
+       [](C* c, V v, S* e) {
+         return SetMemory(v, kMinReplBacklogSize, kMaxFilterMemory, &c->repl_backlog_size, e);
+       },
+       [](const C& c) { return std::to_string(c.repl_backlog_size); }},
+      {"repl-timeout", "seconds a replication link may stay silent before it is dropped",
+       /*runtime_settable=*/true, ConfigType::kInteger, "<1-2147483647>",
+       [](C* c, V v, S* e) { return SetInteger(v, 1, kMaxTimeout, &c->repl_timeout, e); },
+       [](const C& c) { return std::to_string(c.repl_timeout); }},
+      {"replica-priority", "Sentinel promotes the lowest first; 0 = never promoted",
+       /*runtime_settable=*/true, ConfigType::kInteger, "<0-2147483647>",
+       [](C* c, V v, S* e) { return SetInteger(v, 0, kMaxTimeout, &c->replica_priority, e); },
+       [](const C& c) { return std::to_string(c.replica_priority); }},
+      {"replica-announce-ip", "address a replica tells its primary; \"\" = the link's own",
+       /*runtime_settable=*/true, ConfigType::kString, "<ip>",
+       [](C* c, V v, S*) {
+         c->replica_announce_ip = std::string(v);
+         return true;
+       },
+       [](const C& c) { return c.replica_announce_ip; }},
+      {"replica-announce-port", "port a replica tells its primary; 0 = its own port",
+       /*runtime_settable=*/true, ConfigType::kInteger, "<0-65535>",
+       [](C* c, V v, S* e) { return SetInteger(v, 0, 65535, &c->replica_announce_port, e); },
+       [](const C& c) { return std::to_string(c.replica_announce_port); }},
+      {"replica-announced", "Sentinel lists this replica (INFO replica_announced)",
+       /*runtime_settable=*/true, ConfigType::kEnum, "<yes|no>",
+       [](C* c, V v, S* e) { return SetYesNo(v, &c->replica_announced, e); },
+       [](const C& c) { return std::string(c.replica_announced ? "yes" : "no"); }},
+      {"min-replicas-to-write", "writes need this many replicas acked recently; 0 = off",
+       /*runtime_settable=*/true, ConfigType::kInteger, "<0-2147483647>",
+       [](C* c, V v, S* e) { return SetInteger(v, 0, kMaxTimeout, &c->min_replicas_to_write, e); },
+       [](const C& c) { return std::to_string(c.min_replicas_to_write); }},
+      {"min-replicas-max-lag", "seconds since a replica's last ack that still count it",
+       /*runtime_settable=*/true, ConfigType::kInteger, "<0-2147483647>",
+       [](C* c, V v, S* e) { return SetInteger(v, 0, kMaxTimeout, &c->min_replicas_max_lag, e); },
+       [](const C& c) { return std::to_string(c.min_replicas_max_lag); }},
   };
   return kTable;
 }

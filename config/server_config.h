@@ -147,6 +147,26 @@ struct ServerConfig {
   // filter is ~10 series, so 100 filters keep a scrape near 1,000 lines.
   uint32_t metrics_top_filters = 100;
 
+  // Replication (Redis's names, defaults and units). `replicaof` is
+  // "<host> <port>" or "" (a primary); set at start-up only, REPLICAOF
+  // changes the role at run time.
+  std::string replicaof;
+  std::string masterauth;
+  std::string masteruser;
+  bool replica_read_only = true;
+  // Redis's default backlog: 1 MB; its floor 16 KB.
+  uint64_t repl_backlog_size = 1ull << 20;
+  // Seconds a link may stay silent before it is dropped.
+  uint32_t repl_timeout = 60;
+  uint32_t replica_priority = 100;
+  std::string replica_announce_ip;
+  uint16_t replica_announce_port = 0;
+  bool replica_announced = true;
+  // Writes are refused with -NOREPLICAS unless this many replicas acked
+  // within min_replicas_max_lag seconds; 0 = off.
+  uint32_t min_replicas_to_write = 0;
+  uint32_t min_replicas_max_lag = 10;
+
   // ACL users, one "<name> <rule> <rule> ..." per entry in Redis's `user`
   // line syntax without the word `user` ("edge on #<sha256> ~edge:*
   // +bf.add"). Only the YAML file sets them (key `users`, a list); the server

@@ -24,6 +24,7 @@
 #include "server/metrics/metrics_listener.h"
 #include "server/net/server.h"
 #include "server/offline_tools.h"
+#include "server/replication/replication.h"
 
 namespace {
 
@@ -276,7 +277,15 @@ int main(int argc, char** argv) {
     return 1;
   }
   spdlog::info("ready to accept commands");
+  // A replica applies its primary's stream through the one replay path,
+  // as a journaled origin (its log and its own replicas get the records).
+  JournalApplier stream_applier(context, JournalOrigin::kReplication);
+  context.replication->set_applier(
+      [&stream_applier](std::string_view framed) { return stream_applier.ApplyFramed(framed); });
+  context.replication->Start();
   server.Wait();
+  // Before the final save: a full sync holds the saves' lock while it streams.
+  context.replication->Stop();
   // Parked writers' callbacks post to the event loops: done while they exist.
   context.snapshot_copier.Stop();
   context.durability->Shutdown(context.final_save.load());

@@ -11,6 +11,7 @@
 
 #include "server/access/acl_user.h"
 #include "server/clients/client_registry.h"
+#include "server/clients/link_outbox.h"
 #include "server/clients/watched_key.h"
 #include "server/durability/journal.h"
 #include "server/keyspace/filter_maker.h"
@@ -54,6 +55,13 @@ struct ClientState {
   // Subscribed to a channel or pattern: Redis's CLIENT_PUBSUB, under which a
   // RESP2 client may run only (P)(UN)SUBSCRIBE, PING, QUIT and RESET.
   bool subscribed() const { return subscriber != nullptr && subscriber->count() > 0; }
+
+  // Replication, on a primary: what the replica said with REPLCONF before
+  // its PSYNC (INFO's slaveN ip= and port=), and once PSYNC made this
+  // connection a replica's link, what it sends (link_outbox.h).
+  uint16_t replica_listening_port = 0;
+  std::string replica_announced_ip;
+  std::shared_ptr<LinkOutbox> link_outbox;
 
   // Where its writes come from and the stream offset its current batch of
   // writes reached: the connection waits for it (Journal::AwaitForReply)

@@ -6,9 +6,11 @@
 #include <chrono>
 #include <optional>
 
+#include "server/commands/arg_parser.h"
 #include "server/commands/command_context.h"
 #include "server/commands/command_events.h"
 #include "server/commands/errors.h"
+#include "server/replication/replication.h"
 
 namespace bloomgate {
 namespace {
@@ -302,6 +304,18 @@ CommandOutcome RunCommand(ServerContext& server, ClientState& client, const Comm
     reply.Error(errors::kLogWriteFailed);
     return CommandOutcome::kFailed;
   }
+  if (write && client.journal.origin == JournalOrigin::kClient) {
+    // A replica takes writes from its primary's stream only (replica-read-only);
+    // a primary refuses them while too few replicas acked (min-replicas-*).
+    if (server.replication->refuses_writes()) {
+      reply.Error(errors::kReadOnlyReplica);
+      return CommandOutcome::kFailed;
+    }
+    if (!server.replication->EnoughGoodReplicas(NowMs())) {
+      reply.Error(errors::kNoReplicas);
+      return CommandOutcome::kFailed;
+    }
+  }
   // An effect record (a Bloom add's) holds at most the arguments, a one-byte
   // count per item and a longer name.
   if (write &&
@@ -473,6 +487,18 @@ CommandOutcome DispatchOnce(ServerContext& server, ClientState& client,
     }
     reply.SimpleString("QUEUED");
     return CommandOutcome::kQueued;
+  }
+  // WAIT parks its client the way CLIENT PAUSE does, never its loop: the
+  // connection runs it again at each replica's ACK and at its deadline.
+  // Arguments WaitDone cannot read are the handler's to refuse.
+  if (spec->name == "wait" && spec->parent == nullptr && client.info != nullptr) {
+    int64_t replicas = 0, timeout_ms = 0, acked = 0;
+    if (ParseInt64(args[1], &replicas) && replicas >= 0 && ParseInt64(args[2], &timeout_ms) &&
+        timeout_ms >= 0 && !server.replication->is_replica() &&
+        !server.replication->WaitDone(client.info.get(), static_cast<uint64_t>(replicas),
+                                      timeout_ms, NowMs(), &acked)) {
+      return CommandOutcome::kPaused;
+    }
   }
   if (client.journal.policy().may_park && KeyEntry::AnySnapshotCopyOwed()) {
     // A writer never copies a big filter on its event loop

@@ -15,6 +15,7 @@
 #include "server/commands/errors.h"
 #include "server/commands/module_info.h"
 #include "server/commands/pubsub_commands.h"
+#include "server/replication/replication.h"
 
 namespace bloomgate {
 namespace {
@@ -181,7 +182,7 @@ void CmdHello(CommandContext& ctx) {
   ctx.reply.Bulk("mode");
   ctx.reply.Bulk("standalone");
   ctx.reply.Bulk("role");
-  ctx.reply.Bulk("master");
+  ctx.reply.Bulk(ctx.server.replication->is_replica() ? "replica" : "master");
   ctx.reply.Bulk("modules");
   ReplyModuleList(ctx.reply);
 }

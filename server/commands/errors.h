@@ -35,6 +35,15 @@ inline constexpr std::string_view kWrongType =
 inline constexpr std::string_view kNoAuth = "NOAUTH Authentication required.";
 // Redis's text with our name (clients match the LOADING code and retry).
 inline constexpr std::string_view kLoading = "LOADING Bloomgate is loading the dataset in memory";
+// Replication: Redis's texts (replication.c, server.c).
+inline constexpr std::string_view kReadOnlyReplica =
+    "READONLY You can't write against a read only replica.";
+inline constexpr std::string_view kNoReplicas = "NOREPLICAS Not enough good replicas to write.";
+inline constexpr std::string_view kReplicaOfWhileReplicaLink =
+    "ERR Command is not valid when client is a replica.";
+inline std::string UnrecognizedReplconfOption(std::string_view option) {
+  return "ERR Unrecognized REPLCONF option: " + std::string(option.substr(0, 128));
+}
 // Ours (Redis has no AUTH throttling): see server/access/auth_throttle.h.
 inline constexpr std::string_view kAuthThrottled =
     "ERR too many failed AUTH attempts from this address; try again later";

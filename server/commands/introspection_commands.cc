@@ -20,6 +20,7 @@
 #include "server/commands/errors.h"
 #include "server/commands/filter_health_report.h"
 #include "server/commands/module_info.h"
+#include "server/replication/replication.h"
 
 namespace bloomgate {
 namespace {
@@ -366,8 +367,8 @@ std::string ClientsSection(CommandContext& ctx) {
       "tracking_clients:0\r\n",
       ctx.server.clients.count(), ctx.server.config.Get().maxclients,
       // Clients CLIENT PAUSE holds, as Redis 7 counts them (its only pause
-      // field; no command here blocks otherwise).
-      ctx.server.pause.waiting());
+      // field), and clients in WAIT.
+      ctx.server.pause.waiting() + ctx.server.replication->waiting_clients());
 }
 
 std::string MemorySection(CommandContext& ctx) {
@@ -422,14 +423,18 @@ std::string StatsSection(CommandContext& ctx) {
       stats.Sum(&WorkerCounters::acl_denied_channels), ctx.server.auth_throttle.refused(),
       ctx.server.instantaneous.PerSecond(InstantaneousMetrics::kOps),
       ctx.server.instantaneous.PerSecond(InstantaneousMetrics::kNetInput) / 1024,
-      ctx.server.instantaneous.PerSecond(InstantaneousMetrics::kNetOutput) / 1024);
+      ctx.server.instantaneous.PerSecond(InstantaneousMetrics::kNetOutput) / 1024) +
+         fmt::format("sync_full:{}\r\nsync_partial_ok:{}\r\nsync_partial_err:{}\r\n",
+                     ctx.server.replication->sync_full(),
+                     ctx.server.replication->sync_partial_ok(),
+                     ctx.server.replication->sync_partial_err());
 }
 
 std::string ReplicationSection(CommandContext& ctx) {
-  return fmt::format(
-      "# Replication\r\nrole:master\r\nconnected_slaves:0\r\n"
-      "replica_full_sync_needed:{}\r\nreplica_unapplied_records:{}\r\n",
-      ctx.server.journal.needs_full_sync() ? 1 : 0, ctx.server.journal.unapplied_records());
+  return "# Replication\r\n" + ctx.server.replication->InfoFields() +
+         fmt::format("replica_full_sync_needed:{}\r\nreplica_unapplied_records:{}\r\n",
+                     ctx.server.journal.needs_full_sync() ? 1 : 0,
+                     ctx.server.journal.unapplied_records());
 }
 
 std::string CpuSection(CommandContext&) {

@@ -116,6 +116,19 @@ Status JournalApplier::Apply(const LogRecord& record) {
   return status;
 }
 
+Status JournalApplier::ApplyFramed(std::string_view framed) {
+  LogRecord record;
+  const std::string error = DecodeLogRecord(framed, &record);
+  if (!error.empty()) {
+    server_.journal.ReportUnapplied();
+    return Status::Error("a record of the primary's stream does not decode: " + error);
+  }
+  published_as_ = framed;
+  Status status = Apply(record);
+  published_as_ = {};
+  return status;
+}
+
 Status JournalApplier::ApplyUnderLocks(const LogRecord& record) {
   // Recorded writes were judged where they ran (OriginPolicy): local
   // memory limits do not refuse them again, only a failed allocation can.
@@ -132,16 +145,23 @@ Status JournalApplier::ApplyUnderLocks(const LogRecord& record) {
   }
   KeyLocks::Guard guard = all ? server_.key_locks.LockAll(/*exclusive=*/true)
                               : server_.key_locks.Lock(stripes, /*exclusive=*/true);
-  if (record.type != LogRecordType::kUnit) return ApplyLocked(record);
+  const bool unit = record.type == LogRecordType::kUnit;
+  if (!unit && published_as_.empty()) return ApplyLocked(record);
   // A transaction: its records in order, all of them (the unit arrived
-  // whole, or not at all), published again as one unit.
+  // whole, or not at all), published again as one unit. A record of the
+  // primary's stream: what applying it records here is gathered and
+  // dropped, and the primary's bytes stand for it.
   server_.journal.BeginUnit(client_.journal);
   Status status = Status::Ok();
-  for (const LogRecord& member : record.members) {
-    status = ApplyLocked(member);
-    if (!status.ok()) break;
+  if (!unit) status = ApplyLocked(record);
+  for (size_t i = 0; unit && i < record.members.size() && status.ok(); ++i) {
+    status = ApplyLocked(record.members[i]);
   }
-  server_.journal.EndUnit(client_.journal, record.time_ms);
+  if (published_as_.empty()) {
+    server_.journal.EndUnit(client_.journal, record.time_ms);
+  } else {
+    server_.journal.EndUnitAs(client_.journal, status.ok() ? published_as_ : std::string_view());
+  }
   return status;
 }
 

@@ -50,6 +50,14 @@ class JournalApplier {
   // (Journal::needs_full_sync): the replica needs a full sync.
   Status Apply(const LogRecord& record);
 
+  // A record of the primary's stream, framed as it arrived (kReplication):
+  // applied as Apply does, and then the primary's own bytes are published
+  // in place of whatever applying them recorded here, so this server's
+  // offsets are its primary's and its replicas get the stream byte for
+  // byte. An error (a record that does not decode or cannot mean
+  // anything) publishes nothing: the replica needs a full sync.
+  Status ApplyFramed(std::string_view framed);
+
   uint64_t failures() const { return failures_; }
 
  private:
@@ -68,6 +76,8 @@ class JournalApplier {
 
   ServerContext& server_;
   ClientState client_;
+  // ApplyFramed's record bytes while it applies them; empty otherwise.
+  std::string_view published_as_;
   uint64_t failures_ = 0;
 };
 

@@ -19,6 +19,7 @@ std::vector<CommandSpec> TransactionCommands();
 std::vector<CommandSpec> AclCommands();
 std::vector<CommandSpec> HealthCommands();  // BLOOMGATE.HEALTH
 std::vector<CommandSpec> PubSubCommands();  // (P)(UN)SUBSCRIBE, PUBLISH, PUBSUB
+std::vector<CommandSpec> ReplicationCommands();  // REPLICAOF, ROLE, REPLCONF, PSYNC
 const FilterFamily& BloomFamily();
 const FilterFamily& CountingBloomFamily();
 const FilterFamily& CuckooFamily();
@@ -34,7 +35,7 @@ void RegisterAllCommands() {
     for (CommandRows group : {ConnectionCommands, IntrospectionCommands, ServerCommands,
                               OperatorCommands, KeyspaceCommands, KeyInspectionCommands,
                               KeyCopyCommands, TransactionCommands, AclCommands, HealthCommands,
-                              PubSubCommands}) {
+                              PubSubCommands, ReplicationCommands}) {
       RegisterCommandGroup(group);
     }
     RegisterFamily(BloomFamily());

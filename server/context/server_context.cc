@@ -2,6 +2,7 @@
 
 #include "config/keyspace_events.h"
 #include "server/base/memory_limit.h"
+#include "server/replication/replication.h"
 
 #include <chrono>
 #include <algorithm>
@@ -39,6 +40,17 @@ ServerContext::ServerContext(ServerConfig initial, size_t workers)
       startup_resident_bytes(ResidentBytes()),
       run_id(RandomRunId()) {
   UseFileSystem(DefaultFileSystem());
+  ReplicationParts replication_parts;
+  replication_parts.config = &config;
+  replication_parts.keyspace = &keyspace;
+  replication_parts.key_locks = &key_locks;
+  replication_parts.budget = &budget;
+  replication_parts.journal = &journal;
+  replication_parts.durability = &durability;
+  replication_parts.clients = &clients;
+  replication_parts.filter_limits = [this] { return filter_limits(); };
+  replication_parts.own_port = [this] { return port; };
+  replication = std::make_unique<Replication>(replication_parts);
   ApplyConfig(initial);
   keyspace.set_lazy_freer(&lazy_freer);
   // An expired key's removal is journaled as a DEL, as Redis propagates one,
@@ -47,12 +59,18 @@ ServerContext::ServerContext(ServerConfig initial, size_t workers)
   // reply waits for it: its log flush rides on the next write's, and losing
   // it in a crash loses nothing (the key's deadline is in the log too).
   keyspace.set_expiry_hook([this](const std::string& key, int64_t now_ms) {
-    JournalSession unacknowledged;
-    const std::string_view args[] = {"DEL", key};
-    journal.RecordCommand(unacknowledged, now_ms, args);
+    // On a replica only its primary's DEL removes an expired key, and the
+    // primary's record is what this server passes on.
+    if (!keyspace.expiry_held_as_replica()) {
+      JournalSession unacknowledged;
+      const std::string_view args[] = {"DEL", key};
+      journal.RecordCommand(unacknowledged, now_ms, args);
+    }
     NotifyKeyspaceEvent(kNotifyExpired, "expired", key);
   });
 }
+
+ServerContext::~ServerContext() = default;
 
 void ServerContext::UseFileSystem(FileSystem* fs) {
   // The old one (if any) unsubscribes from the journal as it goes.
@@ -97,6 +115,7 @@ std::optional<std::string> ServerContext::LoadConfiguredUsers(
 }
 
 void ServerContext::ApplyConfig(const ServerConfig& current) {
+  if (replication) replication->ApplyConfig(current);
   acl.ApplyRequirepass(current.requirepass);
   acl.SetPubSubDefault(current.acl_pubsub_default_all_channels);
   budget.set_limit(EffectiveMaxMemory(current.maxmemory));

@@ -46,9 +46,12 @@ inline constexpr std::string_view kBloomgateVersion = "0.1.0";
 inline constexpr std::string_view kRedisVersion = "8.0.0";
 inline constexpr int kBloomModuleVersion = 80000;
 
+class Replication;  // server/replication/replication.h
+
 class ServerContext {
  public:
   ServerContext(ServerConfig config, size_t workers);
+  ~ServerContext();
 
   // Replaces `durability` with one over `fs` (the real file system at
   // construction; tests pass one that fails on demand). Only before serving.
@@ -151,6 +154,9 @@ class ServerContext {
   Journal journal;
   // Snapshots and the append-only log (see UseFileSystem).
   std::unique_ptr<Durability> durability;
+  // The primary's and the replica's side of replication (declared after
+  // `journal` and `durability`, which it works on).
+  std::unique_ptr<Replication> replication;
 
   // Set by the server: asks it to stop gracefully (SHUTDOWN).
   std::function<void()> request_shutdown;

@@ -595,9 +595,7 @@ void Durability::Walk(SaveJob& job) {
   job.walked = true;
 }
 
-Status Durability::WriteJob(SaveJob& job) {
-  Walk(job);
-  auto start = std::chrono::steady_clock::now();
+Status Durability::CollectCopies(SaveJob& job) {
   // Collect the copies owed to this snapshot, making those no writer has
   // made yet. Each takes only its own entry's lock: writers to that filter
   // wait for its copy, everything else runs on.
@@ -613,6 +611,13 @@ Status Durability::WriteJob(SaveJob& job) {
     }
     job.records[i].filter = &copy;
   }
+  return status;
+}
+
+Status Durability::WriteJob(SaveJob& job) {
+  Walk(job);
+  auto start = std::chrono::steady_clock::now();
+  Status status = CollectCopies(job);
   uint64_t bytes = 0;
   if (status.ok()) {
     // The filters' bytes stand for the file's size (headers and names add
@@ -660,6 +665,42 @@ Status Durability::WriteJob(SaveJob& job) {
     }
   }
   return Status::Ok();
+}
+
+Status Durability::StreamSnapshot(FileSystem& out, JournalSubscriber* joiner,
+                                  const std::function<void(uint64_t next_offset)>& at,
+                                  uint64_t* bytes) {
+  // One capture at a time (the keyspace has one capture epoch): after a
+  // running background save, and holding save_mutex_ so none starts.
+  std::unique_lock lock(save_mutex_);
+  while (bgsave_in_progress_.load(std::memory_order_acquire)) {
+    lock.unlock();
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    lock.lock();
+  }
+  auto job = std::make_unique<SaveJob>();
+  job->dir = ".";
+  job->filename = "replication-stream";
+  {
+    // The cut, without its log switch: no command runs, so the joiner's
+    // stream starts exactly where the captured state ends.
+    KeyLocks::Guard all = parts_.key_locks->LockAll(/*exclusive=*/true);
+    job->meta.created_ms = NowMs();
+    if (!parts_.journal->Join(joiner, at)) {
+      return Status::Error("no free journal slot for another replica");
+    }
+    parts_.keyspace->BeginCapture(job.get());
+  }
+  Walk(*job);
+  Status status = CollectCopies(*job);
+  // The capture is complete (the walk ended it, the copies are made): a
+  // save may cut again while this one is still being sent, so a SAVE never
+  // waits for a slow replica to read.
+  lock.unlock();
+  if (status.ok()) {
+    status = WriteSnapshot(out, job->dir, job->filename, job->meta, job->records, bytes);
+  }
+  return status;
 }
 
 Status Durability::Save() {

@@ -123,6 +123,9 @@ class Durability : public JournalSubscriber {
   // Marks the server as loading before the port opens, so the first client
   // already gets -LOADING.
   void BeginLoading() { loading_.store(true, std::memory_order_release); }
+  // A replica's full sync: clients get -LOADING from BeginLoading until
+  // EndLoading, while its keyspace is replaced by the primary's.
+  void EndLoading() { loading_.store(false, std::memory_order_release); }
   // Stops a Load in progress at its next read, with an error (graceful stop
   // while loading: nothing is saved, the files stay as they are).
   void CancelLoad() { cancel_load_.store(true, std::memory_order_release); }
@@ -162,6 +165,18 @@ class Durability : public JournalSubscriber {
   // BGREWRITEAOF / BGSAVE SCHEDULE: the same, but while one runs, another
   // is scheduled to start when it ends (*scheduled) instead of refused.
   Status StartOrScheduleBackgroundSave(bool* scheduled);
+  // A full sync's snapshot: the cut's capture without its log switch (no
+  // log is rotated or deleted, no save is counted), `joiner` joined to the
+  // journal in the cut's barrier (Journal::Join runs `at` there with the
+  // offset the joiner's stream starts at), and the state at that barrier
+  // written through `out` (a stream: server/replication/). Its capture is
+  // serialised with saves' (the keyspace has one capture at a time): it
+  // waits for a background save to end, and until its walk and copies are
+  // done BGSAVE and the schedule answer "already in progress" and SAVE
+  // waits; the bytes are then sent while saves run again.
+  // *bytes: the snapshot's size.
+  Status StreamSnapshot(FileSystem& out, JournalSubscriber* joiner,
+                        const std::function<void(uint64_t next_offset)>& at, uint64_t* bytes);
   // BGSAVE and the schedule never wait for a SAVE being written: while any
   // save runs they are refused ("already in progress") or scheduled.
   // The schedule (save points) and log housekeeping; called every 100 ms.
@@ -201,6 +216,9 @@ class Durability : public JournalSubscriber {
   // Then, with no key lock: walks the keyspace to capture what no command
   // captured first. WriteJob calls it (for BGSAVE on the saver's thread).
   void Walk(SaveJob& job);
+  // Makes the copies owed to a walked job that no writer made yet, and
+  // points its records at them.
+  Status CollectCopies(SaveJob& job);
   // Writes a job's snapshot and, on success, deletes the logs it replaces.
   Status WriteJob(SaveJob& job);
   void SyncLoop();

@@ -107,6 +107,13 @@ void Journal::EndUnit(JournalSession& session, int64_t time_ms) {
   for (std::string_view member : SplitFramedRecords(members)) Publish(session, member);
 }
 
+void Journal::EndUnitAs(JournalSession& session, std::string_view bytes) {
+  session.gathering = false;
+  session.unit.clear();
+  session.unit_records = 0;
+  if (!bytes.empty()) Publish(session, bytes);
+}
+
 uint64_t Journal::UnitBodyBytes(uint64_t bodies, uint64_t count) {
   return UnitRecordBodyBytes(bodies + count * FramedRecordBytes(0));
 }

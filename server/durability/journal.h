@@ -231,6 +231,12 @@ class Journal {
   // it) and a replica applies it whole. One record is published as itself.
   void BeginUnit(JournalSession& session);
   void EndUnit(JournalSession& session, int64_t time_ms);
+  // Ends a gathering begun with BeginUnit by publishing `bytes` in place of
+  // what was gathered (nothing if empty), whether or not anyone accepts
+  // records now: a replica applying its primary's record publishes the
+  // primary's own bytes, so its offsets stay its primary's and its own
+  // replicas get the stream byte for byte.
+  void EndUnitAs(JournalSession& session, std::string_view bytes);
   // The body bytes of a unit of records whose bodies add up to `bodies` in
   // `count` records: what admission asks CanTake about for EXEC.
   static uint64_t UnitBodyBytes(uint64_t bodies, uint64_t count);

@@ -327,8 +327,13 @@ class Keyspace {
     expiry_held_until_ms_.store(until_ms, std::memory_order_relaxed);
   }
   bool ExpiryHeld(int64_t now_ms) const {
-    return now_ms < expiry_held_until_ms_.load(std::memory_order_relaxed);
+    return now_ms < expiry_held_until_ms_.load(std::memory_order_relaxed) ||
+           held_as_replica_.load(std::memory_order_relaxed);
   }
+  // A replica holds expiry the same way for as long as it is one: its
+  // primary's DEL removes an expired key, never its own clock.
+  void HoldExpiryAsReplica(bool held) { held_as_replica_.store(held, std::memory_order_relaxed); }
+  bool expiry_held_as_replica() const { return held_as_replica_.load(std::memory_order_relaxed); }
 
   uint64_t expired_keys() const { return expired_keys_.load(std::memory_order_relaxed); }
   // Index entries SCAN has stepped over since start-up: the work a SCAN
@@ -408,6 +413,7 @@ class Keyspace {
   std::atomic<SnapshotCapture*> capture_sink_{nullptr};
   std::atomic<uint64_t> expired_keys_{0};
   std::atomic<int64_t> expiry_held_until_ms_{0};
+  std::atomic<bool> held_as_replica_{false};
   std::atomic<int64_t> deadlines_{0};  // entries with a deadline, all shards
   mutable std::atomic<uint64_t> scan_steps_{0};
   mutable std::array<std::mutex, kCaptureStripes> capture_stripes_;

@@ -24,6 +24,7 @@
 #include "server/net/connection_manager.h"
 #include "server/resp/reply_builder.h"
 #include "server/resp/resp_parser.h"
+#include "server/replication/replication.h"
 
 namespace bloomgate {
 namespace {
@@ -36,6 +37,10 @@ constexpr size_t kMinReadSpace = 16 * 1024;
 // is on the wire nothing more is read or run for the client, so its output
 // memory is at most min(this, the limit) plus one reply.
 constexpr size_t kOutputHighWater = 256 * 1024;
+// A replica's link sends at most this much per write: large enough that a
+// full sync moves hundreds of MB/s, small enough that a slow replica holds
+// back only its own sync thread.
+constexpr size_t kLinkChunkBytes = size_t{1} << 20;
 // Buffers that grew past this for one big request or reply are released
 // when idle again.
 constexpr size_t kShrinkAbove = 1024 * 1024;
@@ -126,7 +131,8 @@ class StreamConnection final : public Connection {
   // A subscriber too: Redis's timeout spares pub/sub clients, which may
   // rightly send nothing for hours.
   bool idle_exempt() const override {
-    return paused_ || monitor_sink_ != nullptr || client_.subscribed();
+    return paused_ || monitor_sink_ != nullptr || client_.subscribed() ||
+           client_.link_outbox != nullptr;
   }
   void ResumeAfterLogFlush(bool logged) override;
   asio::any_io_executor executor() override { return stream_.get_executor(); }
@@ -219,7 +225,8 @@ class StreamConnection final : public Connection {
   bool awaiting_log_ = false;  // replies held until the log has the batch's writes
   bool parked_ = false;        // a command waits for a snapshot copy or a filter
   bool paused_ = false;        // a command waits for CLIENT PAUSE to end
-  uint64_t pause_waiter_ = 0;  // its ClientPause::AddWaiter id
+  uint64_t pause_waiter_ = 0;  // its ClientPause::AddWaiter id (or AddAckWaiter's)
+  bool waiting_for_acks_ = false;  // the held command is a WAIT
   // Told apart by the handlers of one pause's timer and socket watch, so a
   // late one from an earlier pause does nothing.
   uint64_t pause_generation_ = 0;
@@ -604,18 +611,27 @@ void StreamConnection<Stream>::ParkForPause() {
   auto executor = this->executor();
   // UNPAUSE calls this on its own thread: post to this loop. A weak
   // reference: a connection closed meanwhile is simply gone.
-  pause_waiter_ = server_.pause.AddWaiter([weak, executor, generation] {
+  auto resume = [weak, executor, generation] {
     asio::post(executor, [weak, generation] {
       if (auto connection = weak.lock()) connection->ResumeAfterPause(generation);
     });
-  });
+  };
+  // A WAIT parks the same way: run again at each replica's ACK and at its
+  // deadline (0: none).
+  int64_t wait_deadline_ms = 0;
+  waiting_for_acks_ =
+      client_.info && server_.replication->Waiting(client_.info.get(), &wait_deadline_ms);
+  pause_waiter_ = waiting_for_acks_ ? server_.replication->AddAckWaiter(resume)
+                                    : server_.pause.AddWaiter(resume);
   // The end as of now; a later PAUSE that extends it parks the command again.
   // At most an hour at a time: PAUSE accepts ends near INT64_MAX ms, which
   // would overflow the timer's nanoseconds (and fire at once, every time).
   // Waking hourly to find the pause still on just parks again.
   constexpr int64_t kMaxPauseWaitMs = 3'600'000;
-  const int64_t wait_ms =
-      std::clamp<int64_t>(server_.pause.end_ms() - NowMs(), 0, kMaxPauseWaitMs);
+  const int64_t end_ms = !waiting_for_acks_        ? server_.pause.end_ms()
+                         : wait_deadline_ms == 0 ? NowMs() + kMaxPauseWaitMs
+                                                 : wait_deadline_ms;
+  const int64_t wait_ms = std::clamp<int64_t>(end_ms - NowMs(), 0, kMaxPauseWaitMs);
   pause_timer_.expires_after(std::chrono::milliseconds(wait_ms));
   pause_timer_.async_wait([self, generation](const boost::system::error_code& ec) {
     if (!ec) self->ResumeAfterPause(generation);
@@ -640,7 +656,12 @@ void StreamConnection<Stream>::EndPause() {
   paused_ = false;
   SetBlocked(false);
   ++pause_generation_;
-  server_.pause.RemoveWaiter(pause_waiter_);
+  if (waiting_for_acks_) {
+    server_.replication->RemoveAckWaiter(pause_waiter_);
+  } else {
+    server_.pause.RemoveWaiter(pause_waiter_);
+  }
+  waiting_for_acks_ = false;
   pause_timer_.cancel();
   // Ends the socket watch; nothing else is pending on a parked connection.
   boost::system::error_code ignored;
@@ -674,14 +695,15 @@ void StreamConnection<Stream>::SyncMonitor() {
 
 template <typename Stream>
 void StreamConnection<Stream>::DrainInboxes() {
-  if (closed_ || (!monitor_sink_ && !client_.subscriber)) return;
+  if (closed_ || (!monitor_sink_ && !client_.subscriber && !client_.link_outbox)) return;
   bool overflowed = false;
   if (monitor_sink_) out_ += monitor_sink_->Take(&overflowed);
   bool subscriber_overflowed = false;
   if (client_.subscriber) out_ += client_.subscriber->Take(&subscriber_overflowed);
   overflowed = overflowed || subscriber_overflowed;
   const uint64_t limit = server_.client_output_buffer_limit();
-  if (overflowed || out_.size() + writing_.size() > limit) {
+  // (A replica's link bounds its own bytes: see below.)
+  if (overflowed || (!client_.link_outbox && out_.size() + writing_.size() > limit)) {
     // A monitor or subscriber that does not read as fast as lines and
     // messages come: cut off at client-output-buffer-limit, as Redis closes
     // a client over its limit (for subscribers its pubsub class).
@@ -694,6 +716,20 @@ void StreamConnection<Stream>::DrainInboxes() {
     }
     Close();
     return;
+  }
+  // A replica's link: one chunk at a time, taken when the previous write is
+  // done, so the feed (and its sync thread) waits for the socket, and the
+  // replies to the link's own commands keep their place ahead.
+  if (client_.link_outbox && !write_in_flight_ && !awaiting_log_ && !parked_ &&
+      out_.size() < kLinkChunkBytes) {
+    bool link_overflowed = false;
+    out_ += client_.link_outbox->Take(kLinkChunkBytes - out_.size(), &link_overflowed);
+    if (link_overflowed) {
+      spdlog::warn("closing replica {}: it fell more than the link buffers behind the stream",
+                   client_.info ? client_.info->addr : "?");
+      Close();
+      return;
+    }
   }
   // Replies waiting for the log or a snapshot copy keep their place ahead.
   if (!write_in_flight_ && !awaiting_log_ && !parked_ && !out_.empty()) DoWrite();
@@ -762,6 +798,8 @@ void StreamConnection<Stream>::DoWrite() {
         // More complete commands may be buffered (the batch was cut at the
         // high-water mark); ProcessInput reads again when there are none.
         ProcessInput();
+        // A replica's link sends its next chunk once this one is out.
+        if (client_.link_outbox && !closed_) DrainInboxes();
       });
 }
 
@@ -787,6 +825,13 @@ void StreamConnection<Stream>::Close() {
   }
   // Off every channel and pattern now: PUBLISH stops counting it.
   LeavePubSub(server_, client_);
+  // A WAIT it was held in is over.
+  if (client_.info) server_.replication->EndWait(client_.info.get());
+  // A replica's link: its feed stops taking the stream, its sync ends.
+  if (client_.link_outbox) {
+    client_.link_outbox->Closed();
+    client_.link_outbox.reset();
+  }
   if (client_.info) {
     client_.info->set_close_hook(nullptr);  // a later CLIENT KILL finds it gone
     server_.clients.Unregister(client_.info->id);

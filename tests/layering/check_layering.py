@@ -28,6 +28,7 @@ LAYERS = [
     "server/access",  # ACL users, AUTH throttle
     "server/pubsub",  # subscriptions, PUBLISH's delivery, keyspace notifications
     "server/clients",  # per-client state, CLIENT PAUSE, MONITOR
+    "server/replication",  # feeds, backlog, the replica's link, full syncs
     "server/context",  # ServerContext
     "server/commands",
     "server/net",

@@ -82,7 +82,10 @@ TEST(ConfigParams, TableHasOneRowPerSettingWithRedisStyleNames) {
                        "tls-ca-cert-file", "tls-ca-cert-dir", "tls-auth-clients",
                        "tls-protocols", "tls-ciphers", "tls-ciphersuites",
                        "tls-prefer-server-ciphers", "tls-handshake-timeout",
-                       "metrics-port", "metrics-top-filters"}));
+                       "metrics-port", "metrics-top-filters", "replicaof", "masterauth",
+                       "masteruser", "replica-read-only", "repl-backlog-size", "repl-timeout",
+                       "replica-priority", "replica-announce-ip", "replica-announce-port",
+                       "replica-announced", "min-replicas-to-write", "min-replicas-max-lag"}));
 }
 
 TEST(ConfigParams, EveryRowHasADescriptionHintSetterAndGetter) {
@@ -103,10 +106,11 @@ TEST(ConfigParams, OnlyListenersThreadsLogfileAndDataFilesAreStartUpOnly) {
   for (const ConfigParam& param : AllConfigParams()) {
     if (!param.runtime_settable) start_up_only.insert(param.name);
   }
-  // databases too: it has one value, and Redis's is start-up only.
+  // databases too: it has one value, and Redis's is start-up only; and
+  // replicaof, which REPLICAOF changes at run time, as in Redis.
   EXPECT_EQ(start_up_only,
             (std::set<std::string_view>{"appendfilename", "bind", "databases", "dir", "logfile",
-                                        "metrics-port", "port", "threads"}));
+                                        "metrics-port", "port", "replicaof", "threads"}));
 }
 
 TEST(ConfigParams, FindIgnoresCaseAndReturnsTheTableRow) {
@@ -209,6 +213,18 @@ TEST(SetConfigValue, EachKeySetsItsField) {
       {"tls-handshake-timeout", "500", "500"},
       {"metrics-port", "9121", "9121"},
       {"metrics-top-filters", "20", "20"},
+      {"replicaof", "10.0.0.1 6379", "10.0.0.1 6379"},
+      {"masterauth", "secret", "secret"},
+      {"masteruser", "replicator", "replicator"},
+      {"replica-read-only", "no", "no"},
+      {"repl-backlog-size", "64mb", "67108864"},
+      {"repl-timeout", "5", "5"},
+      {"replica-priority", "0", "0"},
+      {"replica-announce-ip", "10.0.0.9", "10.0.0.9"},
+      {"replica-announce-port", "7000", "7000"},
+      {"replica-announced", "no", "no"},
+      {"min-replicas-to-write", "1", "1"},
+      {"min-replicas-max-lag", "3", "3"},
   };
   // Rows with one accepted value, the default: what a Redis client asks for,
   // answered (RowsWithOneValueRefuseEveryOther).
