@@ -15,12 +15,15 @@ cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh --test
 
 jobs=$(nproc)
-unit_tests=(filters_test persistence_test server_test config_test alloc_test)
 # ThreadSanitizer only where threads are: config parsing is single-threaded
 # and alloc_test skips itself under any sanitizer, so the TSan tree builds
 # neither (~15 s of CI) and ctest's placeholders for them are left out.
 tsan_unit_tests=(filters_test persistence_test server_test)
 tsan_not_built='^(config_test|alloc_test)_NOT_BUILT$'
+# ASan + UBSan: every unit test but alloc_test, which skips itself there
+# (the sanitizer brings its own operator new): its compile, link and test
+# discovery took 4.7 s of the fresh-clone run (build-fuzz/.ninja_log) for a skip.
+asan_unit_tests=(filters_test persistence_test server_test config_test)
 
 # Every ctest call fails when it finds no test (--no-tests=error): a stage
 # that silently ran nothing (a build dir configured without tests, e.g. by
@@ -102,9 +105,9 @@ stage_done
 # targets: its libraries are compiled once for both (scripts/clang_tree.sh).
 echo "== AddressSanitizer + UBSan (clang): unit tests"
 bash scripts/clang_tree.sh build-fuzz
-cmake --build build-fuzz --parallel "$jobs" --target "${unit_tests[@]}"
+cmake --build build-fuzz --parallel "$jobs" --target "${asan_unit_tests[@]}"
 ASAN_OPTIONS="detect_leaks=1" UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1" \
-  run_ctest --test-dir build-fuzz -E '^e2e\.|^layering$'
+  run_ctest --test-dir build-fuzz -E '^e2e\.|^layering$|^alloc_test_NOT_BUILT$'
 stage_done
 
 # One line per target, the log on failure.
