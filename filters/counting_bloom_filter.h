@@ -320,7 +320,7 @@ class CountingBloomFilter : public ChainedFilter<CountingBloomLayerTraits> {
   // Per-layer details, oldest first.
   std::vector<CountingBloomLayerInfo> Layers() const;
 
-  // CBF.MERGE (server/commands/bloom_merge.h): adds each of other's layers'
+  // CBF.MERGE (server/commands/bloom/bloom_merge.h): adds each of other's layers'
   // counters into this filter's, saturating at max_count() (a saturated
   // counter then stays, as after any overflow: no false negative), and
   // their net item counts into this filter's. Both filters must be quiet

@@ -266,7 +266,7 @@ class ScalableBloomFilter : public ChainedFilter<BloomLayerTraits> {
   }
   uint32_t block_cells() const { return chain_.block_cells(); }
 
-  // BF.MERGE (server/commands/bloom_merge.h). Both need every Add and lookup
+  // BF.MERGE (server/commands/bloom/bloom_merge.h). Both need every Add and lookup
   // on this filter and on `other` stopped (the command holds their keys
   // exclusively), and `other` must hash alike (hash_seed) with the same
   // number of layers, each of the same bits and probes: the caller checks

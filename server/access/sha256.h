@@ -3,7 +3,7 @@
 // ACL LIST / GETUSER output and `#hash` rules are interchangeable with
 // Redis's. A small self-contained implementation instead of OpenSSL: it runs
 // only on AUTH and ACL SETUSER, so speed does not matter, and the server
-// keeps no crypto dependency for it (tests/unit/server/sha256_test.cc checks
+// keeps no crypto dependency for it (tests/unit/server/access/sha256_test.cc checks
 // the FIPS test vectors).
 #pragma once
 

@@ -6,7 +6,7 @@
 namespace bloomgate {
 
 // One line per command, sorted by name, but for the rows that carry their
-// own (every family's SCANDUMP and LOADCHUNK: commands/family_rows.h). Lines
+// own (every family's SCANDUMP and LOADCHUNK: commands/family_shared/family_rows.h). Lines
 // follow Redis 7's and RedisBloom's documented syntax where the command is
 // theirs, with Redis's argument names; a command's own README entry says
 // what each does.

@@ -18,7 +18,7 @@
 // The whole table lives in command_syntax.cc, one line per command, so that
 // adding a command touches one line here rather than every command row; the
 // rows written alike for every family carry their own line instead
-// (CommandSpec::syntax, from commands/family_rows.h). command_syntax_test
+// (CommandSpec::syntax, from commands/family_shared/family_rows.h). command_syntax_test
 // checks both ways (every row has a line, every line a row) and that each
 // line reads back as written.
 #pragma once

@@ -80,7 +80,7 @@ struct CommandSpec {
   std::string_view group;             // COMMAND DOCS group: "bf", "generic", ...
   std::string_view since;             // the Redis / RedisBloom version it follows
   // The row's own syntax line (command_syntax.h), for rows written alike
-  // for every family (commands/family_rows.h: SCANDUMP, LOADCHUNK); null:
+  // for every family (commands/family_shared/family_rows.h: SCANDUMP, LOADCHUNK); null:
   // the command's line in catalogue/command_syntax.cc.
   const CommandSyntax* syntax = nullptr;
   std::vector<CommandSpec> subcommands;

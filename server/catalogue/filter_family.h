@@ -1,5 +1,5 @@
 // What the server knows of one filter family, declared once, at the end of
-// the family's commands file (server/commands/<family>_commands.cc), and
+// the family's commands file (server/commands/<family>/<family>_commands.cc), and
 // registered by server/commands/registry.cc. Its persistent half (kind, header, payload,
 // whether a snapshot may read it while it is written) is its codec in
 // persistence/codec/.

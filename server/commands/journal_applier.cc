@@ -11,7 +11,7 @@
 #include "server/catalogue/command_table.h"
 #include "server/commands/arg_parser.h"
 #include "server/commands/command_dispatcher.h"
-#include "server/commands/windowed_bloom_ops.h"
+#include "server/commands/windowed_bloom/windowed_bloom_ops.h"
 #include "server/context/server_context.h"
 #include "server/durability/journal.h"
 #include "server/resp/reply_builder.h"

@@ -35,7 +35,7 @@
 // Put, and every expiry path. Keys stored after the cut carry the new epoch
 // and are left to the log. (Issue 15 bug 4: the cut used to walk all keys
 // with every lock held, 74 ms median at 50k keys; bench/cut_bench.py.)
-// tests/unit/server/cut_window_test.cc puts each kind of write between the
+// tests/unit/server/durability/cut_window_test.cc puts each kind of write between the
 // pause and the walk. Then the snapshot naming N+1 is written and, once it
 // is renamed into place, the logs before N+1 are deleted. Why what it
 // writes is the state at the cut:

@@ -1,6 +1,6 @@
 // Staged LOADCHUNK sequences: a filter being restored chunk by chunk lives
 // here, invisible to every reader, until its last chunk arrives
-// (server/commands/chunk_transfer.h). A staged load that receives no chunk
+// (server/commands/family_shared/chunk_transfer.h). A staged load that receives no chunk
 // for kStagedLoadIdleMs is dropped, so an abandoned restore cannot pin its
 // memory forever.
 #pragma once

@@ -151,7 +151,7 @@ class KeyEntry {
   }
 
   // Bumped by every write that changes the entry; SCANDUMP's state tag
-  // (server/commands/chunk_transfer.cc) compares it.
+  // (server/commands/family_shared/chunk_transfer.cc) compares it.
   uint64_t version() const { return version_.load(std::memory_order_acquire); }
   void MarkModified() { version_.fetch_add(1, std::memory_order_acq_rel); }
   // A write command reached the entry and changed nothing (BF.ADD of an item

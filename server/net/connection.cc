@@ -17,7 +17,7 @@
 #include "server/clients/monitor_feed.h"
 #include "server/commands/command_dispatcher.h"
 #include "server/commands/errors.h"
-#include "server/commands/pubsub_commands.h"
+#include "server/commands/pubsub/pubsub_commands.h"
 #include "server/context/server_context.h"
 #include "server/net/admission.h"
 #include "server/net/asio_ssl.h"
