@@ -385,8 +385,7 @@ void CmdMerge(CommandContext& ctx) {
   ctx.reply.Ok();
 }
 
-constexpr ChunkCommandTexts kChunkTexts = {FilterKind::kScalableBloom, FilterKind::kWindowedBloom,
-                                           errors::kScanDumpBadIterator,
+constexpr ChunkCommandTexts kChunkTexts = {errors::kScanDumpBadIterator,
                                            errors::kLoadChunkBadIterator,
                                            errors::kReceivedBadData};
 

@@ -282,8 +282,7 @@ void CmdInfo(CommandContext& ctx) {
 
 // CMS.SCANDUMP / CMS.LOADCHUNK: ours (RedisBloom has none for sketches), in
 // our chunk format, with BF.*'s texts.
-constexpr ChunkCommandTexts kChunkTexts = {FilterKind::kCountMinSketch, FilterKind::kCountMinSketch,
-                                           errors::kScanDumpBadIterator,
+constexpr ChunkCommandTexts kChunkTexts = {errors::kScanDumpBadIterator,
                                            errors::kLoadChunkBadIterator,
                                            errors::kReceivedBadData};
 

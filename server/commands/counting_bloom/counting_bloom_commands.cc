@@ -329,9 +329,7 @@ void CmdInfo(CommandContext& ctx) {
 }
 
 // CBF.SCANDUMP / CBF.LOADCHUNK take BF.*'s texts: the family follows BF.*.
-constexpr ChunkCommandTexts kChunkTexts = {FilterKind::kCountingBloom,
-                                           FilterKind::kWindowedCountingBloom,
-                                           errors::kScanDumpBadIterator,
+constexpr ChunkCommandTexts kChunkTexts = {errors::kScanDumpBadIterator,
                                            errors::kLoadChunkBadIterator,
                                            errors::kReceivedBadData};
 

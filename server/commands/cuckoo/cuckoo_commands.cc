@@ -425,7 +425,7 @@ void CmdDebug(CommandContext& ctx) {
   ctx.reply.Bulk(line);
 }
 
-constexpr ChunkCommandTexts kChunkTexts = {FilterKind::kCuckoo, FilterKind::kCuckoo, errors::kCfInvalidPosition,
+constexpr ChunkCommandTexts kChunkTexts = {errors::kCfInvalidPosition,
                                            errors::kCfInvalidPosition,
                                            errors::kCfCouldNotLoadChunk,
                                            /*end_is_null=*/true,

@@ -2,10 +2,12 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "persistence/append_log.h"
 #include "persistence/redisbloom_cuckoo_chunk.h"
 #include "persistence/redisbloom_dump.h"
+#include "server/catalogue/family_registry.h"
 #include "server/commands/arg_parser.h"
 #include "server/commands/command_context.h"
 #include "server/commands/cuckoo/cuckoo_ops.h"
@@ -28,12 +30,34 @@ uint64_t DumpStateTag(const KeyEntry& entry) {
   return (z ^ (z >> 31)) ^ entry.version();
 }
 
+// Whether the chunk commands of `row`'s group serve a filter of `kind`: the
+// family registry says which group each kind's family belongs to.
+bool Serves(const CommandSpec& row, FilterKind kind) {
+  const FilterFamily* family = FindFamily(kind);
+  return family != nullptr && family->group == row.group;
+}
+
+// The kinds a header may start a load of under `row`: the group's family,
+// then its variants, in registration order (BF.*: Bloom, windowed Bloom).
+std::vector<FilterKind> ServedKinds(const CommandSpec& row) {
+  std::vector<FilterKind> kinds;
+  for (const FilterFamily* family : RegisteredFamilies()) {
+    if (family->group == row.group) kinds.push_back(family->kind);
+  }
+  return kinds;
+}
+
+// Whether `row` is one of the rows of the family of `kind` (not a variant).
+bool RowsOf(const CommandSpec& row, FilterKind kind) {
+  const FilterFamily* family = FamilyOfGroup(row.group);
+  return family != nullptr && family->kind == kind;
+}
+
 // Why `key` cannot take a new filter of `kind`, or nullopt if it is free.
-std::optional<std::string_view> KeyTaken(CommandContext& ctx, std::string_view key,
-                                         const ChunkCommandTexts& texts) {
+std::optional<std::string_view> KeyTaken(CommandContext& ctx, std::string_view key) {
   EntryPtr entry = ctx.server.keyspace.Find(ctx.Key(key), ctx.now_ms);
   if (entry == nullptr) return std::nullopt;
-  return texts.Serves(entry->type()) ? errors::kItemExists : errors::kWrongType;
+  return Serves(ctx.spec, entry->type()) ? errors::kItemExists : errors::kWrongType;
 }
 
 // Stores a finished load under `key`, journaling it whole.
@@ -60,7 +84,7 @@ void Publish(CommandContext& ctx, std::string_view key, ChunkedFilterLoad& load,
       });
   if (!inserted) {
     // Created by another client while this one was loading.
-    ctx.Fail(texts.Serves(entry->type()) ? errors::kItemExists : errors::kWrongType);
+    ctx.Fail(Serves(ctx.spec, entry->type()) ? errors::kItemExists : errors::kWrongType);
     return;
   }
   ctx.reply.Ok();
@@ -133,7 +157,7 @@ void ScanDumpRedisBloomCuckoo(CommandContext& ctx, const CuckooFilter& cuckoo, u
 // chunk that is neither ours nor 38 bytes may be either's, damaged).
 void StartRedisBloomCuckooLoad(CommandContext& ctx, std::string_view key, std::string_view data,
                                const ChunkCommandTexts& texts) {
-  if (std::optional<std::string_view> taken = KeyTaken(ctx, key, texts)) {
+  if (std::optional<std::string_view> taken = KeyTaken(ctx, key)) {
     ctx.Fail(*taken);
     return;
   }
@@ -179,7 +203,7 @@ void ScanDump(CommandContext& ctx, const ChunkCommandTexts& texts) {
     ctx.Fail(errors::kNotFound);
     return;
   }
-  if (!texts.Serves(entry->type())) {
+  if (!Serves(ctx.spec, entry->type())) {
     ctx.Fail(errors::kWrongType);
     return;
   }
@@ -226,7 +250,7 @@ void LoadChunk(CommandContext& ctx, const ChunkCommandTexts& texts) {
   std::string_view key = ctx.args[1];
   std::string_view data = ctx.args[3];
   ChunkStaging& staging = ctx.server.chunk_staging;
-  if (texts.kind == FilterKind::kCuckoo && iterator == 1 && !IsHeaderChunk(data)) {
+  if (RowsOf(ctx.spec, FilterKind::kCuckoo) && iterator == 1 && !IsHeaderChunk(data)) {
     StartRedisBloomCuckooLoad(ctx, key, data, texts);
     return;
   }
@@ -234,8 +258,8 @@ void LoadChunk(CommandContext& ctx, const ChunkCommandTexts& texts) {
   // can never: they end at iterator - 1 >= 1 byte). Anything at 1 that is
   // not our header is read as RedisBloom's, so a damaged header of either
   // kind gets RedisBloom's "received bad data".
-  if (texts.kind == FilterKind::kScalableBloom && iterator == 1 && !IsHeaderChunk(data)) {
-    if (std::optional<std::string_view> taken = KeyTaken(ctx, key, texts)) {
+  if (RowsOf(ctx.spec, FilterKind::kScalableBloom) && iterator == 1 && !IsHeaderChunk(data)) {
+    if (std::optional<std::string_view> taken = KeyTaken(ctx, key)) {
       ctx.Fail(*taken);
       return;
     }
@@ -256,19 +280,21 @@ void LoadChunk(CommandContext& ctx, const ChunkCommandTexts& texts) {
     return;
   }
   if (IsHeaderChunk(data)) {
-    if (std::optional<std::string_view> taken = KeyTaken(ctx, key, texts)) {
+    if (std::optional<std::string_view> taken = KeyTaken(ctx, key)) {
       ctx.Fail(*taken);
       return;
     }
     std::unique_ptr<ChunkedFilterLoad> load;
     if (!StartLoad(ctx,
-                   [header = std::string(data), kind = texts.kind, also_kind = texts.also_kind,
+                   [header = std::string(data), kinds = ServedKinds(ctx.spec),
                     limits = ctx.server.filter_limits(),
                     budget = &ctx.server.budget](std::unique_ptr<ChunkedFilterLoad>* out) {
-                     return ChunkedFilterLoad::Start(header, kind, limits, budget, out).ok() ||
-                            (also_kind != kind &&
-                             ChunkedFilterLoad::Start(header, also_kind, limits, budget, out)
-                                 .ok());
+                     for (FilterKind kind : kinds) {
+                       if (ChunkedFilterLoad::Start(header, kind, limits, budget, out).ok()) {
+                         return true;
+                       }
+                     }
+                     return false;
                    },
                    &load)) {
       return;  // parked: runs again once the header is read off the loop
@@ -284,7 +310,7 @@ void LoadChunk(CommandContext& ctx, const ChunkCommandTexts& texts) {
     // Iterator 1 is only ever a dump's first chunk (a payload chunk's is
     // 1 + its length, >= 2): this one is damaged (its magic, say). Answered
     // as RedisBloom answers a header it cannot read, not as a stray chunk.
-    std::optional<std::string_view> taken = KeyTaken(ctx, key, texts);
+    std::optional<std::string_view> taken = KeyTaken(ctx, key);
     ctx.Fail(taken ? *taken : BadHeaderText(texts));
     return;
   }
@@ -292,7 +318,7 @@ void LoadChunk(CommandContext& ctx, const ChunkCommandTexts& texts) {
   if (load == nullptr) {
     // RedisBloom: a data chunk for a missing key is "not found"; for a key
     // that exists, no load is in progress, so the chunk cannot be placed.
-    ctx.Fail(KeyTaken(ctx, key, texts) ? texts.bad_data : errors::kNotFound);
+    ctx.Fail(KeyTaken(ctx, key) ? texts.bad_data : errors::kNotFound);
     return;
   }
   bool other_dump = false;

@@ -26,13 +26,11 @@ namespace bloomgate {
 
 struct CommandContext;
 
-// The family-specific parts of the two commands: RedisBloom's texts differ
-// between BF.* and CF.* (COMPAT.md §1.6).
+// The family-specific texts of the two commands: RedisBloom's differ between
+// BF.* and CF.* (COMPAT.md §1.6). Which kinds they serve is the family
+// registry's: every family registered under the row's group (BF.*: the
+// scalable and the windowed Bloom filter).
 struct ChunkCommandTexts {
-  FilterKind kind;
-  // A second kind the same commands serve (BF.*: windowed Bloom filters),
-  // or `kind` again.
-  FilterKind also_kind;
   std::string_view bad_iterator_scandump;  // SCANDUMP's iterator is not a number
   std::string_view bad_iterator_loadchunk;
   std::string_view bad_data;               // a chunk is refused
@@ -42,8 +40,6 @@ struct ChunkCommandTexts {
   // The first chunk (iterator 1, always a header in RedisBloom's protocol)
   // is damaged or refused; empty = bad_data. CF.*: "Couldn't create filter!".
   std::string_view bad_header = {};
-
-  bool Serves(FilterKind k) const { return k == kind || k == also_kind; }
 };
 
 void ScanDump(CommandContext& ctx, const ChunkCommandTexts& texts);

@@ -236,7 +236,7 @@ void CmdInfo(CommandContext& ctx) {
 }
 
 // TOPK.SCANDUMP / TOPK.LOADCHUNK: ours, in our chunk format.
-constexpr ChunkCommandTexts kChunkTexts = {FilterKind::kTopK, FilterKind::kTopK, errors::kScanDumpBadIterator,
+constexpr ChunkCommandTexts kChunkTexts = {errors::kScanDumpBadIterator,
                                            errors::kLoadChunkBadIterator,
                                            errors::kReceivedBadData};
 

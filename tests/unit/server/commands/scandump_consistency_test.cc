@@ -6,14 +6,17 @@
 // memory returned.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <map>
 #include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "server/base/clock.h"
+#include "server/catalogue/family_registry.h"
 #include "server/commands/errors.h"
 #include "../session.h"
 
@@ -250,6 +253,51 @@ TEST_F(ScanDumpConsistency, AnIdleStagedLoadIsDroppedAndItsMemoryReturned) {
   EXPECT_EQ(Load(b_, "BF", "dst", chunks[1]), Err(errors::kNotFound))
       << "its next chunk finds no load";
   EXPECT_EQ(a_.Run({"EXISTS", "dst"}), Int(0));
+}
+
+// Which kinds a group's SCANDUMP and LOADCHUNK serve is the family
+// registry's: every family registered under the group (BF.*: the scalable
+// and the windowed Bloom filter) dumps and loads through them, and no other
+// group's commands read it.
+TEST_F(ScanDumpConsistency, EveryFamilyOfAGroupMovesThroughItsGroupsChunkCommands) {
+  const std::map<FilterKind, Args> create = {
+      {FilterKind::kScalableBloom, {"BF.RESERVE", "src", "0.01", "100"}},
+      {FilterKind::kWindowedBloom, {"BF.RESERVE", "src", "0.01", "100", "WINDOW", "60"}},
+      {FilterKind::kCountingBloom, {"CBF.RESERVE", "src", "0.01", "100"}},
+      {FilterKind::kWindowedCountingBloom, {"CBF.RESERVE", "src", "0.01", "100", "WINDOW", "60"}},
+      {FilterKind::kCuckoo, {"CF.RESERVE", "src", "100"}},
+      {FilterKind::kCountMinSketch, {"CMS.INITBYDIM", "src", "10", "2"}},
+      {FilterKind::kTopK, {"TOPK.RESERVE", "src", "3"}},
+  };
+  std::vector<std::string> groups;  // the groups whose rows include SCANDUMP
+  for (const FilterFamily* family : RegisteredFamilies()) {
+    if (family->commands == nullptr) continue;
+    if (a_.Run({std::string(family->group) + ".SCANDUMP", "none", "0"}) ==
+        Err(errors::kNotFound)) {
+      groups.emplace_back(family->group);
+    }
+  }
+  ASSERT_GE(groups.size(), 5u);
+  for (const FilterFamily* family : RegisteredFamilies()) {
+    const std::string group(family->group);
+    if (std::find(groups.begin(), groups.end(), group) == groups.end()) continue;
+    SCOPED_TRACE(std::string(family->type_name));
+    auto how = create.find(family->kind);
+    ASSERT_NE(how, create.end()) << "add how this test creates a " << family->type_name;
+    a_.Run({"FLUSHALL"});
+    ASSERT_EQ(a_.Run(how->second), kOk);
+    ASSERT_EQ(a_.Run({"TYPE", "src"}), Simple(family->type_name));
+    const std::vector<Chunk> chunks = Dump(group, "src");
+    ASSERT_FALSE(chunks.empty());
+    for (const Chunk& chunk : chunks) ASSERT_EQ(Load(b_, group, "dst", chunk), kOk);
+    EXPECT_EQ(a_.Run({"TYPE", "dst"}), Simple(family->type_name));
+    for (const std::string& other : groups) {
+      if (other == group) continue;
+      EXPECT_EQ(a_.Run({other + ".SCANDUMP", "src", "0"}), Err(errors::kWrongType)) << other;
+      Load(b_, other, "dst2", chunks[0]);
+      EXPECT_EQ(a_.Run({"EXISTS", "dst2"}), Int(0)) << other << " loaded a " << group << " header";
+    }
+  }
 }
 
 }  // namespace
