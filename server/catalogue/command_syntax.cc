@@ -6,7 +6,9 @@
 namespace bloomgate {
 
 // One line per command, sorted by name, but for the rows that carry their
-// own (every family's SCANDUMP and LOADCHUNK: commands/family_shared/family_rows.h). Lines
+// own: a filter family's, declared in its family record
+// (catalogue/filter_family.h), with its SCANDUMP and LOADCHUNK's from
+// commands/family_shared/family_rows.h. Lines
 // follow Redis 7's and RedisBloom's documented syntax where the command is
 // theirs, with Redis's argument names; a command's own README entry says
 // what each does.
@@ -23,68 +25,9 @@ const std::vector<CommandSyntax>& CommandSyntaxTable() {
       {"acl|users", "", ""},
       {"acl|whoami", "", ""},
       {"auth", "[username] password", ""},
-      {"bf.add", "key item", ""},
-      {"bf.card", "key", ""},
-      {"bf.debug", "key", ""},
-      {"bf.exists", "key item", ""},
-      {"bf.info",
-       "key [CAPACITY|SIZE|FILTERS|ITEMS|EXPANSION|ERROR|TIGHTENING|MAXSCALEDCAPACITY]", ""},
-      {"bf.insert",
-       "key [CAPACITY capacity] [ERROR error] [EXPANSION expansion] [NOCREATE] [NONSCALING] "
-       "[WINDOW seconds [GENERATIONS generations]] [SEED seed] [TIGHTENING tightening] "
-       "[VALIDATESCALETO validatescaleto] ITEMS item [item ...]",
-       "capacity:integer error:double expansion:integer seconds:integer generations:integer "
-       "tightening:double validatescaleto:integer"},
-      {"bf.madd", "key item [item ...]", ""},
-      {"bf.merge", "destkey sourcekey [sourcekey ...]", "destkey:key sourcekey:key"},
-      {"bf.mexists", "key item [item ...]", ""},
-      {"bf.reserve",
-       "key error_rate capacity [EXPANSION expansion] [NONSCALING] "
-       "[WINDOW seconds [GENERATIONS generations]] [SEED seed]",
-       "error_rate:double capacity:integer expansion:integer seconds:integer "
-       "generations:integer"},
       {"bgrewriteaof", "", ""},
       {"bgsave", "[SCHEDULE]", ""},
       {"bloomgate.health", "key", ""},
-      {"cbf.add", "key item", ""},
-      {"cbf.card", "key", ""},
-      {"cbf.count", "key item", ""},
-      {"cbf.del", "key item", ""},
-      {"cbf.exists", "key item", ""},
-      {"cbf.incr", "key item [item ...]", ""},
-      {"cbf.info", "key [CAPACITY|SIZE|FILTERS|ITEMS|EXPANSION|COUNTERBITS|SATURATED]", ""},
-      {"cbf.insert",
-       "key [CAPACITY capacity] [ERROR error] [EXPANSION expansion] [NOCREATE] [NONSCALING] "
-       "[COUNTERBITS counterbits] [WINDOW seconds [GENERATIONS generations]] [SEED seed] "
-       "ITEMS item [item ...]",
-       "capacity:integer error:double expansion:integer counterbits:integer seconds:integer "
-       "generations:integer"},
-      {"cbf.madd", "key item [item ...]", ""},
-      {"cbf.mdel", "key item [item ...]", ""},
-      {"cbf.merge", "destkey sourcekey [sourcekey ...]", "destkey:key sourcekey:key"},
-      {"cbf.mexists", "key item [item ...]", ""},
-      {"cbf.reserve",
-       "key error_rate capacity [EXPANSION expansion] [NONSCALING] [COUNTERBITS counterbits] "
-       "[WINDOW seconds [GENERATIONS generations]] [SEED seed]",
-       "error_rate:double capacity:integer expansion:integer counterbits:integer "
-       "seconds:integer generations:integer"},
-      {"cf.add", "key item", ""},
-      {"cf.addnx", "key item", ""},
-      {"cf.compact", "key", ""},
-      {"cf.count", "key item", ""},
-      {"cf.debug", "key", ""},
-      {"cf.del", "key item", ""},
-      {"cf.exists", "key item", ""},
-      {"cf.info", "key", ""},
-      {"cf.insert", "key [CAPACITY capacity] [NOCREATE] ITEMS item [item ...]",
-       "capacity:integer"},
-      {"cf.insertnx", "key [CAPACITY capacity] [NOCREATE] ITEMS item [item ...]",
-       "capacity:integer"},
-      {"cf.mexists", "key item [item ...]", ""},
-      {"cf.reserve",
-       "key capacity [BUCKETSIZE bucketsize] [MAXITERATIONS maxiterations] "
-       "[EXPANSION expansion]",
-       "capacity:integer bucketsize:integer maxiterations:integer expansion:integer"},
       {"client", "", ""},
       {"client|getname", "", ""},
       {"client|help", "", ""},
@@ -101,13 +44,6 @@ const std::vector<CommandSyntax>& CommandSyntaxTable() {
       {"client|setinfo", "<LIB-NAME libname|LIB-VER libver>", ""},
       {"client|setname", "connection-name", ""},
       {"client|unpause", "", ""},
-      {"cms.incrby", "key item increment [item increment ...]", "increment:integer"},
-      {"cms.info", "key", ""},
-      {"cms.initbydim", "key width depth", "width:integer depth:integer"},
-      {"cms.initbyprob", "key error probability", "error:double probability:double"},
-      {"cms.merge", "destination numKeys source [source ...] [WEIGHTS weight [weight ...]]",
-       "destination:key numKeys:integer source:key weight:double"},
-      {"cms.query", "key item [item ...]", ""},
       {"command", "", ""},
       {"command|count", "", ""},
       {"command|docs", "[command-name [command-name ...]]", ""},
@@ -202,32 +138,7 @@ const std::vector<CommandSyntax>& CommandSyntaxTable() {
       {"slowlog|len", "", ""},
       {"slowlog|reset", "", ""},
       {"subscribe", "channel [channel ...]", ""},
-      {"tdigest.add", "key value [value ...]", "value:double"},
-      {"tdigest.byrank", "key rank [rank ...]", "rank:integer"},
-      {"tdigest.byrevrank", "key reverse_rank [reverse_rank ...]", "reverse_rank:integer"},
-      {"tdigest.cdf", "key value [value ...]", "value:double"},
-      {"tdigest.create", "key [COMPRESSION compression]", "compression:integer"},
-      {"tdigest.info", "key", ""},
-      {"tdigest.max", "key", ""},
-      {"tdigest.merge",
-       "destination-key numkeys source-key [source-key ...] [COMPRESSION compression] [OVERRIDE]",
-       "destination-key:key numkeys:integer source-key:key compression:integer"},
-      {"tdigest.min", "key", ""},
-      {"tdigest.quantile", "key quantile [quantile ...]", "quantile:double"},
-      {"tdigest.rank", "key value [value ...]", "value:double"},
-      {"tdigest.reset", "key", ""},
-      {"tdigest.revrank", "key value [value ...]", "value:double"},
-      {"tdigest.trimmed_mean", "key low_cut_quantile high_cut_quantile",
-       "low_cut_quantile:double high_cut_quantile:double"},
       {"time", "", ""},
-      {"topk.add", "key items [items ...]", ""},
-      {"topk.count", "key item [item ...]", ""},
-      {"topk.incrby", "key item increment [item increment ...]", "increment:integer"},
-      {"topk.info", "key", ""},
-      {"topk.list", "key [WITHCOUNT]", ""},
-      {"topk.query", "key item [item ...]", ""},
-      {"topk.reserve", "key topk [width depth decay]",
-       "topk:integer width:integer depth:integer decay:double"},
       {"touch", "key [key ...]", ""},
       {"ttl", "key", ""},
       {"type", "key", ""},

@@ -15,12 +15,14 @@
 //                         "<ON|OFF>", which redis-cli prints as "ON|OFF")
 //   x [x ...]             x repeated ("multiple"); "TOKEN x [TOKEN x ...]"
 //                         repeats the token too ("multiple_token")
-// The whole table lives in command_syntax.cc, one line per command, so that
-// adding a command touches one line here rather than every command row; the
-// rows written alike for every family carry their own line instead
-// (CommandSpec::syntax, from commands/family_shared/family_rows.h). command_syntax_test
-// checks both ways (every row has a line, every line a row) and that each
-// line reads back as written.
+// The table lives in command_syntax.cc, one line per command, so that
+// adding a command touches one line here rather than every command row; a
+// filter family's rows carry their own line instead (CommandSpec::syntax):
+// the lines its family record declares (FilterFamily::syntax) and SCANDUMP
+// and LOADCHUNK's (commands/family_shared/family_rows.h), so a family's
+// commands are declared in its own folder. command_syntax_test checks both
+// ways (every row has a line, every line a row) and that each line reads
+// back as written.
 #pragma once
 
 #include <cstdint>

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -34,6 +35,10 @@ struct FilterFamily {
   // family registered before it under the same group (the windowed Bloom
   // filter, served by BF.*).
   std::vector<CommandSpec> (*commands)() = nullptr;
+  // The COMMAND DOCS syntax line of each of its rows, declared beside them
+  // (FamilyRows gives each row its line; SCANDUMP and LOADCHUNK come with
+  // theirs); empty for a variant.
+  std::span<const CommandSyntax> syntax = {};
   // check-snapshot's one-line summary of a filter of this family.
   std::string (*describe)(const AnyFilter& filter) = nullptr;
   // BLOOMGATE.HEALTH and INFO filterhealth (filters/filter_health.h): reads

@@ -441,6 +441,32 @@ std::string Describe(const ScalableBloomFilter& f) {
 
 }  // namespace
 
+// The COMMAND DOCS syntax line of each row but SCANDUMP and LOADCHUNK
+// (theirs come with them), sorted by name: catalogue/command_syntax.h
+// says how a line reads.
+constexpr CommandSyntax kRowSyntax[] = {
+    {"bf.add", "key item", ""},
+    {"bf.card", "key", ""},
+    {"bf.debug", "key", ""},
+    {"bf.exists", "key item", ""},
+    {"bf.info",
+     "key [CAPACITY|SIZE|FILTERS|ITEMS|EXPANSION|ERROR|TIGHTENING|MAXSCALEDCAPACITY]", ""},
+    {"bf.insert",
+     "key [CAPACITY capacity] [ERROR error] [EXPANSION expansion] [NOCREATE] [NONSCALING] "
+     "[WINDOW seconds [GENERATIONS generations]] [SEED seed] [TIGHTENING tightening] "
+     "[VALIDATESCALETO validatescaleto] ITEMS item [item ...]",
+     "capacity:integer error:double expansion:integer seconds:integer generations:integer "
+     "tightening:double validatescaleto:integer"},
+    {"bf.madd", "key item [item ...]", ""},
+    {"bf.merge", "destkey sourcekey [sourcekey ...]", "destkey:key sourcekey:key"},
+    {"bf.mexists", "key item [item ...]", ""},
+    {"bf.reserve",
+     "key error_rate capacity [EXPANSION expansion] [NONSCALING] "
+     "[WINDOW seconds [GENERATIONS generations]] [SEED seed]",
+     "error_rate:double capacity:integer expansion:integer seconds:integer "
+     "generations:integer"},
+};
+
 // The family's registration (server/commands/registry.cc registers it).
 const FilterFamily& BloomFamily() {
   static const FilterFamily family{
@@ -450,6 +476,7 @@ const FilterFamily& BloomFamily() {
       .acl_category = "@bloom",
       .writes = FamilyWrites::kCommute,
       .commands = BloomCommands,
+      .syntax = kRowSyntax,
       .describe = DescribeAs<ScalableBloomFilter, Describe>,
       .health = HealthAs<ScalableBloomFilter, BloomHealth>,
   };

@@ -324,6 +324,19 @@ std::string Describe(const CountMinSketch& s) {
 
 }  // namespace
 
+// The COMMAND DOCS syntax line of each row but SCANDUMP and LOADCHUNK
+// (theirs come with them), sorted by name: catalogue/command_syntax.h
+// says how a line reads.
+constexpr CommandSyntax kRowSyntax[] = {
+    {"cms.incrby", "key item increment [item increment ...]", "increment:integer"},
+    {"cms.info", "key", ""},
+    {"cms.initbydim", "key width depth", "width:integer depth:integer"},
+    {"cms.initbyprob", "key error probability", "error:double probability:double"},
+    {"cms.merge", "destination numKeys source [source ...] [WEIGHTS weight [weight ...]]",
+     "destination:key numKeys:integer source:key weight:double"},
+    {"cms.query", "key item [item ...]", ""},
+};
+
 // The family's registration (server/commands/registry.cc registers it).
 const FilterFamily& CountMinSketchFamily() {
   static const FilterFamily family{
@@ -333,6 +346,7 @@ const FilterFamily& CountMinSketchFamily() {
       .acl_category = "@cms",
       .writes = FamilyWrites::kCommute,  // CMS.INCRBY is kCmdOrderFree
       .commands = CountMinSketchCommands,
+      .syntax = kRowSyntax,
       .describe = DescribeAs<CountMinSketch, Describe>,
   };
   return family;

@@ -410,6 +410,34 @@ std::string Describe(const CountingBloomFilter& f) {
 
 }  // namespace
 
+// The COMMAND DOCS syntax line of each row but SCANDUMP and LOADCHUNK
+// (theirs come with them), sorted by name: catalogue/command_syntax.h
+// says how a line reads.
+constexpr CommandSyntax kRowSyntax[] = {
+    {"cbf.add", "key item", ""},
+    {"cbf.card", "key", ""},
+    {"cbf.count", "key item", ""},
+    {"cbf.del", "key item", ""},
+    {"cbf.exists", "key item", ""},
+    {"cbf.incr", "key item [item ...]", ""},
+    {"cbf.info", "key [CAPACITY|SIZE|FILTERS|ITEMS|EXPANSION|COUNTERBITS|SATURATED]", ""},
+    {"cbf.insert",
+     "key [CAPACITY capacity] [ERROR error] [EXPANSION expansion] [NOCREATE] [NONSCALING] "
+     "[COUNTERBITS counterbits] [WINDOW seconds [GENERATIONS generations]] [SEED seed] "
+     "ITEMS item [item ...]",
+     "capacity:integer error:double expansion:integer counterbits:integer seconds:integer "
+     "generations:integer"},
+    {"cbf.madd", "key item [item ...]", ""},
+    {"cbf.mdel", "key item [item ...]", ""},
+    {"cbf.merge", "destkey sourcekey [sourcekey ...]", "destkey:key sourcekey:key"},
+    {"cbf.mexists", "key item [item ...]", ""},
+    {"cbf.reserve",
+     "key error_rate capacity [EXPANSION expansion] [NONSCALING] [COUNTERBITS counterbits] "
+     "[WINDOW seconds [GENERATIONS generations]] [SEED seed]",
+     "error_rate:double capacity:integer expansion:integer counterbits:integer "
+     "seconds:integer generations:integer"},
+};
+
 // The family's registration (server/commands/registry.cc registers it).
 const FilterFamily& CountingBloomFamily() {
   static const FilterFamily family{
@@ -419,6 +447,7 @@ const FilterFamily& CountingBloomFamily() {
       .acl_category = "@bloom",
       .writes = FamilyWrites::kExclusive,
       .commands = CountingBloomCommands,
+      .syntax = kRowSyntax,
       .describe = DescribeAs<CountingBloomFilter, Describe>,
       .health = HealthAs<CountingBloomFilter, CountingBloomHealth>,
   };

@@ -495,6 +495,29 @@ std::string Describe(const CuckooFilter& f) {
 
 }  // namespace
 
+// The COMMAND DOCS syntax line of each row but SCANDUMP and LOADCHUNK
+// (theirs come with them), sorted by name: catalogue/command_syntax.h
+// says how a line reads.
+constexpr CommandSyntax kRowSyntax[] = {
+    {"cf.add", "key item", ""},
+    {"cf.addnx", "key item", ""},
+    {"cf.compact", "key", ""},
+    {"cf.count", "key item", ""},
+    {"cf.debug", "key", ""},
+    {"cf.del", "key item", ""},
+    {"cf.exists", "key item", ""},
+    {"cf.info", "key", ""},
+    {"cf.insert", "key [CAPACITY capacity] [NOCREATE] ITEMS item [item ...]",
+     "capacity:integer"},
+    {"cf.insertnx", "key [CAPACITY capacity] [NOCREATE] ITEMS item [item ...]",
+     "capacity:integer"},
+    {"cf.mexists", "key item [item ...]", ""},
+    {"cf.reserve",
+     "key capacity [BUCKETSIZE bucketsize] [MAXITERATIONS maxiterations] "
+     "[EXPANSION expansion]",
+     "capacity:integer bucketsize:integer maxiterations:integer expansion:integer"},
+};
+
 // The family's registration (server/commands/registry.cc registers it).
 const FilterFamily& CuckooFamily() {
   static const FilterFamily family{
@@ -504,6 +527,7 @@ const FilterFamily& CuckooFamily() {
       .acl_category = "@cuckoo",
       .writes = FamilyWrites::kExclusive,
       .commands = CuckooCommands,
+      .syntax = kRowSyntax,
       .describe = DescribeAs<CuckooFilter, Describe>,
       .health = HealthAs<CuckooFilter, Health>,
   };

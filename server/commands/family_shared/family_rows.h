@@ -35,14 +35,19 @@ class FamilyRows {
   FamilyRows(const FilterFamily& family, std::string_view since)
       : family_(family), since_(since) {}
 
-  // A row whose one key is argv[1]; max_args 0 = no upper bound.
+  // A row whose one key is argv[1]; max_args 0 = no upper bound. Its
+  // syntax line is the family record's line of that name.
   CommandSpec Row(std::string_view name, int arity, int max_args, uint32_t flags,
                   CommandHandler handler, std::string_view summary,
                   std::string_view since = {}) const {
-    return CommandSpec{.name = name, .arity = arity, .max_args = max_args, .flags = flags,
-                       .first_key = 1, .last_key = 1, .key_step = 1, .handler = handler,
-                       .summary = summary, .group = family_.group,
-                       .since = since.empty() ? since_ : since};
+    CommandSpec row{.name = name, .arity = arity, .max_args = max_args, .flags = flags,
+                    .first_key = 1, .last_key = 1, .key_step = 1, .handler = handler,
+                    .summary = summary, .group = family_.group,
+                    .since = since.empty() ? since_ : since};
+    for (const CommandSyntax& line : family_.syntax) {
+      if (line.command == name) row.syntax = &line;
+    }
+    return row;
   }
 
   // NAME key iterator. Its syntax line is the row's own, as LOADCHUNK's.

@@ -604,6 +604,29 @@ std::string Describe(const AnyFilter& filter) {
 
 }  // namespace
 
+// The COMMAND DOCS syntax line of each row but SCANDUMP and LOADCHUNK
+// (theirs come with them), sorted by name: catalogue/command_syntax.h
+// says how a line reads.
+constexpr CommandSyntax kRowSyntax[] = {
+    {"tdigest.add", "key value [value ...]", "value:double"},
+    {"tdigest.byrank", "key rank [rank ...]", "rank:integer"},
+    {"tdigest.byrevrank", "key reverse_rank [reverse_rank ...]", "reverse_rank:integer"},
+    {"tdigest.cdf", "key value [value ...]", "value:double"},
+    {"tdigest.create", "key [COMPRESSION compression]", "compression:integer"},
+    {"tdigest.info", "key", ""},
+    {"tdigest.max", "key", ""},
+    {"tdigest.merge",
+     "destination-key numkeys source-key [source-key ...] [COMPRESSION compression] [OVERRIDE]",
+     "destination-key:key numkeys:integer source-key:key compression:integer"},
+    {"tdigest.min", "key", ""},
+    {"tdigest.quantile", "key quantile [quantile ...]", "quantile:double"},
+    {"tdigest.rank", "key value [value ...]", "value:double"},
+    {"tdigest.reset", "key", ""},
+    {"tdigest.revrank", "key value [value ...]", "value:double"},
+    {"tdigest.trimmed_mean", "key low_cut_quantile high_cut_quantile",
+     "low_cut_quantile:double high_cut_quantile:double"},
+};
+
 // The family's registration (server/commands/registry.cc registers it).
 const FilterFamily& TDigestFamily() {
   static const FilterFamily family{
@@ -613,6 +636,7 @@ const FilterFamily& TDigestFamily() {
       .acl_category = "@tdigest",
       .writes = FamilyWrites::kExclusive,
       .commands = TDigestCommands,
+      .syntax = kRowSyntax,
       .describe = Describe,
       .health = HealthAs<TDigest, TDigestHealth>,
   };

@@ -274,6 +274,20 @@ std::string Describe(const TopK& t) {
 
 }  // namespace
 
+// The COMMAND DOCS syntax line of each row but SCANDUMP and LOADCHUNK
+// (theirs come with them), sorted by name: catalogue/command_syntax.h
+// says how a line reads.
+constexpr CommandSyntax kRowSyntax[] = {
+    {"topk.add", "key items [items ...]", ""},
+    {"topk.count", "key item [item ...]", ""},
+    {"topk.incrby", "key item increment [item increment ...]", "increment:integer"},
+    {"topk.info", "key", ""},
+    {"topk.list", "key [WITHCOUNT]", ""},
+    {"topk.query", "key item [item ...]", ""},
+    {"topk.reserve", "key topk [width depth decay]",
+     "topk:integer width:integer depth:integer decay:double"},
+};
+
 // The family's registration (server/commands/registry.cc registers it).
 const FilterFamily& TopKFamily() {
   static const FilterFamily family{
@@ -283,6 +297,7 @@ const FilterFamily& TopKFamily() {
       .acl_category = "@topk",
       .writes = FamilyWrites::kExclusive,  // HeavyKeeper needs its key to itself
       .commands = TopKCommands,
+      .syntax = kRowSyntax,
       .describe = DescribeAs<TopK, Describe>,
   };
   return family;

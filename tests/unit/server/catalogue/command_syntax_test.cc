@@ -5,6 +5,7 @@
 #include <set>
 
 #include "server/catalogue/command_table.h"
+#include "server/catalogue/family_registry.h"
 #include "../session.h"
 
 namespace bloomgate {
@@ -23,13 +24,21 @@ std::string AsPrinted(std::string_view line) {
   return printed;
 }
 
+// The line a command's row is documented by: its own or the table's.
+const CommandSyntax* RowSyntax(std::string_view name) {
+  static const CommandTable table;
+  const CommandSpec* spec = table.Find(name);
+  return spec == nullptr ? nullptr : SyntaxOf(*spec);
+}
+
 TEST(CommandSyntax, EveryRowHasALineAndEveryLineARow) {
   CommandTable table;
   std::set<std::string_view> rows;
   for (const CommandSpec* spec : table.all()) {
     rows.insert(spec->full_name);
     EXPECT_NE(SyntaxOf(*spec), nullptr)
-        << spec->full_name << " has no line in server/catalogue/command_syntax.cc";
+        << spec->full_name << " has no line in server/catalogue/command_syntax.cc "
+        << "(or, a family's, in its family record)";
     // One line per command: a row's own line leaves none to the table.
     if (spec->syntax != nullptr) {
       EXPECT_EQ(FindCommandSyntax(spec->full_name), nullptr)
@@ -39,6 +48,16 @@ TEST(CommandSyntax, EveryRowHasALineAndEveryLineARow) {
   for (const CommandSyntax& syntax : CommandSyntaxTable()) {
     EXPECT_TRUE(rows.count(syntax.command))
         << "command_syntax.cc has a line for " << syntax.command << ", which is no command";
+  }
+  // A family's lines are its rows': each one given to the row of its name.
+  for (const FilterFamily* family : RegisteredFamilies()) {
+    for (const CommandSyntax& line : family->syntax) {
+      const CommandSpec* spec = table.Find(line.command);
+      ASSERT_NE(spec, nullptr) << family->type_name << " has a line for " << line.command
+                               << ", which is no command";
+      EXPECT_EQ(spec->syntax, &line) << line.command << " is not the row of that line";
+      EXPECT_EQ(spec->group, family->group) << line.command << " is another family's row";
+    }
   }
 }
 
@@ -60,7 +79,7 @@ TEST(CommandSyntax, EveryLineParsesAndPrintsBackAsWritten) {
 TEST(CommandSyntax, BfReserveHasRedisBloomsArguments) {
   std::vector<CommandArgument> args;
   std::string error;
-  ASSERT_TRUE(ParseCommandSyntax(*FindCommandSyntax("bf.reserve"), 1, &args, &error)) << error;
+  ASSERT_TRUE(ParseCommandSyntax(*RowSyntax("bf.reserve"), 1, &args, &error)) << error;
   // RedisBloom's five, then ours: [WINDOW seconds [GENERATIONS generations]]
   // and [SEED seed].
   ASSERT_EQ(args.size(), 7u);
@@ -104,7 +123,7 @@ TEST(CommandSyntax, RepetitionsChoicesAndBlocks) {
 TEST(CommandSyntax, KeysAfterACountGetTheSecondKeySpec) {
   std::vector<CommandArgument> args;
   std::string error;
-  ASSERT_TRUE(ParseCommandSyntax(*FindCommandSyntax("cms.merge"), 2, &args, &error)) << error;
+  ASSERT_TRUE(ParseCommandSyntax(*RowSyntax("cms.merge"), 2, &args, &error)) << error;
   EXPECT_EQ(args[0].key_spec_index, 0);
   EXPECT_EQ(args[1].key_spec_index, -1);
   EXPECT_EQ(args[2].key_spec_index, 1);
