@@ -373,6 +373,36 @@ class OffLoopAllocationTest(unittest.TestCase):
                 self.assertEqual(c.call("CMS.QUERY", "dst", "x", "y"), [6, 1])
                 self.assertEqual(c.call("DEL", "src", "dst"), 2)
 
+    def test_a_cuckoo_filter_adding_a_big_sub_filter_leaves_the_loop_serving(self):
+        # 8192 one-slot buckets, then a sub-filter of 8192 x 32768 (256 MiB)
+        # once they are full: zeroed where the growing add ran, on the loop.
+        # Now its pages are mapped fresh and faulted in by the adds that
+        # reach them. Filled 200 items a command, the one that grows it timed.
+        with BloomgateServer(ONE_LOOP) as server:
+            with RawConnection(server.port) as c:
+                self.assertEqual(c.call("CF.RESERVE", "c", 8192, "BUCKETSIZE", 1,
+                                        "EXPANSION", 32768), "OK")
+            worst_growing = None
+            for batch in range(100):
+                items = [f"i{batch}-{j}" for j in range(200)]
+                reply, worst, took = self.worst_gap_while(
+                    server, "CF.INSERT", "c", "NOCREATE", "ITEMS", *items,
+                    measure_baseline=batch == 0)
+                self.assertEqual(reply, [1] * 200)
+                with RawConnection(server.port) as c:
+                    info = c.call("CF.INFO", "c")
+                    filters = int(info[info.index("Number of filters") + 1])
+                if filters == 2:
+                    worst_growing = worst
+                    break
+            self.assertIsNotNone(worst_growing, "the filter never grew")
+            sys.stderr.write(f"\n  the CF.INSERT that added a 256 MiB sub-filter: worst gap "
+                             f"{worst_growing * 1000:.1f} ms\n")
+            self.assertLess(worst_growing, self.bound)
+            with RawConnection(server.port) as c:
+                self.assertEqual(c.call("CF.EXISTS", "c", "i0-0"), 1)
+                self.assertGreater(int(c.call("MEMORY", "USAGE", "c")), 1 << 28)
+
     def test_a_huge_reserve_inside_exec_is_built_in_place(self):
         # A transaction cannot park half-way: its RESERVE is built inline.
         with BloomgateServer(ONE_LOOP) as server:
