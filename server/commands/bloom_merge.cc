@@ -305,15 +305,8 @@ MergeResult Merge(FilterStore& store, const KeyRef& dest, std::span<const KeyRef
     }
   }
   if (dest_entry == nullptr && ctx != nullptr) {
-    std::vector<EntryPtr> distinct;
-    uint64_t bytes = UINT64_MAX;
-    for (const EntryPtr& input : inputs) {
-      if (std::find(distinct.begin(), distinct.end(), input) != distinct.end()) continue;
-      distinct.push_back(input);
-      // The smallest: every source read off the loop is big enough that its
-      // writers park for the read instead of waiting on their loop.
-      bytes = std::min(bytes, input->MemoryUsage());
-    }
+    uint64_t bytes = 0;
+    const std::vector<EntryPtr> distinct = DistinctSources(inputs, &bytes);
     if (ctx->HasMadeFilter() || ctx->WouldPark(bytes)) {
       MergedDest<Filter> made;
       auto build = [ref, distinct, limits = store.limits, budget = store.budget] {

@@ -7,7 +7,6 @@
 // order to the same sketch. It is journaled as the command itself. CMS.MERGE
 // holds its destination and sources exclusively and is journaled as sent
 // too: the same sources on the same state merge to the same result.
-#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -212,13 +211,8 @@ struct MergedSketch {
 // it replied or parked; false when the merge is small: the caller merges.
 bool MergeOffLoop(CommandContext& ctx, const EntryPtr& dest, const std::vector<EntryPtr>& holders,
                   const std::vector<int64_t>& weights) {
-  std::vector<EntryPtr> distinct;
-  uint64_t bytes = UINT64_MAX;
-  for (const EntryPtr& holder : holders) {
-    if (std::find(distinct.begin(), distinct.end(), holder) != distinct.end()) continue;
-    distinct.push_back(holder);
-    bytes = std::min(bytes, holder->MemoryUsage());
-  }
+  uint64_t bytes = 0;
+  const std::vector<EntryPtr> distinct = DistinctSources(holders, &bytes);
   if (!ctx.HasMadeFilter() && !ctx.WouldPark(bytes)) return false;
   const CountMinSketch& target = *dest->get<CountMinSketch>();
   auto build = [holders, weights, width = target.width(), depth = target.depth(),

@@ -14,6 +14,7 @@
 // again, server/commands/key_copy_commands.cc).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <utility>
@@ -31,6 +32,22 @@ struct BuiltFromSources {
   Result result;
   std::vector<std::pair<EntryPtr, uint64_t>> read;
 };
+
+// `entries` without repeats (a key named twice is read once), in order, and
+// in *smallest the least MemoryUsage among them: what to pass as `bytes`
+// below, so that every source read off the loop is big enough that its
+// writers park for the read instead of waiting on their loop.
+inline std::vector<EntryPtr> DistinctSources(const std::vector<EntryPtr>& entries,
+                                             uint64_t* smallest) {
+  std::vector<EntryPtr> distinct;
+  *smallest = UINT64_MAX;
+  for (const EntryPtr& entry : entries) {
+    if (std::find(distinct.begin(), distinct.end(), entry) != distinct.end()) continue;
+    distinct.push_back(entry);
+    *smallest = std::min(*smallest, entry->MemoryUsage());
+  }
+  return distinct;
+}
 
 // Builds `build()` (a Result; it may read `sources`' filters, and must own
 // everything else it reads) on the filter maker's thread, about `bytes` big,

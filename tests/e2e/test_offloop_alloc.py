@@ -44,6 +44,17 @@ PAGE_TOUCHER = ("import time\n"
                 "    del b\n")
 
 
+def memory_falls_below(conn, field, bound, seconds=30):
+    """INFO memory's `field` once it is under `bound` (freed lazily), or its
+    last value after `seconds`."""
+    deadline = time.monotonic() + seconds
+    while True:
+        value = int(parse_info(conn.call("INFO", "memory"))[field])
+        if value < bound or time.monotonic() > deadline:
+            return value
+        time.sleep(0.05)
+
+
 def readable(conn):
     if conn.buf:
         return True
@@ -255,13 +266,7 @@ class OffLoopAllocationTest(unittest.TestCase):
                 self.assertEqual(reply, "TopK: key already exists")
                 self.assertEqual(other.call("TOPK.INFO", "k")[1], 3)
                 # The dropped build is freed (lazily) and gives its bytes back.
-                deadline = time.monotonic() + 30
-                while True:
-                    used = int(parse_info(other.call("INFO", "memory"))["used_memory"])
-                    if used < 100 << 20 or time.monotonic() > deadline:
-                        break
-                    time.sleep(0.05)
-                self.assertLess(used, 100 << 20)
+                self.assertLess(memory_falls_below(other, "used_memory", 100 << 20), 100 << 20)
 
     def test_a_client_that_disconnects_while_parked_leaks_nothing(self):
         with BloomgateServer(ONE_LOOP) as server:
@@ -324,13 +329,7 @@ class OffLoopAllocationTest(unittest.TestCase):
                                     f"256 MiB arrived (answered in {took * 1000:.0f} ms)")
             with RawConnection(server.port) as c:
                 # The buffers are given back: nothing of 256 MiB stays resident.
-                deadline = time.monotonic() + 30
-                while True:
-                    rss = int(parse_info(c.call("INFO", "memory"))["used_memory_rss"])
-                    if rss < 128 << 20 or time.monotonic() > deadline:
-                        break
-                    time.sleep(0.05)
-                self.assertLess(rss, 128 << 20)
+                self.assertLess(memory_falls_below(c, "used_memory_rss", 128 << 20), 128 << 20)
                 self.assertEqual(c.call("BF.EXISTS", "k", "x"), 0)
 
     def test_a_merge_into_a_new_key_leaves_the_loop_serving(self):
