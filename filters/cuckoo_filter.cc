@@ -8,6 +8,7 @@
 #include <new>
 #include <utility>
 
+#include "filters/block_words.h"
 #include "filters/hash_seed.h"
 #include "filters/memory_reservation.h"
 #include "filters/murmur_hash64a.h"
@@ -98,6 +99,23 @@ FilterStatus CuckooFilter::Create(const CuckooFilterOptions& options, const Filt
   return FilterStatus::kOk;
 }
 
+namespace {
+// Block words are whole 64-bit words: slots take the bytes rounded up.
+uint64_t SlotWordBytes(uint64_t bytes) { return (bytes + 7) / 8 * 8; }
+}  // namespace
+
+CuckooFilter::Slots CuckooFilter::NewSlots(uint64_t bytes) {
+  if (bytes > PTRDIFF_MAX - 7) return nullptr;
+  // Zeroed words are empty slots; read and written as bytes (char access).
+  std::atomic<uint64_t>* words = internal::NewZeroedBlockWords(SlotWordBytes(bytes));
+  return Slots(reinterpret_cast<uint8_t*>(words), CuckooSlotsDeleter{bytes});
+}
+
+void CuckooSlotsDeleter::operator()(uint8_t* slots) const {
+  internal::DeleteBlockWords(reinterpret_cast<std::atomic<uint64_t>*>(slots),
+                             SlotWordBytes(bytes));
+}
+
 uint64_t CuckooFilter::SubFilterBuckets(uint64_t base_buckets, uint32_t expansion,
                                         uint32_t index) {
   // Stop multiplying once saturated: index can be up to 65535, and callers
@@ -166,8 +184,7 @@ FilterStatus CuckooFilter::Restore(const CuckooFilterShape& shape, const FilterL
     const uint64_t buckets = SubFilterBuckets(shape.base_buckets, shape.expansion, k);
     const uint64_t slot_bytes = buckets * shape.bucket_size;
     if (slot_bytes > PTRDIFF_MAX) return FilterStatus::kOutOfMemory;
-    // Value-initialised: zeroed and resident from the start, as in Grow.
-    filter->filters_[k].slots.reset(new (std::nothrow) uint8_t[static_cast<size_t>(slot_bytes)]());
+    filter->filters_[k].slots = NewSlots(slot_bytes);
     if (filter->filters_[k].slots == nullptr) return FilterStatus::kOutOfMemory;
     filter->filters_[k].num_buckets = buckets;
     filter->num_filters_ = k + 1;
@@ -224,9 +241,7 @@ FilterStatus CuckooFilter::Grow(MemoryRefusal* refusal) {
   PendingReservation reservation(budget_, cost);
 
   if (slot_bytes > PTRDIFF_MAX) return AllocationFailed(cost, refusal);
-  // Value-initialised: zeroed (all slots empty) and resident from the start,
-  // so what the budget counts is what the process holds.
-  std::unique_ptr<uint8_t[]> slots(new (std::nothrow) uint8_t[static_cast<size_t>(slot_bytes)]());
+  Slots slots = NewSlots(slot_bytes);
   if (slots == nullptr) return AllocationFailed(cost, refusal);
   if (new_array) {
     // One more entry, exactly: growth is rare and bounded by max_expansions.

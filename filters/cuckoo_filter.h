@@ -52,6 +52,12 @@ struct CuckooFilterOptions {
   CuckooScheme scheme = CuckooScheme::kNative;
 };
 
+// Frees a cuckoo filter's slots (CuckooFilter::NewSlots), `bytes` of them.
+struct CuckooSlotsDeleter {
+  uint64_t bytes = 0;
+  void operator()(uint8_t* slots) const;
+};
+
 // CF.INFO's eight fields, in RedisBloom's order, read under one lock.
 struct CuckooFilterInfo {
   uint64_t size;            // "Size": memory_bytes(); kRedisBloom: RedisBloom's figure,
@@ -340,9 +346,18 @@ class CuckooFilter {
   }
 
  private:
+  using Slots = std::unique_ptr<uint8_t[], CuckooSlotsDeleter>;
+  // `bytes` of empty (zero) slots, or null. From 1 MiB on they are fresh
+  // mapped pages that the first add reaching each faults in, as a Bloom
+  // layer's words (filters/block_words.h): a sub-filter added on an event
+  // loop costs a system call, not a memset of the whole array (a 256 MiB
+  // sub-filter stalled its loop ~105 ms). The budget counts it whole from
+  // the start, so it stays an upper bound on what the process holds.
+  static Slots NewSlots(uint64_t bytes);
+
   struct SubFilter {
-    std::unique_ptr<uint8_t[]> slots;  // num_buckets * bucket_size bytes, 0 = empty
-    uint64_t num_buckets = 0;          // a power of two
+    Slots slots;               // num_buckets * bucket_size bytes, 0 = empty
+    uint64_t num_buckets = 0;  // a power of two
   };
 
   CuckooFilter(const CuckooFilterOptions& options, uint32_t expansion, uint64_t base_buckets,

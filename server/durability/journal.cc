@@ -68,6 +68,14 @@ void Journal::RecordFilter(JournalSession& session, int64_t time_ms, std::string
   Take(session, record);
 }
 
+void Journal::RecordFilterHeader(JournalSession& session, int64_t time_ms, std::string_view key,
+                                 const FilterHeader& header) {
+  if (!session.policy().journaled || !active()) return;
+  std::string record;
+  EncodeFilterRecord(time_ms, key, header, nullptr, &record);
+  Take(session, record);
+}
+
 void Journal::Take(JournalSession& session, std::string_view bytes) {
   if (!session.gathering) {
     Publish(session, bytes);

@@ -51,6 +51,8 @@
 
 namespace bloomgate {
 
+struct FilterHeader;
+
 // Where the writes of a session come from.
 enum class JournalOrigin : uint8_t {
   kClient,         // a client connection
@@ -224,6 +226,11 @@ class Journal {
                      std::span<const std::string_view> args);
   void RecordFilter(JournalSession& session, int64_t time_ms, std::string_view key,
                     const AnyFilter& filter, bool with_payload);
+  // A creation record from a description taken earlier: a filter built off
+  // the loop and filled before it is published records what it was
+  // created as (a merge's new dest, empty).
+  void RecordFilterHeader(JournalSession& session, int64_t time_ms, std::string_view key,
+                          const FilterHeader& header);
 
   // A transaction: between BeginUnit and EndUnit (both with its key locks
   // held) the session's records are gathered, then published as one unit

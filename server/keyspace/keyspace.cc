@@ -37,8 +37,9 @@ std::atomic<int64_t> cuts_being_walked{0};
 // other keys go on).
 struct OwedCopyStripe {
   struct Owed {
-    std::shared_ptr<SnapshotCopy> copy;
+    std::shared_ptr<SnapshotCopy> copy;  // null while only read holds keep the record
     bool copying = false;  // a thread is making the copy, the stripe unlocked
+    uint32_t readers = 0;  // KeyEntry::BeginOffLoopRead not ended yet
   };
   std::mutex mutex;
   std::condition_variable copy_done;  // some `copying` of this stripe ended
@@ -133,11 +134,24 @@ bool KeyEntry::TakeSnapshotCopy(MemoryBudget* budget, bool final_attempt) {
   OwedCopyStripe& stripe = OwedCopiesOf(this);
   std::unique_lock lock(stripe.mutex);
   auto it = stripe.owed.find(this);
-  while (it != stripe.owed.end() && it->second.copying) {
-    stripe.copy_done.wait(lock);  // another thread is making it: wait for its outcome
+  // Another thread is making the copy: wait for its outcome. A writer (not
+  // a final attempt) also waits for reads off the loop to end; the saver
+  // and COPY's maker only read, beside them, and must not wait: the filter
+  // maker that would end a read may be queued behind COPY's.
+  while (it != stripe.owed.end() &&
+         (it->second.copying || (!final_attempt && it->second.readers > 0))) {
+    stripe.copy_done.wait(lock);
     it = stripe.owed.find(this);
   }
   if (it == stripe.owed.end()) return true;  // another thread made it meanwhile
+  if (it->second.copy == nullptr) {
+    // Only read holds keep the record: no copy is owed.
+    if (it->second.readers > 0) return true;
+    stripe.owed.erase(it);
+    entries_owing_copies.fetch_sub(1, std::memory_order_relaxed);
+    snapshot_armed_.store(false, std::memory_order_release);
+    return true;
+  }
   it->second.copying = true;
   lock.unlock();
   AnyFilter copy = CloneFilter(value_, budget);
@@ -153,11 +167,41 @@ bool KeyEntry::TakeSnapshotCopy(MemoryBudget* budget, bool final_attempt) {
   }
   it->second.copy->filter = std::move(copy);
   it->second.copy->taken = true;
+  snapshot_refused_.store(false, std::memory_order_release);
+  if (it->second.readers > 0) {
+    // A read off the loop began while the copy was made: the entry stays
+    // held until it ends (EndOffLoopRead disarms it then).
+    it->second.copy.reset();
+    return made;
+  }
   stripe.owed.erase(it);
   entries_owing_copies.fetch_sub(1, std::memory_order_relaxed);
-  snapshot_refused_.store(false, std::memory_order_release);
   snapshot_armed_.store(false, std::memory_order_release);
   return made;
+}
+
+void KeyEntry::BeginOffLoopRead() {
+  OwedCopyStripe& stripe = OwedCopiesOf(this);
+  std::lock_guard lock(stripe.mutex);
+  // A copy being made meanwhile reads the filter too: no need to wait.
+  auto [it, fresh] = stripe.owed.try_emplace(this);
+  if (fresh) entries_owing_copies.fetch_add(1, std::memory_order_relaxed);
+  ++it->second.readers;
+  snapshot_armed_.store(true, std::memory_order_release);
+}
+
+void KeyEntry::EndOffLoopRead() {
+  OwedCopyStripe& stripe = OwedCopiesOf(this);
+  std::lock_guard lock(stripe.mutex);
+  auto it = stripe.owed.find(this);
+  if (it == stripe.owed.end() || it->second.readers == 0) return;  // unpaired: nothing held
+  if (--it->second.readers == 0 && it->second.copy == nullptr && !it->second.copying) {
+    // No snapshot owes a copy: the entry is free to write again.
+    stripe.owed.erase(it);
+    entries_owing_copies.fetch_sub(1, std::memory_order_relaxed);
+    snapshot_armed_.store(false, std::memory_order_release);
+  }
+  stripe.copy_done.notify_all();
 }
 
 EntryPtr Keyspace::Find(const KeyRef& key, int64_t now_ms) {

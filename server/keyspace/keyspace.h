@@ -24,6 +24,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -91,6 +92,17 @@ class KeyEntry {
   ScalableBloomFilter* bloom() const { return get<ScalableBloomFilter>(); }
   // The filter whatever its family, for snapshots and the log.
   const AnyFilter& filter() const { return value_; }
+  // Puts `filter`, of the same family, in place of the entry's and returns
+  // the old one (for the caller to free off the loop): a result built off
+  // the loop published into an existing key, which keeps its deadline. Under
+  // the key's exclusive lock, by a write that found the entry through
+  // FindFilter (so any copy a snapshot owes was taken first).
+  AnyFilter ReplaceFilter(AnyFilter filter) {
+    AnyFilter old = std::move(value_);
+    value_ = std::move(filter);
+    MarkModified();
+    return old;
+  }
   uint64_t MemoryUsage() const;
 
   // 0 = no deadline; otherwise Unix time in milliseconds.
@@ -114,7 +126,9 @@ class KeyEntry {
   // and does not fit: a writer's attempt (`final_attempt` false) then leaves
   // it owed, and the write must be refused, since it would change what the
   // snapshot still needs; the saver's attempt gives up instead (the copy
-  // stays null, the save fails, and writers go on).
+  // stays null, the save fails, and writers go on). A writer's attempt also
+  // waits for reads off the loop (BeginOffLoopRead) to end; a final attempt,
+  // which only reads, does not.
   void ArmSnapshotCopy(std::shared_ptr<SnapshotCopy> copy);
   bool TakeSnapshotCopy(MemoryBudget* budget, bool final_attempt);
   bool snapshot_copy_owed() const { return snapshot_armed_.load(std::memory_order_acquire); }
@@ -127,6 +141,15 @@ class KeyEntry {
   bool snapshot_copy_refused() const {
     return snapshot_refused_.load(std::memory_order_acquire);
   }
+  // Lets another thread read the filter while nothing changes it, without a
+  // copy: between the two calls the entry counts as owing a copy, so its
+  // writers park (or wait in TakeSnapshotCopy) as for a copy being made,
+  // and a snapshot that armed it, or arms it meanwhile, still gets its copy
+  // once the read is over. BeginOffLoopRead is called under the key's
+  // exclusive lock (no write is half done); EndOffLoopRead from any thread,
+  // once per Begin. Readers of the key go on meanwhile. See EntryReadHold.
+  void BeginOffLoopRead();
+  void EndOffLoopRead();
 
   // Unix seconds of the last command that found the key (Keyspace::Find),
   // or of its creation: OBJECT IDLETIME. Whole seconds because that is all
@@ -202,6 +225,35 @@ class KeyEntry {
 static_assert(sizeof(KeyEntry) <= 64);
 
 using EntryPtr = std::shared_ptr<KeyEntry>;
+
+// One KeyEntry::BeginOffLoopRead, ended when this is destroyed or Released:
+// a build on another thread that reads a source holds one, so a build that
+// never runs (its client gone, the server stopping) cannot leave the
+// source's writers waiting.
+class EntryReadHold {
+ public:
+  EntryReadHold() = default;
+  // Call under `entry`'s exclusive key lock.
+  explicit EntryReadHold(EntryPtr entry) : entry_(std::move(entry)) {
+    if (entry_ != nullptr) entry_->BeginOffLoopRead();
+  }
+  ~EntryReadHold() { Release(); }
+  EntryReadHold(EntryReadHold&& other) noexcept = default;
+  EntryReadHold& operator=(EntryReadHold&& other) noexcept {
+    if (this != &other) {
+      Release();
+      entry_ = std::move(other.entry_);
+    }
+    return *this;
+  }
+  void Release() {
+    if (entry_ != nullptr) std::exchange(entry_, nullptr)->EndOffLoopRead();
+  }
+  const EntryPtr& entry() const { return entry_; }
+
+ private:
+  EntryPtr entry_;
+};
 
 class KeyLocks;
 class LazyFreer;

@@ -77,6 +77,14 @@ class RespParser {
 
   const std::string& error() const { return error_; }
 
+  // While a bulk's data is awaited: the bytes of input, from the same start,
+  // that complete it (its "\r\n" included), so the caller need not grow its
+  // buffer past them. 0 otherwise. A claim, checked only against
+  // max_bulk_len: nothing should be allocated from it up front.
+  uint64_t bytes_wanted() const {
+    return state_ == State::kBulkData ? pos_ + bulk_len_ + 2 : 0;
+  }
+
   // Heap bytes the parser holds between commands (argument offsets and the
   // inline arena), for per-client memory accounting. It grows only with bytes
   // that arrived, never with what a client claims.

@@ -14,7 +14,9 @@
 #include "filters/windowed_counting_bloom_filter.h"
 #include "persistence/append_log.h"
 #include "persistence/filter_codec.h"
+#include "server/commands/command_context.h"
 #include "server/commands/errors.h"
+#include "server/commands/sources_read_off_loop.h"
 
 namespace bloomgate {
 namespace {
@@ -174,24 +176,24 @@ MergeResult FindInput(FilterStore& store, const KeyRef& key,
   return {};
 }
 
-FilterStatus RestoreLike(const Facts& ref, FilterStore& store,
+FilterStatus RestoreLike(const Facts& ref, const FilterLimits& limits, MemoryBudget* budget,
                          std::unique_ptr<ScalableBloomFilter>* out) {
   std::vector<BloomLayerShape> shapes;
   for (const Facts::Layer& l : ref.layers) {
     shapes.push_back(BloomLayerShape{l.capacity, 0, l.error_rate, l.cells, l.probes});
   }
-  return ScalableBloomFilter::Restore(ref.error_rate, ref.expansion, shapes, store.limits,
-                                      store.budget, out, ref.seed, ref.layout, ref.tightening);
+  return ScalableBloomFilter::Restore(ref.error_rate, ref.expansion, shapes, limits, budget, out,
+                                      ref.seed, ref.layout, ref.tightening);
 }
 
-FilterStatus RestoreLike(const Facts& ref, FilterStore& store,
+FilterStatus RestoreLike(const Facts& ref, const FilterLimits& limits, MemoryBudget* budget,
                          std::unique_ptr<CountingBloomFilter>* out) {
   std::vector<CountingBloomLayerShape> shapes;
   for (const Facts::Layer& l : ref.layers) {
     shapes.push_back(CountingBloomLayerShape{l.capacity, 0, l.error_rate, l.cells, l.probes});
   }
   return CountingBloomFilter::Restore(ref.error_rate, ref.expansion, ref.counter_bits, shapes,
-                                      store.limits, store.budget, out, ref.seed);
+                                      limits, budget, out, ref.seed);
 }
 
 // Bloom: OR, then each layer's count from its bits.
@@ -224,8 +226,62 @@ bool Combine(CountingBloomFilter& target, std::span<const CountingBloomFilter* c
   return true;
 }
 
+// A new dest built off the loop: the filter (kOk), and its description as
+// created (empty, before the sources were merged in: its creation record).
 template <typename Filter>
-MergeResult Merge(FilterStore& store, const KeyRef& dest, std::span<const KeyRef> sources) {
+struct MergedDest {
+  FilterStatus status = FilterStatus::kOk;
+  std::unique_ptr<Filter> filter;
+  FilterHeader created;
+};
+
+// The new dest of a merge of `sources` (distinct, checked against `ref`),
+// as an inline merge makes it: created empty in the reference's shapes,
+// then every source combined into it. Reads only what it was given and the
+// memory budget, so it may run on the filter maker's thread.
+template <typename Filter>
+MergedDest<Filter> BuildMergedDest(const Facts& ref, const std::vector<EntryPtr>& sources,
+                                   const FilterLimits& limits, MemoryBudget* budget) {
+  MergedDest<Filter> merged;
+  std::unique_ptr<Filter> filter;
+  merged.status = RestoreLike(ref, limits, budget, &filter);
+  if (merged.status != FilterStatus::kOk) return merged;
+  AnyFilter created(std::move(filter));
+  merged.created = DescribeFilter(created);
+  filter = std::move(std::get<std::unique_ptr<Filter>>(created));
+  std::vector<const Filter*> inputs;
+  for (const EntryPtr& source : sources) inputs.push_back(source->get<Filter>());
+  // Checked against the same reference: cannot refuse.
+  if (!Combine(*filter, inputs)) merged.status = FilterStatus::kInvalidOptions;
+  merged.filter = std::move(filter);
+  return merged;
+}
+
+// Publishes a dest built off the loop under `dest`, which this run found
+// missing with its lock held; journals its creation as an inline merge
+// does (the empty dest), before the command's own record.
+template <typename Filter>
+MergeResult PublishMergedDest(FilterStore& store, const KeyRef& dest, MergedDest<Filter> made) {
+  switch (made.status) {
+    case FilterStatus::kOk: break;
+    case FilterStatus::kOutOfMemory: return Failed(BloomStatus::kOutOfMemory);
+    default: return Failed(BloomStatus::kCreateFailed);
+  }
+  bool inserted = false;
+  EntryPtr entry = store.keyspace.Insert(
+      dest, std::make_shared<KeyEntry>(std::move(made.filter)), store.now_ms, &inserted,
+      [&store, &made](const std::string& name, const KeyEntry&) {
+        store.journal.RecordFilterHeader(store.session, store.now_ms, name, made.created);
+      });
+  // Held exclusively and missing in this run: nothing can have taken it.
+  if (!inserted) return Failed(BloomStatus::kCreateFailed);
+  entry->MarkModified();
+  return {};
+}
+
+template <typename Filter>
+MergeResult Merge(FilterStore& store, const KeyRef& dest, std::span<const KeyRef> sources,
+                  CommandContext* ctx) {
   EntryPtr dest_entry;
   if (MergeResult found = FindInput<Filter>(store, dest, /*missing_ok=*/true, sources[0].name,
                                             &dest_entry);
@@ -253,10 +309,24 @@ MergeResult Merge(FilterStore& store, const KeyRef& dest, std::span<const KeyRef
       return Failed(BloomStatus::kMergeMismatch, std::move(*mismatch));
     }
   }
+  if (dest_entry == nullptr && ctx != nullptr) {
+    uint64_t bytes = 0;
+    const std::vector<EntryPtr> distinct = DistinctSources(inputs, &bytes);
+    if (ctx->HasMadeFilter() || ctx->WouldPark(bytes)) {
+      MergedDest<Filter> made;
+      auto build = [ref, distinct, limits = store.limits, budget = store.budget] {
+        return BuildMergedDest<Filter>(ref, distinct, limits, budget);
+      };
+      if (!BuildFromSourcesOffLoop(*ctx, bytes, distinct, build, &made)) {
+        return MergeResult{.parked = true};
+      }
+      return PublishMergedDest(store, dest, std::move(made));
+    }
+  }
   if (dest_entry == nullptr) {
     // The first source's shapes, empty: Restore sizes and charges it whole.
     std::unique_ptr<Filter> created;
-    switch (RestoreLike(ref, store, &created)) {
+    switch (RestoreLike(ref, store.limits, store.budget, &created)) {
       case FilterStatus::kOk: break;
       case FilterStatus::kOutOfMemory: return Failed(BloomStatus::kOutOfMemory);
       default: return Failed(BloomStatus::kCreateFailed);
@@ -538,7 +608,7 @@ MergeResult MergeWindowedFilters(FilterStore& store, const KeyRef& dest,
     Gen* mine = mine_of();
     if (mine == nullptr) {
       std::unique_ptr<Gen> fresh;
-      if (RestoreLike(FactsOf(*gens[0]), store, &fresh) != FilterStatus::kOk ||
+      if (RestoreLike(FactsOf(*gens[0]), store.limits, store.budget, &fresh) != FilterStatus::kOk ||
           !target.ring().Install(at - back, std::move(fresh))) {
         return Failed(BloomStatus::kOutOfMemory);
       }
@@ -571,19 +641,20 @@ bool WindowedReference(FilterStore& store, const KeyRef& dest, std::span<const K
 
 }  // namespace
 
-MergeResult MergeBloom(FilterStore& store, const KeyRef& dest, std::span<const KeyRef> sources) {
+MergeResult MergeBloom(FilterStore& store, const KeyRef& dest, std::span<const KeyRef> sources,
+                       CommandContext* ctx) {
   if (WindowedReference<WindowedBloomFilter>(store, dest, sources)) {
     return MergeWindowedFilters<WindowedBloomFilter>(store, dest, sources);
   }
-  return Merge<ScalableBloomFilter>(store, dest, sources);
+  return Merge<ScalableBloomFilter>(store, dest, sources, ctx);
 }
 
 MergeResult MergeCounting(FilterStore& store, const KeyRef& dest,
-                          std::span<const KeyRef> sources) {
+                          std::span<const KeyRef> sources, CommandContext* ctx) {
   if (WindowedReference<WindowedCountingBloomFilter>(store, dest, sources)) {
     return MergeWindowedFilters<WindowedCountingBloomFilter>(store, dest, sources);
   }
-  return Merge<CountingBloomFilter>(store, dest, sources);
+  return Merge<CountingBloomFilter>(store, dest, sources, ctx);
 }
 
 std::string MergeFailureText(std::string_view command, const MergeResult& result) {

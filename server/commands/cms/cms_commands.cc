@@ -8,6 +8,7 @@
 // holds its destination and sources exclusively and is journaled as sent
 // too: the same sources on the same state merge to the same result.
 #include <cstdio>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -19,8 +20,9 @@
 #include "server/commands/family_shared/chunk_transfer.h"
 #include "server/commands/command_context.h"
 #include "server/commands/errors.h"
-#include "server/commands/family_shared/family_rows.h"
-#include "server/commands/family_shared/filter_lookup.h"
+#include "server/commands/family_rows.h"
+#include "server/commands/filter_lookup.h"
+#include "server/commands/sources_read_off_loop.h"
 
 namespace bloomgate {
 
@@ -191,6 +193,58 @@ void CmdQuery(CommandContext& ctx) {
   }
 }
 
+// A merged sketch built off the loop: the new sketch, or why not.
+struct MergedSketch {
+  FilterStatus created = FilterStatus::kOk;
+  CountMinSketch::MergeStatus merged = CountMinSketch::MergeStatus::kOk;
+  MemoryRefusal refusal;
+  std::unique_ptr<CountMinSketch> sketch;
+};
+
+// Merges `sources` x `weights` into `dest` off the event loop when it is big
+// (CommandContext::WouldPark): inline, a merge into a huge sketch stalled
+// its loop 7 s. The maker builds the merged cells into a new sketch of
+// dest's shape, reading the sources in place (sources_read_off_loop.h), and
+// this run's second pass puts it in dest's place under dest's lock; the
+// old cells are freed off the loop. While it is built the new sketch is
+// charged beside dest's (an inline merge writes dest in place). True when
+// it replied or parked; false when the merge is small: the caller merges.
+bool MergeOffLoop(CommandContext& ctx, const EntryPtr& dest, const std::vector<EntryPtr>& holders,
+                  const std::vector<int64_t>& weights) {
+  uint64_t bytes = 0;
+  const std::vector<EntryPtr> distinct = DistinctSources(holders, &bytes);
+  if (!ctx.HasMadeFilter() && !ctx.WouldPark(bytes)) return false;
+  const CountMinSketch& target = *dest->get<CountMinSketch>();
+  auto build = [holders, weights, width = target.width(), depth = target.depth(),
+                scheme = target.scheme(), limits = ctx.server.filter_limits(),
+                budget = &ctx.server.budget] {
+    MergedSketch result;
+    result.created = CountMinSketch::Create(width, depth, limits, budget, &result.sketch,
+                                            &result.refusal, scheme);
+    if (result.created != FilterStatus::kOk) return result;
+    std::vector<const CountMinSketch*> sources;
+    for (const EntryPtr& holder : holders) sources.push_back(holder->get<CountMinSketch>());
+    result.merged = result.sketch->Merge(sources, weights);
+    if (result.merged != CountMinSketch::MergeStatus::kOk) result.sketch.reset();
+    return result;
+  };
+  MergedSketch made;
+  if (!BuildFromSourcesOffLoop(ctx, bytes, distinct, build, &made)) return true;  // parked
+  if (made.created != FilterStatus::kOk) {
+    ctx.Fail(errors::MemoryRefused(errors::kCmsInsufficientMemory, made.refusal,
+                                   /*growth=*/false));
+    return true;
+  }
+  if (made.merged != CountMinSketch::MergeStatus::kOk) {
+    ctx.Fail(errors::kCmsMergeOverflow);  // nothing changed
+    return true;
+  }
+  AnyFilter old = dest->ReplaceFilter(AnyFilter(std::move(made.sketch)));
+  ctx.server.lazy_freer.Free(std::make_shared<AnyFilter>(std::move(old)));
+  ctx.reply.Ok();
+  return true;
+}
+
 // CMS.MERGE destination numKeys source [source ...] [WEIGHTS weight [weight ...]]
 void CmdMerge(CommandContext& ctx) {
   EntryPtr dest = FindSketch(ctx, ctx.args[1]);
@@ -257,6 +311,7 @@ void CmdMerge(CommandContext& ctx) {
     sources.push_back(sketch);
     weights.push_back(weight);
   }
+  if (MergeOffLoop(ctx, dest, holders, weights)) return;
   CountMinSketch& target = *dest->get<CountMinSketch>();
   if (target.Merge(sources, weights) != CountMinSketch::MergeStatus::kOk) {
     ctx.Fail(errors::kCmsMergeOverflow);  // nothing changed

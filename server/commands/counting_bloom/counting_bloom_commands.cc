@@ -341,7 +341,9 @@ void CmdMerge(CommandContext& ctx) {
   keys.reserve(ctx.args.size() - 1);
   for (size_t i = 1; i < ctx.args.size(); ++i) keys.push_back(ctx.Key(ctx.args[i]));
   FilterStore store = StoreFor(ctx);
-  MergeResult result = MergeCounting(store, keys[0], std::span<const KeyRef>(keys).subspan(1));
+  MergeResult result =
+      MergeCounting(store, keys[0], std::span<const KeyRef>(keys).subspan(1), &ctx);
+  if (result.parked) return;  // runs again once its new dest is built
   if (result.status != BloomStatus::kOk) {
     ctx.Fail(MergeFailureText("CBF.MERGE", result));
     return;

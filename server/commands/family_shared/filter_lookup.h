@@ -108,7 +108,8 @@ Lookup FindFilter(FilterStore& store, const KeyRef& key, EntryPtr* entry) {
   }
   // A snapshot may still owe itself a copy of this filter as it was at its
   // cut; a write makes that copy first (for Bloom filters, armed only by a
-  // big COPY, server/commands/keys/key_copy_commands.cc). A big one was usually made already by the
+  // big COPY, server/commands/keys/key_copy_commands.cc), and waits for a read
+  // off the loop (a merge building its new dest: KeyEntry::BeginOffLoopRead). A big one was usually made already by the
   // snapshot copier while the writer was parked (command_dispatcher.cc);
   // this is the path for small ones and for a cut that came in between. A
   // copy that does not fit maxmemory refuses the write, which changes nothing.

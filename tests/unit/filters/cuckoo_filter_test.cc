@@ -5,10 +5,12 @@
 #include "filters/cuckoo_filter.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -546,6 +548,46 @@ TEST(CuckooFilter, SubFilterSizesForAnyIndexAreTheSaturatedProducts) {
   EXPECT_EQ(CuckooFilter::SubFilterBuckets(1024, 0, 0), 1024u);
   EXPECT_EQ(CuckooFilter::SubFilterBuckets(1024, 0, 5), 0u);
   EXPECT_EQ(CuckooFilter::SubFilterBuckets(0, 3, 7), 0u);
+}
+
+// The bytes this process holds resident (/proc/self/statm), or 0 if unreadable.
+uint64_t ResidentBytes() {
+  std::ifstream statm("/proc/self/statm");
+  uint64_t size = 0, resident = 0;
+  if (!(statm >> size >> resident)) return 0;
+  return resident * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+}
+
+TEST(CuckooFilterGrowth, ABigSubFilterIsAddedWithoutWritingItsPages) {
+  // 8192 one-slot buckets, then 8192 x 32768 = 2^28 of them (256 MiB): the
+  // growth used to zero all 256 MiB where it ran (an event loop: ~105 ms).
+  CuckooFilterOptions options = Options(8192, /*bucket_size=*/1, 20, /*expansion=*/32768);
+  options.hash_seed = 7;  // two filters that fill alike
+  uint64_t growing_add = 0;  // which add grows it
+  {
+    std::unique_ptr<CuckooFilter> probe = MakeFilter(options);
+    ASSERT_NE(probe, nullptr);
+    while (probe->num_filters() == 1 && growing_add < 100'000) {
+      ASSERT_EQ(probe->Add(ItemHash("fill", growing_add++)), FilterStatus::kOk);
+    }
+    ASSERT_EQ(probe->num_filters(), 2u);
+  }
+  MemoryBudget budget(0);
+  std::unique_ptr<CuckooFilter> filter = MakeFilter(options, &budget);
+  ASSERT_NE(filter, nullptr);
+  uint64_t i = 0;
+  while (i + 1 < growing_add) ASSERT_EQ(filter->Add(ItemHash("fill", i++)), FilterStatus::kOk);
+  ASSERT_EQ(filter->num_filters(), 1u);  // the next add grows it
+  const uint64_t resident = ResidentBytes();
+  const uint64_t charged = budget.used();
+  ASSERT_EQ(filter->Add(ItemHash("fill", i++)), FilterStatus::kOk);
+  ASSERT_EQ(filter->num_filters(), 2u);
+  EXPECT_GE(budget.used(), charged + (uint64_t{1} << 28)) << "charged whole at once";
+  EXPECT_LT(ResidentBytes(), resident + (16u << 20)) << "but not written";
+  // Every item is still found; new ones go into the new sub-filter.
+  for (uint64_t j = 0; j < i; ++j) ASSERT_TRUE(filter->MayContain(ItemHash("fill", j))) << j;
+  ASSERT_EQ(filter->Add(ItemHash("new", 0)), FilterStatus::kOk);
+  EXPECT_TRUE(filter->MayContain(ItemHash("new", 0)));
 }
 
 }  // namespace

@@ -5,12 +5,16 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <fstream>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
+#include "../config/temp_dir.h"
+#include "durable_session.h"
 #include "server/commands/errors.h"
 #include "server/keyspace/filter_maker.h"
 #include "../session.h"
@@ -339,6 +343,154 @@ TEST_F(FilterMakerTest, ABigRestoreIsDecodedOffTheLoopAndAKeyCreatedMeanwhileWin
   // With REPLACE it replaces that key.
   EXPECT_EQ(s.Run({"RESTORE", "c", "0", payload, "REPLACE"}), kOk);
   EXPECT_EQ(s.Run({"CF.EXISTS", "c", "x"}), Int(1));
+}
+
+// Two Bloom filters of ~24 MB (0.0001 for 10 million items) and two
+// counting ones of ~5 MB, each with items of its own; one seed, so they merge.
+void MakeMergeSources(Session& s) {
+  for (const char* key : {"a", "b"}) {
+    ASSERT_EQ(s.Run({"BF.RESERVE", key, "0.0001", "10000000", "SEED", "42"}), kOk);
+    ASSERT_EQ(s.Run({"BF.ADD", key, std::string("in-") + key}), Int(1));
+    const std::string counting = std::string("c") + key;
+    ASSERT_EQ(s.Run({"CBF.RESERVE", counting, "0.01", "1000000", "SEED", "42"}), kOk);
+    ASSERT_EQ(s.Run({"CBF.ADD", counting, "both"}), Int(1));
+  }
+}
+
+TEST_F(FilterMakerTest, ABigMergeIntoANewKeyIsBuiltOffTheLoopReadingItsSourcesInPlace) {
+  Session s(server_.get());
+  MakeMergeSources(s);
+  const uint64_t makes = s.makes();
+  const uint64_t used = server_->budget.used();
+  EXPECT_EQ(s.Run({"BF.MERGE", "d", "a", "b"}), kOk);
+  EXPECT_EQ(s.Run({"CBF.MERGE", "cd", "ca", "cb"}), kOk);
+  EXPECT_EQ(s.makes(), makes + 2) << "each merge waited for the maker";
+  EXPECT_EQ(s.Run({"BF.EXISTS", "d", "in-a"}), Int(1));
+  EXPECT_EQ(s.Run({"BF.EXISTS", "d", "in-b"}), Int(1));
+  EXPECT_EQ(s.Run({"BF.INFO", "d", "ITEMS"}), Arr(1) + Int(2));
+  EXPECT_EQ(s.Run({"CBF.COUNT", "cd", "both"}), Int(2));
+  // The sources were read where they are: only the two dests were charged,
+  // no snapshot copy of a source, and none is left held.
+  server_->lazy_freer.WaitIdle();
+  // (~24 MB + ~5 MB; copies of the four sources would add ~58 MB more)
+  EXPECT_LT(server_->budget.used(), used + 40'000'000);
+  for (const char* key : {"a", "b", "ca", "cb"}) {
+    EXPECT_FALSE(server_->keyspace.Find(key, NowMs())->snapshot_copy_owed()) << key;
+  }
+  EXPECT_EQ(s.Run({"BF.ADD", "a", "later"}), Int(1));
+  EXPECT_EQ(s.Run({"BF.EXISTS", "d", "later"}), Int(0));
+  // Into an existing key, and small merges, stay inline.
+  EXPECT_EQ(s.Run({"BF.MERGE", "d", "a"}), kOk);
+  EXPECT_EQ(s.makes(), makes + 2);
+}
+
+TEST_F(FilterMakerTest, AWriteToASourceWhileAMergeReadsItWaitsAndOneAfterItMergesAgain) {
+  Session creator(server_.get());
+  Session writer(server_.get(), /*worker=*/1);
+  MakeMergeSources(creator);
+  std::string out;
+  const Args merge = {"BF.MERGE", "d", "a", "b"};
+  ASSERT_EQ(DispatchOnce(*server_, creator.client(), merge, &out), CommandOutcome::kParked);
+  EXPECT_TRUE(server_->keyspace.Find("a", NowMs())->snapshot_copy_owed())
+      << "the sources' writers must wait for the read";
+  // This write parks until the maker has read the sources (it waits on the
+  // snapshot copier's thread, not on a loop).
+  const uint64_t requests = server_->snapshot_copier.requests();
+  std::thread write([&] { EXPECT_EQ(writer.Run({"BF.ADD", "a", "between"}), Int(1)); });
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (server_->snapshot_copier.requests() == requests &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_GT(server_->snapshot_copier.requests(), requests) << "the write did not wait";
+  creator.client().making->Make();
+  write.join();
+  // The source changed after it was read and before the merge publishes:
+  // the journal has that write first, so the merge is built again.
+  EXPECT_EQ(DispatchOnce(*server_, creator.client(), merge, &out), CommandOutcome::kParked);
+  EXPECT_EQ(out, "");
+  creator.client().making->Make();
+  ASSERT_EQ(DispatchOnce(*server_, creator.client(), merge, &out), CommandOutcome::kDone);
+  EXPECT_EQ(out, kOk);
+  EXPECT_EQ(writer.Run({"BF.EXISTS", "d", "between"}), Int(1));
+  server_->lazy_freer.WaitIdle();
+  EXPECT_FALSE(server_->keyspace.Find("a", NowMs())->snapshot_copy_owed());
+}
+
+TEST_F(FilterMakerTest, AMergeWhoseClientLeftLeavesNoSourceHeld) {
+  Session creator(server_.get());
+  MakeMergeSources(creator);
+  const uint64_t used = server_->budget.used();
+  const uint64_t parks = creator.parks();
+  std::string out;
+  ASSERT_EQ(DispatchOnce(*server_, creator.client(), {"CBF.MERGE", "cd", "ca", "cb"}, &out),
+            CommandOutcome::kParked);
+  // Gone before the maker ran its build: the build is dropped unrun.
+  creator.client().making.reset();
+  EXPECT_FALSE(server_->keyspace.Find("ca", NowMs())->snapshot_copy_owed());
+  EXPECT_EQ(creator.Run({"CBF.ADD", "ca", "x"}), Int(1));
+  EXPECT_EQ(creator.parks(), parks) << "the write did not wait";
+  EXPECT_EQ(server_->budget.used(), used);
+  EXPECT_EQ(server_->keyspace.Find("cd", NowMs()), nullptr);
+}
+
+TEST_F(FilterMakerTest, ABigCmsMergeIsBuiltOffTheLoopAndTakesTheDestsPlace) {
+  Session s(server_.get());
+  Session writer(server_.get(), /*worker=*/1);
+  // 1,000,000 x 4 cells of 4 bytes: 16 MB each.
+  for (const char* key : {"src", "dst"}) {
+    ASSERT_EQ(s.Run({"CMS.INITBYDIM", key, "1000000", "4"}), kOk);
+  }
+  ASSERT_EQ(s.Run({"CMS.INCRBY", "src", "x", "3"}), Arr(1) + Int(3));
+  ASSERT_EQ(s.Run({"CMS.INCRBY", "dst", "y", "1"}), Arr(1) + Int(1));
+  ASSERT_EQ(s.Run({"PEXPIRE", "dst", "100000"}), Int(1));
+  std::string out;
+  const Args merge = {"CMS.MERGE", "dst", "2", "src", "dst", "WEIGHTS", "2", "1"};
+  ASSERT_EQ(DispatchOnce(*server_, s.client(), merge, &out), CommandOutcome::kParked);
+  EXPECT_TRUE(server_->keyspace.Find("src", NowMs())->snapshot_copy_owed());
+  s.client().making->Make();
+  // A write to a source after it was read: the merge is built again, so it
+  // holds what the journal shows before it.
+  EXPECT_EQ(writer.Run({"CMS.INCRBY", "src", "x", "1"}), Arr(1) + Int(4));
+  ASSERT_EQ(DispatchOnce(*server_, s.client(), merge, &out), CommandOutcome::kParked);
+  s.client().making->Make();
+  ASSERT_EQ(DispatchOnce(*server_, s.client(), merge, &out), CommandOutcome::kDone);
+  EXPECT_EQ(out, kOk);
+  EXPECT_EQ(s.Run({"CMS.QUERY", "dst", "x", "y"}), Arr(2) + Int(8) + Int(1));
+  EXPECT_NE(s.Run({"CMS.INFO", "dst"}).find(":9\r\n"), std::string::npos) << "count 2x4 + 1";
+  const std::string ttl = s.Run({"PTTL", "dst"});
+  EXPECT_TRUE(ttl.starts_with(":9") || ttl == Int(100000)) << "kept its deadline: " << ttl;
+  server_->lazy_freer.WaitIdle();
+  EXPECT_FALSE(server_->keyspace.Find("src", NowMs())->snapshot_copy_owed());
+  EXPECT_LT(server_->budget.used(), 2 * 16'100'000u) << "the old cells were freed";
+  // An overflow found off the loop refuses the merge and changes nothing.
+  ASSERT_EQ(s.Run({"CMS.INCRBY", "src", "big", "4000000000"}), Arr(1) + Int(4000000000));
+  EXPECT_EQ(s.Run({"CMS.MERGE", "dst", "1", "src", "WEIGHTS", "2"}), Err(errors::kCmsMergeOverflow));
+  EXPECT_EQ(s.Run({"CMS.QUERY", "dst", "x"}), Arr(1) + Int(8));
+}
+
+TEST_F(FilterMakerTest, AMergeBuiltOffTheLoopReplaysToTheSameDest) {
+  testutil::TempDir dir;
+  const ServerConfig config = DurableConfigIn(dir, ServerConfig::AppendFsync::kAlways);
+  std::string items, count;
+  {
+    auto server = StartOn(config, DefaultFileSystem());
+    Session s(server.get());
+    MakeMergeSources(s);
+    EXPECT_EQ(RunDurably(*server, s, {"BF.MERGE", "d", "a", "b"}), kOk);
+    EXPECT_EQ(RunDurably(*server, s, {"CBF.MERGE", "cd", "ca", "cb"}), kOk);
+    EXPECT_GE(s.makes(), 2u);
+    items = s.Run({"BF.INFO", "d", "ITEMS"});
+    count = s.Run({"CBF.COUNT", "cd", "both"});
+    EXPECT_EQ(count, Int(2));
+  }
+  // Replayed from the log: the dests' creation records describe them
+  // empty, as created, and the merges fill them again.
+  auto server = StartOn(config, DefaultFileSystem());
+  Session s(server.get());
+  EXPECT_EQ(s.Run({"BF.INFO", "d", "ITEMS"}), items);
+  EXPECT_EQ(s.Run({"CBF.COUNT", "cd", "both"}), count);
+  EXPECT_EQ(s.Run({"BF.EXISTS", "d", "in-b"}), Int(1));
 }
 
 TEST_F(FilterMakerTest, AStoppedMakerRefusesWorkAndCommandsBuildInline) {
