@@ -16,7 +16,7 @@
 #include "persistence/filter_codec.h"
 #include "server/commands/command_context.h"
 #include "server/commands/errors.h"
-#include "server/commands/sources_read_off_loop.h"
+#include "server/commands/family_shared/sources_read_off_loop.h"
 
 namespace bloomgate {
 namespace {

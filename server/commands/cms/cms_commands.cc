@@ -20,9 +20,9 @@
 #include "server/commands/family_shared/chunk_transfer.h"
 #include "server/commands/command_context.h"
 #include "server/commands/errors.h"
-#include "server/commands/family_rows.h"
-#include "server/commands/filter_lookup.h"
-#include "server/commands/sources_read_off_loop.h"
+#include "server/commands/family_shared/family_rows.h"
+#include "server/commands/family_shared/filter_lookup.h"
+#include "server/commands/family_shared/sources_read_off_loop.h"
 
 namespace bloomgate {
 

@@ -13,8 +13,8 @@
 #include <thread>
 #include <vector>
 
-#include "../config/temp_dir.h"
-#include "durable_session.h"
+#include "../../config/temp_dir.h"
+#include "../durable_session.h"
 #include "server/commands/errors.h"
 #include "server/keyspace/filter_maker.h"
 #include "../session.h"

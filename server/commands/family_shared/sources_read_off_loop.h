@@ -11,7 +11,7 @@
 // was read, unchanged (KeyEntry::version): a write that ran between the read
 // and the second run is journaled before this command, so a replay would
 // read the written source; then the result is built again (as COPY copies
-// again, server/commands/key_copy_commands.cc).
+// again, server/commands/keys/key_copy_commands.cc).
 #pragma once
 
 #include <algorithm>
