@@ -162,7 +162,10 @@ class RedisCliHints(ServerTestCase):
 # subcommands): any other command documented without arguments is a gap.
 NO_ARGUMENTS = {"ACL", "BGREWRITEAOF", "CLIENT", "COMMAND", "CONFIG", "DBSIZE", "DISCARD",
                 "EXEC", "LASTSAVE", "LATENCY", "MEMORY", "MODULE", "MONITOR", "MULTI", "OBJECT", "QUIT",
-                "PUBSUB", "RANDOMKEY", "RESET", "SAVE", "SLOWLOG", "TIME", "UNWATCH"}
+                "PUBSUB", "RANDOMKEY", "RESET", "ROLE", "SAVE", "SLOWLOG", "TIME", "UNWATCH",
+                # Replication's internal command: Redis's COMMAND DOCS lists no
+                # arguments for it either (replicas send it, people do not).
+                "REPLCONF"}
 
 
 if __name__ == "__main__":
