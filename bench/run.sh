@@ -95,6 +95,11 @@ if [[ $mode == smoke ]]; then
   # Fails if migrate cannot copy a 100,000-item filter between two servers.
   run_logged "$out/migrate.txt" /usr/bin/python3 bench/migrate_bench.py --smoke --bin "$bin"
   tail -n 1 "$out/migrate.txt"
+  echo "== sketch_cost_bench.py --smoke (output in $out)"
+  # TDIGEST.ADD beside CMS.INCRBY; fails if a row errs or leaves no observations.
+  run_logged "$out/sketch-cost.txt" /usr/bin/python3 bench/sketch_cost_bench.py --smoke \
+    --bin "$bin"
+  tail -n 1 "$out/sketch-cost.txt"
   echo "== cdn_admission_bench.py --smoke (output in $out)"
   # Four servers, two tiny traces (~5 s); fails if a server dies or a reply is wrong.
   run_logged "$out/cdn.txt" /usr/bin/python3 bench/cdn_admission_bench.py --smoke --bin "$bin" \
