@@ -140,6 +140,13 @@ class SentinelProcess:
     def _fields(self, entry):
         return entry if isinstance(entry, dict) else dict(zip(entry[::2], entry[1::2]))
 
+    def my_id(self):
+        return self.client.execute_command("SENTINEL", "MYID")
+
+    def other_ids(self):
+        entries = self.client.execute_command("SENTINEL", "SENTINELS", MASTER_NAME)
+        return {self._fields(entry)["runid"] for entry in entries}
+
     def knows(self, sentinels, replicas):
         """This Sentinel lists `sentinels` other Sentinels and `replicas` replicas."""
         others = self.client.execute_command("SENTINEL", "SENTINELS", MASTER_NAME)
