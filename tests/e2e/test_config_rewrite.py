@@ -95,12 +95,17 @@ class ConfigRewriteTest(unittest.TestCase):
 
 class FailoverTransactionTest(unittest.TestCase):
 
-    def test_sentinel_reconfiguration_is_accepted_whole(self):
+    def config_file(self, text):
+        """A YAML file holding `text`, deleted with the test."""
         tmp = tempfile.TemporaryDirectory(prefix="bloomgate-failover-")
         self.addCleanup(tmp.cleanup)
         path = os.path.join(tmp.name, "bloomgate.yaml")
         with open(path, "w") as f:
-            f.write("# promoted by Sentinel\ntimeout: 0\n")
+            f.write(text)
+        return path
+
+    def test_sentinel_reconfiguration_is_accepted_whole(self):
+        path = self.config_file("# promoted by Sentinel\ntimeout: 0\n")
         with BloomgateServer(["--config", path, "--threads", "2"]) as server:
             normal = RawConnection(server.port)
             self.addCleanup(normal.close)
@@ -127,11 +132,7 @@ class FailoverTransactionTest(unittest.TestCase):
                 self.assertTrue(f.read().startswith("# promoted by Sentinel\ntimeout: 0\n"))
 
     def test_slaveof_inside_the_transaction_follows_then_promotes(self):
-        tmp = tempfile.TemporaryDirectory(prefix="bloomgate-failover-")
-        self.addCleanup(tmp.cleanup)
-        path = os.path.join(tmp.name, "bloomgate.yaml")
-        with open(path, "w") as f:
-            f.write("timeout: 0\n")
+        path = self.config_file("timeout: 0\n")
         with BloomgateServer() as primary, BloomgateServer(["--config", path]) as replica:
             primary.client().execute_command("BF.ADD", "bf", "a")
             sentinel = RawConnection(replica.port)
