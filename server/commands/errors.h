@@ -39,6 +39,11 @@ inline constexpr std::string_view kLoading = "LOADING Bloomgate is loading the d
 inline constexpr std::string_view kReadOnlyReplica =
     "READONLY You can't write against a read only replica.";
 inline constexpr std::string_view kNoReplicas = "NOREPLICAS Not enough good replicas to write.";
+// Redis 7.0 (replication.c) refuses WAIT on a replica before reading its arguments.
+inline constexpr std::string_view kWaitOnReplica =
+    "ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 "
+    "if a replica is configured to be writable (which is not the default) writes to replicas "
+    "are just local and are not propagated.";
 inline constexpr std::string_view kReplicaOfWhileReplicaLink =
     "ERR Command is not valid when client is a replica.";
 inline std::string UnrecognizedReplconfOption(std::string_view option) {

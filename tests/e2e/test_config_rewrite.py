@@ -95,12 +95,17 @@ class ConfigRewriteTest(unittest.TestCase):
 
 class FailoverTransactionTest(unittest.TestCase):
 
-    def test_sentinel_reconfiguration_is_accepted_whole(self):
+    def config_file(self, text):
+        """A YAML file holding `text`, deleted with the test."""
         tmp = tempfile.TemporaryDirectory(prefix="bloomgate-failover-")
         self.addCleanup(tmp.cleanup)
         path = os.path.join(tmp.name, "bloomgate.yaml")
         with open(path, "w") as f:
-            f.write("# promoted by Sentinel\ntimeout: 0\n")
+            f.write(text)
+        return path
+
+    def test_sentinel_reconfiguration_is_accepted_whole(self):
+        path = self.config_file("# promoted by Sentinel\ntimeout: 0\n")
         with BloomgateServer(["--config", path, "--threads", "2"]) as server:
             normal = RawConnection(server.port)
             self.addCleanup(normal.close)
@@ -125,6 +130,29 @@ class FailoverTransactionTest(unittest.TestCase):
             self.assertEqual(sentinel.call("PING"), "PONG")
             with open(path) as f:
                 self.assertTrue(f.read().startswith("# promoted by Sentinel\ntimeout: 0\n"))
+
+    def test_slaveof_inside_the_transaction_follows_then_promotes(self):
+        path = self.config_file("timeout: 0\n")
+        with BloomgateServer() as primary, BloomgateServer(["--config", path]) as replica:
+            primary.client().execute_command("BF.ADD", "bf", "a")
+            sentinel = RawConnection(replica.port)
+            self.addCleanup(sentinel.close)
+            for target in (("127.0.0.1", str(primary.port)), ("NO", "ONE")):
+                self.assertEqual(sentinel.call("MULTI"), "OK")
+                for command in (("SLAVEOF", *target), ("CONFIG", "REWRITE"),
+                                ("CLIENT", "KILL", "TYPE", "normal"),
+                                ("CLIENT", "KILL", "TYPE", "pubsub")):
+                    self.assertEqual(sentinel.call(*command), "QUEUED", command)
+                replies = sentinel.call("EXEC")
+                self.assertEqual(replies[:2], ["OK", "OK"], target)
+                if target[0] != "NO":
+                    wait_until(lambda: replica.client().exists("bf") == 1, 10.0,
+                               what="the replica to sync from the primary")
+                    self.assertEqual(replica.client().info("replication")["master_port"],
+                                     primary.port)
+            self.assertEqual(replica.client().info("replication")["role"], "master")
+            with open(path) as f:
+                self.assertNotIn("replicaof", f.read())
 
     def test_every_client_type_is_accepted_with_redis_replies(self):
         with BloomgateServer() as server:

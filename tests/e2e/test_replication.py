@@ -162,6 +162,15 @@ class ReplicationTest(unittest.TestCase):
             with self.assertRaises(redis.exceptions.ReadOnlyError) as refused:
                 r1.client().execute_command("BF.ADD", "bf:after", "new")
             self.assertIn("You can't write against a read only replica.", str(refused.exception))
+            # WAIT is refused on a replica before its arguments are read, as in Redis.
+            for args in (("1", "100"), ("x", "y")):
+                with self.assertRaises(redis.exceptions.ResponseError) as refused:
+                    r1.client().execute_command("WAIT", *args)
+                self.assertEqual(
+                    str(refused.exception),
+                    "WAIT cannot be used with replica instances. Please also note that since "
+                    "Redis 4.0 if a replica is configured to be writable (which is not the "
+                    "default) writes to replicas are just local and are not propagated.")
             self.assertIn("flags=M",
                           r1.client().execute_command("CLIENT", "LIST", "TYPE", "master").decode())
             self.assertIn("flags=S", p.execute_command("CLIENT", "LIST", "TYPE", "replica").decode())

@@ -132,6 +132,10 @@ void CmdPsync(CommandContext& ctx) {
 // before it. The dispatcher parks the client until enough did or the
 // timeout passed (never its loop); inside EXEC it answers at once.
 void CmdWait(CommandContext& ctx) {
+  if (ctx.server.replication->is_replica()) {
+    ctx.Fail(errors::kWaitOnReplica);
+    return;
+  }
   int64_t replicas = 0, timeout_ms = 0;
   if (!ParseInt64(ctx.args[1], &replicas) || !ParseInt64(ctx.args[2], &timeout_ms)) {
     ctx.Fail(errors::kNotInteger);

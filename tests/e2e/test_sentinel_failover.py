@@ -1,0 +1,106 @@
+"""Failover by Debian's redis-sentinel: a Bloomgate primary with two replicas
+and three Sentinels (quorum 2, down-after-milliseconds 1000). A redis-py
+Sentinel client writes BF.ADD throughout, each write followed by WAIT 1.
+kill -9 of the primary: a replica is promoted, the other follows it, the old
+primary restarted on its port rejoins as a replica and catches up, and every
+write acknowledged by WAIT 1 is on the new primary."""
+
+import os
+import shutil
+import tempfile
+import time
+import unittest
+
+from harness import wait_until
+from sentinel_cluster import (FAILOVER_DEADLINE_S, FILTER_KEY, REJOIN_DEADLINE_S, FailoverSet,
+                              Writer)
+
+WRITES_BEFORE_KILL = 200
+BATCH = 1000
+
+
+@unittest.skipUnless(shutil.which("redis-sentinel"), "redis-sentinel is not installed")
+class SentinelFailoverTest(unittest.TestCase):
+
+    def test_kill9_of_the_primary_promotes_a_replica_and_loses_no_waited_write(self):
+        tmp = tempfile.TemporaryDirectory(prefix="bloomgate-failover-")
+        self.addCleanup(tmp.cleanup)
+        cluster = FailoverSet(tmp.name)
+        self.addCleanup(cluster.stop)
+        try:
+            self.run_failover(cluster)
+        except Exception:
+            print(cluster.logs())
+            raise
+
+    def run_failover(self, cluster):
+        cluster.start()
+        old = cluster.nodes[0]
+        self.assertEqual(cluster.master_everywhere(), ("127.0.0.1", old.port))
+        writer = Writer(cluster.sentinel_client())
+        writer.start()
+        self.addCleanup(writer.stop)
+        wait_until(lambda: len(writer.waited) >= WRITES_BEFORE_KILL, 30.0, interval_s=0.05,
+                   what="writes acknowledged by WAIT 1 before the kill")
+
+        old_pid = old.kill9()
+        # After the process is reaped: a write sent later cannot reach it.
+        killed_at = time.monotonic()
+        self.assertFalse(old.alive())
+        with self.assertRaises(ProcessLookupError):
+            os.kill(old_pid, 0)
+
+        def promoted():
+            address = cluster.master_everywhere()
+            return address is not None and address[1] != old.port
+        wait_until(promoted, FAILOVER_DEADLINE_S, interval_s=0.05,
+                   what="the sentinels to agree on a new master")
+        new = cluster.node_on(cluster.master_everywhere()[1])
+        other = next(n for n in cluster.nodes if n not in (old, new))
+        wait_until(lambda: writer.first_ok_after(killed_at) is not None, FAILOVER_DEADLINE_S,
+                   interval_s=0.02, what="a write through the Sentinel client after the kill")
+        failover_s = writer.first_ok_after(killed_at) - killed_at
+        print(f"failover: {failover_s:.3f} s from kill -9 to the first write")
+        self.assertEqual(new.replication()["role"], "master")
+        with new.client() as c:
+            self.assertEqual(c.execute_command("ROLE")[0], "master")
+
+        def follows_new():
+            fields = other.replication()
+            return (fields["role"] == "slave" and int(fields["master_port"]) == new.port
+                    and fields["master_link_status"] == "up")
+        wait_until(follows_new, FAILOVER_DEADLINE_S, interval_s=0.1,
+                   what="the other replica to follow the new master")
+
+        old.start()
+
+        def old_rejoined():
+            fields = old.replication()
+            return (fields["role"] == "slave" and int(fields["master_port"]) == new.port
+                    and fields["master_link_status"] == "up")
+        wait_until(old_rejoined, REJOIN_DEADLINE_S, interval_s=0.1,
+                   what="the old primary to rejoin as a replica of the new one")
+        # More writes after the rejoin, then stop writing and compare.
+        after = len(writer.waited)
+        wait_until(lambda: len(writer.waited) >= after + 50, 30.0, interval_s=0.05,
+                   what="writes acknowledged by WAIT 1 after the rejoin")
+        writer.stop()
+
+        with new.client() as c:
+            waited = list(writer.waited)
+            present = []
+            for i in range(0, len(waited), BATCH):
+                present += c.execute_command("BF.MEXISTS", FILTER_KEY, *waited[i:i + BATCH])
+            missing = [item for item, there in zip(waited, present) if not there]
+            self.assertEqual(missing, [], f"{len(missing)} of {len(waited)} waited writes lost")
+            target = int(c.info("replication")["master_repl_offset"])
+        for node in (other, old):
+            wait_until(lambda n=node: int(n.replication()["slave_repl_offset"]) == target,
+                       REJOIN_DEADLINE_S, interval_s=0.1,
+                       what=f"replica on port {node.port} to catch up")
+            with node.client() as c, new.client() as p:
+                self.assertEqual(c.dump(FILTER_KEY), p.dump(FILTER_KEY))
+
+
+if __name__ == "__main__":
+    unittest.main()
