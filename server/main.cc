@@ -257,6 +257,13 @@ int main(int argc, char** argv) {
     spdlog::info("maxmemory not set: using 3/4 of {} ({} bytes) = {} bytes", limit.source,
                  limit.bytes, derived);
   }
+  // A replica applies its primary's stream through the one replay path,
+  // as a journaled origin (its log and its own replicas get the records).
+  // Set before the port serves: a REPLICAOF sent the moment loading ends
+  // starts a link thread that calls it at once.
+  JournalApplier stream_applier(context, JournalOrigin::kReplication);
+  context.replication->set_applier(
+      [&stream_applier](std::string_view framed) { return stream_applier.ApplyFramed(framed); });
   context.durability->BeginLoading();
   server.Start();
   Status loaded = LoadDurableState(context);
@@ -277,11 +284,6 @@ int main(int argc, char** argv) {
     return 1;
   }
   spdlog::info("ready to accept commands");
-  // A replica applies its primary's stream through the one replay path,
-  // as a journaled origin (its log and its own replicas get the records).
-  JournalApplier stream_applier(context, JournalOrigin::kReplication);
-  context.replication->set_applier(
-      [&stream_applier](std::string_view framed) { return stream_applier.ApplyFramed(framed); });
   context.replication->Start();
   server.Wait();
   // Before the final save: a full sync holds the saves' lock while it streams.
