@@ -812,7 +812,7 @@ const std::vector<ConfigParam>& BuildTable() {
        /*runtime_settable=*/true, ConfigType::kInteger, "<0-10000>",
        [](C* c, V v, S* e) { return SetInteger(v, 0, kMaxMetricsTopFilters, &c->metrics_top_filters, e); },
        [](const C& c) { return std::to_string(c.metrics_top_filters); }},
-      {"replicaof", "\"<host> <port>\" of the primary to follow at start-up; \"\" = a primary",
+      {"replicaof", "\"<host> <port>\" of the primary this server follows (REPLICAOF sets it); \"\" = a primary",
        /*runtime_settable=*/false, ConfigType::kString, "\"<host> <port>\"",
        [](C* c, V v, S* e) { return SetReplicaOf(v, &c->replicaof, e); },
        [](const C& c) { return c.replicaof; }},

@@ -41,6 +41,14 @@ class RuntimeConfig {
   bool Set(const std::vector<std::pair<std::string, std::string>>& pairs,
            std::string* error, ServerConfig* changed, const Applier& apply = nullptr);
 
+  // Records a setting that a command changed by acting, not through CONFIG
+  // SET (REPLICAOF sets `replicaof`, as in Redis), so CONFIG GET and CONFIG
+  // REWRITE show the running state. `record` must not call Get() or Set().
+  void Record(const std::function<void(ServerConfig&)>& record) {
+    std::unique_lock lock(mutex_);
+    record(config_);
+  }
+
  private:
   mutable std::shared_mutex mutex_;
   ServerConfig config_;

@@ -145,14 +145,23 @@ class FailoverTransactionTest(unittest.TestCase):
                     self.assertEqual(sentinel.call(*command), "QUEUED", command)
                 replies = sentinel.call("EXEC")
                 self.assertEqual(replies[:2], ["OK", "OK"], target)
+                with open(path) as f:
+                    written = f.read()
+                # The file says where the node follows, so a node Sentinel
+                # reconfigured restarts in its new role.
+                following = rf'(?m)^replicaof: "?127\.0\.0\.1 {primary.port}"?$'
                 if target[0] != "NO":
                     wait_until(lambda: replica.client().exists("bf") == 1, 10.0,
                                what="the replica to sync from the primary")
                     self.assertEqual(replica.client().info("replication")["master_port"],
                                      primary.port)
+                    self.assertRegex(written, following)
+                    self.assertEqual(replica.client().config_get("replicaof")["replicaof"],
+                                     f"127.0.0.1 {primary.port}")
+                else:
+                    self.assertNotRegex(written, following)
+                    self.assertEqual(replica.client().config_get("replicaof")["replicaof"], "")
             self.assertEqual(replica.client().info("replication")["role"], "master")
-            with open(path) as f:
-                self.assertNotIn("replicaof", f.read())
 
     def test_every_client_type_is_accepted_with_redis_replies(self):
         with BloomgateServer() as server:

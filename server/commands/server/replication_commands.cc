@@ -31,6 +31,7 @@ void CmdReplicaOf(CommandContext& ctx) {
   Replication& replication = *ctx.server.replication;
   if (IsWord(ctx.args[1], "no") && IsWord(ctx.args[2], "one")) {
     replication.Unfollow();
+    ctx.server.config.Record([](ServerConfig& config) { config.replicaof.clear(); });
     ctx.reply.Ok();
     return;
   }
@@ -46,6 +47,11 @@ void CmdReplicaOf(CommandContext& ctx) {
     return;
   }
   replication.Follow(host, static_cast<uint16_t>(port));
+  // What CONFIG REWRITE writes, so a node Sentinel reconfigured restarts
+  // in its new role.
+  ctx.server.config.Record([&](ServerConfig& config) {
+    config.replicaof = host + " " + std::to_string(port);
+  });
   ctx.reply.Ok();
 }
 
