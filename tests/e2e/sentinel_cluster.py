@@ -34,9 +34,12 @@ TOPOLOGY_DEADLINE_S = 30.0
 # be retried after 2 x failover-timeout if a first attempt stalls; doubled
 # for 2 shared cores.
 FAILOVER_DEADLINE_S = 2 * (DOWN_AFTER_MS / 1000 + 1 + 2 * FAILOVER_TIMEOUT_MS / 1000)
-# A returning old master is reconfigured on the next INFO (every 10 s), then
-# it syncs: two periods plus the failover-timeout.
-REJOIN_DEADLINE_S = 20 + FAILOVER_TIMEOUT_MS / 1000 + 10
+# A returning old master is reconfigured once Sentinel has seen it report
+# the master role for four hello periods (8 s, sentinel.c's wait before a
+# convert-to-slave) on an INFO it reads every 10 s, then it syncs: those,
+# doubled for 2 shared cores (a run at 35 s timed out once), plus the
+# failover-timeout and 10 s for the sync.
+REJOIN_DEADLINE_S = 2 * (8 + 10) + FAILOVER_TIMEOUT_MS / 1000 + 10
 
 
 class Node:
