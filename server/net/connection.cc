@@ -65,6 +65,8 @@ constexpr uint64_t kUnauthenticatedMaxBulk = 16 * 1024;
 // its socket and ~83 KB of TLS buffers, not a maxclients slot (the client is
 // unregistered when the close begins).
 constexpr auto kCloseNotifyWait = std::chrono::milliseconds(1000);
+// How long a killed client's write in flight may take before it is dropped.
+constexpr auto kKilledWriteWait = std::chrono::milliseconds(1000);
 
 // How long a connection the server closes keeps reading, and dropping, what
 // its peer still sends after the server's FIN. Closing a socket with unread
@@ -377,10 +379,19 @@ void StreamConnection<Stream>::Kill() {
     return;
   }
   if (write_in_flight_) {
-    // As Redis frees a killed client with its output unsent: a write in
-    // flight may never finish (a subscriber that stopped reading, its socket
-    // full), so waiting for it would keep a killed client forever.
-    Close();
+    // Its write in flight finishes first and then it closes (under TLS with
+    // a close_notify), as after QUIT. But that write may never finish (a
+    // subscriber that stopped reading, its socket full): past
+    // kKilledWriteWait its output is dropped, as Redis frees a killed client
+    // with its output unsent. shutdown_timer_ is free until Close uses it,
+    // which cancels this wait.
+    client_.close_after_reply = true;
+    NoteCloseAfterReply();
+    auto self = shared_from_this();
+    shutdown_timer_.expires_after(kKilledWriteWait);
+    shutdown_timer_.async_wait([this, self](const boost::system::error_code& ec) {
+      if (!ec && !closed_) Close();
+    });
     return;
   }
   if (awaiting_log_ || parked_) {
