@@ -151,8 +151,12 @@ class FailoverTransactionTest(unittest.TestCase):
                 # reconfigured restarts in its new role.
                 following = rf'(?m)^replicaof: "?127\.0\.0\.1 {primary.port}"?$'
                 if target[0] != "NO":
-                    wait_until(lambda: replica.client().exists("bf") == 1, 10.0,
-                               what="the replica to sync from the primary")
+                    def synced():
+                        try:
+                            return replica.client().exists("bf") == 1
+                        except redis.BusyLoadingError:  # -LOADING while the sync loads
+                            return False
+                    wait_until(synced, 10.0, what="the replica to sync from the primary")
                     self.assertEqual(replica.client().info("replication")["master_port"],
                                      primary.port)
                     self.assertRegex(written, following)
