@@ -13,13 +13,19 @@ std::atomic<FilterMaker*> installed{nullptr};
 }  // namespace
 
 bool FilterMaker::Make(std::shared_ptr<MadeFilter> made, std::function<void()> done) {
-  return jobs_.Submit([this, made = std::move(made), done = std::move(done)] {
+  return jobs_.Submit([this, made = std::move(made), done = std::move(done)]() mutable {
     {
       // Fault the filter's big arrays in here, 2 MiB pages and all, rather
       // than under its first adds on the loop (internal::SmallPagesScope).
       internal::PopulateFreshArraysScope populate;
       made->Make();
     }
+    // This thread's reference goes before the connection resumes, so what
+    // the build holds (a merge's read holds on its sources, their entries)
+    // is released with the connection's reference, never after: a job
+    // closure freed late on this thread could outlive the server whose
+    // keys and memory budget those are.
+    made.reset();
     made_.fetch_add(1, std::memory_order_relaxed);
     done();
   });
