@@ -4,42 +4,61 @@
 
 #include <atomic>
 #include <filesystem>
+#include <memory>
 
 namespace bloomgate {
 namespace {
 
-// Unique within the process; the pid makes it unique across processes.
+// Unique within the process (fetch_add never hands out a value twice); the
+// pid makes the name unique across processes.
 std::atomic<uint64_t> replace_counter{0};
 
 }  // namespace
 
-Status ReplaceFile(FileSystem& fs, const std::string& path, std::string_view contents) {
-  std::string dir = std::filesystem::path(path).parent_path().string();
-  if (dir.empty()) dir = ".";
+Status ReplaceFileWith(FileSystem& fs, const std::string& dir, const std::string& filename,
+                       const std::string& context, const ContentsWriter& write) {
+  const std::string final_path = JoinPath(dir, filename);
   const std::string temp_path =
-      path + ".tmp." + std::to_string(::getpid()) + "." +
-      std::to_string(replace_counter.fetch_add(1, std::memory_order_relaxed));
+      JoinPath(dir, filename + std::string(kReplaceTempInfix) + std::to_string(::getpid()) + "." +
+                        std::to_string(replace_counter.fetch_add(1, std::memory_order_relaxed)));
   std::unique_ptr<WritableFile> file;
   Status step = fs.CreateNew(temp_path, &file);
-  if (!step.ok()) return step.WithContext(path + " failed at create: ");
+  // Nothing to remove: a failed exclusive create made no file of ours.
+  if (!step.ok()) return step.WithContext(context + " failed at create: ");
+  // Every failure before the rename ends here: the temporary goes, the old
+  // file was never touched.
   auto abandon = [&](std::string_view what, const Status& why) {
-    file.reset();
-    std::string message = path + " failed at " + std::string(what) + ": " + why.message();
+    file.reset();  // closes the descriptor; a close error adds nothing now
+    std::string message = context + " failed at " + std::string(what) + ": " + why.message();
     Status removed = fs.Remove(temp_path);
     if (!removed.ok()) message += "; the temporary was not removed: " + removed.message();
     return Status::Error(std::move(message));
   };
-  step = file->Append(contents);
-  if (!step.ok()) return abandon("write", step);
+  std::string failed_step = "write";
+  step = write(*file, &failed_step);
+  if (!step.ok()) return abandon(failed_step, step);
   step = file->Sync();
   if (!step.ok()) return abandon("fsync", step);
   step = file->Close();
   if (!step.ok()) return abandon("close", step);
-  step = fs.Rename(temp_path, path);
+  step = fs.Rename(temp_path, final_path);
   if (!step.ok()) return abandon("rename", step);
   step = fs.SyncDirectory(dir);
-  if (!step.ok()) return step.WithContext(path + " is replaced but failed at fsync directory: ");
+  if (!step.ok()) {
+    return Status::Error(context + " failed at fsync directory: " + step.message() +
+                         "; the new file is in place but may not survive a crash");
+  }
   return Status::Ok();
+}
+
+Status ReplaceFile(FileSystem& fs, const std::string& path, std::string_view contents) {
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  if (dir.empty()) dir = ".";
+  const std::string filename = std::filesystem::path(path).filename().string();
+  return ReplaceFileWith(fs, dir, filename, path,
+                         [contents](WritableFile& file, std::string*) {
+                           return file.Append(contents);
+                         });
 }
 
 }  // namespace bloomgate

@@ -1,9 +1,11 @@
-// Replacing a small file whole, the way snapshots are written: a temporary
-// beside it (<name>.tmp.<pid>.<counter>), fsync, rename over the old one,
-// fsync of the directory. A crash at any step leaves the old file or the new
-// one, never a mix; a failure removes the temporary and leaves the old file.
+// Replacing a file whole, the one way snapshots and the config file are
+// written: a temporary beside it (<name>.tmp.<pid>.<counter>), fsync, rename
+// over the old one, fsync of the directory. A crash at any step leaves the
+// old file or the new one, never a mix; a failure before the rename removes
+// the temporary and leaves the old file.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -12,7 +14,21 @@
 
 namespace bloomgate {
 
-// Errors name the step: "<path> failed at fsync: ...".
+// What a temporary's name holds between the file's name and <pid>.<counter>.
+inline constexpr std::string_view kReplaceTempInfix = ".tmp.";
+
+// Writes the new contents into the temporary. On failure it names the step
+// that failed ("write", ...) in *failed_step.
+using ContentsWriter = std::function<Status(WritableFile& file, std::string* failed_step)>;
+
+// Replaces dir/filename with what `write` writes. Errors read "<context>
+// failed at <step>: <why>". A failure of the final directory fsync comes
+// after the rename: the new file is then in place, but a crash could still
+// bring the old one back, so the error means "not known to be durable".
+Status ReplaceFileWith(FileSystem& fs, const std::string& dir, const std::string& filename,
+                       const std::string& context, const ContentsWriter& write);
+
+// The same with `contents`; errors name `path`.
 Status ReplaceFile(FileSystem& fs, const std::string& path, std::string_view contents);
 
 }  // namespace bloomgate

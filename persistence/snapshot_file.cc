@@ -1,9 +1,6 @@
 #include "persistence/snapshot_file.h"
 
-#include <unistd.h>
-
 #include <algorithm>
-#include <atomic>
 #include <cinttypes>
 #include <cstdio>
 #include <unordered_map>
@@ -18,6 +15,7 @@
 
 #include "persistence/byte_io.h"
 #include "persistence/codec/codec_registry.h"
+#include "persistence/replace_file.h"
 
 namespace bloomgate {
 namespace {
@@ -50,11 +48,8 @@ constexpr size_t kIoChunkBytes = size_t{4} << 20;
 // The smallest read: a tiny file is not worth zero-filling 4 MiB for.
 constexpr size_t kMinReadBytes = size_t{4} << 10;
 
-// Temporary names: <filename>.tmp.<pid>.<counter>. The counter only has to
-// be unique within the process: fetch_add on one atomic never hands out a
-// value twice whatever the order, and no other data is published through it.
-constexpr std::string_view kTempInfix = ".tmp.";
-std::atomic<uint64_t> temp_counter{0};
+// Temporary names: <filename>.tmp.<pid>.<counter> (persistence/replace_file.h).
+constexpr std::string_view kTempInfix = kReplaceTempInfix;
 
 // Streaming XXH3-64, for everything that is hashed in pieces.
 class Xxh3Stream {
@@ -590,38 +585,14 @@ Status WriteSnapshot(FileSystem& fs, const std::string& dir, const std::string& 
   Status checked = CheckSources(records);
   if (!checked.ok()) return checked.WithContext(context + ": ");
 
-  const std::string temp_path =
-      JoinPath(dir, filename + std::string(kTempInfix) + std::to_string(::getpid()) + "." +
-                        std::to_string(temp_counter.fetch_add(1, std::memory_order_relaxed)));
-  std::unique_ptr<WritableFile> file;
-  Status created = fs.CreateNew(temp_path, &file);
-  // Nothing to remove: a failed exclusive create made no file of ours.
-  if (!created.ok()) return created.WithContext(context + " failed at create: ");
-
-  // Every failure before the rename ends here: the temporary goes, the old
-  // snapshot was never touched.
-  auto abandon = [&](const std::string& step, const Status& why) {
-    file.reset();  // closes the descriptor; a close error adds nothing now
-    std::string message = context + " failed at " + step + ": " + why.message();
-    Status removed = fs.Remove(temp_path);
-    if (!removed.ok()) message += "; the temporary was not removed: " + removed.message();
-    return Status::Error(std::move(message));
-  };
-
   uint64_t size = 0;
-  StepFailure failure = WriteContents(*file, meta, records, &size);
-  if (!failure.status.ok()) return abandon(failure.step, failure.status);
-  Status step = file->Sync();
-  if (!step.ok()) return abandon("fsync", step);
-  step = file->Close();
-  if (!step.ok()) return abandon("close", step);
-  step = fs.Rename(temp_path, final_path);
-  if (!step.ok()) return abandon("rename", step);
-  step = fs.SyncDirectory(dir);
-  if (!step.ok()) {
-    return Status::Error(context + " failed at fsync directory: " + step.message() +
-                         "; the new snapshot is in place but may not survive a crash");
-  }
+  Status replaced = ReplaceFileWith(
+      fs, dir, filename, context, [&](WritableFile& file, std::string* failed_step) {
+        StepFailure failure = WriteContents(file, meta, records, &size);
+        *failed_step = failure.step;
+        return failure.status;
+      });
+  if (!replaced.ok()) return replaced;
   if (bytes_written != nullptr) *bytes_written = size;
   return Status::Ok();
 }
