@@ -556,6 +556,10 @@ const std::vector<ConfigParam>& BuildTable() {
        [](const C& c) {
          return std::string(c.acl_pubsub_default_all_channels ? "allchannels" : "resetchannels");
        }},
+      {"acllog-max-len", "entries ACL LOG keeps; CONFIG SET drops the oldest beyond it",
+       /*runtime_settable=*/true, ConfigType::kInteger, "<0-2147483647>",
+       [](C* c, V v, S* e) { return SetInteger(v, 0, kMaxTimeout, &c->acllog_max_len, e); },
+       [](const C& c) { return std::to_string(c.acllog_max_len); }},
       {"protected-mode",
        "without a password, serve only clients connecting from 127.0.0.1 or ::1",
        /*runtime_settable=*/true, ConfigType::kEnum, "yes|no",

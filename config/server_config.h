@@ -33,6 +33,8 @@ struct ServerConfig {
   // channel (allchannels) or none until given &patterns (resetchannels,
   // Redis 7's default).
   bool acl_pubsub_default_all_channels = false;
+  // ACL LOG keeps at most this many entries (Redis's acllog-max-len).
+  uint32_t acllog_max_len = 128;
   // Redis's protected mode: while on and requirepass is empty, only clients
   // connecting from 127.0.0.1 or ::1 are served; others get -DENIED and are
   // closed.

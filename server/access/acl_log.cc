@@ -25,13 +25,19 @@ void AclLog::Add(AclLogEntry entry, int64_t now_ms) {
   entry.created_ms = now_ms;
   entry.updated_ms = now_ms;
   entries_.push_front(std::move(entry));
-  if (entries_.size() > kMaxEntries) entries_.pop_back();
+  while (entries_.size() > max_entries_) entries_.pop_back();
 }
 
 std::vector<AclLogEntry> AclLog::Latest(size_t count) const {
   std::lock_guard lock(mutex_);
   const size_t n = std::min(count, entries_.size());
   return {entries_.begin(), entries_.begin() + static_cast<std::ptrdiff_t>(n)};
+}
+
+void AclLog::SetMaxEntries(size_t max_entries) {
+  std::lock_guard lock(mutex_);
+  max_entries_ = max_entries;
+  while (entries_.size() > max_entries_) entries_.pop_back();
 }
 
 void AclLog::Reset() {

@@ -23,6 +23,9 @@ struct CommandEvents {
   bool reserves;             // always creates (or fails)
   bool may_create;           // creates a missing key on the way
   ItemEffect items;
+  // A command that neither creates nor takes items (it rewrites a filter
+  // whole): "<family>.<verb>" on every success.
+  std::string_view verb = {};
 };
 
 namespace {
@@ -59,6 +62,13 @@ constexpr std::array kCommandEvents = {
     CommandEvents{"tdigest.create", "tdigest", true, false, kNone},
     CommandEvents{"tdigest.add", "tdigest", false, false, kAdds},
     CommandEvents{"tdigest.merge", "tdigest", false, true, kAdds},
+    CommandEvents{"cf.compact", "cuckoo", false, false, kNone, "compact"},
+    CommandEvents{"tdigest.reset", "tdigest", false, false, kNone, "reset"},
+    CommandEvents{"bf.loadchunk", "bloom", false, false, kNone, "loadchunk"},
+    CommandEvents{"cf.loadchunk", "cuckoo", false, false, kNone, "loadchunk"},
+    CommandEvents{"cbf.loadchunk", "cbf", false, false, kNone, "loadchunk"},
+    CommandEvents{"cms.loadchunk", "cms", false, false, kNone, "loadchunk"},
+    CommandEvents{"topk.loadchunk", "topk", false, false, kNone, "loadchunk"},
 };
 
 // Whether a Bloom add put at least one new item in. It journals as
@@ -120,6 +130,7 @@ void PublishCommandEvents(CommandContext& ctx, const CommandEvents& events, bool
     created = KeyExistedBefore(ctx.server, ctx.keys, ctx.now_ms);
   }
   if (created) PublishFamilyEvent(ctx, events.family, "reserve", key);
+  if (!events.verb.empty()) PublishFamilyEvent(ctx, events.family, events.verb, key);
   if (!TookItems(ctx, events, reply)) return;
   PublishFamilyEvent(ctx, events.family,
                      events.items == ItemEffect::kDeletesIfAnyOne ? "del" : "add", key);

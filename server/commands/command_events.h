@@ -3,12 +3,14 @@
 // it succeeded, so no family handler names an event. One rule for every
 // family: "<family>.reserve" when the command created the key,
 // "<family>.add" when it put items in (or counted them up), "<family>.del"
-// when it took items out, under class d (REDISMODULE_NOTIFY_MODULE, Redis's
+// when it took items out, "<family>.<verb>" for a command that rewrites a
+// filter whole (cuckoo.compact, tdigest.reset, <family>.loadchunk), under class d (REDISMODULE_NOTIFY_MODULE, Redis's
 // class for a module type's own events). The family names are
 // valkey-bloom's where it has one (bloom, cuckoo, topk), then cbf, cms,
 // tdigest; windowed filters publish their family's (they share its
 // commands). DEL, RENAME, EXPIRE and PERSIST publish their own, class g
-// (keyspace_commands.cc), expiry "expired", class x (server_context.cc).
+// (keyspace_commands.cc), RESTORE "restore" (key_copy_commands.cc), expiry
+// "expired", class x (server_context.cc).
 #pragma once
 
 #include <span>

@@ -118,6 +118,7 @@ void ServerContext::ApplyConfig(const ServerConfig& current) {
   if (replication) replication->ApplyConfig(current);
   acl.ApplyRequirepass(current.requirepass);
   acl.SetPubSubDefault(current.acl_pubsub_default_all_channels);
+  acl_log.SetMaxEntries(current.acllog_max_len);
   budget.set_limit(EffectiveMaxMemory(current.maxmemory));
   max_filter_bytes_.store(current.max_filter_memory, std::memory_order_relaxed);
   // Relaxed: a standalone limit; a connection picks it up on its next batch.

@@ -170,6 +170,7 @@ void CmdRestore(CommandContext& ctx) {
     // as Redis, which then propagates a DEL or nothing.
     if (deleted) {
       ctx.effect = {"DEL", ctx.args[1]};
+      ctx.server.NotifyKeyspaceEvent(kNotifyGeneric, "del", ctx.args[1]);
     } else {
       ctx.skip_journal = true;
     }
@@ -189,6 +190,7 @@ void CmdRestore(CommandContext& ctx) {
     ctx.effect[2] = ctx.effect_bytes;
     ctx.effect.push_back("ABSTTL");
   }
+  ctx.server.NotifyKeyspaceEvent(kNotifyGeneric, "restore", ctx.args[1]);
   ctx.reply.Ok();
 }
 

@@ -67,7 +67,7 @@ TEST(ConfigParams, TableHasOneRowPerSettingWithRedisStyleNames) {
   }
   EXPECT_EQ(names, (std::vector<std::string_view>{
                        "bind", "port", "databases", "threads", "loglevel", "logfile",
-                       "requirepass", "acl-pubsub-default",
+                       "requirepass", "acl-pubsub-default", "acllog-max-len",
                        "protected-mode", "maxclients", "maxmemory",
                        "maxmemory-policy", "max-filter-memory", "proto-max-bulk-len",
                        "client-output-buffer-limit", "notify-keyspace-events", "timeout",
@@ -219,6 +219,7 @@ TEST(SetConfigValue, EachKeySetsItsField) {
       {"replica-read-only", "no", "no"},
       {"repl-backlog-size", "64mb", "67108864"},
       {"repl-timeout", "5", "5"},
+      {"acllog-max-len", "16", "16"},
       {"replica-priority", "0", "0"},
       {"replica-announce-ip", "10.0.0.9", "10.0.0.9"},
       {"replica-announce-port", "7000", "7000"},

@@ -58,5 +58,27 @@ TEST(AclLog, KeepsTheNewestEntriesAndResets) {
   EXPECT_TRUE(log.Latest(10).empty());
 }
 
+// acllog-max-len: a smaller limit drops the oldest entries at once, a
+// larger one lets the log grow again, 0 keeps nothing.
+TEST(AclLog, MaxEntriesShrinksTheLogAtOnce) {
+  AclLog log;
+  for (int i = 0; i < 10; ++i) log.Add(Refusal("key", "k" + std::to_string(i)), i);
+  log.SetMaxEntries(3);
+  auto entries = log.Latest(1000);
+  ASSERT_EQ(entries.size(), 3u);
+  EXPECT_EQ(entries.front().object, "k9");
+  EXPECT_EQ(entries.back().object, "k7");
+  log.Add(Refusal("key", "k10"), 10);
+  entries = log.Latest(1000);
+  ASSERT_EQ(entries.size(), 3u);
+  EXPECT_EQ(entries.back().object, "k8");
+  log.SetMaxEntries(5);
+  log.Add(Refusal("key", "k11"), 11);
+  EXPECT_EQ(log.Latest(1000).size(), 4u);
+  log.SetMaxEntries(0);
+  log.Add(Refusal("key", "k12"), 12);
+  EXPECT_TRUE(log.Latest(1000).empty());
+}
+
 }  // namespace
 }  // namespace bloomgate
