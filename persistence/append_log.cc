@@ -503,6 +503,7 @@ class LogFileReader {
       ++index_;
       result_->records = index_;
       result_->valid_bytes = offset_;
+      result_->record_bytes += record_bytes;
     }
   }
 

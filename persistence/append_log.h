@@ -157,6 +157,10 @@ struct LogReadResult {
   uint64_t records = 0;
   uint64_t valid_bytes = 0;  // file offset just past the last good record
   bool torn_tail = false;    // bytes after valid_bytes were cut off as a torn final record
+  // The framed bytes of the records visited (valid_bytes less the file
+  // header): what they took in the journal's stream, whose records are the
+  // log's byte for byte.
+  uint64_t record_bytes = 0;
 };
 
 // Reads `path`, calling `visit` for each good record in order (a visit

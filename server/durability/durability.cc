@@ -51,6 +51,10 @@ struct Durability::SaveJob : SnapshotCapture {
   std::string log_base;
   bool background = false;
   bool walked = false;  // the keyspace's walk for this cut is done
+  // Where the cut stands in the replication stream, and the mark epoch it
+  // was taken in (ForgetReplicationMark).
+  std::optional<ReplicationMark> mark;
+  uint64_t mark_epoch = 0;
 
   void Capture(const std::string& name, const EntryPtr& entry) override {
     // Captured before anything changed it since the cut (the keyspace
@@ -142,8 +146,22 @@ Status Durability::Load(const LogRecordApplier& apply) {
   ProgressFileSystem reader(fs_, std::move(options));
   uint64_t generation = 0;
   Status status = LoadSnapshot(reader, &generation);
+  std::optional<ReplicationMark> mark;
+  if (status.ok()) mark = PairedMark(generation);
   uint64_t last_generation = 0;
-  if (status.ok()) status = ReplayLogs(reader, generation, apply, &last_generation);
+  uint64_t stream_bytes = 0;
+  if (status.ok()) {
+    status = ReplayLogs(reader, generation, apply, &last_generation, &stream_bytes);
+  }
+  if (status.ok() && mark.has_value()) {
+    RestoredMark restored{.mark = *mark, .journal_offset = parts_.journal->offset()};
+    restored.mark.offset += stream_bytes;
+    spdlog::info("the data loaded stands at offset {} of replication stream {} (the snapshot's "
+                 "cut at {}, then {} bytes of log records)",
+                 restored.mark.offset, restored.mark.replid, mark->offset, stream_bytes);
+    std::lock_guard lock(mark_mutex_);
+    restored_ = std::move(restored);
+  }
   if (status.ok()) {
     // Continue after the newest log found, or with the generation the
     // snapshot names; generation numbers start at 1.
@@ -180,9 +198,12 @@ Status Durability::LoadSnapshot(FileSystem& reader, uint64_t* generation) {
   // A crash in the middle of a save leaves its temporary file; no save can
   // be running yet, so any found now is garbage.
   std::vector<std::string> names;
+  const std::string mark_name = ReplicationMarkFileName(config.dbfilename);
   if (fs_->ListDirectory(config.dir, &names).ok()) {
     for (const std::string& name : names) {
-      if (!IsSnapshotTempFile(config.dbfilename, name)) continue;
+      if (!IsSnapshotTempFile(config.dbfilename, name) && !IsSnapshotTempFile(mark_name, name)) {
+        continue;
+      }
       spdlog::warn("removing {}, left by a save that did not finish", JoinPath(config.dir, name));
       (void)fs_->Remove(JoinPath(config.dir, name));
     }
@@ -225,7 +246,9 @@ Status Durability::LoadSnapshot(FileSystem& reader, uint64_t* generation) {
 }
 
 Status Durability::ReplayLogs(FileSystem& reader, uint64_t first_generation,
-                              const LogRecordApplier& apply, uint64_t* last_generation) {
+                              const LogRecordApplier& apply, uint64_t* last_generation,
+                              uint64_t* stream_bytes) {
+  *stream_bytes = 0;
   ServerConfig config = parts_.config->Get();
   std::vector<uint64_t> generations;
   Status status = ListLogGenerations(*fs_, config.dir, config.appendfilename, &generations);
@@ -284,9 +307,13 @@ Status Durability::ReplayLogs(FileSystem& reader, uint64_t first_generation,
     // use an AOF that `CONFIG SET appendonly yes` started until its rewrite
     // ends.
     bool orphaned = false;
+    // The log's own records, which the stream never carried.
+    uint64_t own_bytes = 0;
     auto checked_apply = [&](const LogRecord& record) {
       if (record.type == LogRecordType::kCommand && record.args.size() == 2 &&
           record.args[0] == kLogNeedsSnapshot) {
+        const std::string_view marker[] = {record.args[0], record.args[1]};
+        own_bytes += FramedRecordBytes(CommandRecordBodyBytes(marker));
         const std::string& text = record.args[1];
         uint64_t needed = 0;
         auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), needed);
@@ -330,6 +357,7 @@ Status Durability::ReplayLogs(FileSystem& reader, uint64_t first_generation,
       if (!status.ok()) return status;
     }
     total_records += result.records;
+    *stream_bytes += result.record_bytes - own_bytes;
     *last_generation = live[i];
     ++replayed_files;
   }
@@ -537,15 +565,22 @@ Status Durability::Cut(std::unique_ptr<SaveJob>* out) {
     // At the journal's barrier too: records published without key locks
     // (an expiry sweep's deletions) fall on one side of the switch.
     parts_.journal->AtBarrier([&](uint64_t next_offset) {
-      std::lock_guard lock(mutex_);
-      previous = std::move(log_);
-      log_ = std::move(next);
-      log_start_offset_ = next_offset;
-      log_sequence_base_ = next_sequence_base;
-      logging_.store(config.appendonly, std::memory_order_release);
-      // Until it is closed, no write in a later log is acknowledged (FlushTo).
-      retiring_ = previous;
-      next_generation_ = generation + 1;
+      {
+        std::lock_guard lock(mutex_);
+        previous = std::move(log_);
+        log_ = std::move(next);
+        log_start_offset_ = next_offset;
+        log_sequence_base_ = next_sequence_base;
+        logging_.store(config.appendonly, std::memory_order_release);
+        // Until it is closed, no write in a later log is acknowledged (FlushTo).
+        retiring_ = previous;
+        next_generation_ = generation + 1;
+      }
+      // Where the snapshot stands in the stream: exactly where the new log
+      // starts, so a restart's offset is this plus the log's bytes.
+      std::lock_guard lock(mark_mutex_);
+      job->mark_epoch = mark_epoch_;
+      if (mark_source_) job->mark = mark_source_(next_offset);
     });
     job->meta.created_ms = now;
     job->meta.log_generation = generation;
@@ -654,6 +689,7 @@ Status Durability::WriteJob(SaveJob& job) {
                JoinPath(job.dir, job.filename), job.background ? " in the background" : "",
                job.records.size(), bytes, seconds,
                seconds > 0 ? static_cast<double>(bytes) / 1e6 / seconds : 0.0);
+  WriteMark(job);
   // The snapshot now stands for everything before its log generation.
   std::vector<uint64_t> generations;
   if (ListLogGenerations(*fs_, job.dir, job.log_base, &generations).ok()) {
@@ -665,6 +701,65 @@ Status Durability::WriteJob(SaveJob& job) {
     }
   }
   return Status::Ok();
+}
+
+std::optional<ReplicationMark> Durability::PairedMark(uint64_t generation) {
+  const ServerConfig config = parts_.config->Get();
+  ReplicationMark mark;
+  bool found = false;
+  Status status = ReadReplicationMark(*fs_, config.dir, config.dbfilename, &mark, &found);
+  if (!status.ok()) {
+    spdlog::warn("ignoring the replication mark: {}; a replica syncs in full", status.message());
+    return std::nullopt;
+  }
+  if (!found) return std::nullopt;
+  if (generation == 0 || mark.log_generation != generation) {
+    // A crash between the snapshot's replacement and its mark's, or a
+    // snapshot from elsewhere.
+    spdlog::info("ignoring the replication mark: it names log generation {}, the snapshot {}",
+                 mark.log_generation, generation);
+    return std::nullopt;
+  }
+  return mark;
+}
+
+void Durability::WriteMark(const SaveJob& job) {
+  std::lock_guard files(mark_file_mutex_);
+  {
+    std::lock_guard lock(mark_mutex_);
+    if (!job.mark.has_value() || job.mark_epoch != mark_epoch_) return;
+  }
+  ReplicationMark mark = *job.mark;
+  mark.log_generation = job.meta.log_generation;
+  Status status = WriteReplicationMark(*fs_, job.dir, job.filename, mark);
+  if (!status.ok()) {
+    // The old mark names an older generation and pairs with no snapshot.
+    spdlog::warn("writing the replication mark failed ({}): a restart before the next save "
+                 "syncs in full",
+                 status.message());
+  }
+}
+
+void Durability::set_replication_mark_source(ReplicationMarkSource source) {
+  std::lock_guard lock(mark_mutex_);
+  mark_source_ = std::move(source);
+}
+
+std::optional<Durability::RestoredMark> Durability::restored_mark() const {
+  std::lock_guard lock(mark_mutex_);
+  return restored_;
+}
+
+void Durability::ForgetReplicationMark() {
+  std::lock_guard files(mark_file_mutex_);
+  {
+    std::lock_guard lock(mark_mutex_);
+    ++mark_epoch_;
+    restored_.reset();
+  }
+  const ServerConfig config = parts_.config->Get();
+  Status status = RemoveReplicationMark(*fs_, config.dir, config.dbfilename);
+  if (!status.ok()) spdlog::warn("removing the replication mark: {}", status.message());
 }
 
 Status Durability::StreamSnapshot(FileSystem& out, JournalSubscriber* joiner,

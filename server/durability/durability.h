@@ -61,6 +61,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -75,6 +76,7 @@
 #include "filters/memory_budget.h"
 #include "persistence/append_log.h"
 #include "persistence/file_system.h"
+#include "persistence/replication_mark.h"
 #include "persistence/status.h"
 #include "server/durability/journal.h"
 #include "server/durability/progress.h"
@@ -189,6 +191,31 @@ class Durability : public JournalSubscriber {
   // Applies CONFIG SET of appendonly / appendfsync / save / dbfilename.
   void ApplyConfig(const ServerConfig& config);
 
+  // --- the replication mark (persistence/replication_mark.h) ---------------
+  // Where a cut's state stands in the replication stream: called in the
+  // cut's barrier with the journal offset the next record starts at; empty
+  // while the data stands for no stream position. Each snapshot written
+  // then has its mark written beside it.
+  using ReplicationMarkSource =
+      std::function<std::optional<ReplicationMark>(uint64_t next_offset)>;
+  void set_replication_mark_source(ReplicationMarkSource source);
+  // After Load: the stream position the loaded data stands for (the
+  // snapshot's mark, plus the stream bytes of the log records replayed after
+  // it, which are the stream's records byte for byte), and the journal
+  // offset the load ended at (replay publishes nothing, so 0). Empty when
+  // no mark pairs with the snapshot.
+  struct RestoredMark {
+    ReplicationMark mark;
+    uint64_t journal_offset = 0;
+  };
+  std::optional<RestoredMark> restored_mark() const;
+  // The data in the files is about to stop being the stream's (a replica's
+  // full sync replaces the keyspace, a promotion starts a new history):
+  // removes the mark, and a cut taken before this call writes none, so a
+  // restart before the next snapshot syncs in full instead of continuing
+  // from a position the files no longer hold.
+  void ForgetReplicationMark();
+
   int64_t last_save_time_s() const { return last_save_ms_.load(std::memory_order_relaxed) / 1000; }
   bool loading() const { return loading_.load(std::memory_order_acquire); }
   // The "# Persistence" section of INFO, without its title.
@@ -198,8 +225,14 @@ class Durability : public JournalSubscriber {
   struct SaveJob;
 
   Status LoadSnapshot(FileSystem& reader, uint64_t* generation);
+  // *stream_bytes: the framed bytes of the records replayed (every
+  // record but kLogNeedsSnapshot's is a stream record).
   Status ReplayLogs(FileSystem& reader, uint64_t first_generation, const LogRecordApplier& apply,
-                    uint64_t* last_generation);
+                    uint64_t* last_generation, uint64_t* stream_bytes);
+  // The mark that pairs with the snapshot of `generation`, if one does.
+  std::optional<ReplicationMark> PairedMark(uint64_t generation);
+  // After a job's snapshot is in place: its mark beside it.
+  void WriteMark(const SaveJob& job);
   // Closes the log a cut replaced and releases the flushes waiting for it.
   void RetireLog(const std::shared_ptr<AppendLogWriter>& previous, bool still_logging);
   // Renames each log to <name>.orphaned (see kLogNeedsSnapshot), with a warning.
@@ -275,6 +308,16 @@ class Durability : public JournalSubscriber {
   std::atomic<int64_t> load_duration_ms_{0};
   std::atomic<int64_t> last_cut_wait_us_{-1};   // the last cut waiting for the global lock
   std::atomic<int64_t> last_cut_pause_us_{-1};  // and holding it (every command paused)
+
+  // The replication mark: its source, bumped by ForgetReplicationMark so
+  // that a cut taken before writes no mark, and what Load restored.
+  mutable std::mutex mark_mutex_;
+  // Serialises the mark's file: a write and a removal never interleave
+  // (never taken in the barrier, which takes mark_mutex_ only).
+  std::mutex mark_file_mutex_;
+  ReplicationMarkSource mark_source_;    // guarded by mark_mutex_
+  uint64_t mark_epoch_ = 0;              // guarded by mark_mutex_
+  std::optional<RestoredMark> restored_;  // guarded by mark_mutex_
 
   // appendfsync everysec: a thread that fsyncs the log once a second.
   std::thread sync_thread_;

@@ -196,6 +196,10 @@ Status Replication::LoadFullSync(LinkSocket& socket, const std::string& replid, 
   // Clients get -LOADING from here until the primary's data is in place;
   // the old keys go first, so the two are never in memory together.
   durability.BeginLoading();
+  // The files will hold neither the old data's stream position nor the new
+  // one until a snapshot of the primary's data is saved.
+  full_sync_loading_.store(true, std::memory_order_release);
+  durability.ForgetReplicationMark();
   struct EndLoading {
     Durability* durability;
     ~EndLoading() { durability->EndLoading(); }
@@ -235,6 +239,7 @@ Status Replication::LoadFullSync(LinkSocket& socket, const std::string& replid, 
     replid_ = replid;
     replid2_ = std::string(40, '0');
     second_offset_ = -1;
+    full_sync_loading_.store(false, std::memory_order_release);
   }
   unapplied_at_sync_.store(parts_.journal->unapplied_records(), std::memory_order_release);
   synced_.store(true, std::memory_order_release);

@@ -35,6 +35,10 @@ Replication::Replication(const ReplicationParts& parts)
       replid_(MakeReplicationId()),
       replid2_(kNoReplicationId) {
   parts_.journal->Subscribe(this);
+  // A replica never expires keys itself, from start-up on: the sweep after
+  // loading would publish deletions its primary never sent, and its offset
+  // would no longer be its primary's.
+  if (!parts_.config->Get().replicaof.empty()) parts_.keyspace->HoldExpiryAsReplica(true);
 }
 
 Replication::~Replication() {
@@ -43,6 +47,12 @@ Replication::~Replication() {
 }
 
 void Replication::Start() {
+  Durability& durability = **parts_.durability;
+  durability.set_replication_mark_source(
+      [this](uint64_t next_offset) { return MarkAt(next_offset); });
+  if (std::optional<Durability::RestoredMark> restored = durability.restored_mark()) {
+    Restore(*restored);
+  }
   const std::string replicaof = parts_.config->Get().replicaof;
   const size_t space = replicaof.find(' ');
   if (space == std::string::npos) return;
@@ -124,6 +134,8 @@ void Replication::Unfollow() {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   parts_.keyspace->HoldExpiryAsReplica(false);
+  // A new history starts here; the saved position is the old one's.
+  (*parts_.durability)->ForgetReplicationMark();
   const uint64_t offset = master_repl_offset();
   {
     std::lock_guard lock(mutex_);
@@ -135,6 +147,53 @@ void Replication::Unfollow() {
   }
   ActivateBacklog();
   spdlog::info("a primary now (REPLICAOF NO ONE): replication id {}, offset {}", replid(), offset);
+}
+
+// ------------------------------------------------------------ the mark ----
+
+std::optional<ReplicationMark> Replication::MarkAt(uint64_t next_offset) {
+  if (full_sync_loading_.load(std::memory_order_acquire)) return std::nullopt;
+  if (parts_.journal->unapplied_records() > unapplied_at_sync_.load(std::memory_order_acquire)) {
+    return std::nullopt;
+  }
+  ReplicationMark mark;
+  mark.offset = next_offset + delta_.load(std::memory_order_relaxed);
+  std::lock_guard lock(mutex_);
+  mark.replid = replid_;
+  return mark;
+}
+
+void Replication::Restore(const Durability::RestoredMark& restored) {
+  const ReplicationMark& mark = restored.mark;
+  const bool replica = !parts_.config->Get().replicaof.empty();
+  parts_.journal->AtBarrier([&](uint64_t next_offset) {
+    delta_.store(mark.offset - restored.journal_offset, std::memory_order_release);
+    // From the next record on; records published since the load (the
+    // expiry sweep's deletions on a primary) are not in it.
+    ring_.Reset(next_offset + mark.offset - restored.journal_offset);
+    backlog_active_.store(true, std::memory_order_release);
+  });
+  {
+    std::lock_guard lock(mutex_);
+    if (replica) {
+      // Redis's cached master made from the saved id and offset: the
+      // handshake asks for PSYNC <id> <offset + 1>.
+      replid_ = mark.replid;
+    } else {
+      // Redis 7: a primary restarted from data with a replication id keeps
+      // it as its second id, valid up to the offset the data holds.
+      replid2_ = mark.replid;
+      second_offset_ = static_cast<int64_t>(mark.offset) + 1;
+    }
+  }
+  if (replica) {
+    unapplied_at_sync_.store(parts_.journal->unapplied_records(), std::memory_order_release);
+    synced_.store(true, std::memory_order_release);
+  }
+  spdlog::info("replication: the data holds offset {} of stream {}; {}", mark.offset,
+               mark.replid,
+               replica ? "the replica asks its primary to continue from there"
+                       : "kept as master_replid2, so replicas of it continue");
 }
 
 // ---------------------------------------------------------- the backlog ----

@@ -31,6 +31,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -39,6 +40,7 @@
 #include "config/runtime_config.h"
 #include "filters/limits.h"
 #include "filters/memory_budget.h"
+#include "persistence/replication_mark.h"
 #include "persistence/status.h"
 #include "server/clients/client_registry.h"
 #include "server/clients/client_state.h"
@@ -79,7 +81,12 @@ class Replication : private JournalSubscriber {
 
   // Before Start: how the link applies the stream.
   void set_applier(StreamApplier apply) { apply_ = std::move(apply); }
-  // Once the data is loaded: follows `replicaof` if it is set.
+  // Once the data is loaded: takes up the stream position the data was
+  // saved at (Durability::restored_mark: a replica continues its primary's
+  // id and offset; a primary keeps the id as master_replid2, as Redis 7
+  // does from its RDB's repl-id/repl-offset, so its replicas continue),
+  // has every later snapshot save its position beside it, and follows
+  // `replicaof` if it is set.
   void Start();
   // Graceful stop: the link and every full sync end (their threads joined).
   void Stop();
@@ -165,6 +172,11 @@ class Replication : private JournalSubscriber {
   void OnRecord(const JournalRecord& record) override;
   // Starts keeping the backlog, from the next record.
   void ActivateBacklog();
+  // The position a snapshot cut at journal offset `next_offset` stands for
+  // (Durability's mark source, in the cut's barrier); empty while the data
+  // is not the stream's (a full sync loading, a replica that diverged).
+  std::optional<ReplicationMark> MarkAt(uint64_t next_offset);
+  void Restore(const Durability::RestoredMark& restored);
 
   // A full sync's thread: the snapshot to `feed`, then its stream.
   void RunFullSync(std::shared_ptr<ReplicaFeed> feed);
@@ -213,9 +225,14 @@ class Replication : private JournalSubscriber {
   // The journal's unapplied count after the last full sync: more since
   // means this replica diverged and asks for a full sync.
   std::atomic<uint64_t> unapplied_at_sync_{0};
-  // The replica holds its primary's data (a full sync completed): it may
-  // try PSYNC when it reconnects.
+  // The replica holds its primary's data (a full sync completed, or the
+  // data was restored with its stream position): it may try PSYNC when it
+  // reconnects.
   std::atomic<bool> synced_{false};
+  // From the moment a full sync starts replacing the keyspace until the
+  // primary's data and offset are in place: no snapshot stands for a
+  // stream position (MarkAt).
+  std::atomic<bool> full_sync_loading_{false};
 
   // The settings every write reads, kept apart from the config's copy.
   std::atomic<bool> read_only_{true};

@@ -187,6 +187,8 @@ TEST(AppendLog, CommandRecordsRoundTripWithBinarySafeArgumentsAndTimes) {
   EXPECT_FALSE(read.result.torn_tail);
   EXPECT_EQ(read.result.records, commands.size());
   EXPECT_EQ(read.result.valid_bytes, sequence);
+  // The records' own bytes, what they took in the journal's stream.
+  EXPECT_EQ(read.result.record_bytes, sequence - kHeaderBytes);
   ASSERT_EQ(read.records.size(), commands.size());
   for (size_t i = 0; i < commands.size(); ++i) {
     EXPECT_EQ(read.records[i].type, LogRecordType::kCommand);
