@@ -848,6 +848,12 @@ const std::vector<ConfigParam>& BuildTable() {
        /*runtime_settable=*/true, ConfigType::kInteger, "<1-2147483647>",
        [](C* c, V v, S* e) { return SetInteger(v, 1, kMaxTimeout, &c->repl_timeout, e); },
        [](const C& c) { return std::to_string(c.repl_timeout); }},
+      {"repl-ping-replica-period", "seconds between a primary's PINGs to its replicas",
+       /*runtime_settable=*/true, ConfigType::kInteger, "<1-2147483647>",
+       [](C* c, V v, S* e) {
+         return SetInteger(v, 1, kMaxTimeout, &c->repl_ping_replica_period, e);
+       },
+       [](const C& c) { return std::to_string(c.repl_ping_replica_period); }},
       {"replica-priority", "Sentinel promotes the lowest first; 0 = never promoted",
        /*runtime_settable=*/true, ConfigType::kInteger, "<0-2147483647>",
        [](C* c, V v, S* e) { return SetInteger(v, 0, kMaxTimeout, &c->replica_priority, e); },

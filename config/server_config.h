@@ -160,6 +160,9 @@ struct ServerConfig {
   uint64_t repl_backlog_size = 1ull << 20;
   // Seconds a link may stay silent before it is dropped.
   uint32_t repl_timeout = 60;
+  // Seconds between the PINGs a primary sends its replicas, so a replica
+  // hears from it within repl_timeout even without writes.
+  uint32_t repl_ping_replica_period = 10;
   uint32_t replica_priority = 100;
   std::string replica_announce_ip;
   uint16_t replica_announce_port = 0;

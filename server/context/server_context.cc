@@ -48,6 +48,7 @@ ServerContext::ServerContext(ServerConfig initial, size_t workers)
   replication_parts.journal = &journal;
   replication_parts.durability = &durability;
   replication_parts.clients = &clients;
+  replication_parts.pause = &pause;
   replication_parts.filter_limits = [this] { return filter_limits(); };
   replication_parts.own_port = [this] { return port; };
   replication = std::make_unique<Replication>(replication_parts);

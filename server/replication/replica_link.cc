@@ -265,6 +265,16 @@ Status Replication::Stream(uint64_t generation, LinkSocket& socket) {
   auto last_ack = std::chrono::steady_clock::now();
   std::string frame;
   while (LinkCurrent(generation)) {
+    // The primary PINGs every repl-ping-replica-period: silence for
+    // repl-timeout means it is gone (stopped, or the network is), even
+    // when the socket looks open.
+    const int64_t silent_ms = NowMs() - last_io_ms_.load(std::memory_order_relaxed);
+    const int64_t timeout_ms =
+        int64_t{repl_timeout_s_.load(std::memory_order_relaxed)} * 1000;
+    if (silent_ms > timeout_ms) {
+      return Status::Error("nothing from the primary for " + std::to_string(silent_ms) +
+                           " ms (repl-timeout " + std::to_string(timeout_ms / 1000) + " s)");
+    }
     const auto now = std::chrono::steady_clock::now();
     const int until_ack = kAckIntervalMs - static_cast<int>(
         std::chrono::duration_cast<std::chrono::milliseconds>(now - last_ack).count());

@@ -53,6 +53,10 @@ void Replication::Start() {
   if (std::optional<Durability::RestoredMark> restored = durability.restored_mark()) {
     Restore(*restored);
   }
+  {
+    std::lock_guard lock(mutex_);
+    if (!stopping_ && !pinger_.joinable()) pinger_ = std::thread([this] { PingLoop(); });
+  }
   const std::string replicaof = parts_.config->Get().replicaof;
   const size_t space = replicaof.find(' ');
   if (space == std::string::npos) return;
@@ -69,6 +73,7 @@ void Replication::Stop() {
     link_generation_.fetch_add(1, std::memory_order_acq_rel);
     if (link_socket_) link_socket_->Shutdown();
     if (link_thread_.joinable()) threads.push_back(std::move(link_thread_));
+    if (pinger_.joinable()) threads.push_back(std::move(pinger_));
     for (std::thread& thread : threads_) threads.push_back(std::move(thread));
     threads_.clear();
     feeds = feeds_;
@@ -149,6 +154,38 @@ void Replication::Unfollow() {
   spdlog::info("a primary now (REPLICAOF NO ONE): replication id {}, offset {}", replid(), offset);
 }
 
+// ------------------------------------------------------------- the PING ----
+
+void Replication::PingLoop() {
+  for (;;) {
+    const auto period = std::chrono::seconds(parts_.config->Get().repl_ping_replica_period);
+    {
+      std::unique_lock lock(mutex_);
+      if (link_wake_.wait_for(lock, period, [this] { return stopping_; })) return;
+    }
+    PingReplicas();
+  }
+}
+
+void Replication::PingReplicas() {
+  // A replica passes its primary's PINGs on to its own replicas.
+  if (is_replica()) return;
+  if (parts_.pause != nullptr && parts_.pause->ModeAt(NowMs()) != PauseMode::kNone) return;
+  bool any = false;
+  {
+    std::lock_guard lock(mutex_);
+    for (const std::shared_ptr<ReplicaFeed>& feed : feeds_) any = any || !feed->closed();
+  }
+  if (!any) return;
+  JournalSession session;
+  const std::string_view ping[] = {"PING"};
+  parts_.journal->RecordCommand(session, NowMs(), ping);
+  // In the log as soon as a client's write would be: a primary restarted
+  // after kill -9 then holds every PING its replicas may have applied.
+  Status status = parts_.journal->AwaitForReply(session);
+  if (!status.ok()) spdlog::warn("logging the PING to replicas: {}", status.message());
+}
+
 // ------------------------------------------------------------ the mark ----
 
 std::optional<ReplicationMark> Replication::MarkAt(uint64_t next_offset) {
@@ -219,6 +256,7 @@ void Replication::ApplyConfig(const ServerConfig& config) {
   read_only_.store(config.replica_read_only, std::memory_order_relaxed);
   min_replicas_.store(config.min_replicas_to_write, std::memory_order_relaxed);
   min_replicas_max_lag_s_.store(config.min_replicas_max_lag, std::memory_order_relaxed);
+  repl_timeout_s_.store(config.repl_timeout, std::memory_order_relaxed);
   parts_.journal->AtBarrier([this, &config](uint64_t) {
     if (ring_.capacity() != config.repl_backlog_size) ring_.Resize(config.repl_backlog_size);
   });

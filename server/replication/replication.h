@@ -42,6 +42,7 @@
 #include "filters/memory_budget.h"
 #include "persistence/replication_mark.h"
 #include "persistence/status.h"
+#include "server/clients/client_pause.h"
 #include "server/clients/client_registry.h"
 #include "server/clients/client_state.h"
 #include "server/durability/durability.h"
@@ -64,6 +65,9 @@ struct ReplicationParts {
   Journal* journal = nullptr;
   std::unique_ptr<Durability>* durability = nullptr;  // replaced by tests before serving
   ClientRegistry* clients = nullptr;
+  // CLIENT PAUSE: no PING is sent to replicas while writes are paused (a
+  // failover waits for their offsets to equal the primary's).
+  const ClientPause* pause = nullptr;
   std::function<FilterLimits()> filter_limits;
   std::function<uint16_t()> own_port;  // the port REPLCONF listening-port announces
 };
@@ -184,6 +188,12 @@ class Replication : private JournalSubscriber {
   void DisconnectReplicas();
   void StartLink();
   void RetireLinkLocked();
+  // The primary's PING to its replicas every repl-ping-replica-period
+  // seconds: a record of the stream (Redis's replicationCron feeds the same
+  // PING), so a replica hears from its primary within repl-timeout without
+  // writes, and its offset still equals its primary's.
+  void PingLoop();
+  void PingReplicas();
 
   // --- the replica's side (replica_link.cc) -------------------------------
   void LinkLoop(uint64_t generation, std::string host, uint16_t port);
@@ -213,6 +223,7 @@ class Replication : private JournalSubscriber {
   std::shared_ptr<LinkSocket> link_socket_;
   std::thread link_thread_;
   std::condition_variable link_wake_;  // REPLICAOF or Stop, to a link waiting to retry
+  std::thread pinger_;                 // PingLoop, from Start to Stop
   bool stopping_ = false;
 
   // One record applied at a time; Unfollow takes it to know none is.
@@ -238,6 +249,7 @@ class Replication : private JournalSubscriber {
   std::atomic<bool> read_only_{true};
   std::atomic<uint32_t> min_replicas_{0};
   std::atomic<uint32_t> min_replicas_max_lag_s_{10};
+  std::atomic<uint32_t> repl_timeout_s_{60};
 
   // WAIT: each waiting client's target offset and deadline, and the
   // connections to wake at an ACK.

@@ -4,12 +4,15 @@ after it): a replica killed with kill -9 continues with PSYNC (+CONTINUE),
 also when its log ends in a torn record; a primary restarted keeps its old
 id as master_replid2, so its replicas continue; a saved position the
 primary no longer has, or an id it does not know, gets a full sync, never
-a gap."""
+a gap. And the primary's PINGs: a replica finds a stopped primary gone
+within repl-timeout, while an idle but healthy primary keeps its link."""
 
 import glob
 import os
+import signal
 import subprocess
 import tempfile
+import time
 import unittest
 
 from harness import BloomgateServer, PersistentServer, server_binary, wait_until
@@ -245,6 +248,50 @@ class PrimaryRestartTest(ResumeCase):
             stats = fields(p, "stats")
             self.assertEqual(int(stats["sync_full"]), 1)
             self.assertEqual(int(stats["sync_partial_ok"]), 0)
+
+
+class PrimaryPingTest(unittest.TestCase):
+    PING_PERIOD_S = 1
+    REPL_TIMEOUT_S = 4
+
+    def test_an_idle_primary_keeps_the_link_and_a_stopped_one_is_found_gone(self):
+        with BloomgateServer(["--repl-ping-replica-period", self.PING_PERIOD_S]) as primary, \
+                BloomgateServer(["--repl-timeout", self.REPL_TIMEOUT_S]) as replica:
+            p = primary.client()
+            r = replica.client()
+            p.execute_command("BF.ADD", "k", "x")
+            r.execute_command("REPLICAOF", "127.0.0.1", primary.port)
+            wait_until(lambda: link_up(r) and offset_of(r) == offset_of(p), SYNC_DEADLINE_S,
+                       interval_s=0.05, what="the first sync")
+            before = fields(p, "stats")
+            # No writes for twice repl-timeout: the PINGs keep the link.
+            deadline = time.monotonic() + 2 * self.REPL_TIMEOUT_S
+            while time.monotonic() < deadline:
+                self.assertTrue(link_up(r))
+                time.sleep(0.2)
+            self.assertEqual(fields(p, "stats")["sync_partial_ok"], before["sync_partial_ok"])
+            self.assertGreater(offset_of(p), 0)
+            wait_until(lambda: offset_of(r) == offset_of(p), 5.0, interval_s=0.05,
+                       what="the replica to apply the PINGs")
+
+            os.kill(primary.proc.pid, signal.SIGSTOP)
+            try:
+                stopped = time.monotonic()
+                # Silent from the last PING on: down within repl-timeout after
+                # it, checked once a second (the replica's ACK interval).
+                bound = self.REPL_TIMEOUT_S + self.PING_PERIOD_S + 1 + 2
+                wait_until(lambda: not link_up(r), bound, interval_s=0.1,
+                           what="the replica to find its primary gone")
+                self.assertGreaterEqual(time.monotonic() - stopped,
+                                        self.REPL_TIMEOUT_S - self.PING_PERIOD_S - 0.5)
+            finally:
+                os.kill(primary.proc.pid, signal.SIGCONT)
+            wait_until(lambda: link_up(r) and offset_of(r) == offset_of(p), SYNC_DEADLINE_S,
+                       interval_s=0.05, what="the link to come back")
+            after = fields(p, "stats")
+            self.assertGreater(int(after["sync_partial_ok"]), int(before["sync_partial_ok"]))
+            self.assertEqual(int(after["sync_full"]), int(before["sync_full"]))
+            self.assertIn("repl-timeout", replica.log())
 
 
 if __name__ == "__main__":

@@ -84,6 +84,7 @@ TEST(ConfigParams, TableHasOneRowPerSettingWithRedisStyleNames) {
                        "tls-prefer-server-ciphers", "tls-handshake-timeout",
                        "metrics-port", "metrics-top-filters", "replicaof", "masterauth",
                        "masteruser", "replica-read-only", "repl-backlog-size", "repl-timeout",
+                       "repl-ping-replica-period",
                        "replica-priority", "replica-announce-ip", "replica-announce-port",
                        "replica-announced", "min-replicas-to-write", "min-replicas-max-lag"}));
 }
@@ -219,6 +220,7 @@ TEST(SetConfigValue, EachKeySetsItsField) {
       {"replica-read-only", "no", "no"},
       {"repl-backlog-size", "64mb", "67108864"},
       {"repl-timeout", "5", "5"},
+      {"repl-ping-replica-period", "2", "2"},
       {"acllog-max-len", "16", "16"},
       {"replica-priority", "0", "0"},
       {"replica-announce-ip", "10.0.0.9", "10.0.0.9"},
