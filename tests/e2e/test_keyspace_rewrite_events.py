@@ -6,7 +6,9 @@ import unittest
 
 import redis
 
-from harness import BloomgateServer, RawConnection
+from harness import BloomgateServer
+
+EVENT_WAIT_S = 10.0
 
 
 def scandump(r, command, key):
@@ -32,28 +34,35 @@ def entry_object(entry):
 class RewriteEventsTest(unittest.TestCase):
 
     def setUp(self):
-        self.server = BloomgateServer(["--threads", "2"]).start()
-        self.addCleanup(self.server.stop)
-        self.r = self.server.client()
-        self.sub = RawConnection(self.server.port)
-        self.addCleanup(self.sub.close)
+        server = BloomgateServer(["--threads", "2"]).start()
+        self.addCleanup(server.stop)
+        self.r = server.client()
+        self.listener = server.client().pubsub()
+        self.addCleanup(self.listener.close)
 
-    def events(self, n):
-        out = []
-        for _ in range(n):
-            kind, _pattern, channel, message = self.sub.read_reply()
-            self.assertEqual(kind, b"pmessage")
-            out.append((channel.decode(), message.decode()))
-        return out
+    def listen(self):
+        """Every key event of the database, from here on."""
+        self.listener.psubscribe("__keyevent@0__:*")
+
+    def heard_until_marker(self):
+        """The (event, key) pairs heard before the next marker."""
+        heard = []
+        while True:
+            message = self.listener.get_message(timeout=EVENT_WAIT_S)
+            self.assertIsNotNone(message, f"nothing heard after {heard}")
+            if message["type"] != "pmessage":
+                continue
+            event = message["channel"].decode().removeprefix("__keyevent@0__:")
+            if event == "marker":
+                return heard
+            heard.append((event, message["data"].decode()))
 
     def expect(self, command, expected):
-        """Runs `command`, then a marker: what came before the marker is the
-        command's events, and nothing else."""
+        """Runs `command`, then publishes a marker: what is heard before the
+        marker is the command's events, and nothing else."""
         self.r.execute_command(*command)
         self.r.publish("__keyevent@0__:marker", command[0])
-        got = self.events(len(expected) + 1)
-        self.assertEqual(got, [("__keyevent@0__:" + event, key) for event, key in expected]
-                         + [("__keyevent@0__:marker", command[0])], command)
+        self.assertEqual(self.heard_until_marker(), expected, command)
 
     def test_compact_reset_loadchunk_and_restore_publish_their_events(self):
         r = self.r
@@ -71,8 +80,7 @@ class RewriteEventsTest(unittest.TestCase):
         payload = r.dump("bf")
 
         r.config_set("notify-keyspace-events", "KEA")
-        self.sub.send(b"PSUBSCRIBE __keyevent@0__:*\r\n")
-        self.assertEqual(self.sub.read_reply(), [b"psubscribe", b"__keyevent@0__:*", 1])
+        self.listen()
 
         self.expect(("CF.COMPACT", "cf"), [("cuckoo.compact", "cf")])
         self.expect(("TDIGEST.RESET", "td"), [("tdigest.reset", "td")])
@@ -97,8 +105,7 @@ class RewriteEventsTest(unittest.TestCase):
     def test_rewrite_events_are_module_class_d(self):
         self.r.execute_command("TDIGEST.CREATE", "td")
         self.r.config_set("notify-keyspace-events", "Eg")
-        self.sub.send(b"PSUBSCRIBE __keyevent@0__:*\r\n")
-        self.sub.read_reply()
+        self.listen()
         self.expect(("TDIGEST.RESET", "td"), [])
         self.expect(("RESTORE", "r", "0", self.r.dump("td")), [("restore", "r")])
 
