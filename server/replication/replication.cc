@@ -43,6 +43,9 @@ Replication::Replication(const ReplicationParts& parts)
 
 Replication::~Replication() {
   Stop();
+  // The durability outlives this room (ServerContext declares it first):
+  // a cut after this must not ask it where the data stands.
+  if (*parts_.durability) (*parts_.durability)->set_replication_mark_source(nullptr);
   parts_.journal->Unsubscribe(this);
 }
 
