@@ -282,7 +282,11 @@ def lag_round(args, rb, primary, replica):
     lag_bytes, lag_ms, unreached = lag_figures(samples, t0, t1)
     if not lag_bytes or unreached:
         raise BenchError(f"lag round: {len(lag_bytes)} samples during the load, {unreached} never reached")
+    caught_up_at = next(t for t, _, replica_offset in samples if replica_offset >= offset_after)
     return {"rps": result["rps"], "seconds": t1 - t0, "samples": len(lag_bytes),
+            "catchup_s": max(0.0, caught_up_at - t1),
+            # The same bytes over the time the replica took to have them all.
+            "replica_rate": (t1 - t0) / (caught_up_at - t0),
             "bytes_per_add": (offset_after - offset_before) / args.lag_requests,
             "bytes": {q: percentile(lag_bytes, q) for q in (50, 99, 100)},
             "ms": {q: percentile(lag_ms, q) for q in (50, 99, 100)}}
@@ -403,15 +407,22 @@ def sync_round(args, root, primary, rnd, items):
         shutil.rmtree(replica.dir, ignore_errors=True)
     worst_before, _ = probe.worst_before(t0 - args.pause_window, t0)
     worst_during, pings = probe.worst_from(t0, t1)
+    p99_before = percentile([lat for t, lat in probe.samples if t0 - args.pause_window <= t < t0], 99)
+    p99_during = percentile([lat for t, lat in probe.samples if t0 <= t < t1], 99)
+    # When in the sync the worst PING started: at its start (the cut) or along the stream.
+    worst_at = max(((lat, t - t0) for t, lat in probe.samples if t < t1 and t + lat >= t0),
+                   default=(0.0, float("nan")))[1]
     return {"bytes": nbytes, "seconds": t1 - t0, "load_seconds": float(m.group(3)),
             "send_seconds": float(sent[-1][1]), "primary_cpu": cpu[0], "replica_cpu": cpu[1],
             "ping_before_ms": worst_before * 1e3, "ping_during_ms": worst_during * 1e3,
+            "ping_p99_before_ms": p99_before * 1e3, "ping_p99_during_ms": p99_during * 1e3,
+            "worst_at_s": worst_at,
             "pings": pings}
 
 
 def sync_part(args, root, report):
     primary = Node(args, root, "sync-primary").start(args.run_timeout)
-    report["sync_argv"] = primary.server.argv
+    report.setdefault("argv", primary.server.argv)
     try:
         rss0 = rss_bytes(primary.server.proc.pid)
         capacity, size = reserve_sized(primary.conn, "BF", "big", args.sync_bytes, args.probe_capacity)
@@ -460,20 +471,38 @@ def build_report(args, report, rb):
     w(f"- this run: `{shlex.join(['/usr/bin/python3'] + sys.argv)}`; {args.rounds} round(s), "
       "median (min-max over rounds)\n")
 
-    lag = report["lag"]
+    if args.part_lag:
+        report_lag(args, report["lag"], w)
+    if args.part_throughput:
+        report_throughput(args, report["throughput"], w)
+    if args.part_sync:
+        report_sync(args, report, w)
+    if rb.commands:
+        w("redis-benchmark commands (ports vary):\n")
+        w("```sh")
+        lines.extend(rb.commands)
+        w("```")
+    return "\n".join(lines)
+
+
+def report_lag(args, lag, w):
     w(f"## Replication lag under load (1 replica; {args.lag_requests:,} BF.ADD at -P 16, "
       f"-r {args.lag_keyspace:,}; INFO sampled every {args.sample_period * 1e3:.0f} ms)\n")
     rows = []
     for unit, digits in (("bytes", 0), ("ms", 1)):
         for q, name in ((50, "p50"), (99, "p99"), (100, "max")):
             rows.append([f"lag {name} ({unit})", spread([r[unit][q] for r in lag], digits)])
+    rows.append(["the replica caught up, seconds after the load", spread([r["catchup_s"] for r in lag], 2)])
+    rows.append(["the replica's rate / the primary's (stream bytes per second)",
+                 spread([r["replica_rate"] for r in lag], 2, "x")])
     rows.append(["stream bytes per BF.ADD", spread([r["bytes_per_add"] for r in lag], 1)])
     rows.append(["load req/s", spread([r["rps"] for r in lag], 0)])
     rows.append(["samples during the load", spread([r["samples"] for r in lag], 0)])
     w(table(["figure", "median (min-max)"], rows))
     w("")
 
-    res = report["throughput"]
+
+def report_throughput(args, res, w):
     w(f"## The primary with 0, 1 and 2 replicas (-c 50, -r {args.keyspace:,}; "
       f"-P 16: {args.requests_p16:,} requests, -P 1: {args.requests_p1:,})\n")
     rows = []
@@ -497,6 +526,8 @@ def build_report(args, report, rb):
              "stream bytes/req"], rows))
     w("")
 
+
+def report_sync(args, report, w):
     fil, save, sync = report["sync_filter"], report["save"], report["sync"]
     w(f"## Full sync of a {fil['size'] / GIB:.2f} GiB Bloom filter beside SAVE\n")
     w(f"`BF.RESERVE big 0.01 {fil['capacity']}` (BF.INFO Size {fil['size']:,} bytes), "
@@ -519,32 +550,42 @@ def build_report(args, report, rb):
          f"{spread([s['replica_cpu'] / (s['bytes'] / 1e9) for s in sync], 2)}"],
         ["snapshot bytes streamed", spread([s["bytes"] for s in sync], 0)],
         ["primary's worst PING during the sync (ms)", spread([s["ping_during_ms"] for s in sync], 1)],
+        ["the worst PING started, seconds into the sync",
+         ", ".join(f"{s['worst_at_s']:.1f}" for s in sync) + f" of {spread([s['seconds'] for s in sync], 1)}"],
         ["worst PING in as long a window before it (ms)", spread([s["ping_before_ms"] for s in sync], 1)],
+        ["PING p99 during the sync / before it (ms)",
+         f"{spread([s['ping_p99_during_ms'] for s in sync], 1)} / "
+         f"{spread([s['ping_p99_before_ms'] for s in sync], 1)}"],
     ]
     w(table(["figure", "median (min-max)"], rows))
     w("")
-    w("redis-benchmark commands (ports vary):\n")
-    w("```sh")
-    lines.extend(rb.commands)
-    w("```")
-    return "\n".join(lines)
 
 
-def check_figures(report):
-    """--smoke: every figure present and sane."""
+def check_figures(args, report):
+    """--smoke: every figure of the parts that ran present and sane."""
     lag = report["lag"]
-    if not lag or any(r["samples"] < 1 or r["bytes_per_add"] <= 0 for r in lag):
+    if args.part_lag and (not lag or any(r["samples"] < 1 or r["bytes_per_add"] <= 0 for r in lag)):
         raise BenchError(f"lag figures missing: {lag}")
-    for key, rows in report["throughput"].items():
-        if not rows or any(r["rps"] <= 0 for r in rows):
-            raise BenchError(f"throughput row {key} has no result")
-    if not report["sync"] or any(s["bytes"] <= 0 or s["pings"] < 1 for s in report["sync"]):
+    throughput = report["throughput"]
+    if args.part_throughput and (len(throughput) != len(THROUGHPUT_ROWS) * len(REPLICA_COUNTS) or any(
+            not rows or any(r["rps"] <= 0 for r in rows) for rows in throughput.values())):
+        raise BenchError(f"throughput rows missing: {throughput}")
+    if args.part_sync and (not report["sync"]
+                           or any(s["bytes"] <= 0 or s["pings"] < 1 for s in report["sync"])):
         raise BenchError(f"full sync figures missing: {report['sync']}")
 
 
 # ---------------------------------------------------------------------------
 
 def run_all(args, root, rb, report):
+    if args.part_lag or args.part_throughput:
+        run_replica_groups(args, root, rb, report)
+    if args.part_sync:
+        sync_part(args, root, report)
+
+
+def run_replica_groups(args, root, rb, report):
+    """Parts 1 and 2, on three primaries with 0, 1 and 2 replicas."""
     nodes = []
     try:
         groups = {}
@@ -568,7 +609,7 @@ def run_all(args, root, rb, report):
         progress(f"{len(nodes)} servers up, replicas in sync")
 
         primary, (replica,) = groups[1]
-        for rnd in range(args.rounds):
+        for rnd in range(args.rounds if args.part_lag else 0):
             figures = lag_round(args, rb, primary, replica)
             report["lag"].append(figures)
             progress(f"[1] round {rnd + 1}: {figures['samples']} samples, lag bytes p50/p99/max "
@@ -579,7 +620,8 @@ def run_all(args, root, rb, report):
         call_ok(primary.conn, "BF.RESERVE", "bf", "0.01", "10000000")
         wait_caught_up(primary, [replica], SYNCED_DEADLINE_S, "BF.RESERVE")
 
-        throughput_part(args, rb, groups, report["throughput"])
+        if args.part_throughput:
+            throughput_part(args, rb, groups, report["throughput"])
     finally:
         errors = []
         for node in nodes:
@@ -589,7 +631,6 @@ def run_all(args, root, rb, report):
                 errors.append(f"{node.name}: {e}")
         if errors and sys.exc_info()[0] is None:
             raise BenchError("; ".join(errors))
-    sync_part(args, root, report)
 
 
 def parse_args(argv):
@@ -599,6 +640,7 @@ def parse_args(argv):
     parser.add_argument("--redis-benchmark", default="redis-benchmark")
     parser.add_argument("--threads", type=int, default=0, help="bloomgate --threads (0 = one per core)")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--only", choices=("lag", "throughput", "sync"), help="run one part")
     parser.add_argument("--lag-requests", type=int, default=1_000_000)
     parser.add_argument("--lag-keyspace", type=int, default=10_000,
                         help="-r of the lag load: keys and items are each drawn from it")
@@ -619,8 +661,10 @@ def parse_args(argv):
                         help="every part once at tiny sizes; exits non-zero on any failure")
     args = parser.parse_args(argv)
     args.sync_bytes = parse_size(args.sync_size)
+    args.part_lag, args.part_throughput, args.part_sync = (
+        args.only in (None, part) for part in ("lag", "throughput", "sync"))
     args.probe_capacity = 1_000_000
-    args.pause_window = 1.0
+    args.pause_window = 3.0
     if args.smoke:
         args.rounds = 1
         args.lag_requests = min(args.lag_requests, 20_000)
@@ -665,7 +709,7 @@ def main(argv=None):
             run_all(args, root, rb, report)
         facts["load_end"] = os.getloadavg()
         if args.smoke:
-            check_figures(report)
+            check_figures(args, report)
     except BenchError as e:
         print(f"replication_bench: FAILED: {e}", file=sys.stderr)
         return 1
