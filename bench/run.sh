@@ -105,6 +105,12 @@ if [[ $mode == smoke ]]; then
   run_logged "$out/cdn.txt" /usr/bin/python3 bench/cdn_admission_bench.py --smoke --bin "$bin" \
     --out "$out/cdn-admission.md"
   tail -n 1 "$out/cdn.txt"
+  echo "== replication_bench.py --smoke (output in $out)"
+  # Six servers (primaries with 0, 1, 2 replicas), then an 8 MiB full sync (~8 s);
+  # fails if a replica does not catch up, a sync fails or a figure is missing.
+  run_logged "$out/replication.txt" /usr/bin/python3 bench/replication_bench.py --smoke \
+    --bin "$bin" --out "$out/replication.md"
+  tail -n 1 "$out/replication.txt"
   echo "bench smoke: OK ($((SECONDS - started)) s)"
   exit 0
 fi
