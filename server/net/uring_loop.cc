@@ -19,12 +19,13 @@ constexpr uint64_t kCancelTag = 0;
 // the kernel (it does every pass) instead of by an interrupt of the running
 // thread; a thread asleep in epoll_wait is still woken. Linux 5.19+; older
 // kernels get a plain ring.
-int SetUp(unsigned entries, io_uring* ring) {
+int SetUp(unsigned entries, io_uring* ring, bool* modern) {
   io_uring_params params;
   std::memset(&params, 0, sizeof params);
   params.flags = IORING_SETUP_CQSIZE | IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG;
   params.cq_entries = kCompletionEntries;
   int result = io_uring_queue_init_params(entries, ring, &params);
+  *modern = result == 0;
   if (result == -EINVAL) {
     std::memset(&params, 0, sizeof params);
     result = io_uring_queue_init_params(entries, ring, &params);
@@ -57,12 +58,15 @@ bool ProbeIoUring(std::string* why) {
 
 std::unique_ptr<UringLoop> UringLoop::Create(asio::io_context& context, std::string* error) {
   io_uring ring;
-  const int result = SetUp(kSubmissionEntries, &ring);
+  bool modern = false;
+  const int result = SetUp(kSubmissionEntries, &ring, &modern);
   if (result < 0) {
     *error = std::string("io_uring_setup: ") + std::strerror(-result);
     return nullptr;
   }
-  return std::unique_ptr<UringLoop>(new UringLoop(context, ring));
+  auto loop = std::unique_ptr<UringLoop>(new UringLoop(context, ring));
+  loop->poll_first_ = modern;
+  return loop;
 }
 
 UringLoop::UringLoop(asio::io_context& context, const io_uring& ring)
@@ -88,6 +92,7 @@ io_uring_sqe* UringLoop::NextSqe() {
 void UringLoop::Receive(int fd, void* data, size_t size, Operation* operation) {
   io_uring_sqe* sqe = NextSqe();
   io_uring_prep_recv(sqe, fd, data, size, 0);
+  if (poll_first_) sqe->ioprio |= IORING_RECVSEND_POLL_FIRST;
   io_uring_sqe_set_data(sqe, operation);
   Queued();
 }

@@ -67,6 +67,11 @@ class UringLoop {
   bool watching_ = false;
   bool reaping_ = false;
   bool flush_posted_ = false;
+  // A receive waits for the socket to be readable before trying it (Linux
+  // 5.19+, as COOP_TASKRUN): the connection only asks once it has answered
+  // everything it had, when the socket is most often empty, so the first
+  // attempt would mostly meet EAGAIN.
+  bool poll_first_ = false;
 };
 
 // Whether this process may use io_uring: sets up a small ring and runs a NOP
