@@ -105,6 +105,12 @@ if [[ $mode == smoke ]]; then
   run_logged "$out/cdn.txt" /usr/bin/python3 bench/cdn_admission_bench.py --smoke --bin "$bin" \
     --out "$out/cdn-admission.md"
   tail -n 1 "$out/cdn.txt"
+  echo "== net_floor_bench.py --smoke (output in $out)"
+  # PING on each io-backend beside redis-server; `auto` where a kernel refuses
+  # io_uring. Fails if a server does not start, dies or does not stop cleanly.
+  run_logged "$out/net-floor.txt" /usr/bin/python3 bench/net_floor_bench.py --smoke --bin "$bin" \
+    --backends epoll,auto --out "$out/net-floor.md"
+  tail -n 1 "$out/net-floor.txt"
   echo "bench smoke: OK ($((SECONDS - started)) s)"
   exit 0
 fi
