@@ -34,9 +34,9 @@ LogLimiter sighup_log(/*interval_ms=*/1000);
 // Redis's CONFIG_MIN_RESERVED_FDS.
 constexpr size_t kMinReservedFds = 32;
 // Each io_context's epoll reactor holds an epoll descriptor, an eventfd
-// (its interrupter) and a timerfd, and with io-backend io_uring its ring:
-// at most 4 per worker (ls /proc/PID/fd).
-constexpr size_t kFdsPerWorker = 4;
+// (its interrupter) and a timerfd: 3 per worker (ls /proc/PID/fd); and its
+// ring unless io-backend is epoll (auto may set one up).
+constexpr size_t kFdsPerWorker = 3;
 
 // Failures that the next accept would repeat at once: the process or the
 // system is out of descriptors, or the kernel out of socket memory.
@@ -476,7 +476,8 @@ void Server::StopOnMainLoop() {
 
 size_t ReservedFileDescriptors(const ServerConfig& config, size_t threads) {
   const size_t transports = (config.port != 0 ? 1 : 0) + (config.tls_port != 0 ? 1 : 0);
-  return kMinReservedFds + transports * config.bind.size() + kFdsPerWorker * threads;
+  const size_t ring = config.io_backend == ServerConfig::IoBackend::kEpoll ? 0 : 1;
+  return kMinReservedFds + transports * config.bind.size() + (kFdsPerWorker + ring) * threads;
 }
 
 bool AdjustOpenFilesLimit(ServerConfig* config, size_t reserved, std::string* warning,
