@@ -111,6 +111,12 @@ if [[ $mode == smoke ]]; then
   run_logged "$out/replication.txt" /usr/bin/python3 bench/replication_bench.py --smoke \
     --bin "$bin" --out "$out/replication.md"
   tail -n 1 "$out/replication.txt"
+  echo "== net_floor_bench.py --smoke (output in $out)"
+  # PING on each io-backend beside redis-server; `auto` where a kernel refuses
+  # io_uring. Fails if a server does not start, dies or does not stop cleanly.
+  run_logged "$out/net-floor.txt" /usr/bin/python3 bench/net_floor_bench.py --smoke --bin "$bin" \
+    --backends epoll,auto --out "$out/net-floor.md"
+  tail -n 1 "$out/net-floor.txt"
   echo "bench smoke: OK ($((SECONDS - started)) s)"
   exit 0
 fi

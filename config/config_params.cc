@@ -330,6 +330,21 @@ bool SetReplicaOf(std::string_view value, std::string* out, std::string* error) 
   return true;
 }
 
+bool SetIoBackend(ServerConfig* config, std::string_view value, std::string* error) {
+  using B = ServerConfig::IoBackend;
+  if (EqualsIgnoreCase(value, "auto")) {
+    config->io_backend = B::kAuto;
+  } else if (EqualsIgnoreCase(value, "epoll")) {
+    config->io_backend = B::kEpoll;
+  } else if (EqualsIgnoreCase(value, "io_uring")) {
+    config->io_backend = B::kIoUring;
+  } else {
+    *error = "argument(s) must be one of the following: auto, epoll, io_uring";
+    return false;
+  }
+  return true;
+}
+
 bool SetAppendFsync(ServerConfig* config, std::string_view value, std::string* error) {
   using F = ServerConfig::AppendFsync;
   if (EqualsIgnoreCase(value, "always")) {
@@ -408,6 +423,18 @@ std::optional<unsigned> ParseTlsProtocols(std::string_view text) {
     pos = stop;
   }
   return protocols == 0 ? (kTlsV1_2 | kTlsV1_3) : protocols;
+}
+
+std::string FormatIoBackend(ServerConfig::IoBackend backend) {
+  switch (backend) {
+    case ServerConfig::IoBackend::kAuto:
+      return "auto";
+    case ServerConfig::IoBackend::kEpoll:
+      return "epoll";
+    case ServerConfig::IoBackend::kIoUring:
+      return "io_uring";
+  }
+  return "auto";
 }
 
 std::string FormatAppendFsync(ServerConfig::AppendFsync mode) {
@@ -526,6 +553,10 @@ const std::vector<ConfigParam>& BuildTable() {
          return SetInteger(v, 0, kMaxThreads, &c->threads, e);
        },
        [](const C& c) { return std::to_string(c.threads); }},
+      {"io-backend", "socket I/O of the event loops: auto, epoll or io_uring",
+       /*runtime_settable=*/false, ConfigType::kEnum, "<auto|epoll|io_uring>",
+       [](C* c, V v, S* e) { return SetIoBackend(c, v, e); },
+       [](const C& c) { return FormatIoBackend(c.io_backend); }},
       {"loglevel",
        "log verbosity: trace, debug, info, warn, error, critical or off",
        /*runtime_settable=*/true, ConfigType::kEnum, "<level>",

@@ -107,6 +107,7 @@ std::optional<unsigned> ParseTlsProtocols(std::string_view text);
 
 // appendfsync as CONFIG GET and INFO show it: "always", "everysec", "no".
 std::string FormatAppendFsync(ServerConfig::AppendFsync mode);
+std::string FormatIoBackend(ServerConfig::IoBackend backend);
 
 }  // namespace bloomgate
 

@@ -22,6 +22,11 @@ struct ServerConfig {
   uint16_t port = 6379;
   // I/O threads, one io_context each; 0 = one per core.
   uint32_t threads = 0;
+  // How the event loops do socket I/O: epoll (Boost.Asio's reactor) or
+  // io_uring for plain-TCP clients; auto = io_uring when the kernel and
+  // seccomp allow it, else epoll. Start-up only.
+  enum class IoBackend { kAuto, kEpoll, kIoUring };
+  IoBackend io_backend = IoBackend::kAuto;
   // spdlog level name: trace|debug|info|warn|error|critical|off, or Redis's
   // debug|verbose|notice|warning|nothing (LogLevelForSpdlog maps them).
   std::string loglevel = "info";

@@ -12,7 +12,9 @@ set -euo pipefail
 packages=(cmake ninja-build g++ pkg-config
           libboost-dev libboost-system-dev libxxhash-dev
           libspdlog-dev libfmt-dev libyaml-cpp-dev libssl-dev
-          redis-tools)
+          redis-tools
+          # io-backend io_uring (server/net/uring_loop.cc)
+          liburing-dev)
 if [[ "${1:-}" == "--test" ]]; then
   # openssl: the TLS tests make their certificates with its CLI.
   packages+=(googletest libgtest-dev python3 python3-redis openssl

@@ -205,6 +205,10 @@ int main(int argc, char** argv) {
   // loading-flagged ones sees the keyspace before it is complete. Both
   // transports (TCP and TLS) are bound before the load starts.
   Server server(context, threads);
+  if (!server.SetUpIoBackend(config, &error)) {
+    spdlog::critical("{}", error);
+    return 1;
+  }
   // Builds big filters off the event loops (server/keyspace/filter_maker.h).
   // Declared after the server: stopped and joined before the io_contexts
   // its callbacks post to are gone.

@@ -23,6 +23,7 @@
 #include "server/net/asio_ssl.h"
 #include "server/net/connection_manager.h"
 #include "server/net/input_buffer.h"
+#include "server/net/uring_stream.h"
 #include "server/resp/reply_builder.h"
 #include "server/resp/resp_parser.h"
 #include "server/replication/replication.h"
@@ -94,21 +95,24 @@ std::string EndpointText(const tcp::endpoint& endpoint) {
 }
 
 
-// The connection over one stream type: tcp::socket or TlsStream. Everything
-// after the handshake is the same code for both; the stream-specific parts
-// are the `if constexpr (kTls)` branches.
+// The connection over one stream type: tcp::socket, UringStream (plain TCP
+// through the worker's io_uring) or TlsStream. Everything after the
+// handshake is the same code for all; the stream-specific parts are the
+// `if constexpr` branches.
 template <typename Stream>
 class StreamConnection final : public Connection {
  public:
   static constexpr bool kTls = std::is_same_v<Stream, TlsStream>;
+  static constexpr bool kUring = std::is_same_v<Stream, UringStream>;
 
   StreamConnection(tcp::socket socket, std::shared_ptr<ssl::context> tls_context,
                    ServerContext& server, ConnectionManager& manager, size_t worker_index,
-                   std::string refusal = {}, std::shared_ptr<void> refusal_slot = nullptr)
+                   std::string refusal = {}, std::shared_ptr<void> refusal_slot = nullptr,
+                   UringLoop* uring = nullptr)
       : refusal_(std::move(refusal)),
         refusal_slot_(std::move(refusal_slot)),
         tls_context_(std::move(tls_context)),
-        stream_(MakeStream(std::move(socket), tls_context_.get())),
+        stream_(MakeStream(std::move(socket), tls_context_.get(), uring)),
         handshake_timer_(stream_.get_executor()),
         pause_timer_(stream_.get_executor()),
         shutdown_timer_(stream_.get_executor()),
@@ -146,9 +150,11 @@ class StreamConnection final : public Connection {
   asio::any_io_executor executor() override { return stream_.get_executor(); }
 
  private:
-  static Stream MakeStream(tcp::socket socket, ssl::context* tls_context) {
+  static Stream MakeStream(tcp::socket socket, ssl::context* tls_context, UringLoop* uring) {
     if constexpr (kTls) {
       return Stream(std::move(socket), *tls_context);
+    } else if constexpr (kUring) {
+      return Stream(std::move(socket), *uring);
     } else {
       return socket;
     }
@@ -156,8 +162,18 @@ class StreamConnection final : public Connection {
   tcp::socket& socket() {
     if constexpr (kTls) {
       return stream_.next_layer();
+    } else if constexpr (kUring) {
+      return stream_.socket();
     } else {
       return stream_;
+    }
+  }
+  // Ends the read and the write in flight with operation_aborted.
+  void CancelIo(boost::system::error_code& ec) {
+    if constexpr (kUring) {
+      stream_.cancel(ec);
+    } else {
+      socket().cancel(ec);
     }
   }
 
@@ -295,6 +311,7 @@ void StreamConnection<Stream>::Start() {
     // in Redis, so handshaking clients cannot exceed the limit unseen.
     DoHandshake(config.tls_handshake_timeout_ms);
   } else {
+    if constexpr (kUring) stream_.Detach();
     DoRead();
   }
 }
@@ -436,7 +453,7 @@ void StreamConnection<Stream>::Stop() {
   // A connection waiting in a read is woken by cancelling it; its handler
   // then answers what the client already sent (DrainForStop). One that is
   // writing closes when the write completes.
-  if (!write_in_flight_) socket().cancel(ignored);
+  if (!write_in_flight_) CancelIo(ignored);
 }
 
 template <typename Stream>
@@ -683,7 +700,11 @@ void StreamConnection<Stream>::EndPause() {
   pause_timer_.cancel();
   // Ends the socket watch; nothing else is pending on a parked connection.
   boost::system::error_code ignored;
-  if (!closed_) socket().cancel(ignored);
+  if constexpr (kUring) {
+    if (!closed_) stream_.Detach();
+  } else {
+    if (!closed_) socket().cancel(ignored);
+  }
 }
 
 template <typename Stream>
@@ -911,7 +932,7 @@ void StreamConnection<Stream>::CloseSocket() {
   // read below then reads the socket.
   // So does a write that cannot finish (a killed subscriber's): its bytes
   // are dropped, not waited for.
-  if (read_in_flight_ || write_in_flight_) socket().cancel(ec);
+  if (read_in_flight_ || write_in_flight_) CancelIo(ec);
   socket().shutdown(tcp::socket::shutdown_send, ec);
   linger_buf_.reset(new (std::nothrow) char[kLingerReadBytes]);
   if (ec || linger_buf_ == nullptr) {  // the peer is gone already: nothing to deliver
@@ -957,7 +978,12 @@ std::shared_ptr<Connection> MakeTlsRefusal(tcp::socket socket,
 }
 
 std::shared_ptr<Connection> MakeTcpConnection(tcp::socket socket, ServerContext& server,
-                                              ConnectionManager& manager, size_t worker_index) {
+                                              ConnectionManager& manager, size_t worker_index,
+                                              UringLoop* uring) {
+  if (uring != nullptr) {
+    return std::make_shared<StreamConnection<UringStream>>(
+        std::move(socket), nullptr, server, manager, worker_index, std::string(), nullptr, uring);
+  }
   return std::make_shared<StreamConnection<tcp::socket>>(std::move(socket), nullptr, server,
                                                          manager, worker_index);
 }

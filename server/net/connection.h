@@ -29,6 +29,7 @@ namespace bloomgate {
 
 class ConnectionManager;
 class ServerContext;
+class UringLoop;
 
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
@@ -54,8 +55,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
   virtual asio::any_io_executor executor() = 0;
 };
 
+// `uring` (io-backend io_uring): the worker's ring carries the socket's
+// receives and sends; null: the io_context's epoll does.
 std::shared_ptr<Connection> MakeTcpConnection(tcp::socket socket, ServerContext& server,
-                                              ConnectionManager& manager, size_t worker_index);
+                                              ConnectionManager& manager, size_t worker_index,
+                                              UringLoop* uring = nullptr);
 
 // `context` is the TLS context current at accept; the connection keeps it
 // for its whole life, so a reload never changes an open session.

@@ -15,6 +15,7 @@
 #include "server/commands/errors.h"
 #include "server/net/admission.h"
 #include "server/net/connection.h"
+#include "server/net/io_backend.h"
 
 namespace bloomgate {
 namespace {
@@ -33,7 +34,8 @@ LogLimiter sighup_log(/*interval_ms=*/1000);
 // Redis's CONFIG_MIN_RESERVED_FDS.
 constexpr size_t kMinReservedFds = 32;
 // Each io_context's epoll reactor holds an epoll descriptor, an eventfd
-// (its interrupter) and a timerfd: 3 per worker (ls /proc/PID/fd).
+// (its interrupter) and a timerfd: 3 per worker (ls /proc/PID/fd); and its
+// ring unless io-backend is epoll (auto may set one up).
 constexpr size_t kFdsPerWorker = 3;
 
 // Failures that the next accept would repeat at once: the process or the
@@ -85,6 +87,26 @@ Server::Server(ServerContext& context, size_t threads)
                                    std::string* why) {
     return ReloadTls(next, names, param, why);
   };
+}
+
+bool Server::SetUpIoBackend(const ServerConfig& config, std::string* error) {
+  const IoBackendChoice choice = ChooseIoBackend(config.io_backend, ProbeIoUring);
+  if (!choice.ok) {
+    *error = choice.message;
+    return false;
+  }
+  if (choice.io_uring) {
+    for (size_t i = 0; i < pool_.size(); ++i) {
+      std::unique_ptr<UringLoop> loop = UringLoop::Create(pool_.context(i), error);
+      if (!loop) {
+        uring_loops_.clear();
+        return false;
+      }
+      uring_loops_.push_back(std::move(loop));
+    }
+  }
+  spdlog::info("{}", choice.message);
+  return true;
 }
 
 bool Server::EnableTls(const ServerConfig& config, std::string* error) {
@@ -326,7 +348,8 @@ void Server::RetryAccept(Listener& listener, const boost::system::error_code& ec
 void Server::Serve(Transport transport, tcp::socket socket, size_t worker) {
   ConnectionManager& manager = *managers_[worker];
   if (transport == Transport::kTcp) {
-    manager.Add(MakeTcpConnection(std::move(socket), context_, manager, worker));
+    manager.Add(MakeTcpConnection(std::move(socket), context_, manager, worker,
+                                  uring_loops_.empty() ? nullptr : uring_loops_[worker].get()));
   } else {
     manager.Add(MakeTlsConnection(std::move(socket), tls_.current(), context_, manager, worker));
   }
@@ -453,7 +476,8 @@ void Server::StopOnMainLoop() {
 
 size_t ReservedFileDescriptors(const ServerConfig& config, size_t threads) {
   const size_t transports = (config.port != 0 ? 1 : 0) + (config.tls_port != 0 ? 1 : 0);
-  return kMinReservedFds + transports * config.bind.size() + kFdsPerWorker * threads;
+  const size_t ring = config.io_backend == ServerConfig::IoBackend::kEpoll ? 0 : 1;
+  return kMinReservedFds + transports * config.bind.size() + (kFdsPerWorker + ring) * threads;
 }
 
 bool AdjustOpenFilesLimit(ServerConfig* config, size_t reserved, std::string* warning,

@@ -31,6 +31,7 @@
 #include "server/net/connection_manager.h"
 #include "server/net/io_context_pool.h"
 #include "server/net/tls_context.h"
+#include "server/net/uring_loop.h"
 
 namespace bloomgate {
 
@@ -50,6 +51,11 @@ class Server {
   enum class Transport { kTcp, kTls };
 
   Server(ServerContext& context, size_t threads);
+
+  // io-backend: with io_uring chosen, one ring per worker loop carries its
+  // plain-TCP clients' receives and sends. Before Start(); the choice is
+  // logged. False with *error when io_uring was asked for and is refused.
+  bool SetUpIoBackend(const ServerConfig& config, std::string* error);
 
   // Builds the TLS context from `config` (before ListenTls); false with
   // *error if a file does not load. From then on CONFIG SET of a tls-*
@@ -125,6 +131,9 @@ class Server {
   ServerContext& context_;
   IoContextPool pool_;
   std::vector<std::unique_ptr<ConnectionManager>> managers_;
+  // One per worker with io-backend io_uring, else empty. Declared after the
+  // pool: each watches its ring on a worker's io_context.
+  std::vector<std::unique_ptr<UringLoop>> uring_loops_;
   // A list: accept handlers hold references to their Listener. Listeners
   // closed by ChangeTlsPort stay (closed) until the server ends: their last
   // accept handler still looks at them (a few hundred bytes per change).

@@ -35,6 +35,12 @@ def server_binary():
     return path
 
 
+def extra_server_args():
+    """Flags every server of a run gets: BLOOMGATE_EXTRA_ARGS, split on spaces
+    (run_backend.py runs modules with "--io-backend <backend>")."""
+    return os.environ.get("BLOOMGATE_EXTRA_ARGS", "").split()
+
+
 def free_port():
     """A loopback port that was free a moment ago (bind to 0, then release)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
@@ -351,7 +357,8 @@ class BloomgateServer:
             self.port = free_port()
             self.log_path = os.path.join(self.tmp.name, "bloomgate.log")
             self._log_file = open(self.log_path, "wb")
-            cmd = [binary, "--port", str(self.port), "--bind", "127.0.0.1", *self.args]
+            cmd = [binary, "--port", str(self.port), "--bind", "127.0.0.1",
+                   *extra_server_args(), *self.args]
             self.proc = subprocess.Popen(cmd, cwd=self.tmp.name, stdin=subprocess.DEVNULL,
                                          stdout=self._log_file, stderr=subprocess.STDOUT)
             if not self.wait_ready:
@@ -603,7 +610,8 @@ class PersistentServer(BloomgateServer):
             self.port = free_port()
             self.log_path = self.fixed_log_path
             self._log_file = open(self.log_path, "wb")
-            cmd = [binary, "--port", str(self.port), "--bind", "127.0.0.1", *self.args]
+            cmd = [binary, "--port", str(self.port), "--bind", "127.0.0.1",
+                   *extra_server_args(), *self.args]
             self.proc = subprocess.Popen(cmd, cwd=self.data_dir, stdin=subprocess.DEVNULL,
                                          stdout=self._log_file, stderr=subprocess.STDOUT)
             if not self.wait_ready:

@@ -66,7 +66,7 @@ TEST(ConfigParams, TableHasOneRowPerSettingWithRedisStyleNames) {
     names.push_back(param.name);
   }
   EXPECT_EQ(names, (std::vector<std::string_view>{
-                       "bind", "port", "databases", "threads", "loglevel", "logfile",
+                       "bind", "port", "databases", "threads", "io-backend", "loglevel", "logfile",
                        "requirepass", "acl-pubsub-default", "acllog-max-len",
                        "protected-mode", "maxclients", "maxmemory",
                        "maxmemory-policy", "max-filter-memory", "proto-max-bulk-len",
@@ -111,7 +111,8 @@ TEST(ConfigParams, OnlyListenersThreadsLogfileAndDataFilesAreStartUpOnly) {
   // replicaof, which REPLICAOF changes at run time, as in Redis.
   EXPECT_EQ(start_up_only,
             (std::set<std::string_view>{"appendfilename", "bind", "databases", "dir", "logfile",
-                                        "metrics-port", "port", "replicaof", "threads"}));
+                                        "metrics-port", "port", "replicaof", "threads",
+                                        "io-backend"}));
 }
 
 TEST(ConfigParams, FindIgnoresCaseAndReturnsTheTableRow) {
@@ -168,6 +169,7 @@ TEST(SetConfigValue, EachKeySetsItsField) {
       {"bind", "0.0.0.0 ::", "0.0.0.0 ::"},
       {"port", "6380", "6380"},
       {"threads", "8", "8"},
+      {"io-backend", "IO_URING", "io_uring"},
       {"loglevel", "debug", "debug"},
       {"logfile", "/var/log/bloomgate.log", "/var/log/bloomgate.log"},
       {"requirepass", "s3cret pass", "s3cret pass"},
