@@ -67,24 +67,31 @@ void Replication::Start() {
          static_cast<uint16_t>(std::stoul(replicaof.substr(space + 1))));
 }
 
-void Replication::Stop() {
-  std::vector<std::thread> threads;
+void Replication::RequestStop() {
   std::vector<std::shared_ptr<ReplicaFeed>> feeds;
   {
     std::lock_guard lock(mutex_);
     stopping_ = true;
     link_generation_.fetch_add(1, std::memory_order_acq_rel);
     if (link_socket_) link_socket_->Shutdown();
-    if (link_thread_.joinable()) threads.push_back(std::move(link_thread_));
-    if (pinger_.joinable()) threads.push_back(std::move(pinger_));
-    for (std::thread& thread : threads_) threads.push_back(std::move(thread));
-    threads_.clear();
     feeds = feeds_;
   }
   link_wake_.notify_all();
   // A full sync waiting for its replica to read ends with an error.
   for (const std::shared_ptr<ReplicaFeed>& feed : feeds) {
     if (!feed->closed()) feed->Closed();
+  }
+}
+
+void Replication::Stop() {
+  RequestStop();
+  std::vector<std::thread> threads;
+  {
+    std::lock_guard lock(mutex_);
+    if (link_thread_.joinable()) threads.push_back(std::move(link_thread_));
+    if (pinger_.joinable()) threads.push_back(std::move(pinger_));
+    for (std::thread& thread : threads_) threads.push_back(std::move(thread));
+    threads_.clear();
   }
   for (std::thread& thread : threads) thread.join();
 }

@@ -92,7 +92,12 @@ class Replication : private JournalSubscriber {
   // has every later snapshot save its position beside it, and follows
   // `replicaof` if it is set.
   void Start();
-  // Graceful stop: the link and every full sync end (their threads joined).
+  // The first half of Stop, which blocks on nothing: the link's socket and
+  // every full sync are closed, so the link leaves the client registry and
+  // the server's stop does not wait its grace period for it. Called when
+  // the server begins to stop, on its main loop.
+  void RequestStop();
+  // Graceful stop: RequestStop, then the link's and full syncs' threads joined.
   void Stop();
 
   // --- role (REPLICAOF / SLAVEOF) ---------------------------------------

@@ -8,6 +8,7 @@ write load ends equal."""
 import os
 import signal
 import threading
+import time
 import unittest
 
 import redis
@@ -15,6 +16,8 @@ import redis
 from harness import BloomgateServer, wait_until
 
 SYNC_DEADLINE_S = 20.0
+# The server's wait for its clients to leave when it stops (kStopGraceMs).
+STOP_GRACE_S = 5.0
 
 
 def info(client, section):
@@ -306,6 +309,21 @@ class ReplicationTest(unittest.TestCase):
                     pipe.execute_command("REPLICAOF", "NO", "ONE")
                     self.assertEqual(pipe.execute()[1], b"OK", attempt)
                     self.assertEqual(info(r, "replication")["role"], "master")
+
+    def test_a_replica_with_a_live_link_stops_without_waiting_for_it(self):
+        # The link to the primary is a client of the replica; the server's
+        # stop waits up to its grace period (5 s) for clients to leave, so the
+        # link must close when the stop begins, not after it.
+        with BloomgateServer() as primary, BloomgateServer() as replica:
+            primary.client().execute_command("BF.ADD", "k", "x")
+            follow(replica, primary)
+            wait_until(caught_up(primary, replica), SYNC_DEADLINE_S, interval_s=0.05,
+                       what="the first sync")
+            started = time.monotonic()
+            replica.stop()
+            took = time.monotonic() - started
+            self.assertNotIn("did not finish", replica.final_log)
+            self.assertLess(took, STOP_GRACE_S / 2, replica.final_log)
 
 
 if __name__ == "__main__":
