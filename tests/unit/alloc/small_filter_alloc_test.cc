@@ -37,18 +37,25 @@ class FilterAllocations : public ::testing::Test {
   }
 };
 
-// Items until the filter has `layers` layers; each growth step allocates
-// exactly what it adds to memory_bytes().
-template <typename Filter, typename AddItem>
-void GrowAndCheck(Filter& filter, uint32_t layers, AddItem add) {
-  for (uint64_t i = 0; filter.num_layers() < layers; ++i) {
-    const uint32_t layers_before = filter.num_layers();
-    const uint64_t bytes_before = filter.memory_bytes();
+// Creates a filter of `options` and adds items until it has `layers`
+// layers: creating it, and each growth step, allocates exactly what it adds
+// to memory_bytes(); an add that does not grow allocates nothing.
+template <typename Filter, typename Options>
+void CreateGrowAndCheck(const Options& options, uint32_t layers) {
+  std::unique_ptr<Filter> filter;
+  const uint64_t created = BytesSoFar();
+  ASSERT_EQ(Filter::Create(options, FilterLimits{}, nullptr, &filter), FilterStatus::kOk);
+  EXPECT_EQ(BytesSoFar() - created, filter->memory_bytes());
+  for (uint64_t i = 0; filter->num_layers() < layers; ++i) {
+    const uint32_t layers_before = filter->num_layers();
+    const uint64_t bytes_before = filter->memory_bytes();
+    const std::string item = "item:" + std::to_string(i);  // short: no allocation
     const uint64_t start = BytesSoFar();
-    add(filter, "item:" + std::to_string(i));  // short: no allocation of its own
+    bool added = false;
+    ASSERT_EQ(filter->Add(filter->Hash(item), &added), FilterStatus::kOk);
     const uint64_t allocated = BytesSoFar() - start;
-    if (filter.num_layers() != layers_before) {
-      EXPECT_EQ(allocated, filter.memory_bytes() - bytes_before) << filter.num_layers() << " layers";
+    if (filter->num_layers() != layers_before) {
+      EXPECT_EQ(allocated, filter->memory_bytes() - bytes_before) << filter->num_layers() << " layers";
     } else {
       EXPECT_EQ(allocated, 0u);
     }
@@ -66,16 +73,8 @@ TEST_F(FilterAllocations, ABloomFilterCountsExactlyWhatItAllocates) {
     options.capacity = 100;
     ASSERT_EQ(PreferredBloomLayout(rate, options.expansion), BloomLayout::kBlocked);
     options.hash_seed = 7;
-    std::unique_ptr<ScalableBloomFilter> filter;
-    const uint64_t start = BytesSoFar();
-    ASSERT_EQ(ScalableBloomFilter::Create(options, FilterLimits{}, nullptr, &filter),
-              FilterStatus::kOk);
-    EXPECT_EQ(BytesSoFar() - start, filter->memory_bytes());
     // Layer 2's cells pass 4 KiB: its counter gets a line of its own.
-    GrowAndCheck(*filter, 7, [](ScalableBloomFilter& f, const std::string& item) {
-      bool added = false;
-      ASSERT_EQ(f.Add(f.Hash(item), &added), FilterStatus::kOk);
-    });
+    CreateGrowAndCheck<ScalableBloomFilter>(options, 7);
   }
 }
 
@@ -83,15 +82,7 @@ TEST_F(FilterAllocations, ACountingFilterCountsExactlyWhatItAllocates) {
   CountingBloomOptions options;
   options.capacity = 100;
   options.hash_seed = 7;
-  std::unique_ptr<CountingBloomFilter> filter;
-  const uint64_t start = BytesSoFar();
-  ASSERT_EQ(CountingBloomFilter::Create(options, FilterLimits{}, nullptr, &filter),
-            FilterStatus::kOk);
-  EXPECT_EQ(BytesSoFar() - start, filter->memory_bytes());
-  GrowAndCheck(*filter, 5, [](CountingBloomFilter& f, const std::string& item) {
-    bool was_new = false;
-    ASSERT_EQ(f.Add(f.Hash(item), &was_new), FilterStatus::kOk);
-  });
+  CreateGrowAndCheck<CountingBloomFilter>(options, 5);
 }
 
 TEST_F(FilterAllocations, ARestoredFilterCountsWhatItAllocates) {
