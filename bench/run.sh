@@ -117,6 +117,11 @@ if [[ $mode == smoke ]]; then
   run_logged "$out/net-floor.txt" /usr/bin/python3 bench/net_floor_bench.py --smoke --bin "$bin" \
     --backends epoll,auto --out "$out/net-floor.md"
   tail -n 1 "$out/net-floor.txt"
+  echo "== small_filters_bench.py --smoke (output in $out)"
+  # 2,000 small filters: MEMORY USAGE, RSS per key, spread lookups against one big filter.
+  run_logged "$out/small-filters.txt" /usr/bin/python3 bench/small_filters_bench.py --smoke \
+    --bin "$bin"
+  tail -n 1 "$out/small-filters.txt"
   echo "bench smoke: OK ($((SECONDS - started)) s)"
   exit 0
 fi

@@ -25,10 +25,11 @@
 //
 // Memory. memory_bytes() is everything the chain allocated plus the
 // `owner_bytes` its filter declared at Start()/Restore() (sizeof the filter):
-// per layer the cells (Traits::BytesFor), the Cells object, the Layer (one
-// 64-byte line, plus one more for its item counter from
-// kCounterLineFromBytes of cells on), and the new List with its `count`
-// pointers. Every step checks the per-filter
+// per layer the cells (Traits::BytesFor), the Cells object, the item
+// counter's own line from kCounterLineFromBytes of cells on, and from layer 1
+// on the new list's block (the Layer's line, the List header and its `count`
+// pointers). Layer 0 and the first list are inside the chain, so inside the
+// owner's bytes. Every step checks the per-filter
 // cap (limits.max_filter_bytes, 0 = none) against memory_bytes() + its cost
 // (kFilterMemoryLimit), then reserves the cost in the shared MemoryBudget
 // (may be nullptr; kOutOfMemory), and only then allocates. A failed step
@@ -164,9 +165,11 @@ class LayerChain {
     return Traits::BytesFor(shape) >= kCounterLineFromBytes;
   }
 
-  // One line: what a lookup reads (cells, the inline probe) and, for a small
-  // layer, its item counter (see kCounterLineFromBytes).
-  struct alignas(64) Layer {
+  // What a lookup reads (cells, the inline probe) and, for a small layer, its
+  // item counter (see kCounterLineFromBytes): at most one line. Layer 0
+  // lives inside the chain (so inside its filter object), every later one
+  // at the start of its list's 64-byte aligned block (Append).
+  struct Layer {
     std::unique_ptr<Cells> cells;
     uint64_t capacity;
     double error_rate;
@@ -203,28 +206,23 @@ class LayerChain {
     Layer(std::unique_ptr<Cells> layer_cells, uint64_t layer_capacity, double layer_error_rate)
         : cells(std::move(layer_cells)), capacity(layer_capacity), error_rate(layer_error_rate) {}
 
-    // The counter: own_items_, or the line behind the Layer (NewLayer). Set
+    // The counter: own_items_, or a line of its own (the line behind the
+    // Layer in its list's block; for layer 0, a separate line). Set
     // before the layer is published; the pointer sits on the line the add
     // reads anyway, so it costs an L1 hit, not a miss.
     std::atomic<Count>* items_ = &own_items_;
     std::atomic<Count> own_items_{0};
   };
-  // memory_bytes() (BF.INFO Size) counts sizeof(Layer) plus the counter line
-  // where there is one (LayerCost).
-  static_assert(sizeof(Layer) == 64, "a Layer is one cache line");
+  // memory_bytes() (BF.INFO Size) counts a whole line for a Layer in a list
+  // block, plus the counter line where there is one (LayerCost).
+  static constexpr uint64_t kLayerLineBytes = 64;
+  static_assert(sizeof(Layer) <= kLayerLineBytes, "a Layer fits one cache line");
   static_assert(std::is_trivially_destructible_v<std::atomic<Count>>);
 
-  // A Layer and, where it has one, its counter line: one 64-byte aligned
-  // allocation (NewLayer).
-  struct LayerDeleter {
-    void operator()(Layer* layer) const {
-      layer->~Layer();
-      ::operator delete(static_cast<void*>(layer), std::align_val_t{alignof(Layer)});
-    }
-  };
-  using LayerPtr = std::unique_ptr<Layer, LayerDeleter>;
-
-  // An immutable snapshot of the layers, oldest first.
+  // An immutable snapshot of the layers, oldest first. The first list (one
+  // layer) lives inside the chain; every later one is one 64-byte aligned
+  // block: the layer it appended (a line, plus its counter line where there
+  // is one), this header, then the `count_` layer pointers (Append).
   class List {
    public:
     uint32_t size() const { return count_; }
@@ -233,9 +231,11 @@ class LayerChain {
 
    private:
     friend class LayerChain;
-    std::unique_ptr<const List> previous_;  // the list this one replaced
-    LayerPtr newest_;                       // the layer this list appended
-    std::unique_ptr<Layer*[]> layers_;      // all `count_` layers, oldest first
+    // The list this one replaced: owned (freed with it) unless it is the
+    // chain's first list. Null only in a Pending's oldest block list until
+    // the chain links it to its first list.
+    List* previous_ = nullptr;
+    Layer** layers_ = nullptr;  // all `count_` layers, oldest first
     uint32_t count_ = 0;
   };
 
@@ -247,22 +247,36 @@ class LayerChain {
     Pending() = default;
     Pending(const Pending&) = delete;
     Pending& operator=(const Pending&) = delete;
-    ~Pending() {
-      if (list_ != nullptr && budget_ != nullptr) budget_->Release(bytes_);
-    }
+    ~Pending() { Reset(); }
 
    private:
     friend class LayerChain;
-    // Takes `list` and the `bytes` already reserved for it in `budget`.
-    void Hold(std::unique_ptr<List> list, MemoryBudget* budget, uint64_t bytes,
-              uint32_t block_cells) {
-      list_ = std::move(list);
+    // Takes the `bytes` already reserved for what this holds in `budget`.
+    void Hold(MemoryBudget* budget, uint64_t bytes, uint32_t block_cells) {
+      held_ = true;
       budget_ = budget;
       bytes_ = bytes;
       block_cells_ = block_cells;
     }
+    // Frees whatever is built and gives back what is held.
+    void Reset() {
+      DeleteLists(std::exchange(newest_, nullptr), /*stop=*/nullptr);
+      FreeCounterLine(std::exchange(first_counter_, nullptr));
+      first_cells_.reset();
+      if (held_ && budget_ != nullptr) budget_->Release(bytes_);
+      held_ = false;
+    }
 
-    std::unique_ptr<List> list_;
+    // Layer 0, which the chain builds inside itself.
+    std::unique_ptr<Cells> first_cells_;
+    uint64_t first_capacity_ = 0;
+    double first_error_rate_ = 0;
+    Count first_items_ = 0;
+    std::atomic<Count>* first_counter_ = nullptr;  // its own line, or null
+    // Restore's layers 1.., newest first, each a list block whose slot 0 and
+    // (in the oldest) previous_ the chain fills with its first layer and list.
+    List* newest_ = nullptr;
+    bool held_ = false;
     MemoryBudget* budget_ = nullptr;
     uint64_t bytes_ = 0;
     uint32_t block_cells_ = 0;
@@ -377,15 +391,28 @@ class LayerChain {
   // What appending a layer of `shape` as layer number `count` (1-based) adds
   // to memory_bytes(); < 2^62 for any shape below MaxBlockedCells and count
   // <= kMaxBloomLayers.
+  // Layer 0 and the first list are part of the chain, so of the owner's
+  // bytes: of layer 0 only its cells and its counter line are extra.
   static uint64_t LayerCost(const BlockedShape& shape, uint32_t count) {
-    return Traits::BytesFor(shape) + sizeof(Cells) + sizeof(Layer) +
-           (HasCounterLine(shape) ? kCounterLineBytes : 0) + sizeof(List) +
+    const bool counter_line = HasCounterLine(shape);
+    if (count == 1) {
+      return Traits::BytesFor(shape) + sizeof(Cells) + (counter_line ? kCounterLineBytes : 0);
+    }
+    return Traits::BytesFor(shape) + sizeof(Cells) + ListBlockBytes(count, counter_line);
+  }
+  // The block of a list of `count` layers (count >= 2): see List.
+  static uint64_t ListBlockBytes(uint32_t count, bool counter_line) {
+    return kLayerLineBytes + (counter_line ? kCounterLineBytes : 0) + sizeof(List) +
            uint64_t{count} * sizeof(Layer*);
   }
-  // A layer of `cells`, its counter inline or on a line of its own behind it
-  // (`counter_line`). nullptr if the allocation fails.
-  static LayerPtr NewLayer(std::unique_ptr<Cells> cells, uint64_t capacity, double error_rate,
-                           bool counter_line);
+  static constexpr std::align_val_t kLineAlignment{64};
+  // A zeroed item counter on a 64-byte line of its own; nullptr if the
+  // allocation fails. FreeCounterLine(nullptr) does nothing.
+  static std::atomic<Count>* NewCounterLine();
+  static void FreeCounterLine(std::atomic<Count>* counter);
+  // Frees the block lists from `newest` down to (not including) `stop`, each
+  // with the layer it appended.
+  static void DeleteLists(List* newest, const List* stop);
   // Checks `bytes` more against the cap (current_bytes held already) and
   // reserves them in the budget; on failure nothing is reserved.
   static FilterStatus Reserve(uint64_t bytes, uint64_t current_bytes, const FilterLimits& limits,
@@ -399,69 +426,111 @@ class LayerChain {
   // A new, unpublished list: previous's layers plus one zeroed layer of
   // `shape`, which does not own `previous` yet. nullptr if an allocation
   // fails. Checks and reserves nothing.
-  static std::unique_ptr<List> Append(const List* previous, uint64_t capacity, double error_rate,
-                                      const BlockedShape& shape);
+  // `previous` null: a Pending's layer 1, whose slot 0 (layer 0) and
+  // previous_ the chain fills in when it takes the Pending over.
+  static List* Append(List* previous, uint32_t count, uint64_t capacity, double error_rate,
+                      const BlockedShape& shape);
+  // Layer 0 of a Pending: its cells and, for a large layer, its counter line.
+  static bool BuildFirst(const BlockedShape& shape, uint64_t capacity, double error_rate,
+                         Pending* out);
 
   // See "Concurrency" above. The chain owns the published list (and through
-  // it every older one); stored only under the grow stripe. 56 bytes in all:
-  // the grow mutex and the next-shape cache live in the chain's grow stripe
-  // (filters/grow_stripes.h), not here.
+  // it every older one); stored only under the grow stripe. 48 bytes with
+  // the fields below it; the grow mutex and the next-shape cache live in the
+  // chain's grow stripe (filters/grow_stripes.h), not here.
   std::atomic<const List*> layers_;
   const uint32_t expansion_;
-  const double tightening_;
   const uint32_t block_cells_;
+  const double tightening_;
   const FilterLimits limits_;
   MemoryBudget* const budget_;
   // Written only under the grow stripe; read relaxed by memory_bytes().
   std::atomic<uint64_t> memory_bytes_;
+  // Layer 0 and the one-layer list, inside the chain: a lookup in a filter
+  // that never grew reads the filter object's own lines and then the cells,
+  // and a small filter is one allocation (and its cells) instead of four.
+  List first_list_;
+  Layer* first_slot_[1];
+  Layer first_layer_;
 };
 
 // ---------------------------------------------------------------- details ---
 
 template <typename Traits>
-typename LayerChain<Traits>::LayerPtr LayerChain<Traits>::NewLayer(std::unique_ptr<Cells> cells,
-                                                                   uint64_t capacity,
-                                                                   double error_rate,
-                                                                   bool counter_line) {
-  const size_t bytes = sizeof(Layer) + (counter_line ? kCounterLineBytes : 0);
-  void* raw = ::operator new(bytes, std::align_val_t{alignof(Layer)}, std::nothrow);
-  if (raw == nullptr) return nullptr;
-  LayerPtr layer(new (raw) Layer(std::move(cells), capacity, error_rate));
-  if (counter_line) {
-    layer->items_ = new (static_cast<char*>(raw) + sizeof(Layer)) std::atomic<Count>(0);
-  }
-  return layer;
+std::atomic<typename LayerChain<Traits>::Count>* LayerChain<Traits>::NewCounterLine() {
+  void* raw = ::operator new(kCounterLineBytes, kLineAlignment, std::nothrow);
+  return raw == nullptr ? nullptr : new (raw) std::atomic<Count>(0);
 }
 
 template <typename Traits>
-std::unique_ptr<typename LayerChain<Traits>::List> LayerChain<Traits>::Append(
-    const List* previous, uint64_t capacity, double error_rate, const BlockedShape& shape) {
-  const uint32_t count = previous == nullptr ? 1 : previous->count_ + 1;
+void LayerChain<Traits>::FreeCounterLine(std::atomic<Count>* counter) {
+  if (counter != nullptr) ::operator delete(static_cast<void*>(counter), kLineAlignment);
+}
+
+template <typename Traits>
+void LayerChain<Traits>::DeleteLists(List* newest, const List* stop) {
+  while (newest != nullptr && newest != stop) {
+    List* previous = newest->previous_;
+    // The block starts with the layer this list appended: its newest.
+    Layer* layer = &newest->newest();
+    newest->~List();
+    layer->~Layer();
+    ::operator delete(static_cast<void*>(layer), kLineAlignment);
+    newest = previous;
+  }
+}
+
+template <typename Traits>
+typename LayerChain<Traits>::List* LayerChain<Traits>::Append(List* previous, uint32_t count,
+                                                              uint64_t capacity,
+                                                              double error_rate,
+                                                              const BlockedShape& shape) {
   std::unique_ptr<Cells> cells = Traits::Create(shape);
   if (cells == nullptr) return nullptr;
-  LayerPtr layer = NewLayer(std::move(cells), capacity, error_rate, HasCounterLine(shape));
-  if constexpr (!std::is_same_v<Probe, NoLayerProbe>) {
-    if (layer != nullptr) layer->probe = Traits::ProbeOf(*layer->cells);
+  const bool counter_line = HasCounterLine(shape);
+  const uint64_t bytes = ListBlockBytes(count, counter_line);
+  char* raw = static_cast<char*>(::operator new(bytes, kLineAlignment, std::nothrow));
+  if (raw == nullptr) return nullptr;
+  Layer* layer = new (raw) Layer(std::move(cells), capacity, error_rate);
+  char* header = raw + kLayerLineBytes;
+  if (counter_line) {
+    layer->items_ = new (header) std::atomic<Count>(0);
+    header += kCounterLineBytes;
   }
-  std::unique_ptr<List> list(new (std::nothrow) List);
-  if (layer == nullptr || list == nullptr) return nullptr;
-  list->layers_.reset(new (std::nothrow) Layer*[count]);
-  if (list->layers_ == nullptr) return nullptr;
+  if constexpr (!std::is_same_v<Probe, NoLayerProbe>) layer->probe = Traits::ProbeOf(*layer->cells);
+  List* list = new (header) List;
+  list->layers_ = reinterpret_cast<Layer**>(header + sizeof(List));
+  static_assert(sizeof(List) % alignof(Layer*) == 0);
   if (previous != nullptr) {
-    std::copy(previous->layers_.get(), previous->layers_.get() + previous->count_,
-              list->layers_.get());
+    std::copy(previous->layers_, previous->layers_ + previous->count_, list->layers_);
+  } else {
+    list->layers_[0] = nullptr;  // layer 0, once the chain holds it
   }
-  list->layers_[count - 1] = layer.get();
-  list->newest_ = std::move(layer);
+  list->layers_[count - 1] = layer;
   list->count_ = count;
+  list->previous_ = previous;
   return list;
+}
+
+template <typename Traits>
+bool LayerChain<Traits>::BuildFirst(const BlockedShape& shape, uint64_t capacity,
+                                    double error_rate, Pending* out) {
+  out->first_cells_ = Traits::Create(shape);
+  if (out->first_cells_ == nullptr) return false;
+  if (HasCounterLine(shape)) {
+    out->first_counter_ = NewCounterLine();
+    if (out->first_counter_ == nullptr) return false;
+  }
+  out->first_capacity_ = capacity;
+  out->first_error_rate_ = error_rate;
+  return true;
 }
 
 template <typename Traits>
 FilterStatus LayerChain<Traits>::Start(uint64_t capacity, double error_rate, uint32_t block_cells,
                                        uint64_t owner_bytes, const FilterLimits& limits,
                                        MemoryBudget* budget, Pending* out, MemoryRefusal* refusal) {
-  out->list_.reset();
+  out->Reset();
   const BlockedShape shape = ChooseLayerShape<Traits>(error_rate, capacity, block_cells);
   // A saturated shape (2^61 bytes) can never be allocated: refuse it as the
   // absurd size it is, before asking anyone for memory.
@@ -472,10 +541,12 @@ FilterStatus LayerChain<Traits>::Start(uint64_t capacity, double error_rate, uin
     return s;
   }
   internal::PendingReservation reservation(budget, cost);
-  std::unique_ptr<List> list = Append(/*previous=*/nullptr, capacity, error_rate, shape);
-  if (list == nullptr) return internal::AllocationFailed(cost, refusal);
+  if (!BuildFirst(shape, capacity, error_rate, out)) {
+    out->Reset();
+    return internal::AllocationFailed(cost, refusal);
+  }
   reservation.Keep();  // *out gives it back from here on
-  out->Hold(std::move(list), budget, cost, block_cells);
+  out->Hold(budget, cost, block_cells);
   return FilterStatus::kOk;
 }
 
@@ -484,7 +555,7 @@ FilterStatus LayerChain<Traits>::Restore(std::span<const Shape> layers, uint32_t
                                          uint32_t block_cells, uint64_t owner_bytes,
                                          const FilterLimits& limits, MemoryBudget* budget,
                                          Pending* out) {
-  out->list_.reset();
+  out->Reset();
   // The loader has already refused these with precise texts; here they only
   // must never produce a chain (or an allocation) from a bad description.
   if (expansion > kMaxBloomExpansion || layers.empty() || layers.size() > kMaxBloomLayers ||
@@ -514,37 +585,69 @@ FilterStatus LayerChain<Traits>::Restore(std::span<const Shape> layers, uint32_t
 
   // Built as growth builds it (each list owns its predecessor), so the
   // structure and memory_bytes() match the original's.
-  std::unique_ptr<List> list;
-  for (const Shape& layer : layers) {
-    std::unique_ptr<List> grown =
-        Append(list.get(), layer.capacity, layer.error_rate,
-               BlockedShape{layer.cells, block_cells, layer.probes, 0, 0});
-    if (grown == nullptr) return FilterStatus::kOutOfMemory;
+  const Shape& first = layers[0];
+  if (!BuildFirst(BlockedShape{first.cells, block_cells, first.probes, 0, 0}, first.capacity,
+                  first.error_rate, out)) {
+    out->Reset();
+    return FilterStatus::kOutOfMemory;
+  }
+  out->first_items_ = first.items;
+  for (size_t i = 1; i < layers.size(); ++i) {
+    const Shape& layer = layers[i];
+    List* grown = Append(out->newest_, static_cast<uint32_t>(i + 1), layer.capacity,
+                         layer.error_rate, BlockedShape{layer.cells, block_cells, layer.probes, 0, 0});
+    if (grown == nullptr) {
+      out->Reset();
+      return FilterStatus::kOutOfMemory;
+    }
     // Relaxed: the chain is not published yet.
-    grown->newest_->SetItemCount(layer.items);
-    grown->previous_ = std::move(list);
-    list = std::move(grown);
+    grown->newest().SetItemCount(layer.items);
+    out->newest_ = grown;
   }
   reservation.Keep();  // *out gives it back from here on
-  out->Hold(std::move(list), budget, total, block_cells);
+  out->Hold(budget, total, block_cells);
   return FilterStatus::kOk;
 }
 
 template <typename Traits>
 LayerChain<Traits>::LayerChain(Pending&& pending, uint32_t expansion, const FilterLimits& limits,
                                double tightening)
-    : layers_(pending.list_.release()),
+    : layers_(&first_list_),
       expansion_(expansion),
-      tightening_(tightening),
       block_cells_(pending.block_cells_),
+      tightening_(tightening),
       limits_(limits),
       budget_(pending.budget_),
-      memory_bytes_(pending.bytes_) {}
+      memory_bytes_(pending.bytes_),
+      first_slot_{&first_layer_},
+      first_layer_(std::move(pending.first_cells_), pending.first_capacity_,
+                   pending.first_error_rate_) {
+  if (pending.first_counter_ != nullptr) first_layer_.items_ = std::exchange(pending.first_counter_, nullptr);
+  first_layer_.SetItemCount(pending.first_items_);
+  if constexpr (!std::is_same_v<Probe, NoLayerProbe>) {
+    first_layer_.probe = Traits::ProbeOf(*first_layer_.cells);
+  }
+  first_list_.layers_ = first_slot_;
+  first_list_.count_ = 1;
+  // Restore's later layers: point them at layer 0 and the first list.
+  List* newest = std::exchange(pending.newest_, nullptr);
+  for (List* list = newest; list != nullptr; list = list->previous_) {
+    list->layers_[0] = &first_layer_;
+    if (list->previous_ == nullptr) {
+      list->previous_ = &first_list_;
+      break;
+    }
+  }
+  pending.held_ = false;  // the chain gives the bytes back from here on
+  // Relaxed: the chain is not published yet (its owner publishes it).
+  if (newest != nullptr) layers_.store(newest, std::memory_order_relaxed);
+}
 
 template <typename Traits>
 LayerChain<Traits>::~LayerChain() {
   // Relaxed: no call may be running, so there is nothing left to order with.
-  delete layers_.load(std::memory_order_relaxed);  // and, through it, every older list
+  DeleteLists(const_cast<List*>(layers_.load(std::memory_order_relaxed)), &first_list_);
+  if (first_layer_.items_ != &first_layer_.own_items_) FreeCounterLine(first_layer_.items_);
   if (budget_ != nullptr) budget_->Release(memory_bytes_.load(std::memory_order_relaxed));
 }
 
@@ -577,12 +680,12 @@ FilterStatus LayerChain<Traits>::Grow(const List* seen, const List** current,
     return s;
   }
   internal::PendingReservation reservation(budget_, cost);
-  std::unique_ptr<List> grown = Append(list, capacity, error_rate, next_shape);
-  if (grown == nullptr) return internal::AllocationFailed(cost, refusal);
+  // The new list owns the one it replaces (unless that is the first list).
+  List* published =
+      Append(const_cast<List*>(list), list->count_ + 1, capacity, error_rate, next_shape);
+  if (published == nullptr) return internal::AllocationFailed(cost, refusal);
   reservation.Keep();
 
-  grown->previous_.reset(list);  // the new list owns the one it replaces
-  const List* published = grown.release();  // owned by the chain from here (layers_)
   // Relaxed: a statistic for INFO; the budget was already charged.
   memory_bytes_.store(bytes + cost, std::memory_order_relaxed);
   // Release: publishes the new list, its new layer and that layer's zeroed

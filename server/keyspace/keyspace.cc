@@ -17,6 +17,10 @@ namespace bloomgate {
 
 namespace {
 
+// libstdc++'s std::make_shared block: the control block (vtable pointer,
+// use and weak counts) in front of the object.
+constexpr uint64_t kSharedControlBytes = sizeof(void*) + 2 * sizeof(int);
+
 std::atomic<uint64_t> entries_freed_under_key_locks{0};
 // Entries armed and not yet copied (KeyEntry::AnySnapshotCopyOwed). Relaxed:
 // a hint for who waits where; each entry's own flag decides.
@@ -102,8 +106,11 @@ uint64_t KeyEntry::freed_under_key_locks() {
 }
 
 uint64_t KeyEntry::MemoryUsage() const {
-  // The entry itself plus the map node that holds it (about 64 bytes).
-  constexpr uint64_t kEntryOverhead = sizeof(KeyEntry) + 64;
+  // The entry's one allocation (make_shared: the entry and the shared_ptr
+  // control block's two counts and vtable pointer, 16 bytes) plus the map
+  // node that holds it. alloc_test checks both against operator new.
+  constexpr uint64_t kEntryOverhead =
+      sizeof(KeyEntry) + kSharedControlBytes + Keyspace::kMapNodeBytes;
   return std::visit([](const auto& value) { return value->memory_bytes(); }, value_) +
          kEntryOverhead;
 }

@@ -399,10 +399,14 @@ class Keyspace {
     std::string name;
     uint64_t hash;
   };
+  // noexcept, so libstdc++ does not cache the hash in every map node beside
+  // the StoredKey's own copy of it (a node is 64 bytes instead of 72).
   struct NameHash {
     using is_transparent = void;
-    size_t operator()(const StoredKey& key) const { return static_cast<size_t>(key.hash); }
-    size_t operator()(const KeyRef& key) const { return static_cast<size_t>(key.hash); }
+    size_t operator()(const StoredKey& key) const noexcept {
+      return static_cast<size_t>(key.hash);
+    }
+    size_t operator()(const KeyRef& key) const noexcept { return static_cast<size_t>(key.hash); }
   };
   struct NameEqual {
     using is_transparent = void;
@@ -469,6 +473,14 @@ class Keyspace {
   std::atomic<int64_t> deadlines_{0};  // entries with a deadline, all shards
   mutable std::atomic<uint64_t> scan_steps_{0};
   mutable std::array<std::mutex, kCaptureStripes> capture_stripes_;
+
+ public:
+  // What the map holds for a key beyond its entry: the node (its next
+  // pointer, the StoredKey and the EntryPtr). KeyEntry::MemoryUsage counts
+  // it; the SCAN index's node and the key's share of the bucket array it
+  // does not (as Redis's MEMORY USAGE counts the dict entry, not the
+  // dict's table).
+  static constexpr uint64_t kMapNodeBytes = sizeof(void*) + sizeof(EntryMap::value_type);
 };
 
 }  // namespace bloomgate

@@ -605,8 +605,8 @@ class MemoryLimitTest(CountingTestCase):
         self.assertEqual(c.call("CBF.RESERVE", "f", "0.01", "500"), "OK")
         reply = c.call("CBF.MADD", "f", *items("m", 2000))
         self.assertEqual(len(reply), 501, "500 adds fit the first layer, then the error")
-        # 12,064 bytes: 16 of them the filter object's tightening ratio and its padding.
-        growth = ("ERR problem inserting into filter: growing needs 12064 bytes in all, "
+        # 12,040 bytes: layer 0 and the first list live inside the filter object.
+        growth = ("ERR problem inserting into filter: growing needs 12040 bytes in all, "
                   "max-filter-memory is 8192")
         self.assertErrorText(reply[-1], growth)
         # An item the full layer does not report (at 1% one in a hundred is a

@@ -8,45 +8,17 @@
 // background threads do not disturb it.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
-#include <new>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "../server/session.h"
+#include "counting_new.h"
 #include "server/resp/resp_parser.h"
 
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || \
-    __has_feature(memory_sanitizer)
-#define BLOOMGATE_SANITIZED 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || defined(BLOOMGATE_SANITIZED)
-#define BLOOMGATE_COUNTING_NEW 0  // the sanitizers bring their own operator new
-#else
-#define BLOOMGATE_COUNTING_NEW 1
-#endif
-
 namespace {
-thread_local uint64_t allocations_on_this_thread = 0;
+uint64_t AllocationCount() { return bloomgate::testing::AllocationsOnThisThread().count; }
 }  // namespace
-
-#if BLOOMGATE_COUNTING_NEW
-#if defined(__GNUC__) && !defined(__clang__)
-// g++ 12 sees free() on what this operator new returned and calls it a
-// mismatch; here the pair is malloc/free on purpose.
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-#endif
-void* operator new(size_t size) {
-  ++allocations_on_this_thread;
-  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
-  throw std::bad_alloc();
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, size_t) noexcept { std::free(p); }
-#endif
 
 namespace bloomgate {
 namespace {
@@ -72,9 +44,9 @@ class RequestAllocations : public ::testing::Test {
       DispatchCommand(*server_, client_, views, reply);
     }
     out_.clear();
-    const uint64_t before = allocations_on_this_thread;
+    const uint64_t before = AllocationCount();
     DispatchCommand(*server_, client_, views, reply);
-    const uint64_t made = allocations_on_this_thread - before;
+    const uint64_t made = AllocationCount() - before;
     EXPECT_EQ(out_.substr(0, 1), ":") << out_;  // the command ran and answered
     return made;
   }
@@ -85,10 +57,10 @@ class RequestAllocations : public ::testing::Test {
 };
 
 TEST_F(RequestAllocations, TheCounterSeesAnAllocation) {
-  const uint64_t before = allocations_on_this_thread;
+  const uint64_t before = AllocationCount();
   auto* p = new std::vector<int>(100);
   delete p;
-  EXPECT_GE(allocations_on_this_thread - before, 2u);
+  EXPECT_GE(AllocationCount() - before, 2u);
 }
 
 TEST_F(RequestAllocations, ABloomLookupAllocatesNothing) {
@@ -124,9 +96,9 @@ TEST_F(RequestAllocations, ParsingAWarmPipelinedBatchAllocatesNothing) {
     return commands;
   };
   ASSERT_EQ(parse_all(), 16u);  // warm: the argument vectors reach their size
-  const uint64_t before = allocations_on_this_thread;
+  const uint64_t before = AllocationCount();
   EXPECT_EQ(parse_all(), 16u);
-  EXPECT_EQ(allocations_on_this_thread - before, 0u);
+  EXPECT_EQ(AllocationCount() - before, 0u);
 }
 
 }  // namespace

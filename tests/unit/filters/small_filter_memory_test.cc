@@ -21,7 +21,7 @@ uint64_t Bookkeeping(const ScalableBloomFilter& filter) {
   return filter.memory_bytes() - bits;
 }
 
-TEST(SmallFilterMemory, AReserveOf100At1PercentKeepsTo216BytesOfBookkeeping) {
+TEST(SmallFilterMemory, AReserveOf100At1PercentKeepsTo200BytesOfBookkeeping) {
   std::unique_ptr<ScalableBloomFilter> filter;
   ScalableBloomOptions options;
   options.error_rate = 0.01;
@@ -29,12 +29,39 @@ TEST(SmallFilterMemory, AReserveOf100At1PercentKeepsTo216BytesOfBookkeeping) {
   ASSERT_EQ(ScalableBloomFilter::Create(options, FilterLimits{}, nullptr, &filter),
             FilterStatus::kOk);
   EXPECT_EQ(filter->Layers().at(0).bytes, 192u) << "3 blocks";
-  // Filter 72 (the chain without a mutex or shape cache; 16 of it the
-  // tightening ratio, valkey-bloom's TIGHTENING, and the padding its place
-  // between two u32s costs: declared after block_cells_ it would cost 8),
-  // Layer 64 (its counter on the same line), List 32 + one pointer,
-  // BloomLayer 16 and BlockedBloom 24. Was 352 (filter 144, Layer 128).
-  EXPECT_LE(Bookkeeping(*filter), 216u);
+  // Filter 160: the chain's fields (48, without a mutex or shape cache), its
+  // first list with its one pointer (32) and layer 0 (64, its counter on
+  // the same line), the rate and hash seed (16); then BloomLayer 16 and
+  // BlockedBloom 24. Was 352 (filter 144, Layer 128), then 216 (filter 72,
+  // Layer 64, List 32 + 8, each its own allocation).
+  EXPECT_LE(Bookkeeping(*filter), 200u);
+}
+
+// Layer 0 and the first list live inside the chain (so inside the filter
+// object): a lookup in a filter that never grew reads the filter's own
+// lines and then the cells; a grown chain's later layers and lists are
+// separate blocks, layer 0 stays where it was.
+TEST(SmallFilterMemory, LayerZeroAndTheFirstListLiveInsideTheChain) {
+  Chain::Pending first;
+  ASSERT_EQ(Chain::Start(/*capacity=*/2, 0.005, kBloomBlockBits, /*owner_bytes=*/0,
+                         FilterLimits{}, nullptr, &first),
+            FilterStatus::kOk);
+  Chain chain(std::move(first), /*expansion=*/2, FilterLimits{});
+  const char* begin = reinterpret_cast<const char*>(&chain);
+  const char* end = begin + sizeof(chain);
+  auto inside = [&](const void* p) {
+    return static_cast<const char*>(p) >= begin && static_cast<const char*>(p) < end;
+  };
+  const Chain::List* list = &chain.Load();
+  EXPECT_TRUE(inside(list));
+  const Chain::Layer* layer0 = &chain.Load()[0];
+  EXPECT_TRUE(inside(layer0));
+  const Chain::List* grown = nullptr;
+  ASSERT_EQ(chain.Grow(list, &grown), FilterStatus::kOk);
+  ASSERT_EQ(grown->size(), 2u);
+  EXPECT_FALSE(inside(grown));
+  EXPECT_FALSE(inside(&(*grown)[1]));
+  EXPECT_EQ(&(*grown)[0], layer0);
 }
 
 // A chain of one layer of `capacity` items at 1%, no owner bytes.

@@ -36,15 +36,14 @@ class BloomCommands : public ::testing::Test {
 // BF.INFO Size of a one-layer Bloom filter, computed here rather than asked
 // of the entry (SizeOf above is what the handler itself reports): its bit
 // array, whole 64-byte blocks of the shape bloom_math.h picks, plus 344
-// bytes of bookkeeping: the ScalableBloomFilter (72, its hash seed and
-// tightening ratio, with its padding, included; the grow mutex and next-shape cache are the grow stripes'), the
-// layer's BloomLayer wrapper (16) and the BlockedBloom in it, Layer (one
-// line, its item counter in it below 4 KiB of cells: every layer here) and
-// layer list with one pointer (144 together), and the key's KeyEntry (64;
-// its capture lock, snapshot-copy lock and owed copy live in the
-// keyspace's stripes) with its map node (64). Sizes of g++ 12 / libstdc++
-// on x86-64.
-constexpr int64_t kOneLayerBookkeepingBytes = 72 + 144 + 64 + 64;
+// bytes of bookkeeping: the ScalableBloomFilter (160: the chain's fields,
+// its first list and layer 0 inside it, the rate and hash seed; the grow
+// mutex and next-shape cache are the grow stripes'), the layer's BloomLayer
+// wrapper (16) and the BlockedBloom in it (24), and the key's KeyEntry (64;
+// its capture lock, snapshot-copy lock and owed copy live in the keyspace's
+// stripes) in one allocation with its shared_ptr control block (16), and its
+// map node (64). Sizes of g++ 12 / libstdc++ on x86-64.
+constexpr int64_t kOneLayerBookkeepingBytes = 160 + 16 + 24 + 64 + 16 + 64;
 constexpr int64_t OneLayerSize(int64_t blocks) { return blocks * 64 + kOneLayerBookkeepingBytes; }
 // The first layer of the default filter: 100 items at 0.5% need 1,175
 // bits, 3 blocks (bloom_math_test.cc, RoundingUpToBlocks...).
@@ -779,9 +778,9 @@ TEST(BloomMemoryLimits, GrowthBlockedByMaxFilterMemoryTruncatesMadd) {
   ArrayReply reply = ParseFlatArray(s.Run(Items("BF.MADD", "k", 300)));
   ASSERT_FALSE(reply.elements.empty());
   EXPECT_EQ(reply.header, reply.elements.size());
-  // RedisBloom's text, then the limit: layer 1 would take the filter to 944
+  // RedisBloom's text, then the limit: layer 1 would take the filter to 920
   // bytes (BF.INFO Size after growth), past the cap.
-  const std::string refused = "ERR problem inserting into filter: growing needs 944 bytes in all, "
+  const std::string refused = "ERR problem inserting into filter: growing needs 920 bytes in all, "
                               "max-filter-memory is " + std::to_string(config.max_filter_memory);
   EXPECT_EQ(reply.elements.back(), Err(refused));
   EXPECT_GE(reply.elements.size(), 101u);  // at least the first 100 items, then the error
@@ -806,7 +805,7 @@ TEST(BloomMemoryLimits, GrowthBlockedByMaxmemoryTruncatesMaddWithOom) {
   EXPECT_EQ(reply.header, reply.elements.size());
   // Redis's OOM text, then what the layer needs and what maxmemory has left.
   EXPECT_EQ(reply.elements.back(),
-            Err(std::string(errors::kOom) + ": growing needs 536 more bytes, maxmemory has 64 " +
+            Err(std::string(errors::kOom) + ": growing needs 528 more bytes, maxmemory has 64 " +
                 "bytes free of " + std::to_string(config.maxmemory)));
   EXPECT_EQ(s.Run({"BF.CARD", "k"}), Int(100));
   EXPECT_EQ(server->budget.used(), used);
