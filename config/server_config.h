@@ -33,6 +33,9 @@ struct ServerConfig {
   // channel (allchannels) or none until given &patterns (resetchannels,
   // Redis 7's default).
   bool acl_pubsub_default_all_channels = false;
+  // Who may run DEBUG: "no" (nobody, Redis 7's default), "local" (clients on
+  // 127.0.0.1 or ::1) or "yes".
+  std::string enable_debug_command = "no";
   // Redis's protected mode: while on and requirepass is empty, only clients
   // connecting from 127.0.0.1 or ::1 are served; others get -DENIED and are
   // closed.

@@ -67,7 +67,7 @@ TEST(ConfigParams, TableHasOneRowPerSettingWithRedisStyleNames) {
   }
   EXPECT_EQ(names, (std::vector<std::string_view>{
                        "bind", "port", "databases", "threads", "loglevel", "logfile",
-                       "requirepass", "acl-pubsub-default",
+                       "requirepass", "acl-pubsub-default", "enable-debug-command",
                        "protected-mode", "maxclients", "maxmemory",
                        "maxmemory-policy", "max-filter-memory", "proto-max-bulk-len",
                        "client-output-buffer-limit", "notify-keyspace-events", "timeout",
@@ -107,9 +107,11 @@ TEST(ConfigParams, OnlyListenersThreadsLogfileAndDataFilesAreStartUpOnly) {
     if (!param.runtime_settable) start_up_only.insert(param.name);
   }
   // databases too: it has one value, and Redis's is start-up only; and
-  // replicaof, which REPLICAOF changes at run time, as in Redis.
+  // replicaof, which REPLICAOF changes at run time, as in Redis; and
+  // enable-debug-command, immutable in Redis 7 too.
   EXPECT_EQ(start_up_only,
-            (std::set<std::string_view>{"appendfilename", "bind", "databases", "dir", "logfile",
+            (std::set<std::string_view>{"appendfilename", "bind", "databases", "dir",
+                                        "enable-debug-command", "logfile",
                                         "metrics-port", "port", "replicaof", "threads"}));
 }
 
@@ -171,6 +173,7 @@ TEST(SetConfigValue, EachKeySetsItsField) {
       {"logfile", "/var/log/bloomgate.log", "/var/log/bloomgate.log"},
       {"requirepass", "s3cret pass", "s3cret pass"},
       {"acl-pubsub-default", "AllChannels", "allchannels"},
+      {"enable-debug-command", "LOCAL", "local"},
       {"protected-mode", "no", "no"},
       {"maxclients", "50", "50"},
       {"maxmemory", "2gb", "2147483648"},
