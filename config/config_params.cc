@@ -591,6 +591,20 @@ const std::vector<ConfigParam>& BuildTable() {
        /*runtime_settable=*/true, ConfigType::kInteger, "<0-2147483647>",
        [](C* c, V v, S* e) { return SetInteger(v, 0, kMaxTimeout, &c->acllog_max_len, e); },
        [](const C& c) { return std::to_string(c.acllog_max_len); }},
+      // Redis 7's setting, immutable as there.
+      {"enable-debug-command", "who may run DEBUG: no, local (127.0.0.1 and ::1) or yes",
+       /*runtime_settable=*/false, ConfigType::kEnum, "no|local|yes",
+       [](C* c, V v, S* e) {
+         for (std::string_view allowed : {"no", "local", "yes"}) {
+           if (EqualsIgnoreCase(v, allowed)) {
+             c->enable_debug_command = std::string(allowed);
+             return true;
+           }
+         }
+         *e = "argument(s) must be one of the following: no, yes, local";
+         return false;
+       },
+       [](const C& c) { return c.enable_debug_command; }},
       {"protected-mode",
        "without a password, serve only clients connecting from 127.0.0.1 or ::1",
        /*runtime_settable=*/true, ConfigType::kEnum, "yes|no",

@@ -40,6 +40,9 @@ struct ServerConfig {
   bool acl_pubsub_default_all_channels = false;
   // ACL LOG keeps at most this many entries (Redis's acllog-max-len).
   uint32_t acllog_max_len = 128;
+  // Who may run DEBUG: "no" (nobody, Redis 7's default), "local" (clients on
+  // 127.0.0.1 or ::1) or "yes".
+  std::string enable_debug_command = "no";
   // Redis's protected mode: while on and requirepass is empty, only clients
   // connecting from 127.0.0.1 or ::1 are served; others get -DENIED and are
   // closed.

@@ -158,8 +158,32 @@ size_t CommandTable::NumKeys(const CommandSpec& spec, std::span<const std::strin
   return static_cast<size_t>(count);
 }
 
+size_t CommandTable::KeysAfterKeyword(const CommandSpec& spec,
+                                      std::span<const std::string_view> args) {
+  if (spec.keys_keyword_from <= 0 || spec.first_key <= 0 ||
+      args.size() <= static_cast<size_t>(spec.first_key) ||
+      !args[static_cast<size_t>(spec.first_key)].empty()) {
+    return 0;
+  }
+  for (size_t i = static_cast<size_t>(spec.keys_keyword_from); i < args.size(); ++i) {
+    if (EqualsIgnoreCase(args[i], "AUTH")) {
+      i += 1;
+    } else if (EqualsIgnoreCase(args[i], "AUTH2")) {
+      i += 2;
+    } else if (EqualsIgnoreCase(args[i], "KEYS")) {
+      return i + 1 < args.size() ? i + 1 : 0;
+    }
+  }
+  return 0;
+}
+
 void CommandTable::KeyIndices(const CommandSpec& spec, std::span<const std::string_view> args,
                               std::vector<size_t>* out) {
+  if (const size_t after_keyword = KeysAfterKeyword(spec, args); after_keyword != 0) {
+    out->clear();
+    for (size_t i = after_keyword; i < args.size(); ++i) out->push_back(i);
+    return;
+  }
   KeyIndices(spec, args.size(), out);
   const size_t count = NumKeys(spec, args);
   for (size_t i = 0; i < count; ++i) {

@@ -74,6 +74,10 @@ struct CommandSpec {
   // too. A count that is not an integer in [1, what follows] names none
   // (the handler refuses such a command before touching any key).
   int numkeys_index = 0;
+  // MIGRATE's extended form: when > 0 and args[first_key] is empty, the keys
+  // are every argument after the first KEYS word found from this index on
+  // (AUTH's one value and AUTH2's two skipped), as Redis's migrateGetKeys.
+  int keys_keyword_from = 0;
   ChannelArgs channel_args = ChannelArgs::kNone;
   CommandHandler handler = nullptr;   // null only for containers
   std::string_view summary;
@@ -143,6 +147,9 @@ class CommandTable {
   template <typename Visit>
   static void ForEachKeyIndex(const CommandSpec& spec, std::span<const std::string_view> args,
                               Visit&& visit);
+  // Where the keys after a KEYS word start (see keys_keyword_from), or 0
+  // when the row has no such form or `args` does not use it.
+  static size_t KeysAfterKeyword(const CommandSpec& spec, std::span<const std::string_view> args);
   // The key count at spec.numkeys_index if it is valid for `args` (see
   // numkeys_index), else 0.
   static size_t NumKeys(const CommandSpec& spec, std::span<const std::string_view> args);
@@ -175,6 +182,12 @@ template <typename Visit>
 void CommandTable::ForEachKeyIndex(const CommandSpec& spec, std::span<const std::string_view> args,
                                    Visit&& visit) {
   const size_t argc = args.size();
+  if (spec.keys_keyword_from > 0) {
+    if (const size_t after_keyword = KeysAfterKeyword(spec, args); after_keyword != 0) {
+      for (size_t i = after_keyword; i < argc; ++i) visit(i);
+      return;
+    }
+  }
   if (spec.first_key > 0 && spec.key_step > 0 && argc > 0) {
     const size_t first = static_cast<size_t>(spec.first_key);
     size_t last = spec.last_key < 0 ? (argc + static_cast<size_t>(spec.last_key + 1)) - 1

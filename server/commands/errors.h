@@ -506,6 +506,39 @@ inline constexpr std::string_view kAclReasonChannel =
 inline constexpr std::string_view kNoPermissionChannel =
     "NOPERM No permissions to access a channel";
 
+// CLUSTER COUNTKEYSINSLOT / GETKEYSINSLOT (Redis 7.0 cluster.c).
+inline constexpr std::string_view kSlotKeysClusterDisabled =
+    "ERR This instance has cluster support disabled";
+inline constexpr std::string_view kSlotKeysInvalidSlot = "ERR Invalid slot";
+inline constexpr std::string_view kSlotKeysInvalidSlotOrCount =
+    "ERR Invalid slot or number of keys";
+
+// MIGRATE (Redis 7.0 cluster.c migrateCommand).
+inline constexpr std::string_view kMigrateKeysNeedEmptyKey =
+    "ERR When using MIGRATE KEYS option, the key argument must be set to the empty string";
+inline constexpr std::string_view kMigrateConnectFailed =
+    "IOERR error or timeout connecting to the client";
+inline constexpr std::string_view kMigrateWriteFailed =
+    "IOERR error or timeout writing to target instance";
+inline constexpr std::string_view kMigrateReadFailed =
+    "IOERR error or timeout reading to target instance";
+// `error` is the target's error line without its '-'.
+inline std::string MigrateTargetError(std::string_view error) {
+  return "ERR Target instance replied with error: " + std::string(error);
+}
+// Ours: RESTORE takes a payload as one argument, which Redis caps at 512 MiB.
+inline std::string MigratePayloadTooLarge(std::string_view key, uint64_t bytes) {
+  return "ERR MIGRATE refused: the DUMP payload of key '" + std::string(key.substr(0, 128)) +
+         "' is " + std::to_string(bytes) +
+         " bytes, over the 512 MiB a RESTORE argument may have (proto-max-bulk-len); "
+         "nothing was sent";
+}
+
+inline constexpr std::string_view kDebugNotAllowed =
+    "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", "
+    "you can run it from a local connection, otherwise you need to set this option in the "
+    "configuration file, and then restart the server.";
+
 // `command` is the row's full name ("bf.reserve", "client|list").
 inline std::string NoPermissionCommand(std::string_view user, std::string_view command) {
   return "NOPERM User " + std::string(user) + " has no permissions to run the '" +

@@ -15,6 +15,8 @@ std::vector<CommandSpec> OperatorCommands();
 std::vector<CommandSpec> KeyspaceCommands();
 std::vector<CommandSpec> KeyInspectionCommands();
 std::vector<CommandSpec> KeyCopyCommands();  // DUMP, RESTORE, COPY
+std::vector<CommandSpec> MigrateCommands();  // MIGRATE
+std::vector<CommandSpec> DebugCommands();    // DEBUG DIGEST-VALUE
 std::vector<CommandSpec> TransactionCommands();
 std::vector<CommandSpec> AclCommands();
 std::vector<CommandSpec> HealthCommands();  // BLOOMGATE.HEALTH
@@ -35,7 +37,8 @@ void RegisterAllCommands() {
     for (CommandRows group : {ConnectionCommands, IntrospectionCommands, ServerCommands,
                               OperatorCommands, KeyspaceCommands, KeyInspectionCommands,
                               KeyCopyCommands, TransactionCommands, AclCommands, HealthCommands,
-                              PubSubCommands, ReplicationCommands}) {
+                              PubSubCommands, ReplicationCommands, MigrateCommands,
+                              DebugCommands}) {
       RegisterCommandGroup(group);
     }
     RegisterFamily(BloomFamily());

@@ -194,6 +194,7 @@ void KeyEntry::BeginOffLoopRead() {
   auto [it, fresh] = stripe.owed.try_emplace(this);
   if (fresh) entries_owing_copies.fetch_add(1, std::memory_order_relaxed);
   ++it->second.readers;
+  read_held_.store(true, std::memory_order_release);
   snapshot_armed_.store(true, std::memory_order_release);
 }
 
@@ -202,7 +203,8 @@ void KeyEntry::EndOffLoopRead() {
   std::lock_guard lock(stripe.mutex);
   auto it = stripe.owed.find(this);
   if (it == stripe.owed.end() || it->second.readers == 0) return;  // unpaired: nothing held
-  if (--it->second.readers == 0 && it->second.copy == nullptr && !it->second.copying) {
+  if (--it->second.readers == 0) read_held_.store(false, std::memory_order_release);
+  if (it->second.readers == 0 && it->second.copy == nullptr && !it->second.copying) {
     // No snapshot owes a copy: the entry is free to write again.
     stripe.owed.erase(it);
     entries_owing_copies.fetch_sub(1, std::memory_order_relaxed);
@@ -360,6 +362,7 @@ Keyspace::EntryMap::iterator Keyspace::EmplaceLocked(Shard& shard, const KeyRef&
   auto it =
       shard.entries.emplace(StoredKey{std::string(key.name), key.hash}, std::move(entry)).first;
   shard.scan_order.emplace(key.hash, &*it);
+  if (slot_index_ != nullptr) slot_index_->Add(&it->first.name);
   // Stored now: no part of a cut already taken. (A renamed entry was
   // captured for that cut before it moved, so this changes nothing for it.)
   it->second->capture_epoch_.store(capture_epoch_.load(std::memory_order_acquire),
@@ -374,6 +377,7 @@ void Keyspace::EraseLocked(Shard& shard, EntryMap::iterator it) {
     deadlines_.fetch_sub(1, std::memory_order_relaxed);
   }
   shard.scan_order.erase({it->first.hash, &*it});
+  if (slot_index_ != nullptr) slot_index_->Remove(&it->first.name);
   // A reader holding the entry still sees it as it was; WATCHers see the
   // change because the entry under the name is no longer the one they hold.
   it->second->MarkModified();
@@ -394,6 +398,34 @@ bool Keyspace::Erase(const KeyRef& key, int64_t now_ms) {
   if (!live) ExpiredLocked(name, now_ms);
   lock.unlock();
   return live;
+}
+
+bool Keyspace::EraseIfSame(const KeyRef& key, const KeyEntry* expected, int64_t now_ms,
+                           const std::function<void(const std::string& key)>& on_erased) {
+  Shard& shard = ShardFor(key);
+  FreedAfterUnlock<EntryPtr> doomed{lazy_freer_};  // destroyed after the lock is released
+  std::unique_lock lock(shard.mutex);
+  auto it = shard.entries.find(key);
+  if (it == shard.entries.end() || it->second.get() != expected ||
+      it->second->ExpiredAt(now_ms)) {
+    return false;
+  }
+  CaptureLocked(it->first.name, it->second);
+  doomed.value = it->second;
+  std::string name = it->first.name;
+  EraseLocked(shard, it);
+  if (on_erased) on_erased(name);
+  return true;
+}
+
+void Keyspace::EnableSlotIndex() {
+  if (slot_index_ != nullptr) return;
+  auto index = std::make_unique<SlotIndex>();
+  for (Shard& shard : shards_) {
+    std::unique_lock lock(shard.mutex);
+    for (const auto& [stored, entry] : shard.entries) index->Add(&stored.name);
+  }
+  slot_index_ = std::move(index);
 }
 
 void Keyspace::SetDeadlineLocked(Shard& shard, const std::string& name, KeyEntry& entry,
@@ -446,6 +478,7 @@ Keyspace::RenameStatus Keyspace::Rename(const KeyRef& src, const KeyRef& dst, bo
   int64_t deadline = moving->expire_at_ms();
   if (deadline != 0) src_shard.deadlines.erase({deadline, src_it->first.name});
   src_shard.scan_order.erase({src_it->first.hash, &*src_it});
+  if (slot_index_ != nullptr) slot_index_->Remove(&src_it->first.name);
   src_shard.entries.erase(src_it);
   auto it = EmplaceLocked(dst_shard, dst, moving);
   if (deadline != 0) dst_shard.deadlines.emplace(deadline, it->first.name);
@@ -490,6 +523,7 @@ void Keyspace::Clear() {
       for (auto& [key, entry] : shard.entries) {
         CaptureLocked(key.name, entry);
         entry->MarkModified();
+        if (slot_index_ != nullptr) slot_index_->Remove(&key.name);
       }
       doomed.value.swap(shard.entries);
       deadlines_.fetch_sub(static_cast<int64_t>(shard.deadlines.size()),

@@ -33,6 +33,7 @@
 #include "persistence/codec/codec_registry.h"
 #include "server/base/clock.h"
 #include "server/keyspace/key_ref.h"
+#include "server/keyspace/slot_index.h"
 
 namespace bloomgate {
 
@@ -150,6 +151,10 @@ class KeyEntry {
   // once per Begin. Readers of the key go on meanwhile. See EntryReadHold.
   void BeginOffLoopRead();
   void EndOffLoopRead();
+  // Whether a read off the loop holds the entry now: its writers park
+  // (SnapshotCopier::ShouldPark) whatever its size, since the hold may last
+  // a network round trip (MIGRATE), not a copy's few milliseconds.
+  bool off_loop_read_held() const { return read_held_.load(std::memory_order_acquire); }
 
   // Unix seconds of the last command that found the key (Keyspace::Find),
   // or of its creation: OBJECT IDLETIME. Whole seconds because that is all
@@ -207,6 +212,7 @@ class KeyEntry {
   // with acquire so a writer that sees it cleared also sees the copy done.
   std::atomic<bool> snapshot_armed_{false};
   std::atomic<bool> snapshot_refused_{false};
+  std::atomic<bool> read_held_{false};  // in the padding before last_access_s_
   std::atomic<uint32_t> last_access_s_;
   // The last cut epoch this entry was captured for, or the epoch current
   // when it was stored (an entry born after a cut is not part of it). Read
@@ -387,6 +393,22 @@ class Keyspace {
   void HoldExpiryAsReplica(bool held) { held_as_replica_.store(held, std::memory_order_relaxed); }
   bool expiry_held_as_replica() const { return held_as_replica_.load(std::memory_order_relaxed); }
 
+  // Cluster mode: from now on every key is also kept in its hash slot's
+  // set (server/keyspace/slot_index.h; ~40 bytes a key), the keys already
+  // stored included. Called once, before serving (main.cc, when
+  // cluster-enabled is on).
+  void EnableSlotIndex();
+  // The index, or null when cluster mode is off.
+  const SlotIndex* slot_index() const { return slot_index_.get(); }
+
+  // Removes `key` if the entry stored under it is still `expected` and live;
+  // `on_erased` runs with the shard still locked (the journal records the
+  // deletion there, so no later creation of the name can be logged ahead of
+  // it). For a removal decided outside the key's locks: MIGRATE's, once the
+  // target holds the key and its writers are held off (BeginOffLoopRead).
+  bool EraseIfSame(const KeyRef& key, const KeyEntry* expected, int64_t now_ms,
+                   const std::function<void(const std::string& key)>& on_erased);
+
   uint64_t expired_keys() const { return expired_keys_.load(std::memory_order_relaxed); }
   // Index entries SCAN has stepped over since start-up: the work a SCAN
   // costs, counted so a test can bound it without timing anything.
@@ -461,6 +483,7 @@ class Keyspace {
   }
 
   std::array<Shard, kShards> shards_;
+  std::unique_ptr<SlotIndex> slot_index_;  // null unless cluster mode is on
   ExpiryHook expiry_hook_;
   LazyFreer* lazy_freer_ = nullptr;
   // The cut being walked: its epoch (0 before the first) and its sink (null

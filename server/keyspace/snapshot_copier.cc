@@ -12,7 +12,7 @@ SnapshotCopier::~SnapshotCopier() { Stop(); }
 
 bool SnapshotCopier::ShouldPark(const KeyEntry& entry) {
   return entry.snapshot_copy_owed() && !entry.snapshot_copy_refused() &&
-         entry.MemoryUsage() >= kInlineCopyBytes;
+         (entry.MemoryUsage() >= kInlineCopyBytes || entry.off_loop_read_held());
 }
 
 void SnapshotCopier::CopyInBackground(EntryPtr entry, std::function<void()> done) {

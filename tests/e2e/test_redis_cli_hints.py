@@ -160,7 +160,7 @@ class RedisCliHints(ServerTestCase):
 
 # Commands that take no arguments at all (containers are listed by their
 # subcommands): any other command documented without arguments is a gap.
-NO_ARGUMENTS = {"ACL", "BGREWRITEAOF", "CLIENT", "COMMAND", "CONFIG", "DBSIZE", "DISCARD",
+NO_ARGUMENTS = {"ACL", "BGREWRITEAOF", "CLIENT", "COMMAND", "CONFIG", "DBSIZE", "DEBUG", "DISCARD",
                 "EXEC", "LASTSAVE", "LATENCY", "MEMORY", "MODULE", "MONITOR", "MULTI", "OBJECT", "QUIT",
                 "PUBSUB", "RANDOMKEY", "RESET", "ROLE", "SAVE", "SLOWLOG", "TIME", "UNWATCH",
                 # Replication's internal command: Redis's COMMAND DOCS lists no

@@ -113,9 +113,16 @@ Lookup FindFilter(FilterStore& store, const KeyRef& key, EntryPtr* entry) {
   // snapshot copier while the writer was parked (command_dispatcher.cc);
   // this is the path for small ones and for a cut that came in between. A
   // copy that does not fit maxmemory refuses the write, which changes nothing.
+  const bool owed = store.write && (*entry)->snapshot_copy_owed();
   if (store.write && !(*entry)->TakeSnapshotCopy(store.budget, /*final_attempt=*/false)) {
     entry->reset();
     return Lookup::kOutOfMemory;
+  }
+  // A writer that waited for a read off the loop finds the key again: a
+  // MIGRATE removes its source before it lets the writers go, and a write
+  // to the removed entry would be acknowledged and lost.
+  if (owed && store.keyspace.Peek(key, store.now_ms) != *entry) {
+    return FindFilter<Filter>(store, key, entry);
   }
   return Lookup::kFound;
 }

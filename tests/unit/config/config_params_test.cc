@@ -67,7 +67,7 @@ TEST(ConfigParams, TableHasOneRowPerSettingWithRedisStyleNames) {
   }
   EXPECT_EQ(names, (std::vector<std::string_view>{
                        "bind", "port", "databases", "threads", "io-backend", "loglevel", "logfile",
-                       "requirepass", "acl-pubsub-default", "acllog-max-len",
+                       "requirepass", "acl-pubsub-default", "acllog-max-len", "enable-debug-command",
                        "protected-mode", "maxclients", "maxmemory",
                        "maxmemory-policy", "max-filter-memory", "proto-max-bulk-len",
                        "client-output-buffer-limit", "notify-keyspace-events", "timeout",
@@ -108,11 +108,12 @@ TEST(ConfigParams, OnlyListenersThreadsLogfileAndDataFilesAreStartUpOnly) {
     if (!param.runtime_settable) start_up_only.insert(param.name);
   }
   // databases too: it has one value, and Redis's is start-up only; and
-  // replicaof, which REPLICAOF changes at run time, as in Redis.
+  // replicaof, which REPLICAOF changes at run time, as in Redis; and
+  // enable-debug-command, immutable in Redis 7 too.
   EXPECT_EQ(start_up_only,
-            (std::set<std::string_view>{"appendfilename", "bind", "databases", "dir", "logfile",
-                                        "metrics-port", "port", "replicaof", "threads",
-                                        "io-backend"}));
+            (std::set<std::string_view>{"appendfilename", "bind", "databases", "dir",
+                                        "enable-debug-command", "logfile", "metrics-port",
+                                        "port", "replicaof", "threads", "io-backend"}));
 }
 
 TEST(ConfigParams, FindIgnoresCaseAndReturnsTheTableRow) {
@@ -174,6 +175,7 @@ TEST(SetConfigValue, EachKeySetsItsField) {
       {"logfile", "/var/log/bloomgate.log", "/var/log/bloomgate.log"},
       {"requirepass", "s3cret pass", "s3cret pass"},
       {"acl-pubsub-default", "AllChannels", "allchannels"},
+      {"enable-debug-command", "LOCAL", "local"},
       {"protected-mode", "no", "no"},
       {"maxclients", "50", "50"},
       {"maxmemory", "2gb", "2147483648"},
