@@ -16,6 +16,7 @@
 #include "filters/deferred_free.h"
 #include "filters/generation_preparer.h"
 #include "server/base/memory_limit.h"
+#include "server/cluster/cluster_startup.h"
 #include "server/commands/journal_applier.h"
 #include "server/commands/registry.h"
 #include "server/context/server_context.h"
@@ -192,6 +193,14 @@ int main(int argc, char** argv) {
   if (auto user_error = context.LoadConfiguredUsers(config.users)) {
     spdlog::error("config: {}", *user_error);
     std::fprintf(stderr, "bloomgate: config: %s\n", user_error->c_str());
+    return 1;
+  }
+  // Redis Cluster: the node's id and view, before any port opens; a corrupt
+  // cluster-config-file refuses the start, as Redis does, rather than
+  // coming back as a new node.
+  if (!StartCluster(config, *DefaultFileSystem(), &context.cluster, &error)) {
+    spdlog::critical("{}", error);
+    std::fprintf(stderr, "bloomgate: %s\n", error.c_str());
     return 1;
   }
   // As Redis: port 0 turns the plain listener off, but one must remain.
