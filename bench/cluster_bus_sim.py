@@ -9,6 +9,7 @@ every node agrees, in two cases:
           node and every node's slots (the signatures redis-cli compares).
   move    a settled cluster; node 0 takes one slot of node 1 at a higher
           config epoch (SETSLOT NODE): until every node sees node 0 own it.
+  steady  a settled cluster's background traffic over 60 s, per node.
 
 The rules are the bus's (server/cluster_bus/): every tick a node pings any
 peer it has not heard a PONG from for half the node timeout, and every tenth
@@ -166,6 +167,16 @@ def run_move(n, args, rng):
     return sim
 
 
+def run_steady(n, args, rng):
+    """A settled cluster for 60 s: its background traffic (sim.tick = 600)."""
+    sim = run_create(n, args, rng)
+    sim.messages = sim.bytes = 0
+    for _ in range(600):
+        sim.step()
+    sim.tick = 600
+    return sim
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--nodes", type=int, nargs="+", default=[10, 50, 100, 200])
@@ -188,6 +199,9 @@ def main():
             print(f"| {n} | {case} | {statistics.median(ticks) * TICK_MS / 1000:.1f}, "
                   f"{ticks[-1] * TICK_MS / 1000:.1f} | {messages:.0f} | {per_node:.0f} | "
                   f"{max(sim.max_message for sim in sims)} |")
+        steady = run_steady(n, args, random.Random(args.seed))
+        print(f"| {n} | steady, per node per s | - | {steady.messages / n / 60:.1f} | "
+              f"{steady.bytes / n / 60:.0f} | {steady.max_message} |")
 
 
 if __name__ == "__main__":

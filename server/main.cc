@@ -246,6 +246,19 @@ int main(int argc, char** argv) {
     metrics->Start();
     server.AddStopHandler([listener = metrics.get()] { listener->Stop(); });
   }
+  // The cluster bus (server/cluster_bus/): on cluster-port, its own thread.
+  if (config.cluster_enabled) {
+    ClusterBusOptions bus_options;
+    bus_options.bind = config.bind;
+    bus_options.cport = ClusterBusPort(config);
+    bus_options.node_timeout_ms = static_cast<int64_t>(config.cluster_node_timeout);
+    bus_options.announce_ip = config.cluster_announce_ip;
+    context.cluster_bus = std::make_unique<ClusterBus>(&context.cluster, std::move(bus_options));
+    if (!context.cluster_bus->Start(&error)) {
+      spdlog::critical("{}", error);
+      return 1;
+    }
+  }
   context.port = server.bound_port(Server::Transport::kTcp);
   context.tls_port = server.bound_port(Server::Transport::kTls);
   if (!SetUpFileLogging(config, &error)) {
@@ -295,6 +308,7 @@ int main(int argc, char** argv) {
   spdlog::info("ready to accept commands");
   context.replication->Start();
   server.Wait();
+  if (context.cluster_bus) context.cluster_bus->Stop();
   // Before the final save: a full sync holds the saves' lock while it streams.
   context.replication->Stop();
   // Parked writers' callbacks post to the event loops: done while they exist.
