@@ -17,6 +17,7 @@
 #include "filters/generation_preparer.h"
 #include "server/base/memory_limit.h"
 #include "server/cluster/cluster_startup.h"
+#include "server/cluster_bus/cluster_bus.h"
 #include "server/commands/journal_applier.h"
 #include "server/commands/registry.h"
 #include "server/context/server_context.h"
@@ -247,17 +248,20 @@ int main(int argc, char** argv) {
     server.AddStopHandler([listener = metrics.get()] { listener->Stop(); });
   }
   // The cluster bus (server/cluster_bus/): on cluster-port, its own thread.
+  // Declared after the context, whose cluster view it changes: stopped first.
+  std::unique_ptr<ClusterBus> cluster_bus;
   if (config.cluster_enabled) {
     ClusterBusOptions bus_options;
     bus_options.bind = config.bind;
     bus_options.cport = ClusterBusPort(config);
     bus_options.node_timeout_ms = static_cast<int64_t>(config.cluster_node_timeout);
     bus_options.announce_ip = config.cluster_announce_ip;
-    context.cluster_bus = std::make_unique<ClusterBus>(&context.cluster, std::move(bus_options));
-    if (!context.cluster_bus->Start(&error)) {
+    cluster_bus = std::make_unique<ClusterBus>(&context.cluster, std::move(bus_options));
+    if (!cluster_bus->Start(&error)) {
       spdlog::critical("{}", error);
       return 1;
     }
+    SetClusterBus(cluster_bus.get());
   }
   context.port = server.bound_port(Server::Transport::kTcp);
   context.tls_port = server.bound_port(Server::Transport::kTls);
@@ -308,7 +312,7 @@ int main(int argc, char** argv) {
   spdlog::info("ready to accept commands");
   context.replication->Start();
   server.Wait();
-  if (context.cluster_bus) context.cluster_bus->Stop();
+  if (cluster_bus) cluster_bus->Stop();
   // Before the final save: a full sync holds the saves' lock while it streams.
   context.replication->Stop();
   // Parked writers' callbacks post to the event loops: done while they exist.

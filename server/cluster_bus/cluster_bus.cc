@@ -13,6 +13,8 @@
 namespace bloomgate {
 namespace {
 
+std::atomic<ClusterBus*> installed{nullptr};
+
 // A handshake that got no PONG within this is dropped (Redis: the node
 // timeout, at least 1 s).
 int64_t HandshakeTimeoutMs(int64_t node_timeout_ms) {
@@ -88,7 +90,13 @@ bool ClusterBus::Start(std::string* error) {
   return true;
 }
 
+void SetClusterBus(ClusterBus* bus) { installed.store(bus, std::memory_order_release); }
+
+ClusterBus* CurrentClusterBus() { return installed.load(std::memory_order_acquire); }
+
 void ClusterBus::Stop() {
+  ClusterBus* expected = this;
+  installed.compare_exchange_strong(expected, nullptr, std::memory_order_acq_rel);
   if (!running_.exchange(false)) return;
   bus::asio::post(loop_, [this] {
     boost::system::error_code ignored;

@@ -121,4 +121,11 @@ class ClusterBus {
   std::map<std::string, int64_t, std::less<>> banned_until_ms_;
 };
 
+// Installs the running bus (nullptr: none): main.cc at start-up; Stop()
+// takes it out again. CLUSTER MEET/FORGET/LINKS reach it here.
+void SetClusterBus(ClusterBus* bus);
+// The running bus, or null (the cluster is off, or a server in a test runs
+// without one).
+ClusterBus* CurrentClusterBus();
+
 }  // namespace bloomgate

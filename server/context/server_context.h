@@ -23,7 +23,6 @@
 #include "server/clients/client_registry.h"
 #include "server/clients/monitor_feed.h"
 #include "server/cluster/cluster_state.h"
-#include "server/cluster_bus/cluster_bus.h"
 #include "server/durability/durability.h"
 #include "server/durability/journal.h"
 #include "server/keyspace/chunk_staging.h"
@@ -162,9 +161,6 @@ class ServerContext {
   // Redis Cluster: this node's view of the cluster (cluster/cluster_state.h);
   // off unless cluster-enabled (main.cc enables it before serving).
   ClusterState cluster;
-  // The cluster bus (cluster_bus/cluster_bus.h): set by main.cc when the
-  // cluster is on; declared after `cluster`, so it stops before the view goes.
-  std::unique_ptr<ClusterBus> cluster_bus;
 
   // Set by the server: asks it to stop gracefully (SHUTDOWN).
   std::function<void()> request_shutdown;
