@@ -85,11 +85,13 @@ bool ForgetHandshakeOfKnownNode(ClusterView* view, const BusMessage& message,
 }  // namespace
 
 bool ApplySlotClaim(ClusterView* view, int32_t claimer, uint64_t claim_epoch,
-                    const BusSlotBitmap& slots, int32_t* stale_owner) {
+                    const BusSlotBitmap& slots, int32_t* stale_owner, bool* took_mine) {
   *stale_owner = kNoNode;
+  *took_mine = false;
   bool moved = false;
-  for (size_t slot = 0; slot < static_cast<size_t>(kBusSlotCount); ++slot) {
-    if (!slots.test(slot)) continue;
+  // Only the claimed slots (libstdc++'s set-bit scan): a master of a
+  // 100-node cluster claims ~164 of the 16,384.
+  for (size_t slot = slots._Find_first(); slot < slots.size(); slot = slots._Find_next(slot)) {
     const int32_t owner = view->owner[slot];
     if (owner == claimer) continue;
     // A slot being imported is this node's to settle (SETSLOT NODE).
@@ -97,6 +99,7 @@ bool ApplySlotClaim(ClusterView* view, int32_t claimer, uint64_t claim_epoch,
     const uint64_t owner_epoch =
         owner == kNoNode ? 0 : view->nodes[static_cast<size_t>(owner)].config_epoch;
     if (SlotClaimWins(owner != kNoNode, owner_epoch, claim_epoch)) {
+      if (owner == view->myself) *took_mine = true;
       view->owner[slot] = claimer;
       moved = true;
     } else if (owner_epoch > claim_epoch) {
@@ -193,29 +196,20 @@ BusReceiveResult ApplyBusMessage(ClusterView* view, const BusMessage& message,
     if (owner.config_epoch >= message.update.config_epoch) return result;
     owner.config_epoch = message.update.config_epoch;
     int32_t stale = kNoNode;
-    const bool moved_mine = [&] {
-      for (size_t slot = 0; slot < static_cast<size_t>(kBusSlotCount); ++slot) {
-        if (message.update.slots.test(slot) && view->owner[slot] == view->myself) return true;
-      }
-      return false;
-    }();
-    ApplySlotClaim(view, subject, message.update.config_epoch, message.update.slots, &stale);
-    result.my_claim_changed = moved_mine;
+    bool took_mine = false;
+    ApplySlotClaim(view, subject, message.update.config_epoch, message.update.slots, &stale,
+                   &took_mine);
+    result.my_claim_changed = took_mine;
     result.save = true;
     return result;
   }
 
   if (IsMaster(*node)) {
-    const bool mine_before_claim = [&] {
-      for (size_t slot = 0; slot < static_cast<size_t>(kBusSlotCount); ++slot) {
-        if (message.slots.test(slot) && view->owner[slot] == view->myself) return true;
-      }
-      return false;
-    }();
     int32_t stale = kNoNode;
-    if (ApplySlotClaim(view, sender, message.config_epoch, message.slots, &stale)) {
+    bool took_mine = false;
+    if (ApplySlotClaim(view, sender, message.config_epoch, message.slots, &stale, &took_mine)) {
       result.save = true;
-      if (mine_before_claim) result.my_claim_changed = true;
+      if (took_mine) result.my_claim_changed = true;
     }
     if (stale != kNoNode) result.update_about = view->nodes[static_cast<size_t>(stale)].id;
 

@@ -51,8 +51,9 @@ BusReceiveResult ApplyBusMessage(ClusterView* view, const BusMessage& message,
 // Gives the slots in `slots` to `claimer` at `claim_epoch` where the epoch
 // rule lets it (unowned, or owned at a lower config epoch; never a slot this
 // node is importing). Returns whether anything moved; *stale_owner is set to
-// an owner whose higher epoch kept a slot the claimer claims (kNoNode: none).
+// an owner whose higher epoch kept a slot the claimer claims (kNoNode: none),
+// *took_mine to whether a slot of myself's moved.
 bool ApplySlotClaim(ClusterView* view, int32_t claimer, uint64_t claim_epoch,
-                    const BusSlotBitmap& slots, int32_t* stale_owner);
+                    const BusSlotBitmap& slots, int32_t* stale_owner, bool* took_mine);
 
 }  // namespace bloomgate
