@@ -7,12 +7,21 @@ namespace bloomgate {
 uint16_t ClusterBusPort(const ServerConfig& config) {
   if (config.cluster_port != 0) return config.cluster_port;
   const uint32_t port = config.port != 0 ? config.port : config.tls_port;
-  return static_cast<uint16_t>((port + kClusterPortOffset) & 0xffff);
+  // StartCluster refuses a port whose sum does not fit.
+  return static_cast<uint16_t>(port + kClusterPortOffset);
 }
 
 bool StartCluster(const ServerConfig& config, FileSystem& fs, ClusterState* state,
                   std::string* error) {
   if (!config.cluster_enabled) return true;
+  const uint32_t client_port = config.port != 0 ? config.port : config.tls_port;
+  if (config.cluster_port == 0 && client_port + kClusterPortOffset > 65535) {
+    // Redis's refusal: the default bus port would not exist.
+    *error = "port " + std::to_string(client_port) +
+             " is too high for the default cluster bus port (port + 10000): use a port of "
+             "55535 or less, or set cluster-port";
+    return false;
+  }
   const std::string path = JoinPath(config.dir, config.cluster_config_file);
   const uint16_t port = config.port != 0 ? config.port : config.tls_port;
   ClusterView view;

@@ -20,6 +20,7 @@ std::vector<CommandSpec> AclCommands();
 std::vector<CommandSpec> HealthCommands();  // BLOOMGATE.HEALTH
 std::vector<CommandSpec> PubSubCommands();  // (P)(UN)SUBSCRIBE, PUBLISH, PUBSUB
 std::vector<CommandSpec> ReplicationCommands();  // REPLICAOF, ROLE, REPLCONF, PSYNC
+std::vector<CommandSpec> ClusterCommands();  // CLUSTER, ASKING, READONLY, READWRITE
 const FilterFamily& BloomFamily();
 const FilterFamily& CountingBloomFamily();
 const FilterFamily& CuckooFamily();
@@ -35,7 +36,7 @@ void RegisterAllCommands() {
     for (CommandRows group : {ConnectionCommands, IntrospectionCommands, ServerCommands,
                               OperatorCommands, KeyspaceCommands, KeyInspectionCommands,
                               KeyCopyCommands, TransactionCommands, AclCommands, HealthCommands,
-                              PubSubCommands, ReplicationCommands}) {
+                              PubSubCommands, ReplicationCommands, ClusterCommands}) {
       RegisterCommandGroup(group);
     }
     RegisterFamily(BloomFamily());
