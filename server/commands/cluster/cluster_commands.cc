@@ -9,6 +9,7 @@
 #include "server/base/key_slot.h"
 #include "server/cluster/cluster_state.h"
 #include "server/commands/arg_parser.h"
+#include "server/commands/cluster/cluster_bus_commands.h"
 #include "server/commands/command_context.h"
 #include "server/commands/errors.h"
 #include "server/commands/server/container_help.h"
@@ -606,6 +607,7 @@ std::vector<CommandSpec> ClusterAdminSubcommands() {
 
 std::vector<CommandSpec> ClusterCommands() {
   std::vector<CommandSpec> subcommands = ClusterAdminSubcommands();
+  std::ranges::move(ClusterBusSubcommands(), std::back_inserter(subcommands));
   // Other rooms' CLUSTER rows join here, one line each, e.g.
   //   std::ranges::move(ClusterSlotKeysSubcommands(), std::back_inserter(subcommands));
   CommandSpec help = HelpSubcommand("cluster", "5.0.0");
