@@ -926,6 +926,36 @@ const std::vector<ConfigParam>& BuildTable() {
        /*runtime_settable=*/true, ConfigType::kInteger, "<0-2147483647>",
        [](C* c, V v, S* e) { return SetInteger(v, 0, kMaxTimeout, &c->min_replicas_max_lag, e); },
        [](const C& c) { return std::to_string(c.min_replicas_max_lag); }},
+      {"cluster-enabled", "serve as a Redis Cluster node (hash slots, CLUSTER, redirects)",
+       /*runtime_settable=*/false, ConfigType::kEnum, "<yes|no>",
+       [](C* c, V v, S* e) { return SetYesNo(v, &c->cluster_enabled, e); },
+       [](const C& c) { return std::string(c.cluster_enabled ? "yes" : "no"); }},
+      {"cluster-config-file", "file inside dir holding this node's id and view of the cluster",
+       /*runtime_settable=*/false, ConfigType::kString, "<name>",
+       [](C* c, V v, S* e) { return SetFileName(v, &c->cluster_config_file, e); },
+       [](const C& c) { return c.cluster_config_file; }},
+      {"cluster-port", "cluster bus port; 0 = port + 10000",
+       /*runtime_settable=*/false, ConfigType::kInteger, "<0-65535>",
+       [](C* c, V v, S* e) { return SetInteger(v, 0, 65535, &c->cluster_port, e); },
+       [](const C& c) { return std::to_string(c.cluster_port); }},
+      {"cluster-node-timeout", "milliseconds a silent node may take before it is suspected",
+       /*runtime_settable=*/true, ConfigType::kInteger, "<1-9223372036854775807>",
+       [](C* c, V v, S* e) {
+         return SetInteger(v, 1, std::numeric_limits<int64_t>::max(), &c->cluster_node_timeout,
+                           e);
+       },
+       [](const C& c) { return std::to_string(c.cluster_node_timeout); }},
+      {"cluster-announce-ip", "address this node gives the cluster; \"\" = what peers see",
+       /*runtime_settable=*/false, ConfigType::kString, "<ip>",
+       [](C* c, V v, S*) {
+         c->cluster_announce_ip = std::string(v);
+         return true;
+       },
+       [](const C& c) { return c.cluster_announce_ip; }},
+      {"cluster-require-full-coverage", "refuse keys with -CLUSTERDOWN while a slot has no owner",
+       /*runtime_settable=*/true, ConfigType::kEnum, "<yes|no>",
+       [](C* c, V v, S* e) { return SetYesNo(v, &c->cluster_require_full_coverage, e); },
+       [](const C& c) { return std::string(c.cluster_require_full_coverage ? "yes" : "no"); }},
   };
   return kTable;
 }

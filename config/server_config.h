@@ -180,6 +180,20 @@ struct ServerConfig {
   uint32_t min_replicas_to_write = 0;
   uint32_t min_replicas_max_lag = 10;
 
+  // Redis Cluster (server/cluster/), Redis's names and defaults. Start-up
+  // only, but for the node timeout and the coverage rule.
+  bool cluster_enabled = false;
+  // This node's id and view of the cluster, inside `dir` (Redis's nodes.conf).
+  std::string cluster_config_file = "nodes.conf";
+  // Cluster bus port; 0 = port + 10000, as Redis.
+  uint16_t cluster_port = 0;
+  // Milliseconds a node may not answer before it is suspected failing.
+  uint64_t cluster_node_timeout = 15000;
+  // The address this node tells the cluster; "" = the one its peers see.
+  std::string cluster_announce_ip;
+  // Whether keys are refused (-CLUSTERDOWN) while some slot has no owner.
+  bool cluster_require_full_coverage = true;
+
   // ACL users, one "<name> <rule> <rule> ..." per entry in Redis's `user`
   // line syntax without the word `user` ("edge on #<sha256> ~edge:*
   // +bf.add"). Only the YAML file sets them (key `users`, a list); the server

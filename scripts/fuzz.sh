@@ -33,7 +33,7 @@ while (( $# > 0 )); do
   esac
 done
 all_targets=(resp_parser_fuzz snapshot_fuzz append_log_fuzz dump_chunk_fuzz dump_payload_fuzz rdb_file_fuzz
-             commands_fuzz)
+             commands_fuzz bus_message_fuzz)
 (( ${#targets[@]} > 0 )) || targets=("${all_targets[@]}")
 
 bash scripts/clang_tree.sh "$build_dir"

@@ -16,6 +16,8 @@
 #include "filters/deferred_free.h"
 #include "filters/generation_preparer.h"
 #include "server/base/memory_limit.h"
+#include "server/cluster/cluster_startup.h"
+#include "server/cluster_bus/cluster_bus.h"
 #include "server/commands/journal_applier.h"
 #include "server/commands/registry.h"
 #include "server/context/server_context.h"
@@ -194,6 +196,17 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bloomgate: config: %s\n", user_error->c_str());
     return 1;
   }
+  // Redis Cluster: the node's id and view, before any port opens; a corrupt
+  // cluster-config-file refuses the start, as Redis does, rather than
+  // coming back as a new node.
+  if (!StartCluster(config, *DefaultFileSystem(), &context.cluster, &error)) {
+    spdlog::critical("{}", error);
+    std::fprintf(stderr, "bloomgate: %s\n", error.c_str());
+    return 1;
+  }
+  // The per-slot key index costs ~44 bytes a key: kept only in cluster mode,
+  // where CLUSTER COUNTKEYSINSLOT / GETKEYSINSLOT and resharding read it.
+  if (config.cluster_enabled) context.keyspace.EnableSlotIndex();
   // As Redis: port 0 turns the plain listener off, but one must remain.
   if (config.port == 0 && config.tls_port == 0) {
     spdlog::critical("port and tls-port are both 0: configured to listen nowhere");
@@ -240,6 +253,22 @@ int main(int argc, char** argv) {
                                                 std::move(acceptors));
     metrics->Start();
     server.AddStopHandler([listener = metrics.get()] { listener->Stop(); });
+  }
+  // The cluster bus (server/cluster_bus/): on cluster-port, its own thread.
+  // Declared after the context, whose cluster view it changes: stopped first.
+  std::unique_ptr<ClusterBus> cluster_bus;
+  if (config.cluster_enabled) {
+    ClusterBusOptions bus_options;
+    bus_options.bind = config.bind;
+    bus_options.cport = ClusterBusPort(config);
+    bus_options.node_timeout_ms = static_cast<int64_t>(config.cluster_node_timeout);
+    bus_options.announce_ip = config.cluster_announce_ip;
+    cluster_bus = std::make_unique<ClusterBus>(&context.cluster, std::move(bus_options));
+    if (!cluster_bus->Start(&error)) {
+      spdlog::critical("{}", error);
+      return 1;
+    }
+    SetClusterBus(cluster_bus.get());
   }
   context.port = server.bound_port(Server::Transport::kTcp);
   context.tls_port = server.bound_port(Server::Transport::kTls);
@@ -290,6 +319,7 @@ int main(int argc, char** argv) {
   spdlog::info("ready to accept commands");
   context.replication->Start();
   server.Wait();
+  if (cluster_bus) cluster_bus->Stop();
   // Before the final save: a full sync holds the saves' lock while it streams.
   context.replication->Stop();
   // Parked writers' callbacks post to the event loops: done while they exist.

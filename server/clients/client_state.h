@@ -87,6 +87,13 @@ struct ClientState {
   EntryPtr parked_on;
   std::shared_ptr<MadeFilter> making;
 
+  // Redis Cluster: ASKING lets the next command (or the next EXEC) reach a
+  // slot this node is importing, then clears; READONLY lets reads reach a
+  // replica of the slot's owner until READWRITE (Redis's CLIENT_ASKING,
+  // CLIENT_READONLY; RESET clears both).
+  bool cluster_asking = false;
+  bool cluster_readonly = false;
+
   bool in_multi = false;
   bool multi_dirty = false;  // a command failed to queue: EXEC aborts
   std::vector<QueuedCommand> queued;

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "server/commands/arg_parser.h"
+#include "server/commands/cluster/cluster_routing.h"
 #include "server/commands/command_context.h"
 #include "server/commands/command_events.h"
 #include "server/commands/errors.h"
@@ -297,6 +298,19 @@ CommandOutcome RunCommand(ServerContext& server, ClientState& client, const Comm
       }
     }
   }
+  // Redis Cluster's routing, under the keys' locks: a key of a migrating
+  // slot cannot move away between its presence check and the handler.
+  // EXEC judges its queue itself (transaction_commands.cc).
+  if (!locks_held && ClusterRoutes(server, client)) {
+    const RoutedCommand routed{&spec, args};
+    std::string refusal;
+    if (!ClusterServes(server, client, std::span<const RoutedCommand>(&routed, 1),
+                       locked_now.value_or(NowMs()), &refusal)) {
+      reply.Error(refusal);
+      Bump(server.stats.worker(client.worker_index).commands[spec.id].rejected_calls);
+      return CommandOutcome::kFailed;
+    }
+  }
   Durability& durability = *server.durability;
   const OriginPolicy& policy = client.journal.policy();
   if (write && policy.refused_on_log_failure && durability.write_error()) {
@@ -478,6 +492,18 @@ CommandOutcome DispatchOnce(ServerContext& server, ClientState& client,
     return CommandOutcome::kPaused;
   }
   if (client.in_multi && (spec->flags & kCmdNoMulti) == 0) {
+    // Redis Cluster: a command that would be redirected is refused now and
+    // the transaction flagged (EXEC then answers -EXECABORT).
+    if (ClusterRoutes(server, client)) {
+      const RoutedCommand routed{spec, args};
+      std::string refusal;
+      if (!ClusterServes(server, client, std::span<const RoutedCommand>(&routed, 1), NowMs(),
+                         &refusal)) {
+        reject(refusal);
+        Bump(counters.commands[spec->id].rejected_calls);
+        return CommandOutcome::kFailed;
+      }
+    }
     QueuedCommand queued;
     queued.spec = spec;
     queued.args.assign(args.begin(), args.end());
@@ -531,6 +557,10 @@ CommandOutcome DispatchCommand(ServerContext& server, ClientState& client,
   const CommandOutcome outcome = DispatchOnce(server, client, args, reply);
   if (outcome != CommandOutcome::kParked && outcome != CommandOutcome::kPaused) {
     DropUntakenFilter(server, client);
+    // ASKING lasts one command, or one transaction (Redis's resetClient).
+    if (client.cluster_asking && !client.in_multi && !EqualsIgnoreCase(args[0], "asking")) {
+      client.cluster_asking = false;
+    }
   }
   return outcome;
 }

@@ -507,8 +507,6 @@ inline constexpr std::string_view kNoPermissionChannel =
     "NOPERM No permissions to access a channel";
 
 // CLUSTER COUNTKEYSINSLOT / GETKEYSINSLOT (Redis 7.0 cluster.c).
-inline constexpr std::string_view kSlotKeysClusterDisabled =
-    "ERR This instance has cluster support disabled";
 inline constexpr std::string_view kSlotKeysInvalidSlot = "ERR Invalid slot";
 inline constexpr std::string_view kSlotKeysInvalidSlotOrCount =
     "ERR Invalid slot or number of keys";
@@ -538,6 +536,69 @@ inline constexpr std::string_view kDebugNotAllowed =
     "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", "
     "you can run it from a local connection, otherwise you need to set this option in the "
     "configuration file, and then restart the server.";
+
+// --- Redis Cluster: Redis 7.0's cluster.c texts ---
+inline constexpr std::string_view kClusterDisabled =
+    "ERR This instance has cluster support disabled";
+inline constexpr std::string_view kInvalidSlot = "ERR Invalid or out of range slot";
+inline constexpr std::string_view kFlushSlotsNotEmpty =
+    "ERR DB must be empty to perform CLUSTER FLUSHSLOTS.";
+inline constexpr std::string_view kSetSlotOnlyMasters =
+    "ERR Please use SETSLOT only with masters.";
+inline constexpr std::string_view kTargetNotMaster = "ERR Target node is not a master";
+inline constexpr std::string_view kInvalidSetSlot =
+    "ERR Invalid CLUSTER SETSLOT action or number of arguments. Try CLUSTER HELP";
+inline constexpr std::string_view kConfigEpochOtherNodes =
+    "ERR The user can assign a config epoch only when the node does not know any other node.";
+inline constexpr std::string_view kConfigEpochNonZero = "ERR Node config epoch is already non-zero";
+inline constexpr std::string_view kResetWithKeys =
+    "ERR CLUSTER RESET can't be called with master nodes containing keys";
+inline constexpr std::string_view kCrossSlot =
+    "CROSSSLOT Keys in request don't hash to the same slot";
+inline constexpr std::string_view kTryAgain =
+    "TRYAGAIN Multiple keys request during rehashing of slot";
+inline constexpr std::string_view kClusterDown = "CLUSTERDOWN The cluster is down";
+inline constexpr std::string_view kSlotNotServed = "CLUSTERDOWN Hash slot not served";
+inline std::string SlotAlreadyUnassigned(int slot) {
+  return "ERR Slot " + std::to_string(slot) + " is already unassigned";
+}
+inline std::string SlotBusy(int slot) {
+  return "ERR Slot " + std::to_string(slot) + " is already busy";
+}
+inline std::string SlotSpecifiedTwice(int slot) {
+  return "ERR Slot " + std::to_string(slot) + " specified multiple times";
+}
+inline std::string StartSlotAfterEnd(int start, int end) {
+  return "ERR start slot number " + std::to_string(start) + " is greater than end slot number " +
+         std::to_string(end);
+}
+inline std::string NotSlotOwner(int slot) {
+  return "ERR I'm not the owner of hash slot " + std::to_string(slot);
+}
+inline std::string AlreadySlotOwner(int slot) {
+  return "ERR I'm already the owner of hash slot " + std::to_string(slot);
+}
+inline std::string DontKnowNode(std::string_view id) {
+  return "ERR I don't know about node " + std::string(id.substr(0, 128));
+}
+inline std::string UnknownNode(std::string_view id) {
+  return "ERR Unknown node " + std::string(id.substr(0, 128));
+}
+inline std::string SlotStillHasKeys(int slot) {
+  return "ERR Can't assign hashslot " + std::to_string(slot) +
+         " to a different node while I still hold keys for this hash slot.";
+}
+inline std::string ClusterSaveConfigFailed(std::string_view why) {
+  return "ERR error saving the cluster node config: " + std::string(why);
+}
+inline std::string InvalidConfigEpoch(std::string_view epoch) {
+  return "ERR Invalid config epoch specified: " + std::string(epoch.substr(0, 64));
+}
+// -MOVED / -ASK <slot> <ip>:<port>.
+inline std::string ClusterRedirect(bool ask, int slot, std::string_view ip, int port) {
+  return std::string(ask ? "ASK " : "MOVED ") + std::to_string(slot) + " " + std::string(ip) +
+         ":" + std::to_string(port);
+}
 
 // `command` is the row's full name ("bf.reserve", "client|list").
 inline std::string NoPermissionCommand(std::string_view user, std::string_view command) {

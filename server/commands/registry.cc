@@ -22,6 +22,7 @@ std::vector<CommandSpec> AclCommands();
 std::vector<CommandSpec> HealthCommands();  // BLOOMGATE.HEALTH
 std::vector<CommandSpec> PubSubCommands();  // (P)(UN)SUBSCRIBE, PUBLISH, PUBSUB
 std::vector<CommandSpec> ReplicationCommands();  // REPLICAOF, ROLE, REPLCONF, PSYNC
+std::vector<CommandSpec> ClusterCommands();  // CLUSTER, ASKING, READONLY, READWRITE
 const FilterFamily& BloomFamily();
 const FilterFamily& CountingBloomFamily();
 const FilterFamily& CuckooFamily();
@@ -38,7 +39,7 @@ void RegisterAllCommands() {
                               OperatorCommands, KeyspaceCommands, KeyInspectionCommands,
                               KeyCopyCommands, TransactionCommands, AclCommands, HealthCommands,
                               PubSubCommands, ReplicationCommands, MigrateCommands,
-                              DebugCommands}) {
+                              DebugCommands, ClusterCommands}) {
       RegisterCommandGroup(group);
     }
     RegisterFamily(BloomFamily());

@@ -117,6 +117,7 @@ std::optional<std::string> ServerContext::LoadConfiguredUsers(
 
 void ServerContext::ApplyConfig(const ServerConfig& current) {
   if (replication) replication->ApplyConfig(current);
+  cluster.SetRequireFullCoverage(current.cluster_require_full_coverage);
   acl.ApplyRequirepass(current.requirepass);
   acl.SetPubSubDefault(current.acl_pubsub_default_all_channels);
   acl_log.SetMaxEntries(current.acllog_max_len);

@@ -22,6 +22,7 @@
 #include "server/clients/client_pause.h"
 #include "server/clients/client_registry.h"
 #include "server/clients/monitor_feed.h"
+#include "server/cluster/cluster_state.h"
 #include "server/durability/durability.h"
 #include "server/durability/journal.h"
 #include "server/keyspace/chunk_staging.h"
@@ -157,6 +158,9 @@ class ServerContext {
   // The primary's and the replica's side of replication (declared after
   // `journal` and `durability`, which it works on).
   std::unique_ptr<Replication> replication;
+  // Redis Cluster: this node's view of the cluster (cluster/cluster_state.h);
+  // off unless cluster-enabled (main.cc enables it before serving).
+  ClusterState cluster;
 
   // Set by the server: asks it to stop gracefully (SHUTDOWN).
   std::function<void()> request_shutdown;

@@ -55,6 +55,7 @@ NO_EXAMPLES = {
     "docs/operating/configuration.md": "the settings table; CONFIG GET/SET run in server.md",
     "docs/operating/production.md": "systemd and compose files, not commands",
     "docs/operating/tls.md": "needs certificates; test_tls.py runs the same commands",
+    "docs/operating/cluster.md": "needs cluster-enabled nodes; test_cluster.py runs the same commands",
 }
 
 COMMAND_DEADLINE_S = 60

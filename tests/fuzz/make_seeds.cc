@@ -23,6 +23,7 @@
 #include "persistence/dump_payload.h"
 #include "persistence/redisbloom_cuckoo_chunk.h"
 #include "persistence/snapshot_file.h"
+#include "server/cluster_bus/bus_codec.h"
 #include "tests/fuzz/command_program.h"
 #include "tests/fuzz/fuzz_support.h"
 
@@ -523,6 +524,54 @@ void CommandSeeds(const fs::path& dir) {
                              .bytes());
 }
 
+// Byte 0 = 1: the target recomputes the checksum, so mutations reach the
+// field decoders. A PING with gossip, a MEET, an UPDATE, two messages in a
+// row, and the most ranges a slot set can have.
+void BusMessageSeeds(const fs::path& dir) {
+  BusMessage ping;
+  ping.sender_id = std::string(40, 'a');
+  ping.sender_ip = "127.0.0.1";
+  ping.port = 7000;
+  ping.cport = 17000;
+  ping.flags = kBusFlagMaster;
+  ping.current_epoch = 6;
+  ping.config_epoch = 2;
+  for (int slot = 0; slot <= 5460; ++slot) ping.slots.set(slot);
+  ping.gossip.push_back({std::string(40, 'b'), "::1", 7001, 17001, kBusFlagMaster, 0, 1700000000});
+  ping.gossip.push_back({std::string(40, 'c'), "10.0.0.3", 7002, 17002,
+                         kBusFlagReplica | kBusFlagPFail, 1700000001, 1700000000});
+  const auto encode = [](const BusMessage& m) {
+    std::string out = "\x01";
+    EncodeBusMessage(m, &out);
+    return out;
+  };
+  Write(dir, "ping", encode(ping));
+  BusMessage meet = ping;
+  meet.type = BusMessageType::kMeet;
+  meet.sender_ip.clear();
+  meet.gossip.clear();
+  Write(dir, "meet", encode(meet));
+  BusMessage update = ping;
+  update.type = BusMessageType::kUpdate;
+  update.gossip.clear();
+  update.update.id = std::string(40, 'd');
+  update.update.config_epoch = 9;
+  update.update.slots.set(100);
+  update.update.slots.set(16383);
+  Write(dir, "update", encode(update));
+  BusMessage pong = ping;
+  pong.type = BusMessageType::kPong;
+  pong.master_id = std::string(40, 'e');
+  pong.flags = kBusFlagReplica;
+  std::string two = encode(pong);
+  EncodeBusMessage(meet, &two);
+  Write(dir, "pong-then-meet", two);
+  BusMessage striped = ping;
+  striped.slots.reset();
+  for (int slot = 0; slot < kBusSlotCount; slot += 2) striped.slots.set(slot);
+  Write(dir, "striped-slots", encode(striped));
+}
+
 }  // namespace
 }  // namespace bloomgate::fuzz
 
@@ -540,5 +589,6 @@ int main(int argc, char** argv) {
   DumpPayloadSeeds(root / "dump_payload_fuzz");
   RdbFileSeeds(root / "rdb_file_fuzz", root);
   CommandSeeds(root / "commands_fuzz");
+  BusMessageSeeds(root / "bus_message_fuzz");
   return 0;
 }

@@ -29,6 +29,8 @@ LAYERS = [
     "server/pubsub",  # subscriptions, PUBLISH's delivery, keyspace notifications
     "server/clients",  # per-client state, CLIENT PAUSE, MONITOR
     "server/replication",  # feeds, backlog, the replica's link, full syncs
+    "server/cluster",  # the cluster's view: nodes, slot owners, epochs, nodes.conf
+    "server/cluster_bus",  # the cluster bus: codec, epoch rules, links, cron
     "server/context",  # ServerContext
     "server/commands",
     "server/net",

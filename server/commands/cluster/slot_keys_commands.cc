@@ -2,13 +2,11 @@
 // --cluster check` and `reshard` ask of every slot they look at or move,
 // answered from the keyspace's per-slot index (keyspace/slot_index.h) in
 // O(1) and O(count), with Redis 7.0's texts (cluster.c).
-//
-// Rows of the CLUSTER container, which lives with the cluster's own
-// commands: ClusterSlotKeysSubcommands() is joined into its subcommands.
+#include "server/commands/cluster/slot_keys_commands.h"
+
 #include <string>
 #include <vector>
 
-#include "server/catalogue/command_table.h"
 #include "server/commands/arg_parser.h"
 #include "server/commands/command_context.h"
 #include "server/commands/errors.h"
@@ -20,7 +18,7 @@ namespace {
 // mode, where the CLUSTER container admits these rows at all.
 const SlotIndex* SlotIndexOrFail(CommandContext& ctx) {
   const SlotIndex* index = ctx.server.keyspace.slot_index();
-  if (index == nullptr) ctx.Fail(errors::kSlotKeysClusterDisabled);
+  if (index == nullptr) ctx.Fail(errors::kClusterDisabled);
   return index;
 }
 

@@ -14,6 +14,7 @@
 
 #include "persistence/append_log.h"
 #include "server/catalogue/command_table.h"
+#include "server/commands/cluster/cluster_routing.h"
 #include "server/commands/command_context.h"
 #include "server/commands/command_dispatcher.h"
 #include "server/commands/errors.h"
@@ -92,6 +93,18 @@ void CmdExec(CommandContext& ctx) {
   }
   KeyLocks::Guard guard = all ? ctx.server.key_locks.LockAll(/*exclusive=*/true)
                               : ctx.server.key_locks.Lock(std::move(stripes), true);
+  // Redis Cluster: the whole queue must be served here, judged under its
+  // locks; a redirect discards the transaction and is EXEC's reply.
+  if (ClusterRoutes(ctx.server, client)) {
+    std::vector<RoutedCommand> routed(queued.size());
+    for (size_t i = 0; i < queued.size(); ++i) routed[i] = {queued[i].spec, argvs[i]};
+    std::string refusal;
+    if (!ClusterServes(ctx.server, client, routed, ctx.now_ms, &refusal)) {
+      client.ResetTransaction();
+      ctx.Fail(refusal);
+      return;
+    }
+  }
   bool unchanged = WatchedKeysUnchanged(ctx);
   client.ResetTransaction();
   if (!unchanged) {

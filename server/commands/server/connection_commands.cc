@@ -386,6 +386,8 @@ void CmdReset(CommandContext& ctx) {
   }
   ctx.client.ResetTransaction();
   ctx.client.monitor = false;  // out of MONITOR mode, as Redis's RESET
+  ctx.client.cluster_asking = false;  // and out of ASKING and READONLY
+  ctx.client.cluster_readonly = false;
   LeavePubSub(ctx.server, ctx.client);  // off every channel and pattern, unconfirmed
   ctx.client.resp3 = false;
   ctx.reply.set_resp3(false);

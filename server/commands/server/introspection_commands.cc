@@ -350,12 +350,13 @@ std::string ServerSection(CommandContext& ctx) {
   int64_t uptime = (ctx.now_ms - ctx.server.start_time_ms) / 1000;
   ServerConfig config = ctx.server.config.Get();
   return fmt::format(
-      "# Server\r\nredis_version:{}\r\nbloomgate_version:{}\r\nredis_mode:standalone\r\n"
+      "# Server\r\nredis_version:{}\r\nbloomgate_version:{}\r\nredis_mode:{}\r\n"
       "os:{} {} {}\r\narch_bits:{}\r\nmultiplexing_api:epoll\r\nprocess_id:{}\r\n"
       "run_id:{}\r\ntcp_port:{}\r\nserver_time_usec:{}\r\nuptime_in_seconds:{}\r\n"
       "uptime_in_days:{}\r\nexecutable:{}\r\nconfig_file:{}\r\nio_threads_active:0\r\n"
       "worker_threads:{}\r\n",
-      kRedisVersion, kBloomgateVersion, name.sysname, name.release, name.machine,
+      kRedisVersion, kBloomgateVersion,
+      ctx.server.cluster.enabled() ? "cluster" : "standalone", name.sysname, name.release, name.machine,
       sizeof(void*) * 8, getpid(), ctx.server.run_id, ctx.server.port, ctx.now_ms * 1000,
       uptime, uptime / 86400, ctx.server.executable, ctx.server.config_file,
       ctx.server.worker_threads) + ListenerLines(ctx.server, config);
@@ -445,8 +446,9 @@ std::string CpuSection(CommandContext&) {
                      seconds(usage.ru_stime), seconds(usage.ru_utime));
 }
 
-std::string ClusterSection(CommandContext&) {
-  return "# Cluster\r\ncluster_enabled:0\r\n";
+std::string ClusterSection(CommandContext& ctx) {
+  return ctx.server.cluster.enabled() ? "# Cluster\r\ncluster_enabled:1\r\n"
+                                      : "# Cluster\r\ncluster_enabled:0\r\n";
 }
 
 std::string ModulesSection(CommandContext&) {

@@ -14,6 +14,8 @@
 
 #include "../server/session.h"
 #include "counting_new.h"
+#include "server/base/key_slot.h"
+#include "server/cluster/cluster_state.h"
 #include "server/resp/resp_parser.h"
 
 namespace {
@@ -99,6 +101,37 @@ TEST_F(RequestAllocations, ParsingAWarmPipelinedBatchAllocatesNothing) {
   const uint64_t before = AllocationCount();
   EXPECT_EQ(parse_all(), 16u);
   EXPECT_EQ(AllocationCount() - before, 0u);
+}
+
+}  // namespace
+}  // namespace bloomgate
+
+namespace bloomgate {
+namespace {
+
+using namespace bloomgate::testing;
+
+// Redis Cluster's routing gate runs before every keyed command: with the
+// cluster on, a command served here (all slots ours; or a migrating slot
+// whose key is still here) allocates no more than with it off.
+TEST_F(RequestAllocations, ClusterRoutingOfAServedCommandAllocatesNothing) {
+  ClusterView view = FreshView(7000, 17000, "127.0.0.1");
+  view.owner.fill(view.myself);
+  ClusterNode peer;
+  peer.id = RandomNodeId();
+  peer.ip = "127.0.0.1";
+  peer.port = 7001;
+  peer.flags = kNodeMaster;
+  const int32_t to = view.Add(peer);
+  server_->cluster.Enable(std::move(view), nullptr);
+  Session(server_.get()).Run({"BF.RESERVE", "bf", "0.01", "1000"});
+  server_->cluster.Update([to](ClusterView& v) {
+    v.migrating_to[KeySlot("bf")] = to;
+    return true;
+  });
+  EXPECT_EQ(AllocationsOf({"BF.EXISTS", "bf", "item"}), 0u);  // migrating, key here
+  Session(server_.get()).Run({"CF.ADD", "cf", "item"});
+  EXPECT_EQ(AllocationsOf({"CF.EXISTS", "cf", "item"}), 0u);  // a stable slot of ours
 }
 
 }  // namespace

@@ -86,7 +86,9 @@ TEST(ConfigParams, TableHasOneRowPerSettingWithRedisStyleNames) {
                        "masteruser", "replica-read-only", "repl-backlog-size", "repl-timeout",
                        "repl-ping-replica-period",
                        "replica-priority", "replica-announce-ip", "replica-announce-port",
-                       "replica-announced", "min-replicas-to-write", "min-replicas-max-lag"}));
+                       "replica-announced", "min-replicas-to-write", "min-replicas-max-lag",
+                       "cluster-enabled", "cluster-config-file", "cluster-port", "cluster-node-timeout", "cluster-announce-ip",
+                       "cluster-require-full-coverage"}));
 }
 
 TEST(ConfigParams, EveryRowHasADescriptionHintSetterAndGetter) {
@@ -109,11 +111,14 @@ TEST(ConfigParams, OnlyListenersThreadsLogfileAndDataFilesAreStartUpOnly) {
   }
   // databases too: it has one value, and Redis's is start-up only; and
   // replicaof, which REPLICAOF changes at run time, as in Redis; and
-  // enable-debug-command, immutable in Redis 7 too.
+  // enable-debug-command, immutable in Redis 7 too; and the cluster node's
+  // identity and bus, read once when the node joins.
   EXPECT_EQ(start_up_only,
-            (std::set<std::string_view>{"appendfilename", "bind", "databases", "dir",
-                                        "enable-debug-command", "logfile", "metrics-port",
-                                        "port", "replicaof", "threads", "io-backend"}));
+            (std::set<std::string_view>{"appendfilename", "bind", "cluster-announce-ip",
+                                        "cluster-config-file", "cluster-enabled", "cluster-port",
+                                        "databases", "dir", "enable-debug-command", "logfile",
+                                        "metrics-port", "port", "replicaof", "threads",
+                                        "io-backend"}));
 }
 
 TEST(ConfigParams, FindIgnoresCaseAndReturnsTheTableRow) {
@@ -232,6 +237,12 @@ TEST(SetConfigValue, EachKeySetsItsField) {
       {"replica-announced", "no", "no"},
       {"min-replicas-to-write", "1", "1"},
       {"min-replicas-max-lag", "3", "3"},
+      {"cluster-enabled", "YES", "yes"},
+      {"cluster-config-file", "nodes-7000.conf", "nodes-7000.conf"},
+      {"cluster-port", "17000", "17000"},
+      {"cluster-node-timeout", "5000", "5000"},
+      {"cluster-announce-ip", "10.0.0.7", "10.0.0.7"},
+      {"cluster-require-full-coverage", "no", "no"},
   };
   // Rows with one accepted value, the default: what a Redis client asks for,
   // answered (RowsWithOneValueRefuseEveryOther).

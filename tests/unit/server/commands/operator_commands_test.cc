@@ -8,6 +8,7 @@
 #include <set>
 #include <string>
 
+#include "server/cluster/cluster_state.h"
 #include "server/stats/latency_histogram.h"
 #include "server/stats/slow_log.h"
 #include "../session.h"
@@ -506,6 +507,8 @@ TEST(LatencyStats, InfoShowsEachCalledCommandsPercentilesUntilResetStat) {
 
 TEST(ContainerHelp, ListsEverySubcommandOfTheTableAndNothingElse) {
   auto server = MakeServer();
+  // CLUSTER HELP answers only with the cluster on, as in Redis.
+  server->cluster.Enable(FreshView(7000, 17000, ""), nullptr);
   Session s(server.get());
   for (const CommandSpec& spec : server->commands.commands()) {
     if (spec.subcommands.empty()) continue;

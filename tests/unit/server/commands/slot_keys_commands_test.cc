@@ -9,13 +9,11 @@
 
 #include "../session.h"
 #include "server/base/key_slot.h"
+#include "server/commands/cluster/slot_keys_commands.h"
 #include "server/commands/command_context.h"
 #include "server/commands/errors.h"
 
 namespace bloomgate {
-
-std::vector<CommandSpec> ClusterSlotKeysSubcommands();
-
 namespace {
 
 using namespace bloomgate::testing;
@@ -86,9 +84,9 @@ TEST_F(SlotKeysCommands, RefuseBadSlotsAndCountsWithRedisTexts) {
 
 TEST_F(SlotKeysCommands, WithoutClusterModeThereIsNoIndexToAnswerFrom) {
   EXPECT_EQ(Cluster({"CLUSTER", "COUNTKEYSINSLOT", "0"}),
-            Err(errors::kSlotKeysClusterDisabled));
+            Err(errors::kClusterDisabled));
   EXPECT_EQ(Cluster({"CLUSTER", "GETKEYSINSLOT", "0", "1"}),
-            Err(errors::kSlotKeysClusterDisabled));
+            Err(errors::kClusterDisabled));
 }
 
 }  // namespace

@@ -1,0 +1,78 @@
+// What one cluster-bus message says, decoded: the sender's view of itself
+// (id, address, flags, master, epochs, the slots it claims) and, by type,
+// gossip about a few other nodes or one node's slot claim (UPDATE).
+// bus_codec turns these into bytes and back; nothing here knows sockets.
+#pragma once
+
+#include <bitset>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace bloomgate {
+
+inline constexpr int kBusSlotCount = 16384;
+using BusSlotBitmap = std::bitset<kBusSlotCount>;
+
+enum class BusMessageType : uint16_t {
+  kPing = 0,
+  kPong = 1,
+  kMeet = 2,    // a PING that asks the receiver to add the sender
+  kUpdate = 3,  // "this node owns these slots at this config epoch"
+};
+inline constexpr uint16_t kBusMessageTypeCount = 4;
+const char* ToString(BusMessageType type);
+
+// The node flags a message carries (the bus's own bits, not Redis's).
+enum BusNodeFlag : uint16_t {
+  kBusFlagMaster = 1 << 0,
+  kBusFlagReplica = 1 << 1,
+  kBusFlagPFail = 1 << 2,
+  kBusFlagFail = 1 << 3,
+  kBusFlagHandshake = 1 << 4,
+  kBusFlagNoAddr = 1 << 5,
+  kBusFlagNoFailover = 1 << 6,
+};
+inline constexpr uint16_t kBusKnownFlags = (1 << 7) - 1;
+
+// A node id: 40 lowercase hex characters, as Redis's.
+inline constexpr size_t kBusNodeIdLength = 40;
+// The longest textual IPv6 address (INET6_ADDRSTRLEN - 1).
+inline constexpr size_t kBusMaxIpLength = 45;
+
+struct BusGossipEntry {
+  std::string id;
+  std::string ip;
+  uint16_t port = 0;
+  uint16_t cport = 0;
+  uint16_t flags = 0;
+  uint32_t ping_sent_s = 0;      // unix seconds, 0 = none pending
+  uint32_t pong_received_s = 0;  // unix seconds of the last PONG seen
+  bool operator==(const BusGossipEntry&) const = default;
+};
+
+struct BusUpdate {
+  std::string id;  // the node that owns `slots`
+  uint64_t config_epoch = 0;
+  BusSlotBitmap slots;
+  bool operator==(const BusUpdate&) const = default;
+};
+
+struct BusMessage {
+  BusMessageType type = BusMessageType::kPing;
+  // The sender. An empty ip means "use the address you see me at".
+  std::string sender_id;
+  std::string sender_ip;
+  uint16_t port = 0;
+  uint16_t cport = 0;
+  uint16_t flags = 0;
+  std::string master_id;  // empty for a master
+  uint64_t current_epoch = 0;
+  uint64_t config_epoch = 0;
+  BusSlotBitmap slots;
+  std::vector<BusGossipEntry> gossip;  // PING, PONG, MEET
+  BusUpdate update;                    // UPDATE only
+  bool operator==(const BusMessage&) const = default;
+};
+
+}  // namespace bloomgate

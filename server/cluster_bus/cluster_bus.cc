@@ -1,0 +1,476 @@
+#include "server/cluster_bus/cluster_bus.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <future>
+
+#include "server/base/clock.h"
+#include "server/cluster_bus/bus_codec.h"
+#include "server/cluster_bus/bus_sender.h"
+
+namespace bloomgate {
+namespace {
+
+std::atomic<ClusterBus*> installed{nullptr};
+
+// A handshake that got no PONG within this is dropped (Redis: the node
+// timeout, at least 1 s).
+int64_t HandshakeTimeoutMs(int64_t node_timeout_ms) {
+  return std::max<int64_t>(node_timeout_ms, 1000);
+}
+
+ClusterMessageType CountedType(BusMessageType type) {
+  switch (type) {
+    case BusMessageType::kPing: return ClusterMessageType::kPing;
+    case BusMessageType::kPong: return ClusterMessageType::kPong;
+    case BusMessageType::kMeet: return ClusterMessageType::kMeet;
+    case BusMessageType::kUpdate: return ClusterMessageType::kUpdate;
+  }
+  return ClusterMessageType::kPing;
+}
+
+// What the cron needs of one node, read under the shared lock.
+struct NodeBrief {
+  std::string id;
+  std::string ip;
+  uint16_t cport = 0;
+  bool handshake = false;
+  bool no_addr = false;
+  int64_t ping_sent_ms = 0;
+  int64_t pong_received_ms = 0;
+};
+
+}  // namespace
+
+ClusterBus::ClusterBus(ClusterState* state, ClusterBusOptions options)
+    : state_(state),
+      options_(std::move(options)),
+      cron_timer_(loop_),
+      random_(std::random_device{}()) {}
+
+ClusterBus::~ClusterBus() { Stop(); }
+
+bool ClusterBus::Start(std::string* error) {
+  for (const std::string& address : options_.bind) {
+    boost::system::error_code ec;
+    const auto ip = bus::asio::ip::make_address(address, ec);
+    if (ec) {
+      *error = "cluster bus: invalid bind address '" + address + "'";
+      acceptors_.clear();
+      return false;
+    }
+    auto acceptor = std::make_unique<bus::tcp::acceptor>(loop_);
+    const bus::tcp::endpoint endpoint(ip, options_.cport);
+    acceptor->open(endpoint.protocol(), ec);
+    if (!ec) acceptor->set_option(bus::tcp::acceptor::reuse_address(true), ec);
+    if (!ec) acceptor->bind(endpoint, ec);
+    if (!ec) acceptor->listen(bus::asio::socket_base::max_listen_connections, ec);
+    if (ec) {
+      *error = "cluster bus: cannot listen on " + address + ":" +
+               std::to_string(options_.cport) + ": " + ec.message();
+      acceptors_.clear();
+      return false;
+    }
+    if (options_.cport == 0) options_.cport = acceptor->local_endpoint(ec).port();
+    spdlog::info("cluster bus listening on {}:{}", address, options_.cport);
+    acceptors_.push_back(std::move(acceptor));
+  }
+  state_->Update([this](ClusterView& view) {
+    if (view.me().cport == options_.cport) return false;
+    view.me().cport = options_.cport;
+    return true;
+  });
+  for (auto& acceptor : acceptors_) DoAccept(*acceptor);
+  last_claim_digest_ = MyClaimDigest();
+  running_ = true;
+  ScheduleCron();
+  thread_ = std::thread([this] { loop_.run(); });
+  return true;
+}
+
+void SetClusterBus(ClusterBus* bus) { installed.store(bus, std::memory_order_release); }
+
+ClusterBus* CurrentClusterBus() { return installed.load(std::memory_order_acquire); }
+
+void ClusterBus::Stop() {
+  ClusterBus* expected = this;
+  installed.compare_exchange_strong(expected, nullptr, std::memory_order_acq_rel);
+  if (!running_.exchange(false)) return;
+  bus::asio::post(loop_, [this] {
+    boost::system::error_code ignored;
+    cron_timer_.cancel();
+    for (auto& acceptor : acceptors_) acceptor->close(ignored);
+    // Close() calls OnClosed, which erases: walk copies.
+    auto to = to_links_;
+    for (auto& [id, link] : to) link->Close();
+    auto from = from_links_;
+    for (const auto& link : from) link->Close();
+    loop_.stop();
+  });
+  if (thread_.joinable()) thread_.join();
+}
+
+void ClusterBus::DoAccept(bus::tcp::acceptor& acceptor) {
+  acceptor.async_accept([this, &acceptor](const boost::system::error_code& ec,
+                                          bus::tcp::socket socket) {
+    if (!running_ || !acceptor.is_open()) return;
+    if (!ec) {
+      auto link = std::make_shared<BusLink>(std::move(socket), NowMs(),
+                                            options_.node_timeout_ms, MakeCallbacks());
+      from_links_.insert(link);
+      link->Start();
+    }
+    if (!ec || ec == bus::asio::error::connection_aborted) {
+      DoAccept(acceptor);
+      return;
+    }
+    // Out of descriptors or another lasting error: again in 100 ms, not in
+    // a tight loop.
+    auto backoff = std::make_shared<bus::asio::steady_timer>(loop_, std::chrono::milliseconds(100));
+    backoff->async_wait([this, &acceptor, backoff](const boost::system::error_code&) {
+      if (running_ && acceptor.is_open()) DoAccept(acceptor);
+    });
+  });
+}
+
+BusLink::Callbacks ClusterBus::MakeCallbacks() {
+  BusLink::Callbacks callbacks;
+  callbacks.on_message = [this](const std::shared_ptr<BusLink>& link, const BusMessage& m) {
+    OnMessage(link, m);
+  };
+  callbacks.on_connected = [this](const std::shared_ptr<BusLink>& link) { OnConnected(link); };
+  callbacks.on_closed = [this](const std::shared_ptr<BusLink>& link) { OnClosed(link); };
+  return callbacks;
+}
+
+bool ClusterBus::Banned(std::string_view id) {
+  std::lock_guard lock(ban_mu_);
+  auto it = banned_until_ms_.find(id);
+  return it != banned_until_ms_.end() && it->second > NowMs();
+}
+
+void ClusterBus::OnMessage(const std::shared_ptr<BusLink>& link, const BusMessage& message) {
+  state_->counters().CountReceived(CountedType(message.type));
+  BusLinkContext context;
+  context.peer_ip = link->peer_ip();
+  context.local_ip = link->local_ip();
+  if (link->direction() == BusLink::Direction::kTo) context.outbound_node_id = link->node_id();
+  context.announce_ip_set = !options_.announce_ip.empty();
+  BusReceiveResult result;
+  const std::string failure = state_->Update([&](ClusterView& view) {
+    result = ApplyBusMessage(&view, message, context, NowMs(),
+                             [this](std::string_view id) { return Banned(id); });
+    return result.save;
+  });
+  if (!failure.empty()) spdlog::warn("cluster bus: cannot save the cluster config: {}", failure);
+  if (result.dropped) {
+    link->Close();
+    return;
+  }
+  if (link->direction() == BusLink::Direction::kFrom) {
+    link->set_node_id(result.sender_id);
+  } else if (link->node_id() != result.sender_id) {
+    // A handshake node took its real id (or was a node known already, and
+    // left the view): the link follows the id.
+    to_links_.erase(link->node_id());
+    link->set_node_id(result.sender_id);
+    if (to_links_.count(result.sender_id) == 0) {
+      to_links_[result.sender_id] = link;
+    } else {
+      link->Close();
+      return;
+    }
+  }
+  if (message.type == BusMessageType::kPing || message.type == BusMessageType::kMeet) {
+    SendHeartbeat(link, BusMessageType::kPong);
+  }
+  if (result.update_about) SendUpdate(link, *result.update_about);
+  if (result.my_claim_changed) broadcast_due_ = true;
+}
+
+void ClusterBus::OnConnected(const std::shared_ptr<BusLink>& link) {
+  SetLinkConnected(link->node_id(), true);
+  const bool handshake = state_->Read([&](const ClusterView& view) {
+    const int32_t index = view.Find(link->node_id());
+    return index != kNoNode && view.nodes[static_cast<size_t>(index)].Has(kNodeHandshake);
+  });
+  SendHeartbeat(link, handshake ? BusMessageType::kMeet : BusMessageType::kPing);
+}
+
+void ClusterBus::OnClosed(const std::shared_ptr<BusLink>& link) {
+  if (link->direction() == BusLink::Direction::kFrom) {
+    from_links_.erase(link);
+    return;
+  }
+  auto it = to_links_.find(link->node_id());
+  if (it != to_links_.end() && it->second == link) {
+    to_links_.erase(it);
+    SetLinkConnected(link->node_id(), false);
+  }
+}
+
+void ClusterBus::SetLinkConnected(const std::string& node_id, bool connected) {
+  // Not saved: the link state is not part of cluster-config-file's claims.
+  state_->Update([&](ClusterView& view) {
+    const int32_t index = view.Find(node_id);
+    if (index == kNoNode || index == view.myself) return false;
+    ClusterNode& node = view.nodes[static_cast<size_t>(index)];
+    node.link_connected = connected;
+    if (!connected) node.ping_sent_ms = 0;
+    return false;
+  });
+}
+
+void ClusterBus::Send(const std::shared_ptr<BusLink>& link, const BusMessage& message) {
+  std::string bytes;
+  EncodeBusMessage(message, &bytes);
+  state_->counters().CountSent(CountedType(message.type));
+  link->Send(std::move(bytes));
+}
+
+void ClusterBus::SendHeartbeat(const std::shared_ptr<BusLink>& link, BusMessageType type) {
+  BusMessage message;
+  const int64_t now = NowMs();
+  const bool pings = type != BusMessageType::kPong;
+  auto build = [&](ClusterView& view) {
+    message = DescribeMyself(view, type, options_.announce_ip);
+    const int32_t receiver = view.Find(link->node_id());
+    AddGossip(view, receiver, &random_, &message);
+    if (pings && receiver != kNoNode && receiver != view.myself) {
+      ClusterNode& node = view.nodes[static_cast<size_t>(receiver)];
+      if (node.ping_sent_ms == 0) node.ping_sent_ms = now;
+    }
+    return false;
+  };
+  state_->Update(build);
+  Send(link, message);
+}
+
+void ClusterBus::SendUpdate(const std::shared_ptr<BusLink>& link, const std::string& about_id) {
+  std::optional<BusMessage> message = state_->Read([&](const ClusterView& view) {
+    const int32_t owner = view.Find(about_id);
+    return owner == kNoNode ? std::optional<BusMessage>()
+                            : std::optional<BusMessage>(
+                                  DescribeUpdate(view, owner, options_.announce_ip));
+  });
+  if (message) Send(link, *message);
+}
+
+uint64_t ClusterBus::MyClaimDigest() {
+  return state_->Read([](const ClusterView& view) {
+    // FNV-1a over the epoch and the owned slots' numbers.
+    uint64_t digest = 1469598103934665603ull;
+    auto mix = [&digest](uint64_t v) {
+      digest ^= v;
+      digest *= 1099511628211ull;
+    };
+    mix(view.me().config_epoch);
+    mix(view.me().flags);
+    for (size_t slot = 0; slot < view.owner.size(); ++slot) {
+      if (view.owner[slot] == view.myself) mix(slot);
+    }
+    return digest;
+  });
+}
+
+void ClusterBus::ScheduleCron() {
+  cron_timer_.expires_after(std::chrono::milliseconds(kBusCronMs));
+  cron_timer_.async_wait([this](const boost::system::error_code& error) {
+    if (error == bus::asio::error::operation_aborted || !running_) return;
+    Cron();
+    ScheduleCron();
+  });
+}
+
+void ClusterBus::Cron() {
+  const int64_t now = NowMs();
+  ++cron_ticks_;
+  std::vector<NodeBrief> nodes;
+  std::string my_id;
+  state_->Read([&](const ClusterView& view) {
+    my_id = view.me().id;
+    for (size_t i = 0; i < view.nodes.size(); ++i) {
+      if (static_cast<int32_t>(i) == view.myself) continue;
+      const ClusterNode& node = view.nodes[i];
+      nodes.push_back({node.id, node.ip, node.cport, node.Has(kNodeHandshake),
+                       node.Has(kNodeNoAddr), node.ping_sent_ms, node.pong_received_ms});
+    }
+    return 0;
+  });
+
+  // Handshakes that never got their PONG are given up.
+  std::vector<std::string> expired;
+  std::set<std::string> live;
+  for (const NodeBrief& node : nodes) {
+    live.insert(node.id);
+    if (!node.handshake) continue;
+    auto [it, fresh] = handshake_started_ms_.emplace(node.id, now);
+    if (!fresh && now - it->second > HandshakeTimeoutMs(options_.node_timeout_ms)) {
+      expired.push_back(node.id);
+    }
+  }
+  std::erase_if(handshake_started_ms_, [&](const auto& entry) {
+    return live.count(entry.first) == 0 ||
+           std::find(expired.begin(), expired.end(), entry.first) != expired.end();
+  });
+  if (!expired.empty()) {
+    state_->Update([&](ClusterView& view) {
+      bool removed = false;
+      for (const std::string& id : expired) {
+        const int32_t index = view.Find(id);
+        if (index != kNoNode && view.nodes[static_cast<size_t>(index)].Has(kNodeHandshake)) {
+          view.Remove(index);
+          removed = true;
+        }
+      }
+      return removed;
+    });
+  }
+
+  // Links to nodes that left the view close; nodes without a link get one.
+  for (auto it = to_links_.begin(); it != to_links_.end();) {
+    auto next = std::next(it);
+    if (live.count(it->first) == 0 ||
+        std::find(expired.begin(), expired.end(), it->first) != expired.end()) {
+      it->second->Close();
+    }
+    it = next;
+  }
+  for (const NodeBrief& node : nodes) {
+    if (node.no_addr || node.ip.empty() || node.cport == 0 || to_links_.count(node.id) != 0 ||
+        std::find(expired.begin(), expired.end(), node.id) != expired.end()) {
+      continue;
+    }
+    auto link = std::make_shared<BusLink>(loop_, BusLink::Direction::kTo, node.id, now,
+                                          options_.node_timeout_ms, MakeCallbacks());
+    to_links_[node.id] = link;
+    link->Connect(node.ip, node.cport);
+  }
+
+  // Once a second, the node with the oldest PONG among five picked at
+  // random (Redis's clusterCron), so every pair hears from each other often.
+  const int64_t half_timeout = options_.node_timeout_ms / 2;
+  std::vector<const NodeBrief*> pingable;
+  for (const NodeBrief& node : nodes) {
+    auto it = to_links_.find(node.id);
+    if (node.handshake || it == to_links_.end() || !it->second->connected()) continue;
+    pingable.push_back(&node);
+  }
+  if (cron_ticks_ % 10 == 0 && !pingable.empty()) {
+    const NodeBrief* oldest = nullptr;
+    for (int i = 0; i < 5; ++i) {
+      std::uniform_int_distribution<size_t> pick(0, pingable.size() - 1);
+      const NodeBrief* candidate = pingable[pick(random_)];
+      if (candidate->ping_sent_ms != 0) continue;
+      if (oldest == nullptr || candidate->pong_received_ms < oldest->pong_received_ms) {
+        oldest = candidate;
+      }
+    }
+    if (oldest != nullptr) SendHeartbeat(to_links_[oldest->id], BusMessageType::kPing);
+  }
+  for (const NodeBrief* node : pingable) {
+    auto& link = to_links_[node->id];
+    if (node->ping_sent_ms == 0 && now - node->pong_received_ms > half_timeout) {
+      SendHeartbeat(link, BusMessageType::kPing);
+    } else if (node->ping_sent_ms != 0 && now - node->ping_sent_ms > half_timeout &&
+               now - link->create_time_ms() > options_.node_timeout_ms) {
+      // No PONG for half the timeout on an old link: reconnect, as Redis
+      // does, in case only the link is broken.
+      link->Close();
+    }
+  }
+
+  // Our own claim changed (ADDSLOTS, SETSLOT, an epoch bump): every peer
+  // hears it now rather than at its next ping.
+  const uint64_t digest = MyClaimDigest();
+  if (digest != last_claim_digest_) {
+    last_claim_digest_ = digest;
+    broadcast_due_ = true;
+  }
+  if (broadcast_due_) {
+    broadcast_due_ = false;
+    for (auto& [id, link] : to_links_) {
+      if (link->connected()) SendHeartbeat(link, BusMessageType::kPong);
+    }
+  }
+
+  std::lock_guard lock(ban_mu_);
+  std::erase_if(banned_until_ms_, [now](const auto& entry) { return entry.second <= now; });
+}
+
+bool ClusterBus::Meet(std::string_view ip_text, uint16_t port, uint16_t cport) {
+  boost::system::error_code ec;
+  const auto address = bus::asio::ip::make_address(std::string(ip_text), ec);
+  if (ec || port == 0 || cport == 0) return false;
+  const std::string ip = address.to_string();  // normalised, as Redis's inet_ntop
+  state_->Update([&](ClusterView& view) {
+    for (const ClusterNode& node : view.nodes) {
+      if (node.Has(kNodeHandshake) && node.ip == ip && node.port == port &&
+          node.cport == cport) {
+        return false;  // under way already
+      }
+    }
+    ClusterNode node;
+    node.id = RandomNodeId();
+    node.ip = ip;
+    node.port = port;
+    node.cport = cport;
+    node.flags = kNodeHandshake | kNodeMaster;
+    view.Add(std::move(node));
+    return false;  // handshake nodes are not saved (Redis leaves them out)
+  });
+  return true;
+}
+
+ForgetOutcome ClusterBus::Forget(std::string_view id) {
+  ForgetOutcome outcome = ForgetOutcome::kOk;
+  std::string forgotten;
+  state_->Update([&](ClusterView& view) {
+    const int32_t index = view.Find(id);
+    if (index == kNoNode) {
+      outcome = ForgetOutcome::kUnknownNode;
+      return false;
+    }
+    if (index == view.myself) {
+      outcome = ForgetOutcome::kMyself;
+      return false;
+    }
+    if (view.MasterOf(view.myself) == index) {
+      outcome = ForgetOutcome::kMyMaster;
+      return false;
+    }
+    forgotten = view.nodes[static_cast<size_t>(index)].id;
+    view.Remove(index);
+    return true;
+  });
+  if (outcome == ForgetOutcome::kOk) {
+    std::lock_guard lock(ban_mu_);
+    banned_until_ms_[forgotten] = NowMs() + kBusForgetBanMs;
+  }
+  return outcome;
+}
+
+std::vector<BusLinkInfo> ClusterBus::Links() {
+  if (!running_) return {};
+  auto promise = std::make_shared<std::promise<std::vector<BusLinkInfo>>>();
+  auto future = promise->get_future();
+  bus::asio::post(loop_, [this, promise] {
+    std::vector<BusLinkInfo> rows;
+    auto add = [&rows](const std::shared_ptr<BusLink>& link) {
+      if (!link->connected() || link->node_id().empty()) return;
+      rows.push_back({link->direction() == BusLink::Direction::kTo ? "to" : "from",
+                      link->node_id(), link->create_time_ms(), link->writing() ? "rw" : "r",
+                      link->send_buffer_allocated(), link->send_buffer_used()});
+    };
+    for (const auto& [id, link] : to_links_) add(link);
+    for (const auto& link : from_links_) add(link);
+    promise->set_value(std::move(rows));
+  });
+  // The bus's loop answers within a cron tick; a stopped loop never does.
+  if (future.wait_for(std::chrono::seconds(2)) != std::future_status::ready) return {};
+  return future.get();
+}
+
+}  // namespace bloomgate

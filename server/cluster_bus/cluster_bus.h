@@ -1,0 +1,131 @@
+// The cluster bus: this node's links to the other nodes of its Redis
+// Cluster, on its own thread and io_context. It listens on cluster-port,
+// keeps a link to every known node, and every 100 ms (Redis's clusterCron)
+// pings a few nodes and every node not heard from for half the node
+// timeout; each PING/PONG/MEET carries this node's header and gossip about
+// a few others, and what arrives is applied to the cluster room's view
+// (bus_receiver.h), which saves cluster-config-file when it changes.
+//
+// Nodes join only through MEET (CLUSTER MEET, or a node a known peer
+// gossiped about): a PING from a node that was not met is dropped and its
+// link closed, as Redis does.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <set>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "server/cluster/cluster_state.h"
+#include "server/cluster_bus/bus_asio.h"
+#include "server/cluster_bus/bus_link.h"
+#include "server/cluster_bus/bus_receiver.h"
+
+namespace bloomgate {
+
+// Redis's cluster cron period.
+inline constexpr int64_t kBusCronMs = 100;
+// A forgotten node is not met again through gossip for this long
+// (CLUSTER FORGET's ban list, Redis's CLUSTER_BLACKLIST_TTL).
+inline constexpr int64_t kBusForgetBanMs = 60'000;
+
+struct ClusterBusOptions {
+  std::vector<std::string> bind;  // addresses the bus listens on
+  uint16_t cport = 0;
+  int64_t node_timeout_ms = 15'000;
+  std::string announce_ip;  // cluster-announce-ip; "" = what peers see
+};
+
+// One row of CLUSTER LINKS (Redis 7.0's fields).
+struct BusLinkInfo {
+  std::string direction;  // "to" or "from"
+  std::string node_id;
+  int64_t create_time_ms = 0;
+  std::string events;  // "r", "w" or "rw"
+  uint64_t send_buffer_allocated = 0;
+  uint64_t send_buffer_used = 0;
+};
+
+enum class ForgetOutcome { kOk, kUnknownNode, kMyself, kMyMaster };
+
+class ClusterBus {
+ public:
+  ClusterBus(ClusterState* state, ClusterBusOptions options);
+  ~ClusterBus();
+  ClusterBus(const ClusterBus&) = delete;
+  ClusterBus& operator=(const ClusterBus&) = delete;
+
+  // Binds the bus port on every address and starts the bus's thread; false
+  // with *error (nothing left open) when a bind fails. cport 0 binds a free
+  // port (the same on every address) and sets myself's cport to it.
+  bool Start(std::string* error);
+  void Stop();
+  uint16_t bound_port() const { return options_.cport; }
+
+  // CLUSTER MEET: starts a handshake toward ip:port (bus port cport). False
+  // when the address is not an IP address or a port is out of range
+  // (Redis's "Invalid node address specified"); a handshake already under
+  // way toward that address is not started twice.
+  bool Meet(std::string_view ip, uint16_t port, uint16_t cport);
+  // CLUSTER FORGET: removes the node and keeps it out for kBusForgetBanMs.
+  ForgetOutcome Forget(std::string_view id);
+  // CLUSTER LINKS: the links as they are on the bus's loop now.
+  std::vector<BusLinkInfo> Links();
+
+  // Whether `id` was forgotten less than kBusForgetBanMs ago.
+  bool Banned(std::string_view id);
+
+ private:
+  void Cron();
+  void ScheduleCron();
+  void DoAccept(bus::tcp::acceptor& acceptor);
+  BusLink::Callbacks MakeCallbacks();
+  void OnMessage(const std::shared_ptr<BusLink>& link, const BusMessage& message);
+  void OnConnected(const std::shared_ptr<BusLink>& link);
+  void OnClosed(const std::shared_ptr<BusLink>& link);
+  // Builds and sends this node's PING/PONG/MEET on `link`; PING and MEET
+  // mark the node's ping as pending.
+  void SendHeartbeat(const std::shared_ptr<BusLink>& link, BusMessageType type);
+  void SendUpdate(const std::shared_ptr<BusLink>& link, const std::string& about_id);
+  void Send(const std::shared_ptr<BusLink>& link, const BusMessage& message);
+  void SetLinkConnected(const std::string& node_id, bool connected);
+  // A digest of myself's claim (config epoch and owned slots); a change
+  // makes the next cron PONG every peer.
+  uint64_t MyClaimDigest();
+
+  ClusterState* state_;
+  ClusterBusOptions options_;
+  bus::asio::io_context loop_;
+  std::vector<std::unique_ptr<bus::tcp::acceptor>> acceptors_;
+  bus::asio::steady_timer cron_timer_;
+  std::thread thread_;
+  std::atomic<bool> running_{false};
+  std::mt19937_64 random_;
+
+  // The bus thread's own: links by direction.
+  std::map<std::string, std::shared_ptr<BusLink>> to_links_;  // by node id
+  std::set<std::shared_ptr<BusLink>> from_links_;
+  std::map<std::string, int64_t> handshake_started_ms_;
+  uint64_t cron_ticks_ = 0;
+  uint64_t last_claim_digest_ = 0;
+  bool broadcast_due_ = false;
+
+  std::mutex ban_mu_;
+  std::map<std::string, int64_t, std::less<>> banned_until_ms_;
+};
+
+// Installs the running bus (nullptr: none): main.cc at start-up; Stop()
+// takes it out again. CLUSTER MEET/FORGET/LINKS reach it here.
+void SetClusterBus(ClusterBus* bus);
+// The running bus, or null (the cluster is off, or a server in a test runs
+// without one).
+ClusterBus* CurrentClusterBus();
+
+}  // namespace bloomgate

@@ -1,0 +1,230 @@
+#include "server/cluster_bus/bus_receiver.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+
+#include "server/cluster_bus/bus_codec.h"
+#include "server/cluster_bus/bus_sender.h"
+
+namespace bloomgate {
+namespace {
+
+constexpr int64_t kNow = 1'700'000'000'000;
+
+// A node's own view: myself plus `peers`, all masters with addresses.
+ClusterView ViewOf(const std::string& my_id, uint16_t my_port) {
+  ClusterView view = FreshView(my_port, my_port + 10000, "127.0.0.1");
+  view.me().id = my_id;
+  return view;
+}
+
+int32_t AddPeer(ClusterView* view, const std::string& id, uint16_t port, uint64_t epoch) {
+  ClusterNode node;
+  node.id = id;
+  node.ip = "127.0.0.1";
+  node.port = port;
+  node.cport = port + 10000;
+  node.flags = kNodeMaster;
+  node.config_epoch = epoch;
+  return view->Add(std::move(node));
+}
+
+const std::string kA = std::string(40, 'a');
+const std::string kB = std::string(40, 'b');
+const std::string kC = std::string(40, 'c');
+const std::string kD = std::string(40, 'd');
+
+BusLinkContext Inbound() { return {"127.0.0.1", "127.0.0.1", "", false}; }
+BusLinkContext Outbound(const std::string& id) { return {"127.0.0.1", "127.0.0.1", id, false}; }
+
+BusReceiveResult Receive(ClusterView* view, const BusMessage& m, const BusLinkContext& link,
+                         const BusBanCheck& banned = nullptr) {
+  // Through the codec, as on the wire.
+  std::string bytes;
+  EncodeBusMessage(m, &bytes);
+  BusMessage decoded;
+  size_t consumed = 0;
+  EXPECT_EQ(DecodeBusMessage(bytes, &decoded, &consumed), BusDecodeStatus::kOk);
+  return ApplyBusMessage(view, decoded, link, kNow, banned);
+}
+
+TEST(BusReceiver, APingFromANodeThatWasNotMetIsDropped) {
+  ClusterView me = ViewOf(kA, 7000);
+  ClusterView stranger = ViewOf(kB, 7001);
+  const BusReceiveResult r =
+      Receive(&me, DescribeMyself(stranger, BusMessageType::kPing, ""), Inbound());
+  EXPECT_TRUE(r.dropped);
+  EXPECT_EQ(me.nodes.size(), 1u);
+}
+
+TEST(BusReceiver, AMeetAddsTheSenderAtTheAddressTheSocketSees) {
+  ClusterView me = ViewOf(kA, 7000);
+  me.me().ip.clear();
+  ClusterView other = ViewOf(kB, 7001);
+  const BusReceiveResult r =
+      Receive(&me, DescribeMyself(other, BusMessageType::kMeet, ""), {"10.0.0.2", "10.0.0.1", "", false});
+  EXPECT_FALSE(r.dropped);
+  EXPECT_TRUE(r.save);
+  const int32_t b = me.Find(kB);
+  ASSERT_NE(b, kNoNode);
+  EXPECT_EQ(me.nodes[b].ip, "10.0.0.2");
+  EXPECT_EQ(me.nodes[b].port, 7001);
+  EXPECT_EQ(me.nodes[b].cport, 17001);
+  EXPECT_EQ(me.me().ip, "10.0.0.1");  // learnt from the MEET
+}
+
+TEST(BusReceiver, APongNamesTheHandshakeNodeOfOurLink) {
+  ClusterView me = ViewOf(kA, 7000);
+  ClusterNode handshake;
+  handshake.id = kD;  // provisional
+  handshake.ip = "127.0.0.1";
+  handshake.port = 7001;
+  handshake.cport = 17001;
+  handshake.flags = kNodeHandshake | kNodeMaster;
+  me.Add(handshake);
+  ClusterView other = ViewOf(kB, 7001);
+  const BusReceiveResult r =
+      Receive(&me, DescribeMyself(other, BusMessageType::kPong, ""), Outbound(kD));
+  EXPECT_FALSE(r.dropped);
+  EXPECT_EQ(me.Find(kD), kNoNode);
+  const int32_t b = me.Find(kB);
+  ASSERT_NE(b, kNoNode);
+  EXPECT_FALSE(me.nodes[b].Has(kNodeHandshake));
+  EXPECT_EQ(me.nodes[b].pong_received_ms, kNow);
+}
+
+TEST(BusReceiver, AHandshakeTowardAKnownNodeIsDropped) {
+  ClusterView me = ViewOf(kA, 7000);
+  AddPeer(&me, kB, 7001, 0);
+  ClusterNode handshake;
+  handshake.id = kD;
+  handshake.ip = "127.0.0.1";
+  handshake.port = 7001;
+  handshake.cport = 17001;
+  handshake.flags = kNodeHandshake | kNodeMaster;
+  me.Add(handshake);
+  Receive(&me, DescribeMyself(ViewOf(kB, 7001), BusMessageType::kPong, ""), Outbound(kD));
+  EXPECT_EQ(me.Find(kD), kNoNode);
+  EXPECT_NE(me.Find(kB), kNoNode);
+  EXPECT_EQ(me.nodes.size(), 2u);
+}
+
+TEST(BusReceiver, AHigherConfigEpochTakesTheSlot) {
+  ClusterView me = ViewOf(kA, 7000);
+  const int32_t b = AddPeer(&me, kB, 7001, 3);
+  const int32_t c = AddPeer(&me, kC, 7002, 5);
+  me.owner[100] = b;
+  ClusterView sender = ViewOf(kC, 7002);
+  sender.me().config_epoch = 5;
+  sender.owner[100] = sender.myself;
+  const BusReceiveResult r = Receive(&me, DescribeMyself(sender, BusMessageType::kPing, ""), Inbound());
+  EXPECT_TRUE(r.save);
+  EXPECT_EQ(me.owner[100], c);
+}
+
+TEST(BusReceiver, AStaleClaimKeepsTheOwnerAndAsksForAnUpdate) {
+  ClusterView me = ViewOf(kA, 7000);
+  const int32_t b = AddPeer(&me, kB, 7001, 7);
+  AddPeer(&me, kC, 7002, 2);
+  me.owner[100] = b;
+  ClusterView sender = ViewOf(kC, 7002);
+  sender.me().config_epoch = 2;
+  sender.owner[100] = sender.myself;
+  const BusReceiveResult r = Receive(&me, DescribeMyself(sender, BusMessageType::kPing, ""), Inbound());
+  EXPECT_EQ(me.owner[100], b);
+  ASSERT_TRUE(r.update_about.has_value());
+  EXPECT_EQ(*r.update_about, kB);
+}
+
+TEST(BusReceiver, AnUpdateMovesTheSlotsOfItsSubject) {
+  // The stale node (C) hears from A that B owns slot 100 at epoch 7.
+  ClusterView stale = ViewOf(kC, 7002);
+  stale.me().config_epoch = 2;
+  stale.owner[100] = stale.myself;
+  AddPeer(&stale, kA, 7000, 1);
+  const int32_t b = AddPeer(&stale, kB, 7001, 1);
+  ClusterView informer = ViewOf(kA, 7000);
+  const int32_t informer_b = AddPeer(&informer, kB, 7001, 7);
+  informer.owner[100] = informer_b;
+  const BusReceiveResult r =
+      Receive(&stale, DescribeUpdate(informer, informer_b, ""), Outbound(kA));
+  EXPECT_EQ(stale.owner[100], b);
+  EXPECT_EQ(stale.nodes[b].config_epoch, 7u);
+  EXPECT_TRUE(r.my_claim_changed);
+}
+
+TEST(BusReceiver, CurrentEpochFollowsTheSender) {
+  ClusterView me = ViewOf(kA, 7000);
+  AddPeer(&me, kB, 7001, 0);
+  me.current_epoch = 2;
+  ClusterView sender = ViewOf(kB, 7001);
+  sender.me().config_epoch = 3;  // not myself's 0: no collision
+  sender.current_epoch = 9;
+  Receive(&me, DescribeMyself(sender, BusMessageType::kPing, ""), Inbound());
+  EXPECT_EQ(me.current_epoch, 9u);
+  EXPECT_EQ(me.me().config_epoch, 0u);
+}
+
+TEST(BusReceiver, EqualConfigEpochsMakeTheSmallerIdBump) {
+  ClusterView small = ViewOf(kA, 7000);
+  small.me().config_epoch = 4;
+  small.current_epoch = 4;
+  AddPeer(&small, kB, 7001, 4);
+  ClusterView large = ViewOf(kB, 7001);
+  large.me().config_epoch = 4;
+  large.current_epoch = 4;
+  AddPeer(&large, kA, 7000, 4);
+  const BusReceiveResult small_r =
+      Receive(&small, DescribeMyself(large, BusMessageType::kPing, ""), Inbound());
+  const BusReceiveResult large_r =
+      Receive(&large, DescribeMyself(ViewOf(kA, 7000), BusMessageType::kPing, ""), Inbound());
+  EXPECT_TRUE(small_r.my_claim_changed);
+  EXPECT_EQ(small.me().config_epoch, 5u);
+  EXPECT_EQ(small.current_epoch, 5u);
+  EXPECT_FALSE(large_r.my_claim_changed);
+  EXPECT_EQ(large.me().config_epoch, 4u);
+}
+
+TEST(BusReceiver, GossipFromAKnownSenderStartsHandshakesNotForBannedNodes) {
+  ClusterView me = ViewOf(kA, 7000);
+  AddPeer(&me, kB, 7001, 0);
+  ClusterView sender = ViewOf(kB, 7001);
+  AddPeer(&sender, kC, 7002, 0);
+  AddPeer(&sender, kD, 7003, 0);
+  AddPeer(&sender, kA, 7000, 0);
+  std::mt19937_64 random(1);
+  BusMessage ping = DescribeMyself(sender, BusMessageType::kPing, "");
+  AddGossip(sender, sender.Find(kA), &random, &ping);
+  ASSERT_EQ(ping.gossip.size(), 2u);  // min(max(3, 4/10), 4 - 2)
+  Receive(&me, ping, Inbound(), [](std::string_view id) { return id == kD; });
+  const int32_t c = me.Find(kC);
+  ASSERT_NE(c, kNoNode);
+  EXPECT_TRUE(me.nodes[c].Has(kNodeHandshake));
+  EXPECT_EQ(me.nodes[c].port, 7002);
+  EXPECT_EQ(me.Find(kD), kNoNode);
+}
+
+TEST(BusReceiver, GossipFromAnUnknownSenderIsIgnored) {
+  ClusterView me = ViewOf(kA, 7000);
+  ClusterView sender = ViewOf(kB, 7001);
+  AddPeer(&sender, kC, 7002, 0);
+  AddPeer(&sender, kD, 7003, 0);
+  std::mt19937_64 random(1);
+  BusMessage ping = DescribeMyself(sender, BusMessageType::kPing, "");
+  AddGossip(sender, kNoNode, &random, &ping);
+  EXPECT_TRUE(Receive(&me, ping, Inbound()).dropped);
+  EXPECT_EQ(me.nodes.size(), 1u);
+}
+
+TEST(BusSender, GossipIsATenthOfTheNodesAtLeastThree) {
+  EXPECT_EQ(GossipCount(2), 0u);
+  EXPECT_EQ(GossipCount(4), 2u);
+  EXPECT_EQ(GossipCount(10), 3u);
+  EXPECT_EQ(GossipCount(100), 10u);
+  EXPECT_EQ(GossipCount(200), 20u);
+}
+
+}  // namespace
+}  // namespace bloomgate

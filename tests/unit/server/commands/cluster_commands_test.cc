@@ -1,0 +1,316 @@
+// CLUSTER's subcommands and the routing gate, in process: the texts are
+// Redis 7.0's (cluster.c); the peers a bus would have met are added to the
+// view directly.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+
+#include "server/base/key_slot.h"
+#include "server/cluster/cluster_state.h"
+#include "server/commands/errors.h"
+#include "../session.h"
+
+namespace bloomgate {
+namespace {
+
+using namespace bloomgate::testing;
+
+constexpr std::string_view kPeer = "e7d1eecce10fd6bb5eb35b9f99a514335d9ba9ca";
+
+// A key whose slot is `slot` ("k<n>" for the first n that hashes there).
+std::string KeyInSlot(uint16_t slot, std::string_view tag = "") {
+  for (int n = 0;; ++n) {
+    std::string key = "k" + std::to_string(n);
+    if (KeySlot(key) == slot) return tag.empty() ? key : "{" + key + "}" + std::string(tag);
+  }
+}
+
+class ClusterCommandsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    server_ = MakeServer();
+    server_->cluster.Enable(FreshView(7000, 17000, "127.0.0.1"), nullptr);
+  }
+
+  // Myself owns 0-5460; the peer (127.0.0.1:7001, a master) the rest: the
+  // cluster is ok.
+  void AddPeerOwningTheRest() {
+    server_->cluster.Update([](ClusterView& view) {
+      ClusterNode peer;
+      peer.id = std::string(kPeer);
+      peer.ip = "127.0.0.1";
+      peer.port = 7001;
+      peer.cport = 17001;
+      peer.flags = kNodeMaster;
+      peer.config_epoch = 2;
+      peer.link_connected = true;
+      const int32_t index = view.Add(peer);
+      for (size_t s = 0; s < kClusterSlots; ++s) view.owner[s] = s <= 5460 ? view.myself : index;
+      // As gossip would have it: currentEpoch covers every epoch seen.
+      view.current_epoch = std::max<uint64_t>(view.current_epoch, 2);
+      return true;
+    });
+  }
+
+  std::string MyId() { return server_->cluster.my_id(); }
+
+  std::unique_ptr<ServerContext> server_;
+};
+
+TEST(ClusterDisabledTest, EveryClusterCommandSaysSoAndKeysAreServed) {
+  auto server = MakeServer();
+  Session s(server.get());
+  const std::string disabled = Err(errors::kClusterDisabled);
+  EXPECT_EQ(s.Run({"CLUSTER", "INFO"}), disabled);
+  EXPECT_EQ(s.Run({"CLUSTER", "KEYSLOT", "foo"}), disabled);
+  EXPECT_EQ(s.Run({"CLUSTER", "HELP"}), disabled);
+  EXPECT_EQ(s.Run({"ASKING"}), disabled);
+  EXPECT_EQ(s.Run({"READONLY"}), disabled);
+  EXPECT_EQ(s.Run({"READWRITE"}), disabled);
+  EXPECT_EQ(s.Run({"BF.ADD", "a", "x"}), Int(1));
+  EXPECT_EQ(s.Run({"DEL", "a", "b"}), Int(1));
+  EXPECT_NE(s.Run({"INFO", "cluster"}).find("cluster_enabled:0\r\n"), std::string::npos);
+}
+
+TEST_F(ClusterCommandsTest, KeySlotAndMyId) {
+  Session s(server_.get());
+  EXPECT_EQ(s.Run({"CLUSTER", "KEYSLOT", "foo"}), Int(12182));
+  EXPECT_EQ(s.Run({"CLUSTER", "KEYSLOT", "{user1000}.following"}), Int(3443));
+  EXPECT_EQ(s.Run({"CLUSTER", "MYID"}), Bulk(MyId()));
+  EXPECT_NE(s.Run({"INFO", "cluster"}).find("cluster_enabled:1\r\n"), std::string::npos);
+}
+
+TEST_F(ClusterCommandsTest, AddAndDeleteSlotsWithRedisChecks) {
+  Session s(server_.get());
+  EXPECT_EQ(s.Run({"CLUSTER", "ADDSLOTS", "1", "x"}), Err(errors::kInvalidSlot));
+  EXPECT_EQ(s.Run({"CLUSTER", "ADDSLOTS", "16384"}), Err(errors::kInvalidSlot));
+  EXPECT_EQ(s.Run({"CLUSTER", "ADDSLOTS", "1", "1"}), Err("ERR Slot 1 specified multiple times"));
+  EXPECT_EQ(s.Run({"CLUSTER", "ADDSLOTS", "5", "7"}), kOk);
+  EXPECT_EQ(s.Run({"CLUSTER", "ADDSLOTS", "6", "5"}), Err("ERR Slot 5 is already busy"));
+  EXPECT_EQ(s.Run({"CLUSTER", "DELSLOTS", "8"}), Err("ERR Slot 8 is already unassigned"));
+  EXPECT_EQ(s.Run({"CLUSTER", "ADDSLOTSRANGE", "10", "5"}),
+            Err("ERR start slot number 10 is greater than end slot number 5"));
+  EXPECT_EQ(s.Run({"CLUSTER", "ADDSLOTSRANGE", "1"}),
+            Err("ERR wrong number of arguments for 'cluster|addslotsrange' command"));
+  EXPECT_EQ(s.Run({"CLUSTER", "ADDSLOTSRANGE", "1", "2", "3"}),
+            Err("ERR wrong number of arguments for 'cluster|addslotsrange' command"));
+  EXPECT_EQ(s.Run({"CLUSTER", "ADDSLOTSRANGE", "8", "9", "0", "3"}), kOk);
+  EXPECT_EQ(s.Run({"CLUSTER", "DELSLOTSRANGE", "0", "1"}), kOk);
+  EXPECT_EQ(s.Run({"CLUSTER", "DELSLOTS", "9"}), kOk);
+  // A refused command changed nothing: 2-3, 5, 7-8 remain.
+  EXPECT_EQ(s.Run({"CLUSTER", "NODES"}),
+            Bulk(MyId() + " 127.0.0.1:7000@17000 myself,master - 0 0 0 connected 2-3 5 7-8\n"));
+  const std::string info = s.Run({"CLUSTER", "INFO"});
+  EXPECT_NE(info.find("cluster_state:fail\r\ncluster_slots_assigned:5\r\ncluster_slots_ok:5\r\n"
+                      "cluster_slots_pfail:0\r\ncluster_slots_fail:0\r\ncluster_known_nodes:1\r\n"
+                      "cluster_size:1\r\ncluster_current_epoch:0\r\ncluster_my_epoch:0\r\n"
+                      "cluster_stats_messages_sent:0\r\ncluster_stats_messages_received:0\r\n"
+                      "total_cluster_links_buffer_limit_exceeded:0\r\n"),
+            std::string::npos)
+      << info;
+  EXPECT_EQ(s.Run({"CLUSTER", "FLUSHSLOTS"}), kOk);
+  EXPECT_EQ(s.Run({"CLUSTER", "ADDSLOTSRANGE", "0", "16383"}), kOk);
+  EXPECT_NE(s.Run({"CLUSTER", "INFO"}).find("cluster_state:ok\r\n"), std::string::npos);
+}
+
+TEST_F(ClusterCommandsTest, InfoCountsTheBusMessagesByType) {
+  server_->cluster.counters().CountSent(ClusterMessageType::kPing);
+  server_->cluster.counters().CountSent(ClusterMessageType::kPing);
+  server_->cluster.counters().CountReceived(ClusterMessageType::kPong);
+  const std::string info = Session(server_.get()).Run({"CLUSTER", "INFO"});
+  EXPECT_NE(info.find("cluster_stats_messages_ping_sent:2\r\ncluster_stats_messages_sent:2\r\n"
+                      "cluster_stats_messages_pong_received:1\r\n"
+                      "cluster_stats_messages_received:1\r\n"),
+            std::string::npos)
+      << info;
+}
+
+TEST_F(ClusterCommandsTest, EpochsFollowRedisRules) {
+  Session s(server_.get());
+  EXPECT_EQ(s.Run({"CLUSTER", "SET-CONFIG-EPOCH", "-1"}),
+            Err("ERR Invalid config epoch specified: -1"));
+  EXPECT_EQ(s.Run({"CLUSTER", "SET-CONFIG-EPOCH", "x"}), Err(errors::kNotInteger));
+  EXPECT_EQ(s.Run({"CLUSTER", "SET-CONFIG-EPOCH", "5"}), kOk);
+  EXPECT_EQ(s.Run({"CLUSTER", "SET-CONFIG-EPOCH", "6"}), Err(errors::kConfigEpochNonZero));
+  EXPECT_EQ(s.Run({"CLUSTER", "BUMPEPOCH"}), Simple("STILL 5"));
+  AddPeerOwningTheRest();
+  server_->cluster.Update([](ClusterView& view) {
+    view.nodes[1].config_epoch = 7;
+    return true;
+  });
+  EXPECT_EQ(s.Run({"CLUSTER", "BUMPEPOCH"}), Simple("BUMPED 6"));  // currentEpoch 5 + 1
+  EXPECT_EQ(s.Run({"CLUSTER", "SET-CONFIG-EPOCH", "9"}), Err(errors::kConfigEpochOtherNodes));
+}
+
+TEST_F(ClusterCommandsTest, SetSlotChecksInRedisOrder) {
+  AddPeerOwningTheRest();
+  Session s(server_.get());
+  const std::string unknown(40, 'a');
+  EXPECT_EQ(s.Run({"CLUSTER", "SETSLOT", "x", "STABLE"}), Err(errors::kInvalidSlot));
+  EXPECT_EQ(s.Run({"CLUSTER", "SETSLOT", "0", "BOGUS"}), Err(errors::kInvalidSetSlot));
+  EXPECT_EQ(s.Run({"CLUSTER", "SETSLOT", "0", "STABLE", "x"}), Err(errors::kInvalidSetSlot));
+  EXPECT_EQ(s.Run({"CLUSTER", "SETSLOT", "0", "IMPORTING", unknown}),
+            Err("ERR I'm already the owner of hash slot 0"));
+  EXPECT_EQ(s.Run({"CLUSTER", "SETSLOT", "9000", "IMPORTING", unknown}),
+            Err("ERR I don't know about node " + unknown));
+  EXPECT_EQ(s.Run({"CLUSTER", "SETSLOT", "9000", "MIGRATING", std::string(kPeer)}),
+            Err("ERR I'm not the owner of hash slot 9000"));
+  EXPECT_EQ(s.Run({"CLUSTER", "SETSLOT", "0", "MIGRATING", unknown}),
+            Err("ERR I don't know about node " + unknown));
+  EXPECT_EQ(s.Run({"CLUSTER", "SETSLOT", "0", "NODE", unknown}), Err("ERR Unknown node " + unknown));
+  const std::string key = KeyInSlot(0);
+  EXPECT_EQ(s.Run({"BF.ADD", key, "x"}), Int(1));
+  EXPECT_EQ(s.Run({"CLUSTER", "SETSLOT", "0", "NODE", std::string(kPeer)}),
+            Err("ERR Can't assign hashslot 0 to a different node while I still hold keys for "
+                "this hash slot."));
+  EXPECT_EQ(s.Run({"CLUSTER", "SETSLOT", "1", "MIGRATING", std::string(kPeer)}), kOk);
+  EXPECT_EQ(s.Run({"CLUSTER", "SETSLOT", "9000", "IMPORTING", std::string(kPeer)}), kOk);
+  const std::string nodes = s.Run({"CLUSTER", "NODES"});
+  EXPECT_NE(nodes.find(" 0-5460 [1->-" + std::string(kPeer) + "] [9000-<-" + std::string(kPeer) +
+                       "]\n"),
+            std::string::npos)
+      << nodes;
+  // Taking an imported slot bumps this node's epoch past every other.
+  EXPECT_EQ(s.Run({"CLUSTER", "SETSLOT", "9000", "NODE", MyId()}), kOk);
+  const ClusterView view = server_->cluster.Snapshot();
+  EXPECT_EQ(view.owner[9000], view.myself);
+  EXPECT_EQ(view.importing_from[9000], kNoNode);
+  EXPECT_EQ(view.me().config_epoch, 3u);
+  // An empty migrating slot given away closes its migration.
+  EXPECT_EQ(s.Run({"CLUSTER", "SETSLOT", "1", "NODE", std::string(kPeer)}), kOk);
+  EXPECT_EQ(server_->cluster.Snapshot().migrating_to[1], kNoNode);
+  EXPECT_EQ(s.Run({"CLUSTER", "SETSLOT", "9000", "STABLE"}), kOk);
+}
+
+TEST_F(ClusterCommandsTest, RoutingRedirectsToTheOwner) {
+  AddPeerOwningTheRest();
+  Session s(server_.get());
+  const std::string mine = KeyInSlot(100);
+  const std::string theirs = KeyInSlot(9000);
+  EXPECT_EQ(s.Run({"BF.ADD", mine, "x"}), Int(1));
+  EXPECT_EQ(s.Run({"BF.ADD", theirs, "x"}), Err("MOVED 9000 127.0.0.1:7001"));
+  EXPECT_EQ(s.Run({"BF.EXISTS", theirs, "x"}), Err("MOVED 9000 127.0.0.1:7001"));
+  // READONLY serves reads only on a replica of the owner.
+  EXPECT_EQ(s.Run({"READONLY"}), kOk);
+  EXPECT_EQ(s.Run({"BF.EXISTS", theirs, "x"}), Err("MOVED 9000 127.0.0.1:7001"));
+  EXPECT_EQ(s.Run({"READWRITE"}), kOk);
+  EXPECT_EQ(s.Run({"DEL", mine, theirs}), Err(errors::kCrossSlot));
+  EXPECT_EQ(s.Run({"DEL", KeyInSlot(100, "a"), KeyInSlot(100, "b")}), Int(0));
+  // Keyless commands are never redirected.
+  EXPECT_EQ(s.Run({"PING"}), Simple("PONG"));
+  EXPECT_EQ(s.Run({"DBSIZE"}), Int(1));
+}
+
+TEST_F(ClusterCommandsTest, AnUnservedSlotOrAFailedStateIsClusterDown) {
+  AddPeerOwningTheRest();
+  Session s(server_.get());
+  EXPECT_EQ(s.Run({"CLUSTER", "DELSLOTS", "200"}), kOk);
+  EXPECT_EQ(s.Run({"BF.ADD", KeyInSlot(200), "x"}), Err(errors::kSlotNotServed));
+  // Slot 200 unowned: with full coverage required, the cluster is down.
+  EXPECT_EQ(s.Run({"BF.ADD", KeyInSlot(100), "x"}), Err(errors::kClusterDown));
+  EXPECT_EQ(s.Run({"CONFIG", "SET", "cluster-require-full-coverage", "no"}), kOk);
+  EXPECT_EQ(s.Run({"BF.ADD", KeyInSlot(100), "x"}), Int(1));
+}
+
+TEST_F(ClusterCommandsTest, AMigratingSlotAsksForMissingKeys) {
+  AddPeerOwningTheRest();
+  Session s(server_.get());
+  const std::string here = KeyInSlot(300, "a");
+  const std::string gone = KeyInSlot(300, "b");
+  EXPECT_EQ(s.Run({"BF.ADD", here, "x"}), Int(1));
+  EXPECT_EQ(s.Run({"CLUSTER", "SETSLOT", "300", "MIGRATING", std::string(kPeer)}), kOk);
+  EXPECT_EQ(s.Run({"BF.EXISTS", here, "x"}), Int(1));
+  EXPECT_EQ(s.Run({"BF.ADD", gone, "x"}), Err("ASK 300 127.0.0.1:7001"));
+  EXPECT_EQ(s.Run({"DEL", here, gone}), Err(errors::kTryAgain));
+}
+
+TEST_F(ClusterCommandsTest, AnImportingSlotServesOnlyAfterAsking) {
+  AddPeerOwningTheRest();
+  Session s(server_.get());
+  const std::string key = KeyInSlot(9500, "a");
+  EXPECT_EQ(s.Run({"CLUSTER", "SETSLOT", "9500", "IMPORTING", std::string(kPeer)}), kOk);
+  EXPECT_EQ(s.Run({"BF.ADD", key, "x"}), Err("MOVED 9500 127.0.0.1:7001"));
+  EXPECT_EQ(s.Run({"ASKING"}), kOk);
+  EXPECT_EQ(s.Run({"BF.ADD", key, "x"}), Int(1));
+  // ASKING lasted one command.
+  EXPECT_EQ(s.Run({"BF.EXISTS", key, "x"}), Err("MOVED 9500 127.0.0.1:7001"));
+  // Several keys, some not imported yet: TRYAGAIN even after ASKING.
+  EXPECT_EQ(s.Run({"ASKING"}), kOk);
+  EXPECT_EQ(s.Run({"DEL", key, KeyInSlot(9500, "b")}), Err(errors::kTryAgain));
+}
+
+TEST_F(ClusterCommandsTest, TransactionsAreRoutedWhenQueuedAndAtExec) {
+  AddPeerOwningTheRest();
+  Session s(server_.get());
+  const std::string mine = KeyInSlot(100);
+  EXPECT_EQ(s.Run({"MULTI"}), kOk);
+  EXPECT_EQ(s.Run({"BF.ADD", KeyInSlot(9000), "x"}), Err("MOVED 9000 127.0.0.1:7001"));
+  EXPECT_EQ(s.Run({"EXEC"}), Err(errors::kExecAbort));
+  // Served when queued, moved away before EXEC: EXEC's reply is the redirect.
+  EXPECT_EQ(s.Run({"MULTI"}), kOk);
+  EXPECT_EQ(s.Run({"BF.ADD", mine, "x"}), kQueued);
+  server_->cluster.Update([](ClusterView& view) {
+    view.owner[100] = 1;
+    return true;
+  });
+  EXPECT_EQ(s.Run({"EXEC"}), Err("MOVED 100 127.0.0.1:7001"));
+  EXPECT_FALSE(s.client().in_multi);
+  EXPECT_EQ(s.Run({"EXISTS", mine}), Err("MOVED 100 127.0.0.1:7001"));
+  // One transaction, two slots: CROSSSLOT at EXEC.
+  EXPECT_EQ(s.Run({"MULTI"}), kOk);
+  EXPECT_EQ(s.Run({"BF.ADD", KeyInSlot(101), "x"}), kQueued);
+  EXPECT_EQ(s.Run({"BF.ADD", KeyInSlot(102), "x"}), kQueued);
+  EXPECT_EQ(s.Run({"EXEC"}), Err(errors::kCrossSlot));
+}
+
+TEST_F(ClusterCommandsTest, FlushSlotsAndResetRefuseAMasterWithKeys) {
+  Session s(server_.get());
+  EXPECT_EQ(s.Run({"CLUSTER", "ADDSLOTSRANGE", "0", "16383"}), kOk);
+  EXPECT_EQ(s.Run({"BF.ADD", "a", "x"}), Int(1));
+  EXPECT_EQ(s.Run({"CLUSTER", "FLUSHSLOTS"}), Err(errors::kFlushSlotsNotEmpty));
+  EXPECT_EQ(s.Run({"CLUSTER", "RESET"}), Err(errors::kResetWithKeys));
+  EXPECT_EQ(s.Run({"CLUSTER", "RESET", "MEDIUM"}), Err(errors::kSyntax));
+  EXPECT_EQ(s.Run({"DEL", "a"}), Int(1));
+  EXPECT_EQ(s.Run({"CLUSTER", "SET-CONFIG-EPOCH", "4"}), kOk);
+  const std::string id = MyId();
+  EXPECT_EQ(s.Run({"CLUSTER", "RESET", "SOFT"}), kOk);
+  EXPECT_EQ(MyId(), id);
+  EXPECT_EQ(server_->cluster.Snapshot().SlotCount(0), 0u);
+  EXPECT_EQ(s.Run({"CLUSTER", "RESET", "HARD"}), kOk);
+  EXPECT_NE(MyId(), id);
+  EXPECT_EQ(server_->cluster.Snapshot().me().config_epoch, 0u);
+}
+
+TEST_F(ClusterCommandsTest, SlotsAndShardsListOwnersAndRanges) {
+  AddPeerOwningTheRest();
+  Session s(server_.get());
+  const std::string me = MyId();
+  EXPECT_EQ(s.Run({"CLUSTER", "SLOTS"}),
+            Arr(2) + Arr(3) + Int(0) + Int(5460) + Arr(4) + Bulk("127.0.0.1") + Int(7000) +
+                Bulk(me) + Arr(0) + Arr(3) + Int(5461) + Int(16383) + Arr(4) +
+                Bulk("127.0.0.1") + Int(7001) + Bulk(kPeer) + Arr(0));
+  const std::string shards = s.Run({"CLUSTER", "SHARDS"});
+  EXPECT_EQ(shards.substr(0, 4), Arr(2));
+  EXPECT_NE(shards.find(Bulk("slots") + Arr(2) + Int(0) + Int(5460) + Bulk("nodes") + Arr(1) +
+                        Arr(14) + Bulk("id") + Bulk(me) + Bulk("port") + Int(7000)),
+            std::string::npos)
+      << shards;
+  EXPECT_NE(shards.find(Bulk("role") + Bulk("master") + Bulk("replication-offset")),
+            std::string::npos);
+}
+
+TEST_F(ClusterCommandsTest, FailureReportsAndHelp) {
+  AddPeerOwningTheRest();
+  Session s(server_.get());
+  EXPECT_EQ(s.Run({"CLUSTER", "COUNT-FAILURE-REPORTS", std::string(40, 'b')}),
+            Err("ERR Unknown node " + std::string(40, 'b')));
+  EXPECT_EQ(s.Run({"CLUSTER", "COUNT-FAILURE-REPORTS", std::string(kPeer)}), Int(0));
+  const std::string help = s.Run({"CLUSTER", "HELP"});
+  EXPECT_NE(help.find("SETSLOT slot "), std::string::npos)
+      << help;
+  EXPECT_EQ(s.Run({"CLUSTER", "SAVECONFIG"}), kOk);
+}
+
+}  // namespace
+}  // namespace bloomgate
