@@ -247,6 +247,19 @@ std::string_view ClusterMessageTypeName(ClusterMessageType type) {
   return "unknown";
 }
 
+ClusterViewLock::ClusterViewLock() {
+  pthread_rwlockattr_t attributes;
+  pthread_rwlockattr_init(&attributes);
+  pthread_rwlockattr_setkind_np(&attributes, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+  pthread_rwlock_init(&lock_, &attributes);
+  pthread_rwlockattr_destroy(&attributes);
+}
+ClusterViewLock::~ClusterViewLock() { pthread_rwlock_destroy(&lock_); }
+void ClusterViewLock::lock() { pthread_rwlock_wrlock(&lock_); }
+void ClusterViewLock::unlock() { pthread_rwlock_unlock(&lock_); }
+void ClusterViewLock::lock_shared() { pthread_rwlock_rdlock(&lock_); }
+void ClusterViewLock::unlock_shared() { pthread_rwlock_unlock(&lock_); }
+
 void ClusterState::Enable(ClusterView view, Saver saver) {
   std::unique_lock lock(mu_);
   view_ = std::move(view);

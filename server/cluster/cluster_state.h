@@ -14,6 +14,8 @@
 // lock, use node ids (40 hex characters), which never change.
 #pragma once
 
+#include <pthread.h>
+
 #include <array>
 #include <atomic>
 #include <cstdint>
@@ -168,6 +170,25 @@ struct ClusterMessageCounters {
   }
 };
 
+// A reader/writer lock that lets a waiting writer in before new readers
+// (glibc's std::shared_mutex prefers readers: with every loop thread
+// routing commands under the shared side, the bus's updates could wait
+// indefinitely). Readers must not take it twice on one thread.
+class ClusterViewLock {
+ public:
+  ClusterViewLock();
+  ~ClusterViewLock();
+  ClusterViewLock(const ClusterViewLock&) = delete;
+  ClusterViewLock& operator=(const ClusterViewLock&) = delete;
+  void lock();
+  void unlock();
+  void lock_shared();
+  void unlock_shared();
+
+ private:
+  pthread_rwlock_t lock_;
+};
+
 class ClusterState {
  public:
   // Persists a changed view (cluster-config-file): receives the view's
@@ -225,7 +246,7 @@ class ClusterState {
  private:
   std::string SaveText(std::string text, uint64_t version);
 
-  mutable std::shared_mutex mu_;
+  mutable ClusterViewLock mu_;
   ClusterView view_;
   std::atomic<bool> enabled_{false};
   bool require_full_coverage_ = true;  // under mu_

@@ -165,7 +165,9 @@ NO_ARGUMENTS = {"ACL", "BGREWRITEAOF", "CLIENT", "COMMAND", "CONFIG", "DBSIZE", 
                 "PUBSUB", "RANDOMKEY", "RESET", "ROLE", "SAVE", "SLOWLOG", "TIME", "UNWATCH",
                 # Replication's internal command: Redis's COMMAND DOCS lists no
                 # arguments for it either (replicas send it, people do not).
-                "REPLCONF"}
+                "REPLCONF",
+                # Redis Cluster's container and its argument-less connection flags.
+                "CLUSTER", "ASKING", "READONLY", "READWRITE"}
 
 
 if __name__ == "__main__":

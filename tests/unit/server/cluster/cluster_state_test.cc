@@ -82,6 +82,14 @@ TEST(ClusterStateTest, NodesLinesFollowRedisSevenFormat) {
             "e7d1eecce10fd6bb5eb35b9f99a514335d9ba9ca 0 0 2 disconnected\n");
 }
 
+TEST(ClusterStateTest, ASlotBothMigratingAndImportingShowsAsMigrating) {
+  ClusterView view = ThreeNodeView();
+  view.importing_from[42] = 1;  // slot 42 already migrates to node 1
+  const std::string line = RenderNodeLine(view, view.myself);
+  EXPECT_NE(line.find(" [42->-"), std::string::npos) << line;
+  EXPECT_EQ(line.find(" [42-<-"), std::string::npos) << line;
+}
+
 TEST(ClusterStateTest, FlagsAreListedInRedisOrder) {
   EXPECT_EQ(RenderNodeFlags(0), "noflags");
   EXPECT_EQ(RenderNodeFlags(kNodeNoAddr | kNodeMaster | kNodePFail | kNodeHandshake),
@@ -322,6 +330,18 @@ TEST_F(ClusterStartupTest, ACorruptFileRefusesTheStartAndIsLeftAsItWas) {
   std::string line;
   std::getline(in, line);
   EXPECT_EQ(line, "this is not a nodes file");
+}
+
+TEST_F(ClusterStartupTest, APortWithoutRoomForTheDefaultBusPortIsRefused) {
+  config_.port = 55536;
+  ClusterState state;
+  std::string error;
+  EXPECT_FALSE(StartCluster(config_, *DefaultFileSystem(), &state, &error));
+  EXPECT_NE(error.find("55535 or less"), std::string::npos) << error;
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "nodes.conf"));
+  config_.cluster_port = 16000;  // an explicit bus port is fine
+  EXPECT_TRUE(StartCluster(config_, *DefaultFileSystem(), &state, &error)) << error;
+  EXPECT_EQ(state.Snapshot().me().cport, 16000);
 }
 
 TEST_F(ClusterStartupTest, WithTheClusterOffNothingIsWritten) {
