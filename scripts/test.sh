@@ -9,6 +9,8 @@
 #   4. the unit tests (RESP parser included) under AddressSanitizer and
 #      UndefinedBehaviorSanitizer, built with clang in the fuzz tree;
 #   5. every libFuzzer target (tests/fuzz/, clang) for 20 s, two at a time.
+# The two sanitizer trees build in the background, at the lowest priority,
+# while the stages before theirs run.
 # End-to-end tests start their own server on a free loopback port.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -43,11 +45,26 @@ run_ctest() {
   rm -f "$log"
   return "$status"
 }
-# Each stage's wall time, so a slow stage shows in CI's log (budget: 20 min).
+# Each stage's wall time, so a slow stage shows in CI's log (budget: 20 min),
+# and the CPU (user + sys) of the processes it waited for: unlike wall time,
+# that figure holds on a busy machine. A background build counts in the
+# stage during which it ends.
+# `times` runs in this shell (not in a pipeline or $(...), whose subshell has
+# no children yet) and prints the shell's, then its children's user and sys.
+cpu_file=$(mktemp)
+children_cpu() {
+  times >"$cpu_file"
+  cpu_now=$(sed -n 2p "$cpu_file" | sed -E 's/([0-9]+)m([0-9.]+)s/\1 \2/g' |
+    awk '{ printf "%d", $1 * 60 + $2 + $3 * 60 + $4 }')
+}
 stage_start=$SECONDS
+children_cpu
+stage_cpu=$cpu_now
 stage_done() {
-  echo "-- stage took $(( SECONDS - stage_start )) s"
+  children_cpu
+  echo "-- stage took $(( SECONDS - stage_start )) s ($(( cpu_now - stage_cpu )) s of CPU)"
   stage_start=$SECONDS
+  stage_cpu=$cpu_now
 }
 
 echo "== The quick start's run command: the server starts on its default config and stops"
@@ -72,7 +89,18 @@ tsan_targets=("${tsan_unit_tests[@]}" bloomgate)
 nice -n 19 bash -c "$(declare -f sanitized_build); jobs=$jobs; \
   sanitized_build build-tsan thread ${tsan_targets[*]}" >build/tsan-build.log 2>&1 &
 tsan_build=$!
-trap 'kill "$tsan_build" 2>/dev/null || true' EXIT
+# Then, as soon as the TSan tree is built, the clang tree (ASan + UBSan unit
+# tests and the libFuzzer targets, scripts/clang_tree.sh) at the same
+# priority: it fills the idle CPU left by the Release e2e tests and the TSan
+# stage's racing e2e tests (which mostly wait on their servers too), so the
+# last two stages only run. Its 2 jobs never make the TSan tree wait: that
+# one is built first.
+clang_targets=("${asan_unit_tests[@]}" bloomgate_fuzz fuzz_make_seeds)
+nice -n 19 bash -c "while kill -0 $tsan_build 2>/dev/null; do sleep 1; done; \
+  bash scripts/clang_tree.sh build-fuzz && \
+  cmake --build build-fuzz --parallel $jobs --target ${clang_targets[*]}" >build/clang-build.log 2>&1 &
+clang_build=$!
+trap 'kill "$tsan_build" "$clang_build" 2>/dev/null || true' EXIT
 # The soak's writers run 60 s here (80 by default): 3-4 kill -9 rounds.
 BLOOMGATE_SOAK_SECONDS=60 run_ctest --test-dir build
 stage_done
@@ -88,7 +116,6 @@ if ! wait "$tsan_build"; then
   tail -n 60 build/tsan-build.log
   exit 1
 fi
-trap - EXIT
 # detect_deadlocks=1 is TSan's default, named so no options file turns it off.
 # The server inherits TSAN_OPTIONS: a race or lock-order inversion in it ends
 # it with TSan's report in its log, and the e2e test fails with that log.
@@ -102,10 +129,14 @@ unset TSAN_OPTIONS
 stage_done
 
 # One clang tree with ASan + UBSan serves the unit tests and the libFuzzer
-# targets: its libraries are compiled once for both (scripts/clang_tree.sh).
+# targets: its libraries are compiled once for both (scripts/clang_tree.sh),
+# in the background since the Release stage.
 echo "== AddressSanitizer + UBSan (clang): unit tests"
-bash scripts/clang_tree.sh build-fuzz
-cmake --build build-fuzz --parallel "$jobs" --target "${asan_unit_tests[@]}"
+if ! wait "$clang_build"; then
+  tail -n 60 build/clang-build.log
+  exit 1
+fi
+trap - EXIT
 ASAN_OPTIONS="detect_leaks=1" UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1" \
   run_ctest --test-dir build-fuzz -E '^e2e\.|^layering$|^alloc_test_NOT_BUILT$'
 stage_done
@@ -115,3 +146,4 @@ echo "== libFuzzer targets, 20 s each (scripts/fuzz.sh)"
 bash scripts/fuzz.sh --time 20 --jobs 2
 stage_done
 echo "== All stages passed in $(( SECONDS / 60 )) min $(( SECONDS % 60 )) s"
+rm -f "$cpu_file"

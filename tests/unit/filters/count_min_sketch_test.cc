@@ -19,7 +19,7 @@ namespace {
 
 using test_support::ItemHash;
 
-std::unique_ptr<CountMinSketch> Make(uint64_t width, uint64_t depth) {
+std::unique_ptr<CountMinSketch> MakeSketch(uint64_t width, uint64_t depth) {
   std::unique_ptr<CountMinSketch> s;
   EXPECT_EQ(CountMinSketch::Create(width, depth, FilterLimits{}, nullptr, &s), FilterStatus::kOk);
   return s;
@@ -67,7 +67,7 @@ TEST(CountMinSketch, InitByProbDimensionsAreRedisBloomsCeilTwoOverErrorAndLogHal
 // (<= 1.83% allowed), 2 (0.01%) exceed 2/w (<= 6.25% allowed).
 TEST(CountMinSketch, OverestimatesStayWithinTheErrorBoundsOnAZipfStream) {
   constexpr uint64_t kWidth = 272, kDepth = 4, kDistinct = 20000, kDraws = 400000;
-  auto sketch = Make(kWidth, kDepth);
+  auto sketch = MakeSketch(kWidth, kDepth);
   ZipfStream stream(kDistinct, 1.1, /*seed=*/7);
   std::vector<uint64_t> truth(kDistinct, 0);
   for (uint64_t i = 0; i < kDraws; ++i) {
@@ -93,7 +93,7 @@ TEST(CountMinSketch, OverestimatesStayWithinTheErrorBoundsOnAZipfStream) {
 // RedisBloom's test_overflow, on 5 x 2: 2^31 - 1 three times saturates the
 // cells at 2^32 - 1 (no wrap), the other items keep their counts.
 TEST(CountMinSketch, CellsSaturateAtUint32MaxInsteadOfWrapping) {
-  auto sketch = Make(5, 2);
+  auto sketch = MakeSketch(5, 2);
   const uint64_t large = (uint64_t{1} << 31) - 1;
   EXPECT_EQ(sketch->IncrBy(HashKey("a"), large), large);
   EXPECT_EQ(sketch->IncrBy(HashKey("a"), large), 2 * large);
@@ -106,7 +106,8 @@ TEST(CountMinSketch, CellsSaturateAtUint32MaxInsteadOfWrapping) {
 }
 
 TEST(CountMinSketch, MergeAddsWeightedSketchesAndRefusesOverflowWithoutChangingAnything) {
-  auto a = Make(100, 5), b = Make(100, 5), dest = Make(100, 5), other = Make(50, 5);
+  auto a = MakeSketch(100, 5), b = MakeSketch(100, 5), dest = MakeSketch(100, 5),
+       other = MakeSketch(50, 5);
   for (int i = 0; i < 100; ++i) {
     a->IncrBy(ItemHash("a", i), 1);
     b->IncrBy(ItemHash("b", i), 2);
@@ -138,7 +139,7 @@ TEST(CountMinSketch, ConcurrentIncrementsAllLandAsInASerialRun) {
   const uint64_t kItems = test_support::Scaled(200000);
   // 4 x 2 = 8 cells in 4 words: every thread hammers the same few words, so
   // a lost update shows (a plain load-then-store kept 980,313 of 1,800,036 in one cell).
-  auto shared = Make(4, 2), serial = Make(4, 2);
+  auto shared = MakeSketch(4, 2), serial = MakeSketch(4, 2);
   std::barrier start(kThreads);
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {

@@ -35,8 +35,8 @@ std::unique_ptr<CountingBloomFilter> MakeFilter(const CountingBloomOptions& opti
   return filter;
 }
 
-CountingBloomOptions Options(double error_rate, uint64_t capacity, uint32_t expansion,
-                             uint32_t counter_bits) {
+CountingBloomOptions CountingOptions(double error_rate, uint64_t capacity, uint32_t expansion,
+                                     uint32_t counter_bits) {
   CountingBloomOptions options;
   options.error_rate = error_rate;
   options.capacity = capacity;
@@ -86,7 +86,7 @@ TEST(CountingBloomFilter, DefaultsMatchTheBloomFamily) {
 }
 
 TEST_P(CountingBloomWidth, AddRemoveAndCountFollowOneItem) {
-  const auto filter = MakeFilter(Options(0.01, 1000, 2, GetParam()));
+  const auto filter = MakeFilter(CountingOptions(0.01, 1000, 2, GetParam()));
   ASSERT_NE(filter, nullptr);
   const KeyHash item = ItemHash("item", 7);
   EXPECT_FALSE(filter->MayContain(item));
@@ -113,7 +113,7 @@ TEST_P(CountingBloomWidth, AddRemoveAndCountFollowOneItem) {
 }
 
 TEST_P(CountingBloomWidth, RemovingAnItemNoLayerReportsChangesNothing) {
-  const auto filter = MakeFilter(Options(0.01, 1000, 2, GetParam()));
+  const auto filter = MakeFilter(CountingOptions(0.01, 1000, 2, GetParam()));
   ASSERT_NE(filter, nullptr);
   bool was_new = false;
   for (uint64_t i = 0; i < 500; ++i) ASSERT_EQ(filter->Add(ItemHash("item", i), &was_new), FilterStatus::kOk);
@@ -132,7 +132,7 @@ TEST_P(CountingBloomWidth, RemovingAnItemNoLayerReportsChangesNothing) {
 }
 
 TEST_P(CountingBloomWidth, CountIsTheSumOfPerLayerMinimaAndBoundsAddsMinusRemoves) {
-  const auto filter = MakeFilter(Options(0.01, 200, 2, GetParam()));
+  const auto filter = MakeFilter(CountingOptions(0.01, 200, 2, GetParam()));
   ASSERT_NE(filter, nullptr);
   // Item i is added i % 5 + 1 times, then removed i % 3 times (<= adds).
   const uint64_t n = 2000;  // several layers
@@ -166,7 +166,7 @@ TEST_P(CountingBloomWidth, CountIsTheSumOfPerLayerMinimaAndBoundsAddsMinusRemove
 }
 
 TEST(CountingBloomFilter, LayersGrowByTheExpansionAndHalveTheirError) {
-  const auto filter = MakeFilter(Options(0.01, 100, 2, 4));
+  const auto filter = MakeFilter(CountingOptions(0.01, 100, 2, 4));
   ASSERT_NE(filter, nullptr);
   uint64_t next = 0;
   while (filter->num_layers() < 4) {
@@ -197,7 +197,7 @@ TEST(CountingBloomFilter, LayersGrowByTheExpansionAndHalveTheirError) {
 TEST(CountingBloomFilter, RemovesMakeRoomInTheNewestLayer) {
   // A layer is full on its NET item count: removing items lets new ones in
   // without growing.
-  const auto filter = MakeFilter(Options(0.01, 100, 2, 4));
+  const auto filter = MakeFilter(CountingOptions(0.01, 100, 2, 4));
   ASSERT_NE(filter, nullptr);
   bool was_new = false;
   uint64_t next = 0;
@@ -209,7 +209,7 @@ TEST(CountingBloomFilter, RemovesMakeRoomInTheNewestLayer) {
 }
 
 TEST(CountingBloomFilter, AFullNonScalingFilterRefusesNewItemsButCountsRepeats) {
-  const auto filter = MakeFilter(Options(0.01, 50, /*expansion=*/0, 8));
+  const auto filter = MakeFilter(CountingOptions(0.01, 50, /*expansion=*/0, 8));
   ASSERT_NE(filter, nullptr);
   EXPECT_FALSE(filter->scaling());
   EXPECT_DOUBLE_EQ(filter->Layers()[0].error_rate, 0.01);  // the full rate when non-scaling
@@ -240,7 +240,7 @@ TEST(CountingBloomFilter, AFullNonScalingFilterRefusesNewItemsButCountsRepeats) 
 // growing filter, and counts never under-report (below saturation).
 TEST_P(CountingBloomWidth, NoFalseNegativesAfterTwoHundredThousandInterleavedAddsAndRemoves) {
   const uint32_t bits = GetParam();
-  const auto filter = MakeFilter(Options(0.01, /*capacity=*/2000, /*expansion=*/2, bits));
+  const auto filter = MakeFilter(CountingOptions(0.01, /*capacity=*/2000, /*expansion=*/2, bits));
   ASSERT_NE(filter, nullptr);
   std::mt19937_64 rng(20240503 + bits);
   std::unordered_map<uint64_t, uint64_t> copies;  // item id -> adds minus removes
@@ -311,7 +311,7 @@ TEST(CountingBloomFilter, NarrowCountersSaturateUnderHeavyRepeatsWithoutFalseNeg
   // copy again leaves saturated cells set, but never loses a live item. The
   // filter is non-scaling and sized for the 5000 distinct items: they go in
   // first (a full non-scaling filter still takes repeats of present items).
-  const auto filter = MakeFilter(Options(0.01, 5000, 0, 4));
+  const auto filter = MakeFilter(CountingOptions(0.01, 5000, 0, 4));
   ASSERT_NE(filter, nullptr);
   const uint64_t n = 5000;
   bool was_new = false;
@@ -382,8 +382,8 @@ constexpr double kReadmeBitsTolerance = 0.05;
 // then describe the same number of present items). Prints bits/item and
 // saturation for the closing note.
 void MeasureNonScaling(const FpCase& fp_case, uint64_t capacity, uint64_t queries) {
-  const auto filter =
-      MakeFilter(Options(fp_case.error_rate, capacity, /*expansion=*/0, fp_case.counter_bits));
+  const auto filter = MakeFilter(
+      CountingOptions(fp_case.error_rate, capacity, /*expansion=*/0, fp_case.counter_bits));
   ASSERT_NE(filter, nullptr);
   bool was_new = false;
   for (uint64_t i = 0; i < capacity; ++i) {
@@ -442,7 +442,8 @@ TEST(CountingBloomFilterFp, MeasuredRateAtPointOnePercentIsAtMostPointOnePercent
 
 TEST(CountingBloomFilterFp, AScalingFilterGrownToSixLayersStaysUnderItsRate) {
   for (uint32_t bits : {4u, 8u}) {
-    const auto filter = MakeFilter(Options(0.01, /*capacity=*/Fifth(5000), /*expansion=*/2, bits));
+    const auto filter =
+        MakeFilter(CountingOptions(0.01, /*capacity=*/Fifth(5000), /*expansion=*/2, bits));
     ASSERT_NE(filter, nullptr);
     bool was_new = false;
     const uint64_t n = Fifth(300'000);  // 5k + 10k + ... + 160k = 315k: six layers

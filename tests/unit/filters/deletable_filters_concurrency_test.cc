@@ -21,7 +21,7 @@ using test_support::ItemHash;
 using test_support::Percent;
 using test_support::Scaled;
 
-constexpr int kThreads = 8;
+constexpr int kAddRemoveThreads = 8;
 
 KeyHash OwnItem(int thread, uint64_t i) {
   static const char* const kPrefixes[] = {"t0", "t1", "t2", "t3", "t4", "t5", "t6", "t7"};
@@ -37,14 +37,14 @@ template <typename Add, typename Remove>
 uint64_t RunEightThreads(uint64_t per_thread, uint64_t shared, Add add, Remove remove) {
   std::atomic<uint64_t> failures{0};
   std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t) {
+  for (int t = 0; t < kAddRemoveThreads; ++t) {
     threads.emplace_back([&, t] {
       uint64_t failed = 0;
       for (uint64_t i = 0; i < per_thread; ++i) {
         failed += !add(OwnItem(t, i));
         // Each thread walks the shared set from a different start, so the
         // threads collide on the same items at different moments.
-        if (i < shared) failed += !add(SharedItem((i + t * shared / kThreads) % shared));
+        if (i < shared) failed += !add(SharedItem((i + t * shared / kAddRemoveThreads) % shared));
       }
       for (uint64_t i = 0; i < per_thread; ++i) failed += !remove(OwnItem(t, i));
       // Relaxed: read after join.
@@ -76,7 +76,7 @@ TEST(CountingBloomConcurrency, EightThreadsAddingAndRemovingLoseAndDoubleNoUpdat
   CountingBloomOptions options;
   options.error_rate = 0.01;
   // items() counts every add, shared copies included: at most this many.
-  options.capacity = kThreads * (per_thread + shared);
+  options.capacity = kAddRemoveThreads * (per_thread + shared);
   options.expansion = 0;
   options.counter_bits = 8;
   std::unique_ptr<CountingBloomFilter> filter;
@@ -97,10 +97,11 @@ TEST(CountingBloomConcurrency, EightThreadsAddingAndRemovingLoseAndDoubleNoUpdat
 
   bool was_new = false;
   for (uint64_t i = 0; i < shared; ++i) {
-    for (int t = 0; t < kThreads; ++t) ASSERT_EQ(reference->Add(SharedItem(i), &was_new), FilterStatus::kOk);
+    for (int t = 0; t < kAddRemoveThreads; ++t)
+      ASSERT_EQ(reference->Add(SharedItem(i), &was_new), FilterStatus::kOk);
   }
   EXPECT_EQ(filter->saturated_counters(), 0u);
-  EXPECT_EQ(filter->items(), kThreads * shared);  // adds minus removes, exactly
+  EXPECT_EQ(filter->items(), kAddRemoveThreads * shared);  // adds minus removes, exactly
   const std::vector<uint64_t> got = Words(*filter);
   const std::vector<uint64_t> want = Words(*reference);
   ASSERT_EQ(got.size(), want.size());
@@ -109,7 +110,7 @@ TEST(CountingBloomConcurrency, EightThreadsAddingAndRemovingLoseAndDoubleNoUpdat
   EXPECT_EQ(differing, 0u) << "words differing from the serial reference";
   for (uint64_t i = 0; i < shared; ++i) {
     ASSERT_TRUE(filter->MayContain(SharedItem(i))) << i;
-    ASSERT_GE(filter->Count(SharedItem(i)), uint64_t{kThreads}) << i;
+    ASSERT_GE(filter->Count(SharedItem(i)), uint64_t{kAddRemoveThreads}) << i;
   }
 }
 
@@ -134,16 +135,17 @@ TEST(CountingBloomConcurrency, EightThreadsWhileTheFilterGrowsKeepEverySharedIte
   // The point is that adds raced a growth; sanitizer builds run a tenth of
   // the items (Scaled), which gave 3 layers under ASan, so ask for one growth.
   EXPECT_GE(filter->num_layers(), 2u) << "the filter never grew during the test";
-  EXPECT_EQ(filter->items(), kThreads * shared);  // adds minus removes, exactly
+  EXPECT_EQ(filter->items(), kAddRemoveThreads * shared);  // adds minus removes, exactly
   for (uint64_t i = 0; i < shared; ++i) {
     ASSERT_TRUE(filter->MayContain(SharedItem(i))) << i;
-    ASSERT_GE(filter->Count(SharedItem(i)), uint64_t{kThreads}) << i;
+    ASSERT_GE(filter->Count(SharedItem(i)), uint64_t{kAddRemoveThreads}) << i;
   }
   uint64_t still_reported = 0;
-  for (int t = 0; t < kThreads; ++t) {
+  for (int t = 0; t < kAddRemoveThreads; ++t) {
     for (uint64_t i = 0; i < per_thread; ++i) still_reported += filter->MayContain(OwnItem(t, i));
   }
-  const double rate = static_cast<double>(still_reported) / static_cast<double>(kThreads * per_thread);
+  const double rate =
+      static_cast<double>(still_reported) / static_cast<double>(kAddRemoveThreads * per_thread);
   std::cout << "[ cbf mt ] " << filter->num_layers() << " layers; removed items still reported: "
             << Percent(rate) << "\n";
   EXPECT_LT(rate, 0.01) << Percent(rate);
@@ -177,20 +179,22 @@ TEST(CuckooConcurrency, EightThreadsAddingAndRemovingKeepTheSharedSetExactly) {
   reader.join();
   EXPECT_EQ(failures, 0u);
   // Every add stored one fingerprint and every remove took one away.
-  EXPECT_EQ(filter->items(), kThreads * shared);
+  EXPECT_EQ(filter->items(), kAddRemoveThreads * shared);
   uint64_t total_count = 0;
   for (uint64_t i = 0; i < shared; ++i) {
     const uint64_t count = filter->Count(SharedItem(i));
-    ASSERT_GE(count, uint64_t{kThreads}) << i;
+    ASSERT_GE(count, uint64_t{kAddRemoveThreads}) << i;
     total_count += count;
   }
   uint64_t still_reported = 0;
-  for (int t = 0; t < kThreads; ++t) {
+  for (int t = 0; t < kAddRemoveThreads; ++t) {
     for (uint64_t i = 0; i < per_thread; ++i) still_reported += filter->MayContain(OwnItem(t, i));
   }
   std::cout << "[ cf mt ] " << filter->num_filters() << " sub-filters; shared counts sum "
-            << total_count << " for " << kThreads * shared << " copies; removed items still reported: "
-            << Percent(static_cast<double>(still_reported) / (kThreads * per_thread)) << "\n";
+            << total_count << " for " << kAddRemoveThreads * shared
+            << " copies; removed items still reported: "
+            << Percent(static_cast<double>(still_reported) / (kAddRemoveThreads * per_thread))
+            << "\n";
 }
 
 }  // namespace

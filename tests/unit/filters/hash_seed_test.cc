@@ -37,21 +37,21 @@ std::vector<bool> FalsePositives(Filter& filter, AddFn add) {
   return positives;
 }
 
-std::unique_ptr<ScalableBloomFilter> Bloom(std::optional<uint64_t> seed) {
+std::unique_ptr<ScalableBloomFilter> SeededBloom(std::optional<uint64_t> seed) {
   std::unique_ptr<ScalableBloomFilter> f;
   EXPECT_EQ(ScalableBloomFilter::Create({.error_rate = 0.05, .capacity = kItems, .hash_seed = seed},
                                         FilterLimits{}, nullptr, &f),
             FilterStatus::kOk);
   return f;
 }
-std::unique_ptr<CountingBloomFilter> Counting(std::optional<uint64_t> seed) {
+std::unique_ptr<CountingBloomFilter> SeededCounting(std::optional<uint64_t> seed) {
   std::unique_ptr<CountingBloomFilter> f;
   EXPECT_EQ(CountingBloomFilter::Create({.error_rate = 0.05, .capacity = kItems, .hash_seed = seed},
                                         FilterLimits{}, nullptr, &f),
             FilterStatus::kOk);
   return f;
 }
-std::unique_ptr<CuckooFilter> Cuckoo(std::optional<uint64_t> seed) {
+std::unique_ptr<CuckooFilter> SeededCuckoo(std::optional<uint64_t> seed) {
   std::unique_ptr<CuckooFilter> f;
   EXPECT_EQ(CuckooFilter::Create({.capacity = 1000, .hash_seed = seed}, FilterLimits{}, nullptr, &f),
             FilterStatus::kOk);
@@ -107,21 +107,21 @@ TEST(HashSeed, SeedZeroIsPlainXxh3) {
 }
 
 TEST(HashSeed, EachScalableBloomFilterHasItsOwnSeed) {
-  ExpectSeedsSeparateFilters(Bloom, [](ScalableBloomFilter& f, const KeyHash& h) {
+  ExpectSeedsSeparateFilters(SeededBloom, [](ScalableBloomFilter& f, const KeyHash& h) {
     bool added = false;
     ASSERT_EQ(f.Add(h, &added), FilterStatus::kOk);
   });
 }
 
 TEST(HashSeed, EachCountingBloomFilterHasItsOwnSeed) {
-  ExpectSeedsSeparateFilters(Counting, [](CountingBloomFilter& f, const KeyHash& h) {
+  ExpectSeedsSeparateFilters(SeededCounting, [](CountingBloomFilter& f, const KeyHash& h) {
     bool added = false;
     ASSERT_EQ(f.Add(h, &added), FilterStatus::kOk);
   });
 }
 
 TEST(HashSeed, EachCuckooFilterHasItsOwnSeed) {
-  ExpectSeedsSeparateFilters(Cuckoo, [](CuckooFilter& f, const KeyHash& h) {
+  ExpectSeedsSeparateFilters(SeededCuckoo, [](CuckooFilter& f, const KeyHash& h) {
     ASSERT_EQ(f.Add(h), FilterStatus::kOk);
   });
 }

@@ -107,7 +107,7 @@ std::string Describe(const Growth& g, bool same) {
 }
 
 // Items a case adds: enough for 64 layers of capacity 1 at EXPANSION 1.
-constexpr uint64_t kItems = 3000;
+constexpr uint64_t kGrowthItems = 3000;
 
 TEST(MemoryGrowth, BloomStaysWithinItsBound) {
   for (const Growth& g : GrowthSettings()) {
@@ -122,7 +122,7 @@ TEST(MemoryGrowth, BloomStaysWithinItsBound) {
                 FilterStatus::kOk)
           << Describe(g, same);
       uint64_t n = 0;
-      for (; n < kItems; ++n) {
+      for (; n < kGrowthItems; ++n) {
         bool added = false;
         if (filter->Add(filter->Hash("i:" + std::to_string(same ? 0 : n)), &added) !=
             FilterStatus::kOk) {
@@ -150,7 +150,7 @@ TEST(MemoryGrowth, CountingBloomStaysWithinItsBound) {
                   FilterStatus::kOk)
             << bits << "-bit " << Describe(g, same);
         uint64_t n = 0;
-        for (; n < kItems; ++n) {
+        for (; n < kGrowthItems; ++n) {
           bool was_new = false;
           if (filter->Add(filter->Hash("i:" + std::to_string(same ? 0 : n)), &was_new) !=
               FilterStatus::kOk) {
@@ -270,7 +270,7 @@ TEST(MemoryGrowth, CuckooStaysWithinItsBound) {
                     FilterStatus::kOk);
           const uint64_t base = filter->memory_bytes();
           uint64_t n = 0;
-          for (; n < kItems; ++n) {
+          for (; n < kGrowthItems; ++n) {
             if (filter->Add(ItemHash("c", same ? 0 : n)) != FilterStatus::kOk) break;
           }
           const uint64_t e = std::max<uint32_t>(expansion, 1);
@@ -348,7 +348,8 @@ TEST(MemoryGrowth, CountMinSketchNeverGrows) {
       ASSERT_EQ(CountMinSketch::Create(width, depth, FilterLimits{}, nullptr, &sketch),
                 FilterStatus::kOk);
       const uint64_t before = sketch->memory_bytes();
-      for (uint64_t i = 0; i < kItems; ++i) sketch->IncrBy(ItemHash("m", i % 7 == 0 ? 0 : i), 1);
+      for (uint64_t i = 0; i < kGrowthItems; ++i)
+        sketch->IncrBy(ItemHash("m", i % 7 == 0 ? 0 : i), 1);
       EXPECT_EQ(sketch->memory_bytes(), before) << width << " x " << depth;
     }
   }
@@ -362,7 +363,7 @@ TEST(MemoryGrowth, TopKKeepsAtMostKItems) {
     ASSERT_EQ(TopK::Create(options, FilterLimits{}, nullptr, &topk), FilterStatus::kOk);
     const uint64_t before = topk->memory_bytes();
     const std::string pad(100, 'x');
-    for (uint64_t i = 0; i < kItems; ++i) {
+    for (uint64_t i = 0; i < kGrowthItems; ++i) {
       const std::string item = pad + std::to_string(i % 3 == 0 ? 0 : i);
       std::string expelled;
       topk->Add(HashKey(item), item, 1, &expelled);
@@ -401,7 +402,7 @@ TEST(MemoryGrowth, WindowedFiltersStayWithinTheirBound) {
         const uint64_t counting_start = counting->memory_bytes();
         uint64_t n_bloom = 0;
         uint64_t n_counting = 0;
-        for (uint64_t i = 0; i < kItems; ++i) {
+        for (uint64_t i = 0; i < kGrowthItems; ++i) {
           const KeyHash h = ItemHash("w", same ? 0 : i);
           bool seen = false, added = false, was_new = false;
           uint64_t generation = 0, count = 0;

@@ -15,7 +15,7 @@
 namespace bloomgate {
 namespace {
 
-std::unique_ptr<TDigest> Make(int64_t compression) {
+std::unique_ptr<TDigest> MakeDigest(int64_t compression) {
   std::unique_ptr<TDigest> d;
   EXPECT_EQ(TDigest::Create(compression, FilterLimits{}, nullptr, &d), FilterStatus::kOk);
   return d;
@@ -70,14 +70,14 @@ struct AccuracyCase {
 // p50 3.5e-3 / 1.1e-2, p90 1.8e-3 / 9.1e-4, p99 2.4e-4 / 8.7e-5, p99.9
 // 2.6e-5 / 4e-6; compression 500: p50 4.3e-5 / 7.1e-4, p90 1.3e-4 / 1.2e-4,
 // p99 5e-6 / 1e-5, p99.9 2e-6 / 3e-6. Every one is under a tenth of its bound.
-class TDigestAccuracy : public testing::TestWithParam<AccuracyCase> {};
+class TDigestAccuracy : public ::testing::TestWithParam<AccuracyCase> {};
 
 TEST_P(TDigestAccuracy, QuantilesStayWithinTheScaleFunctionsBoundOnAMillionSamples) {
   const AccuracyCase c = GetParam();
   constexpr size_t kN = 1'000'000;
   std::vector<double> stream = std::string(c.stream) == "uniform" ? UniformStream(kN, 1234)
                                                                   : LognormalStream(kN, 5678);
-  auto digest = Make(c.compression);
+  auto digest = MakeDigest(c.compression);
   for (double v : stream) ASSERT_EQ(digest->Add(v), TDigest::AddStatus::kOk);
   EXPECT_LE(digest->nodes(), static_cast<uint32_t>(digest->capacity()));
   std::sort(stream.begin(), stream.end());
@@ -99,16 +99,17 @@ TEST_P(TDigestAccuracy, QuantilesStayWithinTheScaleFunctionsBoundOnAMillionSampl
 }
 
 INSTANTIATE_TEST_SUITE_P(Streams, TDigestAccuracy,
-                         testing::Values(AccuracyCase{"uniform", 100}, AccuracyCase{"uniform", 500},
-                                         AccuracyCase{"lognormal", 100},
-                                         AccuracyCase{"lognormal", 500}),
+                         ::testing::Values(AccuracyCase{"uniform", 100},
+                                           AccuracyCase{"uniform", 500},
+                                           AccuracyCase{"lognormal", 100},
+                                           AccuracyCase{"lognormal", 500}),
                          [](const auto& info) {
                            return std::string(info.param.stream) + "_" +
                                   std::to_string(info.param.compression);
                          });
 
 TEST(TDigest, CapacityIsRedisBloomsAndBoundsTheSlotsWhateverTheAdds) {
-  auto d = Make(100);
+  auto d = MakeDigest(100);
   EXPECT_EQ(d->capacity(), 610);
   EXPECT_EQ(d->redisbloom_memory_usage(), 9768);  // RedisBloom's TDIGEST.INFO figure
   const uint64_t bytes = d->memory_bytes();
@@ -134,7 +135,7 @@ TEST(TDigest, CompressionOutsideOneToTheLibrarysLimitIsRefused) {
 }
 
 TEST(TDigest, EmptyDigestAnswersNan) {
-  auto d = Make(100);
+  auto d = MakeDigest(100);
   EXPECT_TRUE(std::isnan(d->Quantile(0.5)));
   EXPECT_TRUE(std::isnan(d->Cdf(1)));
   EXPECT_TRUE(std::isnan(d->TrimmedMean(0.1, 0.9)));
@@ -146,7 +147,7 @@ TEST(TDigest, EmptyDigestAnswersNan) {
 }
 
 TEST(TDigest, OneValueIsEveryQuantile) {
-  auto d = Make(100);
+  auto d = MakeDigest(100);
   ASSERT_EQ(d->Add(42.5), TDigest::AddStatus::kOk);
   for (double q : {0.0, 0.3, 1.0}) EXPECT_EQ(d->Quantile(q), 42.5);
   EXPECT_EQ(d->Cdf(42.5), 0.5);
@@ -158,7 +159,7 @@ TEST(TDigest, OneValueIsEveryQuantile) {
 }
 
 TEST(TDigest, NanAndInfiniteValuesAreRefusedAndChangeNothing) {
-  auto d = Make(100);
+  auto d = MakeDigest(100);
   ASSERT_EQ(d->Add(1), TDigest::AddStatus::kOk);
   EXPECT_EQ(d->Add(std::nan("")), TDigest::AddStatus::kNotFinite);
   EXPECT_EQ(d->Add(INFINITY), TDigest::AddStatus::kNotFinite);
@@ -168,7 +169,7 @@ TEST(TDigest, NanAndInfiniteValuesAreRefusedAndChangeNothing) {
 }
 
 TEST(TDigest, ResetEmptiesButKeepsTheCompression) {
-  auto d = Make(50);
+  auto d = MakeDigest(50);
   for (int i = 0; i < 1000; ++i) d->Add(i);
   d->Reset();
   EXPECT_EQ(d->total_weight(), 0);
@@ -181,10 +182,10 @@ TEST(TDigest, ResetEmptiesButKeepsTheCompression) {
 
 TEST(TDigest, MergedDigestsAnswerAsOneFedEverything) {
   const std::vector<double> stream = LognormalStream(200'000, 99);
-  auto a = Make(100);
-  auto b = Make(100);
+  auto a = MakeDigest(100);
+  auto b = MakeDigest(100);
   for (size_t i = 0; i < stream.size(); ++i) (i % 3 == 0 ? *a : *b).Add(stream[i]);
-  auto merged = Make(100);
+  auto merged = MakeDigest(100);
   ASSERT_EQ(merged->MergeFrom(*a), TDigest::AddStatus::kOk);
   ASSERT_EQ(merged->MergeFrom(*b), TDigest::AddStatus::kOk);
   EXPECT_EQ(merged->total_weight(), 200'000);
@@ -202,13 +203,13 @@ TEST(TDigest, MergedDigestsAnswerAsOneFedEverything) {
 }
 
 TEST(TDigest, MergeRefusesAWeightPastTwoToTheSixtyThree) {
-  auto big = Make(10);
+  auto big = MakeDigest(10);
   // Self-merges double the weight: 62 of them from 2 samples reach 2^63.
   big->Add(1);
   big->Add(2);
   int merges = 0;
   while (true) {
-    auto next = Make(10);
+    auto next = MakeDigest(10);
     TDigest* both[] = {big.get(), big.get()};
     if (!next->CanAbsorb(both)) break;
     ASSERT_EQ(next->MergeFrom(*big), TDigest::AddStatus::kOk);
@@ -218,7 +219,7 @@ TEST(TDigest, MergeRefusesAWeightPastTwoToTheSixtyThree) {
   }
   EXPECT_EQ(merges, 61);
   EXPECT_EQ(big->total_weight(), int64_t{1} << 62);
-  auto target = Make(10);
+  auto target = MakeDigest(10);
   ASSERT_EQ(target->MergeFrom(*big), TDigest::AddStatus::kOk);
   EXPECT_EQ(target->MergeFrom(*big), TDigest::AddStatus::kOverflow);
   EXPECT_EQ(target->total_weight(), int64_t{1} << 62);  // unchanged by the refusal
@@ -226,8 +227,8 @@ TEST(TDigest, MergeRefusesAWeightPastTwoToTheSixtyThree) {
 
 TEST(TDigest, TheSameAddsGiveTheSameCentroidsEveryTime) {
   const std::vector<double> stream = UniformStream(50'000, 7);
-  auto a = Make(100);
-  auto b = Make(100);
+  auto a = MakeDigest(100);
+  auto b = MakeDigest(100);
   for (double v : stream) {
     a->Add(v);
     b->Add(v);
@@ -242,7 +243,7 @@ TEST(TDigest, TheSameAddsGiveTheSameCentroidsEveryTime) {
 }
 
 TEST(TDigest, RestoreRefusesEveryOutOfRangeField) {
-  auto d = Make(10);  // capacity 70
+  auto d = MakeDigest(10);  // capacity 70
   const std::vector<double> means = {1, 2, 3};
   const std::vector<int64_t> weights = {2, 1, 1};
   const TDigest::State good{.min = 0.5, .max = 3, .merged_nodes = 2, .unmerged_nodes = 1,
@@ -257,7 +258,7 @@ TEST(TDigest, RestoreRefusesEveryOutOfRangeField) {
     change(s, m, w);
     s.means = m;
     s.weights = w;
-    auto fresh = Make(10);
+    auto fresh = MakeDigest(10);
     return !fresh->Restore(s) && fresh->total_weight() == 0;
   };
   using M = std::vector<double>;
@@ -284,7 +285,7 @@ TEST(TDigest, RestoreRefusesEveryOutOfRangeField) {
     m.clear();
     w.clear();
   }));
-  auto empty = Make(10);
+  auto empty = MakeDigest(10);
   EXPECT_TRUE(empty->Restore(TDigest::State{.min = DBL_MAX, .max = -DBL_MAX}));
 }
 

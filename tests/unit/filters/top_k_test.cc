@@ -25,7 +25,7 @@ std::unique_ptr<TopK> Make(uint32_t k, uint32_t width, uint32_t depth, double de
 std::string Item(uint64_t i) { return "item:" + std::to_string(i); }
 
 // A fixed Zipf(s) stream over n items (inverse CDF on mt19937_64 draws).
-std::vector<uint64_t> ZipfStream(uint64_t n, double s, uint64_t draws, uint64_t seed) {
+std::vector<uint64_t> ZipfDraws(uint64_t n, double s, uint64_t draws, uint64_t seed) {
   std::vector<double> cdf;
   double sum = 0;
   for (uint64_t i = 1; i <= n; ++i) cdf.push_back(sum += 1 / std::pow(double(i), s));
@@ -51,7 +51,7 @@ void AddAll(TopK& t, const std::vector<uint64_t>& stream) {
 // the counts of the top 3 exact (41,741, 18,021, 10,977); allowed: 9 of 10
 // listed and counts within 2% below the truth.
 TEST(TopK, ListsTheTrueTopTenOfAZipfStream) {
-  const std::vector<uint64_t> stream = ZipfStream(10000, 1.2, 200000, /*seed=*/11);
+  const std::vector<uint64_t> stream = ZipfDraws(10000, 1.2, 200000, /*seed=*/11);
   std::vector<uint64_t> truth(10000, 0);
   for (uint64_t i : stream) ++truth[i];
   auto topk = Make(10, 1000, 5, 0.9, /*seed=*/1);
@@ -77,7 +77,7 @@ TEST(TopK, ListsTheTrueTopTenOfAZipfStream) {
 // replica evicts exactly what the original did. A different seed diverges
 // (the PRNG really drives the decay).
 TEST(TopK, SameSeedAndSameAddsGiveTheSameStateEvenThroughDecay) {
-  const std::vector<uint64_t> stream = ZipfStream(5000, 0.9, 50000, /*seed=*/3);
+  const std::vector<uint64_t> stream = ZipfDraws(5000, 0.9, 50000, /*seed=*/3);
   auto a = Make(20, 64, 4, 0.9, 99), b = Make(20, 64, 4, 0.9, 99), c = Make(20, 64, 4, 0.9, 100);
   AddAll(*a, stream);
   AddAll(*b, stream);

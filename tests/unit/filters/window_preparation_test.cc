@@ -24,8 +24,8 @@
 namespace bloomgate {
 namespace {
 
-// Aligned to a 1000 ms period, so generation g starts at kOrigin + g * 1000.
-constexpr int64_t kOrigin = 1'000'000;
+// Aligned to a 1000 ms period, so generation g starts at kPreparationOrigin + g * 1000.
+constexpr int64_t kPreparationOrigin = 1'000'000;
 constexpr uint64_t kWindowMs = 4000;
 constexpr uint32_t kGenerations = 4;
 
@@ -55,7 +55,8 @@ std::unique_ptr<WindowedBloomFilter> MakeBloom(MemoryBudget* budget = nullptr,
   o.generations = kGenerations;
   o.hash_seed = 42;
   std::unique_ptr<WindowedBloomFilter> f;
-  EXPECT_EQ(WindowedBloomFilter::Create(o, kOrigin, FilterLimits{}, budget, &f), FilterStatus::kOk);
+  EXPECT_EQ(WindowedBloomFilter::Create(o, kPreparationOrigin, FilterLimits{}, budget, &f),
+            FilterStatus::kOk);
   return f;
 }
 
@@ -74,7 +75,7 @@ TEST(WindowPreparation, TurnoverTakesThePreparedGeneration) {
   preparer.RunAll();
   const ScalableBloomFilter* spare = f->ring().prepared();
   ASSERT_NE(spare, nullptr);
-  ASSERT_EQ(f->AdvanceTo(kOrigin + 1000), FilterStatus::kOk);
+  ASSERT_EQ(f->AdvanceTo(kPreparationOrigin + 1000), FilterStatus::kOk);
   EXPECT_EQ(CurrentGeneration(*f), spare) << "generation 1 is the prepared array";
   EXPECT_EQ(f->ring().prepared(), nullptr);
   ASSERT_EQ(preparer.jobs.size(), 1u) << "the turnover queues the next spare";
@@ -86,7 +87,7 @@ TEST(WindowPreparation, TurnoverTakesThePreparedGeneration) {
 TEST(WindowPreparation, TurnoverBeforeTheJobRanBuildsInline) {
   QueuedPreparer preparer;
   auto f = MakeBloom();
-  ASSERT_EQ(f->AdvanceTo(kOrigin + 1000), FilterStatus::kOk);
+  ASSERT_EQ(f->AdvanceTo(kPreparationOrigin + 1000), FilterStatus::kOk);
   EXPECT_NE(CurrentGeneration(*f), nullptr);
   EXPECT_EQ(preparer.jobs.size(), 1u) << "one job at a time, however many turnovers";
   preparer.RunAll();
@@ -101,13 +102,13 @@ TEST(WindowPreparation, ALateSpareIsBuiltOnSmallPagesAndAPreparedOneOnHugePages)
   // 24M per window: each generation's layer is ~10 MB, over the 8 MiB at
   // which arrays get their own huge-page mapping. Mapped, never touched.
   auto f = MakeBloom(nullptr, 24'000'000);
-  ASSERT_EQ(f->AdvanceTo(kOrigin + 1000), FilterStatus::kOk);
+  ASSERT_EQ(f->AdvanceTo(kPreparationOrigin + 1000), FilterStatus::kOk);
   const ScalableBloomFilter* late = CurrentGeneration(*f);
   ASSERT_NE(late, nullptr);
   ASSERT_GE(late->layer(0).bytes(), internal::kHugePageArrayBytes);
   const std::string late_flags = testing::VmFlagsOf(late->layer(0).words());
   preparer.RunAll();
-  ASSERT_EQ(f->AdvanceTo(kOrigin + 2000), FilterStatus::kOk);
+  ASSERT_EQ(f->AdvanceTo(kPreparationOrigin + 2000), FilterStatus::kOk);
   const ScalableBloomFilter* prepared = CurrentGeneration(*f);
   ASSERT_NE(prepared, nullptr);
   const std::string prepared_flags = testing::VmFlagsOf(prepared->layer(0).words());
@@ -124,7 +125,7 @@ TEST(WindowPreparation, AnswersAreThoseOfAFilterWithoutPreparation) {
   // spare that carried old bits (or lacked new ones) would answer apart.
   for (int period = 0; period < 14; ++period) {
     preparer.RunAll();
-    const int64_t now = kOrigin + period * 1000 + 500;
+    const int64_t now = kPreparationOrigin + period * 1000 + 500;
     for (int i = 0; i < 300; ++i) {
       const std::string item = std::to_string(period * 300 + i);
       bool seen_a = false, seen_b = false, added_a = false, added_b = false;
@@ -188,7 +189,7 @@ TEST(WindowPreparation, SpareRefusedByTheBudgetLeavesTheTurnoverInline) {
   preparer.RunAll();
   EXPECT_EQ(f->ring().prepared(), nullptr);
   // Generation 1 does not fit beside 0 either: refused as without a preparer.
-  EXPECT_EQ(f->AdvanceTo(kOrigin + 1000), FilterStatus::kOutOfMemory);
+  EXPECT_EQ(f->AdvanceTo(kPreparationOrigin + 1000), FilterStatus::kOutOfMemory);
   EXPECT_EQ(f->ring().current(), 0u);
 }
 
@@ -200,12 +201,12 @@ TEST(WindowPreparation, CountingTurnoverTakesThePreparedGeneration) {
   o.generations = kGenerations;
   o.hash_seed = 7;
   std::unique_ptr<WindowedCountingBloomFilter> f;
-  ASSERT_EQ(WindowedCountingBloomFilter::Create(o, kOrigin, FilterLimits{}, nullptr, &f),
+  ASSERT_EQ(WindowedCountingBloomFilter::Create(o, kPreparationOrigin, FilterLimits{}, nullptr, &f),
             FilterStatus::kOk);
   preparer.RunAll();
   const CountingBloomFilter* spare = f->ring().prepared();
   ASSERT_NE(spare, nullptr);
-  ASSERT_EQ(f->AdvanceTo(kOrigin + 1000), FilterStatus::kOk);
+  ASSERT_EQ(f->AdvanceTo(kPreparationOrigin + 1000), FilterStatus::kOk);
   const CountingBloomFilter* current =
       f->WithSlots([&](const std::vector<WindowCountingSlotInfo>& views) {
         return views[1].filter;

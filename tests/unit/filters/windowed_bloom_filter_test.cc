@@ -11,11 +11,12 @@
 namespace bloomgate {
 namespace {
 
-constexpr int64_t kOrigin = 1'000'000;
+constexpr int64_t kBloomOrigin = 1'000'000;
 
-std::unique_ptr<WindowedBloomFilter> Make(uint64_t window_ms, uint32_t generations,
-                                          uint64_t capacity = 1000, double error = 0.01,
-                                          MemoryBudget* budget = nullptr) {
+std::unique_ptr<WindowedBloomFilter> MakeWindowedBloom(uint64_t window_ms, uint32_t generations,
+                                                       uint64_t capacity = 1000,
+                                                       double error = 0.01,
+                                                       MemoryBudget* budget = nullptr) {
   WindowedBloomOptions o;
   o.error_rate = error;
   o.capacity = capacity;
@@ -23,7 +24,8 @@ std::unique_ptr<WindowedBloomFilter> Make(uint64_t window_ms, uint32_t generatio
   o.generations = generations;
   o.hash_seed = 42;
   std::unique_ptr<WindowedBloomFilter> f;
-  EXPECT_EQ(WindowedBloomFilter::Create(o, kOrigin, FilterLimits{}, budget, &f), FilterStatus::kOk);
+  EXPECT_EQ(WindowedBloomFilter::Create(o, kBloomOrigin, FilterLimits{}, budget, &f),
+            FilterStatus::kOk);
   return f;
 }
 
@@ -65,8 +67,8 @@ TEST(WindowedBloom, WindowGuarantee) {
   constexpr uint64_t kW = 4000;
   constexpr uint32_t kN = 4;  // period 1000 ms
   for (int64_t offset : {0, 1, 500, 999, 1000, 2999}) {
-    auto f = Make(kW, kN);
-    const int64_t t = kOrigin + offset;
+    auto f = MakeWindowedBloom(kW, kN);
+    const int64_t t = kBloomOrigin + offset;
     const std::string item = "item-" + std::to_string(offset);
     EXPECT_TRUE(Add(*f, item, t));
     // Probes at every 50 ms keep the clock moving forwards through turnovers
@@ -86,23 +88,23 @@ TEST(WindowedBloom, WindowGuarantee) {
 // A read after an idle spell never sees generations whose time has passed,
 // even before an add replaced them.
 TEST(WindowedBloom, IdleSpellAgesOutWithoutAnAdd) {
-  auto f = Make(/*window_ms=*/1000, /*generations=*/2);
-  Add(*f, "a", kOrigin);
-  EXPECT_TRUE(Has(*f, "a", kOrigin + 999));
-  EXPECT_FALSE(Has(*f, "a", kOrigin + 1500));
-  EXPECT_EQ(f->ItemsAt(kOrigin + 1500), 0u);
+  auto f = MakeWindowedBloom(/*window_ms=*/1000, /*generations=*/2);
+  Add(*f, "a", kBloomOrigin);
+  EXPECT_TRUE(Has(*f, "a", kBloomOrigin + 999));
+  EXPECT_FALSE(Has(*f, "a", kBloomOrigin + 1500));
+  EXPECT_EQ(f->ItemsAt(kBloomOrigin + 1500), 0u);
   EXPECT_EQ(f->current_generation(), 0u);  // nothing was rebuilt by reading
 }
 
 TEST(WindowedBloom, AddRepliesWhetherSeenInTheWindow) {
-  auto f = Make(/*window_ms=*/4000, /*generations=*/4);
-  EXPECT_TRUE(Add(*f, "x", kOrigin));
-  EXPECT_FALSE(Add(*f, "x", kOrigin + 10));      // same generation
-  EXPECT_FALSE(Add(*f, "x", kOrigin + 3500));    // three generations later
+  auto f = MakeWindowedBloom(/*window_ms=*/4000, /*generations=*/4);
+  EXPECT_TRUE(Add(*f, "x", kBloomOrigin));
+  EXPECT_FALSE(Add(*f, "x", kBloomOrigin + 10));    // same generation
+  EXPECT_FALSE(Add(*f, "x", kBloomOrigin + 3500));  // three generations later
   // The second add refreshed it: present a window after the second add...
-  EXPECT_TRUE(Has(*f, "x", kOrigin + 3500 + 3999));
+  EXPECT_TRUE(Has(*f, "x", kBloomOrigin + 3500 + 3999));
   // ...and the first one alone would have been gone by 5000.
-  EXPECT_EQ(f->ItemsAt(kOrigin + 3500), 1u);  // BF.CARD: new to the window once
+  EXPECT_EQ(f->ItemsAt(kBloomOrigin + 3500), 1u);  // BF.CARD: new to the window once
 }
 
 // The union over all live generations stays at or under error_rate with
@@ -110,9 +112,9 @@ TEST(WindowedBloom, AddRepliesWhetherSeenInTheWindow) {
 TEST(WindowedBloom, FalsePositiveRateOverAllGenerations) {
   constexpr uint64_t kCapacity = 20000;
   constexpr uint32_t kN = 4;
-  auto f = Make(/*window_ms=*/4000, kN, kCapacity, /*error=*/0.01);
+  auto f = MakeWindowedBloom(/*window_ms=*/4000, kN, kCapacity, /*error=*/0.01);
   // capacity / n distinct items in each of the n + 1 live generations.
-  int64_t now = kOrigin;
+  int64_t now = kBloomOrigin;
   int id = 0;
   for (uint32_t g = 0; g <= kN; ++g) {
     for (uint64_t i = 0; i < kCapacity / kN; ++i) Add(*f, "in-" + std::to_string(id++), now);
@@ -130,8 +132,9 @@ TEST(WindowedBloom, FalsePositiveRateOverAllGenerations) {
 // is gone once that generation ages out.
 TEST(WindowedBloom, MemoryFlatAndGrowthAgesOut) {
   MemoryBudget budget(uint64_t{1} << 30);
-  auto f = Make(/*window_ms=*/1000, /*generations=*/4, /*capacity=*/4000, 0.01, &budget);
-  int64_t now = kOrigin;
+  auto f =
+      MakeWindowedBloom(/*window_ms=*/1000, /*generations=*/4, /*capacity=*/4000, 0.01, &budget);
+  int64_t now = kBloomOrigin;
   int id = 0;
   auto period = [&](int items) {
     for (int i = 0; i < items; ++i) Add(*f, "i" + std::to_string(id++), now);
@@ -154,12 +157,12 @@ TEST(WindowedBloom, MemoryFlatAndGrowthAgesOut) {
 // What replay needs: adds put back into the generations they went to, in
 // any order the log holds, rebuild the same answers and counts.
 TEST(WindowedBloom, ReplayRebuildsTheSameGenerations) {
-  auto live = Make(/*window_ms=*/2000, /*generations=*/2);
-  auto replayed = Make(/*window_ms=*/2000, /*generations=*/2);
+  auto live = MakeWindowedBloom(/*window_ms=*/2000, /*generations=*/2);
+  auto replayed = MakeWindowedBloom(/*window_ms=*/2000, /*generations=*/2);
   struct Record { std::string item; uint64_t gen; bool seen; bool added; };
   std::vector<Record> log;
   for (int i = 0; i < 600; ++i) {
-    const int64_t now = kOrigin + i * 10;  // six seconds: three windows
+    const int64_t now = kBloomOrigin + i * 10;  // six seconds: three windows
     const std::string item = "k" + std::to_string(i % 150);
     bool seen = false, added = false;
     uint64_t gen = 0;
@@ -168,7 +171,7 @@ TEST(WindowedBloom, ReplayRebuildsTheSameGenerations) {
   }
   // Replay ignores the clock: only the recorded generations move it.
   for (const Record& r : log) replayed->ReplayAdd(replayed->Hash(r.item), r.gen, r.seen, r.added);
-  const int64_t end = kOrigin + 6000;
+  const int64_t end = kBloomOrigin + 6000;
   EXPECT_EQ(replayed->current_generation(), live->current_generation());
   EXPECT_EQ(replayed->ItemsAt(end), live->ItemsAt(end));
   EXPECT_EQ(replayed->memory_bytes(), live->memory_bytes());
@@ -184,11 +187,11 @@ TEST(WindowedBloom, ReplayRebuildsTheSameGenerations) {
 // Time before the origin (a wall clock set back across a restart) never
 // moves generations backwards and never drops anything.
 TEST(WindowedBloom, ClockBeforeOriginChangesNothing) {
-  auto f = Make(/*window_ms=*/1000, /*generations=*/4);
-  Add(*f, "a", kOrigin + 600);
-  EXPECT_TRUE(Has(*f, "a", kOrigin - 100000));
-  EXPECT_EQ(f->GenerationAt(kOrigin - 5), 0u);
-  EXPECT_TRUE(Add(*f, "b", kOrigin - 5));
+  auto f = MakeWindowedBloom(/*window_ms=*/1000, /*generations=*/4);
+  Add(*f, "a", kBloomOrigin + 600);
+  EXPECT_TRUE(Has(*f, "a", kBloomOrigin - 100000));
+  EXPECT_EQ(f->GenerationAt(kBloomOrigin - 5), 0u);
+  EXPECT_TRUE(Add(*f, "b", kBloomOrigin - 5));
   EXPECT_EQ(f->current_generation(), 2u);
 }
 

@@ -13,9 +13,10 @@ namespace {
 
 constexpr int64_t kOrigin = 1'000'000;
 
-std::unique_ptr<WindowedCountingBloomFilter> Make(uint64_t window_ms, uint32_t generations,
-                                                  uint64_t capacity = 1000,
-                                                  MemoryBudget* budget = nullptr) {
+std::unique_ptr<WindowedCountingBloomFilter> MakeWindowedCounting(uint64_t window_ms,
+                                                                  uint32_t generations,
+                                                                  uint64_t capacity = 1000,
+                                                                  MemoryBudget* budget = nullptr) {
   WindowedCountingBloomOptions o;
   o.capacity = capacity;
   o.window_ms = window_ms;
@@ -61,7 +62,7 @@ TEST(WindowedCountingBloom, RefusesBadOptions) {
 // The n-th hit: each INCR replies the count within the window, this add
 // included, summed over the generations it was seen in.
 TEST(WindowedCountingBloom, IncrCountsAcrossLiveGenerations) {
-  auto f = Make(/*window_ms=*/4000, /*generations=*/4);  // period 1000 ms
+  auto f = MakeWindowedCounting(/*window_ms=*/4000, /*generations=*/4);  // period 1000 ms
   EXPECT_EQ(Incr(*f, "obj", kOrigin), 1u);
   EXPECT_EQ(Incr(*f, "obj", kOrigin + 10), 2u);       // same generation
   EXPECT_EQ(Incr(*f, "obj", kOrigin + 2500), 3u);     // two generations later
@@ -82,7 +83,7 @@ TEST(WindowedCountingBloom, WindowGuarantee) {
   constexpr uint64_t kW = 4000;
   constexpr uint32_t kN = 4;
   for (int64_t offset : {0, 1, 999, 1000, 2999}) {
-    auto f = Make(kW, kN);
+    auto f = MakeWindowedCounting(kW, kN);
     const int64_t t = kOrigin + offset;
     EXPECT_EQ(Incr(*f, "x", t), 1u);
     for (int64_t now = t; now < t + static_cast<int64_t>(kW); now += 50) {
@@ -100,7 +101,7 @@ TEST(WindowedCountingBloom, WindowGuarantee) {
 // DEL takes the newest live occurrence; an item no generation reports is
 // refused and changes nothing.
 TEST(WindowedCountingBloom, RemoveTakesTheNewestGenerationAndRefusesTheAbsent) {
-  auto f = Make(/*window_ms=*/2000, /*generations=*/2);  // period 1000 ms
+  auto f = MakeWindowedCounting(/*window_ms=*/2000, /*generations=*/2);  // period 1000 ms
   Incr(*f, "a", kOrigin);         // generation 0
   Incr(*f, "a", kOrigin + 1200);  // generation 1
   uint64_t generation = 99;
@@ -117,8 +118,8 @@ TEST(WindowedCountingBloom, RemoveTakesTheNewestGenerationAndRefusesTheAbsent) {
 // Adds and removes put back into the generations they went to, with the
 // clock ignored, rebuild the same counts.
 TEST(WindowedCountingBloom, ReplayRebuildsTheSameGenerations) {
-  auto live = Make(/*window_ms=*/2000, /*generations=*/2);
-  auto replayed = Make(/*window_ms=*/2000, /*generations=*/2);
+  auto live = MakeWindowedCounting(/*window_ms=*/2000, /*generations=*/2);
+  auto replayed = MakeWindowedCounting(/*window_ms=*/2000, /*generations=*/2);
   struct Record { bool add; std::string item; uint64_t gen; };
   std::vector<Record> log;
   for (int i = 0; i < 600; ++i) {
@@ -152,7 +153,7 @@ TEST(WindowedCountingBloom, ReplayRebuildsTheSameGenerations) {
 // Steady traffic keeps memory (and the budget) flat over many windows.
 TEST(WindowedCountingBloom, MemoryFlatOverManyWindows) {
   MemoryBudget budget(uint64_t{1} << 30);
-  auto f = Make(/*window_ms=*/1000, /*generations=*/4, /*capacity=*/4000, &budget);
+  auto f = MakeWindowedCounting(/*window_ms=*/1000, /*generations=*/4, /*capacity=*/4000, &budget);
   int64_t now = kOrigin;
   int id = 0;
   auto period = [&](int items) {

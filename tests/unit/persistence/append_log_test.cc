@@ -27,21 +27,21 @@ namespace bloomgate {
 namespace {
 
 // A fresh directory per test, removed with its contents afterwards.
-class TempDir {
+class LogTempDir {
  public:
-  TempDir() {
+  LogTempDir() {
     std::string pattern =
         (std::filesystem::temp_directory_path() / "bloomgate-append-log-XXXXXX").string();
     // mkdtemp picks a unique name atomically, so parallel ctest runs never collide.
     if (mkdtemp(pattern.data()) == nullptr) ADD_FAILURE() << "mkdtemp failed for " << pattern;
     path_ = pattern;
   }
-  ~TempDir() {
+  ~LogTempDir() {
     std::error_code ignored;
     std::filesystem::remove_all(path_, ignored);
   }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
+  LogTempDir(const LogTempDir&) = delete;
+  LogTempDir& operator=(const LogTempDir&) = delete;
 
   const std::string& path() const { return path_; }
 
@@ -67,14 +67,14 @@ std::string EncodeCommand(int64_t time_ms, const std::vector<std::string>& args)
   return out;
 }
 
-struct ReadOutcome {
+struct LogReadOutcome {
   Status status = Status::Ok();
   LogReadResult result;
   std::vector<LogRecord> records;
 };
 
-ReadOutcome ReadLog(const std::string& path, bool allow_torn_tail) {
-  ReadOutcome outcome;
+LogReadOutcome ReadLog(const std::string& path, bool allow_torn_tail) {
+  LogReadOutcome outcome;
   outcome.status = ReadAppendLog(
       *DefaultFileSystem(), path, allow_torn_tail,
       [&](const LogRecord& record) {
@@ -96,7 +96,7 @@ std::unique_ptr<AppendLogWriter> CreateWriter(FileSystem* fs, const std::string&
 
 // The 36-byte file header and the 18-byte record frame, built here from the
 // diagram at the top of append_log.cc rather than by the code under test.
-constexpr size_t kHeaderBytes = 36;
+constexpr size_t kLogHeaderBytes = 36;
 constexpr size_t kFrameBytes = 18;
 
 std::string ExpectedFrame(std::string_view body) {
@@ -110,7 +110,7 @@ std::string ExpectedFrame(std::string_view body) {
 }
 
 TEST(AppendLogFormat, FileHeaderBytesMatchTheDiagram) {
-  TempDir dir;
+  LogTempDir dir;
   auto writer = CreateWriter(DefaultFileSystem(), dir.path(), /*generation=*/7);
   ASSERT_NE(writer, nullptr);
   ASSERT_TRUE(writer->Close().ok());
@@ -121,7 +121,7 @@ TEST(AppendLogFormat, FileHeaderBytesMatchTheDiagram) {
   out.PutU64(7);
   out.PutI64(1700000000000);
   out.PutU64(XXH3_64bits(expected.data(), expected.size()));
-  ASSERT_EQ(expected.size(), kHeaderBytes);
+  ASSERT_EQ(expected.size(), kLogHeaderBytes);
   EXPECT_EQ(ReadFileBytes(dir.path() + "/appendonly.bglog.7"), expected);
 }
 
@@ -173,7 +173,7 @@ TEST(AppendLog, CommandRecordsRoundTripWithBinarySafeArgumentsAndTimes) {
   };
   const std::vector<int64_t> times = {0, 1, 2, 1700000000123, INT64_MAX, INT64_MAX - 1};
 
-  TempDir dir;
+  LogTempDir dir;
   auto writer = CreateWriter(DefaultFileSystem(), dir.path(), /*generation=*/1);
   ASSERT_NE(writer, nullptr);
   uint64_t sequence = 0;
@@ -182,7 +182,7 @@ TEST(AppendLog, CommandRecordsRoundTripWithBinarySafeArgumentsAndTimes) {
   }
   ASSERT_TRUE(writer->Flush(sequence, /*sync=*/true).ok());
 
-  ReadOutcome read = ReadLog(writer->path(), /*allow_torn_tail=*/false);
+  LogReadOutcome read = ReadLog(writer->path(), /*allow_torn_tail=*/false);
   ASSERT_TRUE(read.status.ok()) << read.status.message();
   EXPECT_FALSE(read.result.torn_tail);
   EXPECT_EQ(read.result.records, commands.size());
@@ -204,13 +204,13 @@ TEST(AppendLog, CommandRecordsRoundTripWithBinarySafeArgumentsAndTimes) {
 // server's wall clock never reads below 0: such a record is damage.
 TEST(AppendLog, ARecordWithANegativeTimeIsRefusedAsMalformed) {
   for (int64_t time : {int64_t{-1}, int64_t{INT64_MIN}}) {
-    TempDir dir;
+    LogTempDir dir;
     auto writer = CreateWriter(DefaultFileSystem(), dir.path(), /*generation=*/1);
     ASSERT_NE(writer, nullptr);
     writer->Append(EncodeCommand(1700000000000, {"BF.ADD", "k", "a"}));
     const uint64_t sequence = writer->Append(EncodeCommand(time, {"EXPIRE", "k", "10"}));
     ASSERT_TRUE(writer->Flush(sequence, /*sync=*/true).ok());
-    ReadOutcome read = ReadLog(writer->path(), /*allow_torn_tail=*/true);
+    LogReadOutcome read = ReadLog(writer->path(), /*allow_torn_tail=*/true);
     ASSERT_FALSE(read.status.ok()) << time;
     EXPECT_NE(read.status.message().find("record 1 at offset"), std::string::npos)
         << read.status.message();
@@ -238,7 +238,7 @@ TEST(AppendLog, FilterRecordsRoundTripWithAndWithoutPayload) {
   CopyPayload(filter, header, /*offset=*/0, reinterpret_cast<uint8_t*>(expected_payload.data()),
               header.payload_bytes);
 
-  TempDir dir;
+  LogTempDir dir;
   auto writer = CreateWriter(DefaultFileSystem(), dir.path(), /*generation=*/3);
   ASSERT_NE(writer, nullptr);
   std::string created;
@@ -251,7 +251,7 @@ TEST(AppendLog, FilterRecordsRoundTripWithAndWithoutPayload) {
   writer->Append(EncodeCommand(333, {"BF.ADD", "created", "x"}));
   ASSERT_TRUE(writer->Flush(writer->Append(loaded), /*sync=*/false).ok());
 
-  ReadOutcome read = ReadLog(writer->path(), /*allow_torn_tail=*/false);
+  LogReadOutcome read = ReadLog(writer->path(), /*allow_torn_tail=*/false);
   ASSERT_TRUE(read.status.ok()) << read.status.message();
   ASSERT_EQ(read.records.size(), 3u);
 
@@ -298,27 +298,27 @@ TEST(AppendLog, EncodersAppendNothingForABodyOverTheFormatLimit) {
 }
 
 TEST(AppendLog, ALogWithOnlyItsHeaderHasNoRecords) {
-  TempDir dir;
+  LogTempDir dir;
   auto writer = CreateWriter(DefaultFileSystem(), dir.path(), /*generation=*/0);
   ASSERT_NE(writer, nullptr);
-  EXPECT_EQ(writer->written_bytes(), kHeaderBytes);
+  EXPECT_EQ(writer->written_bytes(), kLogHeaderBytes);
   ASSERT_TRUE(writer->Close().ok());
-  ReadOutcome read = ReadLog(writer->path(), /*allow_torn_tail=*/false);
+  LogReadOutcome read = ReadLog(writer->path(), /*allow_torn_tail=*/false);
   ASSERT_TRUE(read.status.ok()) << read.status.message();
   EXPECT_EQ(read.result.records, 0u);
-  EXPECT_EQ(read.result.valid_bytes, kHeaderBytes);
+  EXPECT_EQ(read.result.valid_bytes, kLogHeaderBytes);
   EXPECT_FALSE(read.result.torn_tail);
 }
 
 TEST(AppendLog, AGenerationThatDisagreesWithTheFileNameFails) {
-  TempDir dir;
+  LogTempDir dir;
   auto writer = CreateWriter(DefaultFileSystem(), dir.path(), /*generation=*/4);
   ASSERT_NE(writer, nullptr);
   ASSERT_TRUE(writer->Close().ok());
   const std::string bytes = ReadFileBytes(writer->path());
 
   WriteFileBytes(dir.path() + "/appendonly.bglog.5", bytes);
-  ReadOutcome renamed = ReadLog(dir.path() + "/appendonly.bglog.5", /*allow_torn_tail=*/true);
+  LogReadOutcome renamed = ReadLog(dir.path() + "/appendonly.bglog.5", /*allow_torn_tail=*/true);
   EXPECT_FALSE(renamed.status.ok());
   EXPECT_NE(renamed.status.message().find("generation 4"), std::string::npos)
       << renamed.status.message();
@@ -331,17 +331,17 @@ TEST(AppendLog, AGenerationThatDisagreesWithTheFileNameFails) {
 }
 
 TEST(AppendLogWriter, SequenceIsTheFileOffsetJustPastTheRecord) {
-  TempDir dir;
+  LogTempDir dir;
   auto writer = CreateWriter(DefaultFileSystem(), dir.path(), /*generation=*/1);
   ASSERT_NE(writer, nullptr);
   const std::string a = EncodeCommand(1, {"A"});
   const std::string b = EncodeCommand(2, {"BB", "b"});
   const uint64_t first = writer->Append(a);
   const uint64_t second = writer->Append(b);
-  EXPECT_EQ(first, kHeaderBytes + a.size());
+  EXPECT_EQ(first, kLogHeaderBytes + a.size());
   EXPECT_EQ(second, first + b.size());
   // Queued is not written: written_bytes counts the file, not the queue.
-  EXPECT_EQ(writer->written_bytes(), kHeaderBytes);
+  EXPECT_EQ(writer->written_bytes(), kLogHeaderBytes);
 
   ASSERT_TRUE(writer->Flush(first, /*sync=*/false).ok());
   // Group commit: the flusher took everything queued, not just `first`.
@@ -353,13 +353,13 @@ TEST(AppendLogWriter, SequenceIsTheFileOffsetJustPastTheRecord) {
 }
 
 TEST(AppendLogWriter, EveryFlushedRecordIsReadableBeforeFlushReturns) {
-  TempDir dir;
+  LogTempDir dir;
   auto writer = CreateWriter(DefaultFileSystem(), dir.path(), /*generation=*/1);
   ASSERT_NE(writer, nullptr);
   for (int i = 0; i < 20; ++i) {
     const uint64_t sequence = writer->Append(EncodeCommand(i, {"N", std::to_string(i)}));
     ASSERT_TRUE(writer->Flush(sequence, /*sync=*/i % 5 == 0).ok());
-    ReadOutcome read = ReadLog(writer->path(), /*allow_torn_tail=*/false);
+    LogReadOutcome read = ReadLog(writer->path(), /*allow_torn_tail=*/false);
     ASSERT_TRUE(read.status.ok()) << read.status.message();
     ASSERT_EQ(read.records.size(), static_cast<size_t>(i + 1));
     EXPECT_EQ(read.records.back().args[1], std::to_string(i));
@@ -367,7 +367,7 @@ TEST(AppendLogWriter, EveryFlushedRecordIsReadableBeforeFlushReturns) {
 }
 
 TEST(AppendLogWriter, CreateRefusesAGenerationThatExists) {
-  TempDir dir;
+  LogTempDir dir;
   auto writer = CreateWriter(DefaultFileSystem(), dir.path(), /*generation=*/2);
   ASSERT_NE(writer, nullptr);
   std::unique_ptr<AppendLogWriter> second;
@@ -379,7 +379,7 @@ TEST(AppendLogWriter, CreateRefusesAGenerationThatExists) {
 }
 
 TEST(AppendLogWriter, CloseWritesWhatIsQueuedAndLaterFlushesFail) {
-  TempDir dir;
+  LogTempDir dir;
   auto writer = CreateWriter(DefaultFileSystem(), dir.path(), /*generation=*/1);
   ASSERT_NE(writer, nullptr);
   const uint64_t queued = writer->Append(EncodeCommand(1, {"QUEUED"}));
@@ -390,7 +390,7 @@ TEST(AppendLogWriter, CloseWritesWhatIsQueuedAndLaterFlushesFail) {
 
   const uint64_t late = writer->Append(EncodeCommand(2, {"LATE"}));
   EXPECT_FALSE(writer->Flush(late, /*sync=*/false).ok());
-  ReadOutcome read = ReadLog(writer->path(), /*allow_torn_tail=*/false);
+  LogReadOutcome read = ReadLog(writer->path(), /*allow_torn_tail=*/false);
   ASSERT_TRUE(read.status.ok()) << read.status.message();
   ASSERT_EQ(read.records.size(), 1u);
   EXPECT_EQ(read.records[0].args[0], "QUEUED");
@@ -403,7 +403,7 @@ TEST(AppendLogWriter, CloseWritesWhatIsQueuedAndLaterFlushesFail) {
 // until the racing flush has had 200 ms to return; before the fix it
 // returned "flush after close" at once.
 TEST(AppendLogWriter, AFlushRacingCloseWaitsForItAndSucceeds) {
-  TempDir dir;
+  LogTempDir dir;
   test_support::FaultFileSystem fs(DefaultFileSystem());
   auto writer = CreateWriter(&fs, dir.path(), /*generation=*/1);
   ASSERT_NE(writer, nullptr);
@@ -430,7 +430,7 @@ TEST(AppendLogWriter, AFlushRacingCloseWaitsForItAndSucceeds) {
 TEST(AppendLogWriter, ConcurrentAppendersKeepEveryRecordIntactAndInOrder) {
   constexpr int kThreads = 4;
   constexpr int kPerThread = 2000;
-  TempDir dir;
+  LogTempDir dir;
   auto writer = CreateWriter(DefaultFileSystem(), dir.path(), /*generation=*/9);
   ASSERT_NE(writer, nullptr);
 
@@ -455,7 +455,7 @@ TEST(AppendLogWriter, ConcurrentAppendersKeepEveryRecordIntactAndInOrder) {
         if (i == kPerThread / 2) {
           // Flush returned, so this thread's record is in the file now. Other
           // threads may be mid-write, so the tail may legitimately be torn.
-          ReadOutcome read = ReadLog(writer->path(), /*allow_torn_tail=*/true);
+          LogReadOutcome read = ReadLog(writer->path(), /*allow_torn_tail=*/true);
           bool found = false;
           for (const LogRecord& record : read.records) {
             found |= record.args[0] == tag && record.args[1] == std::to_string(i);
@@ -470,7 +470,7 @@ TEST(AppendLogWriter, ConcurrentAppendersKeepEveryRecordIntactAndInOrder) {
   for (int t = 0; t < kThreads; ++t) EXPECT_EQ(failures[t], "") << "thread " << t;
   ASSERT_TRUE(writer->Close().ok());
 
-  ReadOutcome read = ReadLog(writer->path(), /*allow_torn_tail=*/false);
+  LogReadOutcome read = ReadLog(writer->path(), /*allow_torn_tail=*/false);
   ASSERT_TRUE(read.status.ok()) << read.status.message();
   EXPECT_FALSE(read.result.torn_tail);
   ASSERT_EQ(read.records.size(), static_cast<size_t>(kThreads * kPerThread));
@@ -545,7 +545,7 @@ class FailingFileSystem : public FileSystem {
 };
 
 TEST(AppendLogWriter, AFailedWriteIsReturnedByEveryLaterFlush) {
-  TempDir dir;
+  LogTempDir dir;
   FailingFileSystem fs;
   auto writer = CreateWriter(&fs, dir.path(), /*generation=*/1);
   ASSERT_NE(writer, nullptr);
@@ -563,14 +563,14 @@ TEST(AppendLogWriter, AFailedWriteIsReturnedByEveryLaterFlush) {
   EXPECT_EQ(writer->Close().message(), first.message());
   EXPECT_EQ(writer->written_bytes(), ReadFileBytes(writer->path()).size());
 
-  ReadOutcome read = ReadLog(writer->path(), /*allow_torn_tail=*/false);
+  LogReadOutcome read = ReadLog(writer->path(), /*allow_torn_tail=*/false);
   ASSERT_TRUE(read.status.ok()) << read.status.message();
   ASSERT_EQ(read.records.size(), 1u);
   EXPECT_EQ(read.records[0].args[0], "OK");
 }
 
 TEST(AppendLogWriter, AFailedSyncIsLatchedEvenForFlushesWithoutSync) {
-  TempDir dir;
+  LogTempDir dir;
   FailingFileSystem fs;
   auto writer = CreateWriter(&fs, dir.path(), /*generation=*/1);
   ASSERT_NE(writer, nullptr);
@@ -587,7 +587,7 @@ TEST(AppendLogWriter, AFailedSyncIsLatchedEvenForFlushesWithoutSync) {
 }
 
 TEST(AppendLogWriter, ACreateThatCannotWriteItsHeaderLeavesNoFile) {
-  TempDir dir;
+  LogTempDir dir;
   FailingFileSystem fs;
   fs.fail_syncs = true;
   std::unique_ptr<AppendLogWriter> writer;
@@ -606,7 +606,7 @@ TEST(LogFileNames, NameIsBaseDotDecimalGeneration) {
 }
 
 TEST(LogFileNames, GenerationsAreListedNumericallyAndOtherNamesIgnored) {
-  TempDir dir;
+  LogTempDir dir;
   for (const char* name :
        {"log.10", "log.2", "log.0", "log.18446744073709551615", "log.tmp", "log.12x", "log.",
         "log.007", "log.+3", "log.-3", "log.18446744073709551616", "log.1.tmp", "other.5",
@@ -668,7 +668,7 @@ void ExpectGoldenRecords(const std::vector<LogRecord>& records) {
 }  // namespace golden
 
 TEST(AppendLogGolden, FixedRecordsEncodeToTheGoldenBytes) {
-  TempDir dir;
+  LogTempDir dir;
   std::unique_ptr<AppendLogWriter> writer;
   ASSERT_TRUE(AppendLogWriter::Create(DefaultFileSystem(), dir.path(), "appendonly.bglog",
                                       golden::kGeneration, golden::kTime, &writer)
@@ -692,7 +692,7 @@ TEST(AppendLogGolden, FixedRecordsEncodeToTheGoldenBytes) {
 TEST(AppendLogGolden, EveryVersionsGoldenLogStillReads) {
   for (uint32_t version = 1; version <= kAppendLogFormatVersion; ++version) {
     SCOPED_TRACE("format version " + std::to_string(version));
-    TempDir dir;
+    LogTempDir dir;
     const std::string path =
         dir.path() + "/appendonly.bglog." + std::to_string(golden::kGeneration);
     const std::string bytes = ReadFileBytes(golden::Path(version));
@@ -759,7 +759,7 @@ TEST(AppendLogUnit, ALogCutAnywhereInsideAUnitKeepsNoneOfIt) {
   EncodeCommandRecord(2, add_b, &members);
   std::string unit;
   EncodeUnitRecord(2, 2, members, &unit);
-  TempDir dir;
+  LogTempDir dir;
   std::unique_ptr<AppendLogWriter> writer;
   ASSERT_TRUE(
       AppendLogWriter::Create(DefaultFileSystem(), dir.path(), "appendonly.bglog", 1, 0, &writer)

@@ -19,6 +19,7 @@
 #include "persistence/filter_codec.h"
 #include "persistence/snapshot_file.h"
 #include "tests/unit/filters/filter_test_support.h"
+#include "tests/unit/persistence/whole_payload.h"
 
 namespace bloomgate {
 namespace {
@@ -134,11 +135,7 @@ const std::map<FilterKind, std::function<AnyFilter()>>& Samples() {
   return samples;
 }
 
-std::string WholePayload(const AnyFilter& filter, const FilterHeader& header) {
-  std::string payload(header.payload_bytes, '\0');
-  CopyPayload(filter, header, 0, reinterpret_cast<uint8_t*>(payload.data()), payload.size());
-  return payload;
-}
+using test_support::WholePayload;
 
 std::string KindName(FilterKind kind) {
   return std::to_string(static_cast<int>(kind)) + " (" + std::string(ToString(kind)) + ")";

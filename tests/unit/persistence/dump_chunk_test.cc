@@ -101,7 +101,7 @@ std::vector<AnyFilter> Filters(AnyFilter bloom, AnyFilter counting, AnyFilter cu
   return filters;
 }
 
-FilterKind KindOf(const AnyFilter& filter) { return DescribeFilter(filter).kind; }
+FilterKind KindOfFilter(const AnyFilter& filter) { return DescribeFilter(filter).kind; }
 
 std::string Payload(const AnyFilter& filter) {
   const FilterHeader header = DescribeFilter(filter);
@@ -144,7 +144,7 @@ TEST(DumpChunk, ScanDumpThenLoadChunkReproducesEveryFamily) {
     for (uint64_t max_payload : {uint64_t{1}, uint64_t{100}, kDumpChunkPayloadBytes}) {
       const std::vector<Chunk> chunks = Dump(filter, max_payload);
       AnyFilter loaded;
-      const Status s = Replay(chunks, KindOf(filter), &loaded);
+      const Status s = Replay(chunks, KindOfFilter(filter), &loaded);
       ASSERT_TRUE(s.ok()) << s.message();
       ExpectSame(filter, loaded);
     }
@@ -183,7 +183,7 @@ TEST(DumpChunk, FlippingAnyByteOfAnyChunkIsRefused) {
   for (const AnyFilter& filter : Filters(SmallBloom(10, 8), SmallCounting(5), SmallCuckoo(3))) {
     const std::vector<Chunk> chunks = Dump(filter, /*max_payload_bytes=*/24);
     ASSERT_GE(chunks.size(), 2u);
-    const FilterKind kind = KindOf(filter);
+    const FilterKind kind = KindOfFilter(filter);
     uint64_t flips = 0;
     for (size_t c = 0; c < chunks.size(); ++c) {
       for (size_t i = 0; i < chunks[c].bytes.size(); ++i) {
@@ -210,7 +210,7 @@ TEST(DumpChunk, TruncatingAnyChunkAtAnyLengthIsRefused) {
         std::vector<Chunk> damaged = chunks;
         damaged[c].bytes.resize(length);
         AnyFilter loaded;
-        ASSERT_FALSE(Replay(damaged, KindOf(filter), &loaded).ok())
+        ASSERT_FALSE(Replay(damaged, KindOfFilter(filter), &loaded).ok())
             << "chunk " << c << " cut to " << length;
       }
     }

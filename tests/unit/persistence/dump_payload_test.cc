@@ -29,7 +29,7 @@ std::string CuckooDump() {
 
 // Re-seals `payload` after an edit, so the edit reaches the decoder behind
 // the checksum.
-void Reseal(std::string* payload) {
+void ResealPayload(std::string* payload) {
   payload->resize(payload->size() - 8);
   const uint64_t sum = XXH64(payload->data(), payload->size(), 0);
   ByteWriter(payload).PutU64(sum);
@@ -70,7 +70,7 @@ TEST(DumpPayload, EveryTruncationIsRefused) {
 TEST(DumpPayload, AnotherVersionIsRefusedEvenWithAGoodChecksum) {
   std::string future = CuckooDump();
   future[4] = static_cast<char>(kDumpPayloadVersion + 1);
-  Reseal(&future);
+  ResealPayload(&future);
   MemoryBudget budget(0);
   EXPECT_EQ(Decode(future, &budget), DumpPayloadError::kVersionOrChecksum);
 }
@@ -91,16 +91,16 @@ TEST(DumpPayload, SealedNonsenseIsBadDataAndAllocatesNothing) {
   std::string longer = good;
   const size_t header_length = static_cast<uint8_t>(good[7]) | static_cast<uint8_t>(good[8]) << 8;
   longer[11 + header_length + 5] = '\x7f';
-  Reseal(&longer);
+  ResealPayload(&longer);
   EXPECT_EQ(Decode(longer, &budget), DumpPayloadError::kBadData);
   std::string kind = good;
   kind[6] = '\x7e';
-  Reseal(&kind);
+  ResealPayload(&kind);
   EXPECT_EQ(Decode(kind, &budget), DumpPayloadError::kBadData);
   for (size_t i = 11; i < 11 + header_length; ++i) {
     std::string header = good;
     header[i] = '\xff';
-    Reseal(&header);
+    ResealPayload(&header);
     AnyFilter out;
     DumpPayloadError error = DecodeDumpPayload(header, FilterLimits{}, &budget, &out);
     // Some header bytes (an item count, a seed) take any value; the rest

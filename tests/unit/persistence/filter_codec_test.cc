@@ -19,6 +19,7 @@
 #include "persistence/byte_io.h"
 #include "persistence/codec/header_fields.h"
 #include "tests/unit/filters/filter_test_support.h"
+#include "tests/unit/persistence/whole_payload.h"
 
 namespace bloomgate {
 namespace {
@@ -74,11 +75,7 @@ Built Cuckoo(uint64_t capacity, uint32_t expansion, uint64_t items) {
   return built;
 }
 
-std::string WholePayload(const AnyFilter& filter, const FilterHeader& header) {
-  std::string payload(header.payload_bytes, '\0');
-  CopyPayload(filter, header, 0, reinterpret_cast<uint8_t*>(payload.data()), payload.size());
-  return payload;
-}
+using test_support::WholePayload;
 
 Status Load(FilterKind kind, std::string_view header, std::string_view payload,
             const FilterLimits& limits, MemoryBudget* budget, AnyFilter* out) {

@@ -16,7 +16,7 @@
 namespace bloomgate {
 namespace {
 
-std::unique_ptr<ScalableBloomFilter> RedisBloomFilter(int items) {
+std::unique_ptr<ScalableBloomFilter> RedisBloomScalableFilter(int items) {
   ScalableBloomOptions options;
   options.capacity = 100;
   options.layout = BloomLayout::kRedisBloom;
@@ -54,7 +54,7 @@ void ExpectSameAnswers(const ScalableBloomFilter& a, const ScalableBloomFilter& 
 }
 
 TEST(RedisBloomCodec, ARedisBloomLayoutFilterRoundTripsThroughTheCodec) {
-  auto filter = RedisBloomFilter(700);  // 4 layers
+  auto filter = RedisBloomScalableFilter(700);  // 4 layers
   AnyFilter any = std::move(filter);
   const FilterHeader header = DescribeFilter(any);
   std::string payload(header.payload_bytes, '\0');
@@ -71,7 +71,7 @@ TEST(RedisBloomCodec, ARedisBloomLayoutFilterRoundTripsThroughTheCodec) {
 }
 
 TEST(RedisBloomCodec, RedisBloomChunksLoadBackInSmallPieces) {
-  auto filter = RedisBloomFilter(700);
+  auto filter = RedisBloomScalableFilter(700);
   // 100-byte pieces: links are cut, and no piece spans two links. [0] is
   // the header.
   auto chunks = Dump(*filter, 100);
@@ -98,7 +98,7 @@ TEST(RedisBloomCodec, RedisBloomChunksLoadBackInSmallPieces) {
 }
 
 TEST(RedisBloomCodec, DamagedHeadersAreRefused) {
-  auto filter = RedisBloomFilter(10);
+  auto filter = RedisBloomScalableFilter(10);
   std::string header;
   uint64_t it = 0;
   NextRedisBloomChunk(*filter, 0, &it, &header);

@@ -14,18 +14,15 @@
 #include "persistence/codec/header_fields.h"
 #include "persistence/dump_payload.h"
 #include "persistence/filter_codec.h"
+#include "tests/unit/persistence/whole_payload.h"
 
 namespace bloomgate {
 namespace {
 
-std::string WholePayload(const AnyFilter& filter, const FilterHeader& header) {
-  std::string payload(header.payload_bytes, '\0');
-  CopyPayload(filter, header, 0, reinterpret_cast<uint8_t*>(payload.data()), payload.size());
-  return payload;
-}
+using test_support::WholePayload;
 
-Status Load(FilterKind kind, const std::string& header, const std::string& payload,
-            AnyFilter* out) {
+Status LoadSketch(FilterKind kind, const std::string& header, const std::string& payload,
+                  AnyFilter* out) {
   std::unique_ptr<FilterLoader> loader;
   Status s = FilterLoader::Begin(kind, header, payload.size(), FilterLimits{}, nullptr, &loader);
   if (!s.ok()) return s;
@@ -34,10 +31,10 @@ Status Load(FilterKind kind, const std::string& header, const std::string& paylo
   return loader->Finish(out);
 }
 
-AnyFilter RoundTrip(const AnyFilter& filter) {
+AnyFilter SketchRoundTrip(const AnyFilter& filter) {
   const FilterHeader header = DescribeFilter(filter);
   AnyFilter loaded;
-  const Status s = Load(header.kind, header.bytes, WholePayload(filter, header), &loaded);
+  const Status s = LoadSketch(header.kind, header.bytes, WholePayload(filter, header), &loaded);
   EXPECT_TRUE(s.ok()) << s.message();
   const FilterHeader again = DescribeFilter(loaded);
   EXPECT_EQ(again.bytes, header.bytes);
@@ -80,7 +77,7 @@ std::unique_ptr<TopK> HeavyKeeper(SketchScheme scheme) {
 class BothSchemes : public ::testing::TestWithParam<SketchScheme> {};
 
 TEST_P(BothSchemes, ACountMinSketchRoundTripsAndAnswersAsBefore) {
-  for (auto copy : {&RoundTrip, &ThroughDump}) {
+  for (auto copy : {&SketchRoundTrip, &ThroughDump}) {
     AnyFilter original(Sketch(GetParam()));
     AnyFilter loaded = copy(original);
     auto& a = *std::get<std::unique_ptr<CountMinSketch>>(original);
@@ -95,7 +92,7 @@ TEST_P(BothSchemes, ACountMinSketchRoundTripsAndAnswersAsBefore) {
 }
 
 TEST_P(BothSchemes, ATopKRoundTripsAndDecaysAsBeforeWithItsGeneratorState) {
-  for (auto copy : {&RoundTrip, &ThroughDump}) {
+  for (auto copy : {&SketchRoundTrip, &ThroughDump}) {
     AnyFilter original(HeavyKeeper(GetParam()));
     AnyFilter loaded = copy(original);
     auto& a = *std::get<std::unique_ptr<TopK>>(original);
@@ -131,18 +128,18 @@ TEST(SketchSchemeCodec, HashThreeNeedsTheRedisBloomLayoutAndSeedZero) {
   AnyFilter out;
   std::string bad = header.bytes;
   bad[11] = static_cast<char>(codec::kCountMinLayout);
-  Status s = Load(header.kind, bad, payload, &out);
+  Status s = LoadSketch(header.kind, bad, payload, &out);
   EXPECT_FALSE(s.ok());
   EXPECT_NE(s.message().find("block_layout 3 with hash_algorithm 3"), std::string::npos)
       << s.message();
   bad = header.bytes;
   bad[3] = 1;  // hash_seed's low byte
-  s = Load(header.kind, bad, payload, &out);
+  s = LoadSketch(header.kind, bad, payload, &out);
   EXPECT_NE(s.message().find("hash_seed 1 with hash_algorithm 3"), std::string::npos)
       << s.message();
   bad = header.bytes;
   bad[2] = 4;  // no such hash
-  s = Load(header.kind, bad, payload, &out);
+  s = LoadSketch(header.kind, bad, payload, &out);
   EXPECT_NE(s.message().find("hash_algorithm 4 not supported"), std::string::npos)
       << s.message();
 }
@@ -160,7 +157,7 @@ TEST(SketchSchemeCodec, ARedisBloomTopKRefusesAnEmptySlotWithACount) {
   const FilterHeader header = DescribeFilter(filter);
   std::string payload = WholePayload(filter, header);
   AnyFilter out;
-  ASSERT_TRUE(Load(header.kind, header.bytes, payload, &out).ok());
+  ASSERT_TRUE(LoadSketch(header.kind, header.bytes, payload, &out).ok());
   // One item in three slots: give an empty slot a count.
   size_t empty = 0;
   for (size_t slot = 0; slot < 3; ++slot) {
@@ -169,7 +166,7 @@ TEST(SketchSchemeCodec, ARedisBloomTopKRefusesAnEmptySlotWithACount) {
   }
   ASSERT_NE(empty, 0u);
   payload[empty] = 7;
-  const Status s = Load(header.kind, header.bytes, payload, &out);
+  const Status s = LoadSketch(header.kind, header.bytes, payload, &out);
   EXPECT_FALSE(s.ok());
   EXPECT_NE(s.message().find("empty heap slot"), std::string::npos) << s.message();
 }

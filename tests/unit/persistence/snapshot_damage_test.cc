@@ -30,7 +30,8 @@ using testutil::TempDir;
 
 // --- the layout, as FORMAT.md draws it --------------------------------------
 
-constexpr size_t kHeaderBytes = 44;  // magic 8, version 4, created 8, generation 8, count 8, xxh3 8
+constexpr size_t kSnapshotHeaderBytes =
+    44;  // magic 8, version 4, created 8, generation 8, count 8, xxh3 8
 constexpr size_t kHeaderCountAt = 28;
 constexpr size_t kHeaderChecksumAt = 36;
 constexpr size_t kTrailerBytes = 24;  // magic 8, count 8, xxh3 8
@@ -80,10 +81,10 @@ void SetU32At(std::string* bytes, size_t at, uint32_t v) {
 
 // The layout of `bytes`, or nullopt if an edit made it unparsable.
 std::optional<FileLayout> ParseLayout(const std::string& bytes) {
-  if (bytes.size() < kHeaderBytes + kTrailerBytes) return std::nullopt;
+  if (bytes.size() < kSnapshotHeaderBytes + kTrailerBytes) return std::nullopt;
   FileLayout layout;
   const uint64_t count = U64At(bytes, kHeaderCountAt);
-  size_t at = kHeaderBytes;
+  size_t at = kSnapshotHeaderBytes;
   for (uint64_t i = 0; i < count; ++i) {
     RecordLayout r;
     r.start = at;
@@ -135,7 +136,7 @@ bool Reseal(std::string* bytes) {
 // Serves one file's bytes from memory: the damage loops load thousands of
 // variants, and writing each to disk costs milliseconds where parsing costs
 // microseconds. ReadSnapshot needs only FileSize and OpenForRead.
-class MemoryFileSystem : public FileSystem {
+class MemorySnapshotFileSystem : public FileSystem {
  public:
   void SetFile(std::string bytes) { bytes_ = std::move(bytes); }
 
@@ -171,12 +172,12 @@ class MemoryFileSystem : public FileSystem {
     size_t position_ = 0;
   };
 
-  static Status No() { return Status::Error("not supported by MemoryFileSystem"); }
+  static Status No() { return Status::Error("not supported by MemorySnapshotFileSystem"); }
 
   std::string bytes_;
 };
 
-std::string ReadFileBytes(const std::string& path) {
+std::string ReadBytesOf(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
@@ -210,7 +211,7 @@ class SnapshotDamage : public ::testing::Test {
     ASSERT_TRUE(WriteSnapshot(*DefaultFileSystem(), dir_.path().string(), "good.bgs",
                               {.created_ms = 1, .log_generation = 2}, sources, nullptr)
                     .ok());
-    good_ = ReadFileBytes(JoinPath(dir_.path().string(), "good.bgs"));
+    good_ = ReadBytesOf(JoinPath(dir_.path().string(), "good.bgs"));
     ASSERT_LT(good_.size(), 4096u) << "the damage loops want a small file";
     RecordProperty("snapshot_bytes", static_cast<int>(good_.size()));
     const std::optional<FileLayout> layout = ParseLayout(good_);
@@ -248,7 +249,7 @@ class SnapshotDamage : public ::testing::Test {
   }
 
   TempDir dir_;
-  MemoryFileSystem fs_;
+  MemorySnapshotFileSystem fs_;
   std::vector<AnyFilter> filters_;
   std::string good_;
   FileLayout layout_;
@@ -296,7 +297,7 @@ TEST_F(SnapshotDamage, ErrorsNameTheRecordAndBothChecksums) {
   EXPECT_NE(status.message().find("record 1 (key 'c'): record header checksum mismatch"),
             std::string::npos)
       << status.message();
-  status = Load(Variant(kHeaderBytes - 9, 0x55));  // the record count
+  status = Load(Variant(kSnapshotHeaderBytes - 9, 0x55));  // the record count
   EXPECT_NE(status.message().find("file header checksum mismatch"), std::string::npos)
       << status.message();
   status = Load(Variant(good_.size() - 1, 0x55));

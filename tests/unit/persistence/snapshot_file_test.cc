@@ -37,7 +37,7 @@ using testutil::TempDir;
 
 constexpr char kFilename[] = "dump.bgs";
 
-std::string ReadFileBytes(const std::string& path) {
+std::string ReadSnapshotBytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
@@ -215,7 +215,7 @@ TEST(SnapshotFile, EveryFamilyRoundTripsWithItsItemsAndExpiry) {
       WriteSnapshot(*DefaultFileSystem(), dir.path().string(), kFilename, meta, sources, &written);
   ASSERT_TRUE(saved.ok()) << saved.message();
   const std::string path = JoinPath(dir.path().string(), kFilename);
-  EXPECT_EQ(written, ReadFileBytes(path).size());
+  EXPECT_EQ(written, ReadSnapshotBytes(path).size());
 
   MemoryBudget budget(/*limit_bytes=*/0);
   SnapshotInfo info;
@@ -358,7 +358,7 @@ TEST(SnapshotGolden, FixedFiltersEncodeToTheGoldenBytes) {
   ASSERT_TRUE(WriteSnapshot(*DefaultFileSystem(), dir.path().string(), kFilename, kGoldenMeta,
                             sources, nullptr)
                   .ok());
-  const std::string encoded = ReadFileBytes(JoinPath(dir.path().string(), kFilename));
+  const std::string encoded = ReadSnapshotBytes(JoinPath(dir.path().string(), kFilename));
   const char* regenerate = std::getenv("BLOOMGATE_REGENERATE_GOLDEN");
   if (regenerate != nullptr && std::string(regenerate) == "1") {
     std::ofstream out(GoldenPath(), std::ios::binary | std::ios::trunc);
@@ -369,7 +369,7 @@ TEST(SnapshotGolden, FixedFiltersEncodeToTheGoldenBytes) {
     FAIL() << "rewrote " << GoldenPath() << " (" << encoded.size()
            << " bytes); review the diff, then run again without BLOOMGATE_REGENERATE_GOLDEN";
   }
-  const std::string golden = ReadFileBytes(GoldenPath());
+  const std::string golden = ReadSnapshotBytes(GoldenPath());
   ASSERT_FALSE(golden.empty()) << "missing " << GoldenPath();
   size_t first_difference = 0;
   while (first_difference < std::min(golden.size(), encoded.size()) &&
@@ -455,7 +455,7 @@ class SnapshotFaults : public ::testing::Test {
     ASSERT_TRUE(WriteSnapshot(*DefaultFileSystem(), dir(), kFilename, {.log_generation = 1},
                               old_sources, nullptr)
                     .ok());
-    old_bytes_ = ReadFileBytes(path());
+    old_bytes_ = ReadSnapshotBytes(path());
   }
 
   std::string dir() const { return dir_.path().string(); }
@@ -476,7 +476,7 @@ class SnapshotFaults : public ::testing::Test {
   }
 
   void ExpectOldSnapshotAloneIntact() {
-    EXPECT_EQ(ReadFileBytes(path()), old_bytes_);
+    EXPECT_EQ(ReadSnapshotBytes(path()), old_bytes_);
     EXPECT_EQ(DirectoryNames(dir()), std::vector<std::string>{kFilename});
   }
 
@@ -541,7 +541,7 @@ TEST_F(SnapshotFaults, FailedDirectoryFsyncLeavesTheNewSnapshotInPlace) {
   FaultFileSystem fs(DefaultFileSystem());
   fs.FailNth(FaultOp::kSyncDirectory, 1, "Input/output error");
   ExpectSaveFails(fs, "fsync directory", "Input/output error");
-  EXPECT_NE(ReadFileBytes(path()), old_bytes_);
+  EXPECT_NE(ReadSnapshotBytes(path()), old_bytes_);
   EXPECT_EQ(DirectoryNames(dir()), std::vector<std::string>{kFilename});
   SnapshotInfo info;
   std::vector<LoadedRecord> loaded;
@@ -559,7 +559,7 @@ TEST_F(SnapshotFaults, FailedCleanupIsReportedWithTheStep) {
   fs.FailNth(FaultOp::kSync, 1, "Input/output error");
   fs.FailNth(FaultOp::kRemove, 1, "Device or resource busy");
   ExpectSaveFails(fs, "fsync", "the temporary was not removed: remove ");
-  EXPECT_EQ(ReadFileBytes(path()), old_bytes_);
+  EXPECT_EQ(ReadSnapshotBytes(path()), old_bytes_);
   std::vector<std::string> names = DirectoryNames(dir());
   ASSERT_EQ(names.size(), 2u);
   const std::string temp = names[0] == kFilename ? names[1] : names[0];

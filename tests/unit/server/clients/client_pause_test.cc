@@ -138,18 +138,18 @@ TEST(ClientPauseDispatch, BadArgumentsGetRedisTextsAndPauseNothing) {
 
 // --------------------------------------------------------------- expiry ---
 
-constexpr int64_t kNow = 1'000'000;
+constexpr int64_t kPauseNow = 1'000'000;
 
 TEST(ClientPauseExpiry, AnExpiredKeyReadsAsMissingButStaysUntilThePauseEnds) {
   Keyspace keyspace;
-  keyspace.Put("k", testing::MakeBloomEntry(), /*expire_at_ms=*/kNow + 10);
-  keyspace.HoldExpiry(kNow + 1000);
-  EXPECT_EQ(keyspace.Find("k", kNow + 20), nullptr);
-  EXPECT_EQ(keyspace.SweepExpired(kNow + 20, SIZE_MAX), 0u);
+  keyspace.Put("k", testing::MakeBloomEntry(), /*expire_at_ms=*/kPauseNow + 10);
+  keyspace.HoldExpiry(kPauseNow + 1000);
+  EXPECT_EQ(keyspace.Find("k", kPauseNow + 20), nullptr);
+  EXPECT_EQ(keyspace.SweepExpired(kPauseNow + 20, SIZE_MAX), 0u);
   EXPECT_EQ(keyspace.Size(), 1u);
   EXPECT_EQ(keyspace.expired_keys(), 0u);
   // Held until the end passed, then removed on the next look.
-  EXPECT_EQ(keyspace.Find("k", kNow + 1000), nullptr);
+  EXPECT_EQ(keyspace.Find("k", kPauseNow + 1000), nullptr);
   EXPECT_EQ(keyspace.Size(), 0u);
   EXPECT_EQ(keyspace.expired_keys(), 1u);
 }

@@ -24,7 +24,7 @@ namespace bloomgate {
 namespace {
 
 using namespace bloomgate::testing;
-using Items = std::vector<std::string_view>;
+using ItemViews = std::vector<std::string_view>;
 
 // Counts what the ops hand the journal.
 struct Recorder : DecodingSubscriber {
@@ -114,7 +114,7 @@ TEST_F(FamilyOps, BloomAddsStopAtAFullNonScalingFilterAndSayWhichWentIn) {
   ASSERT_EQ(ReserveBloom(store, Key("k"), BloomParams{.capacity = 2, .expansion = 0}),
             BloomStatus::kOk);
   EntryPtr entry = server_->keyspace.Find("k", NowMs());
-  const Items items = {"a", "a", "b", "c", "d"};
+  const ItemViews items = {"a", "a", "b", "c", "d"};
   const uint64_t version = entry->version();
   BloomAddResult result = AddBloomItems(*entry, items);
   EXPECT_EQ(result.status, BloomStatus::kNonScalingFull) << ToString(result.status);
@@ -124,14 +124,14 @@ TEST_F(FamilyOps, BloomAddsStopAtAFullNonScalingFilterAndSayWhichWentIn) {
   EXPECT_EQ(entry->bloom()->items(), 2u);
 
   const uint64_t before = entry->version();
-  result = AddBloomItems(*entry, Items{"a", "b"});
+  result = AddBloomItems(*entry, ItemViews{"a", "b"});
   EXPECT_EQ(result.status, BloomStatus::kOk);
   EXPECT_EQ(result.added, (std::vector<bool>{false, false}));
   EXPECT_EQ(entry->version(), before) << "adding what the filter holds changes nothing";
 }
 
 TEST_F(FamilyOps, BloomAddedEffectRecordsExactlyTheItemsThatWentIn) {
-  const Items items = {"x", "y", "z"};
+  const ItemViews items = {"x", "y", "z"};
   std::string counted;
   std::vector<std::string_view> effect;
   BloomAddedEffect("key", items, std::vector<bool>{true, false}, &counted, &effect);
@@ -178,14 +178,14 @@ TEST_F(FamilyOps, CountingAddsAndDeletesCountOccurrences) {
   ASSERT_NE(entry->get<CountingBloomFilter>(), nullptr);
   EXPECT_EQ(entry->get<CountingBloomFilter>()->counter_bits(), 8u);
 
-  BloomAddResult added = AddCountingItems(*entry, Items{"a", "a", "b"});
+  BloomAddResult added = AddCountingItems(*entry, ItemViews{"a", "a", "b"});
   EXPECT_EQ(added.status, BloomStatus::kOk);
   EXPECT_EQ(added.added, (std::vector<bool>{true, false, true}));
-  EXPECT_EQ(DeleteCountingItems(*entry, Items{"a", "never-added"}),
+  EXPECT_EQ(DeleteCountingItems(*entry, ItemViews{"a", "never-added"}),
             (std::vector<bool>{true, false}));
   EXPECT_EQ(entry->get<CountingBloomFilter>()->Count(entry->get<CountingBloomFilter>()->Hash("a")), 1u)
       << "one of a's two occurrences is left";
-  EXPECT_EQ(DeleteCountingItems(*entry, Items{"a"}), std::vector<bool>{true});
+  EXPECT_EQ(DeleteCountingItems(*entry, ItemViews{"a"}), std::vector<bool>{true});
   EXPECT_FALSE(entry->get<CountingBloomFilter>()->MayContain(entry->get<CountingBloomFilter>()->Hash("a")));
 }
 
@@ -209,7 +209,7 @@ TEST_F(FamilyOps, CountingAddsStopAtAFullNonScalingFilter) {
   ASSERT_EQ(ReserveCounting(store, Key("c"), BloomParams{.capacity = 1, .expansion = 0}),
             BloomStatus::kOk);
   EntryPtr entry = server_->keyspace.Find("c", NowMs());
-  BloomAddResult result = AddCountingItems(*entry, Items{"a", "b", "c"});
+  BloomAddResult result = AddCountingItems(*entry, ItemViews{"a", "b", "c"});
   EXPECT_EQ(result.status, BloomStatus::kNonScalingFull) << ToString(result.status);
   EXPECT_EQ(result.added, std::vector<bool>{true});
 }
@@ -226,11 +226,11 @@ TEST_F(FamilyOps, CountingAddsInOneCallMatchOneCallPerItemAcrossChunksAndGrowths
   EntryPtr each = server_->keyspace.Find("each", NowMs());
   std::vector<std::string> names;
   for (int i = 0; i < 450; ++i) names.push_back("item" + std::to_string(i * 7 % 200));
-  const Items items(names.begin(), names.end());
+  const ItemViews items(names.begin(), names.end());
   const BloomAddResult all = AddCountingItems(*batch, items);
   std::vector<bool> one_by_one;
   for (std::string_view item : items) {
-    const BloomAddResult one = AddCountingItems(*each, Items{item});
+    const BloomAddResult one = AddCountingItems(*each, ItemViews{item});
     ASSERT_EQ(one.status, BloomStatus::kOk);
     one_by_one.push_back(one.added.at(0));
   }
@@ -297,7 +297,7 @@ TEST_F(FamilyOps, CuckooInsertsIntoAFullNonScalingFilterSayNoRoomPerItem) {
   options.expansion = 0;
   ASSERT_EQ(ReserveCuckoo(store, Key("cf"), options), CuckooStatus::kOk);
   EntryPtr entry = server_->keyspace.Find("cf", NowMs());
-  Items items;
+  ItemViews items;
   std::vector<std::string> names;
   for (int i = 0; i < 16; ++i) names.push_back("item" + std::to_string(i));
   for (const std::string& name : names) items.push_back(name);

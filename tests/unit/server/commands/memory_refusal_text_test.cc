@@ -14,20 +14,20 @@
 namespace bloomgate::testing {
 namespace {
 
-constexpr uint64_t kLimit = 64 * 1024;
+constexpr uint64_t kMemoryLimit = 64 * 1024;
 
-std::string Quoted(std::string_view text) {
+std::string QuotedText(std::string_view text) {
   static const std::regex special(R"([.^$|()\[\]{}*+?\\])");
   return std::regex_replace(std::string(text), special, R"(\$&)");
 }
 
-// A server under one of the two limits at kLimit bytes.
+// A server under one of the two limits at kMemoryLimit bytes.
 std::unique_ptr<ServerContext> Limited(bool filter_cap) {
   ServerConfig config;
   if (filter_cap) {
-    config.max_filter_memory = kLimit;
+    config.max_filter_memory = kMemoryLimit;
   } else {
-    config.maxmemory = kLimit;
+    config.maxmemory = kMemoryLimit;
   }
   return MakeServer(config);
 }
@@ -39,15 +39,15 @@ void ExpectRefusal(const std::string& reply, std::string_view prefix, bool filte
                    bool growth = false) {
   const std::string needs = growth ? ": growing needs (\\d+) " : ": needs (\\d+) ";
   const std::string pattern =
-      filter_cap ? "-" + Quoted(prefix) + needs + (growth ? "bytes in all" : "bytes") +
+      filter_cap ? "-" + QuotedText(prefix) + needs + (growth ? "bytes in all" : "bytes") +
                        ", max-filter-memory is 65536\r\n"
-                 : "-" + Quoted(prefix) + needs + (growth ? "more bytes" : "bytes") +
+                 : "-" + QuotedText(prefix) + needs + (growth ? "more bytes" : "bytes") +
                        ", maxmemory has (\\d+) bytes free of 65536\r\n";
   std::smatch match;
   ASSERT_TRUE(std::regex_match(reply, match, std::regex(pattern))) << reply;
   const uint64_t needed = std::stoull(match[1].str());
   if (filter_cap) {
-    EXPECT_GT(needed, kLimit) << reply;
+    EXPECT_GT(needed, kMemoryLimit) << reply;
   } else {
     EXPECT_GT(needed, std::stoull(match[2].str())) << reply;
   }

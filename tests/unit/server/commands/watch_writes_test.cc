@@ -40,14 +40,14 @@ class WatchWrites : public ::testing::Test {
   Session b_;  // writes in between
 };
 
-struct Chunk {
+struct ScanDumpReply {
   int64_t iterator = 0;
   std::string data;
 };
 
 // One SCANDUMP reply, "*2 :next $data", parsed.
-Chunk ParseScanDump(const std::string& reply) {
-  Chunk chunk;
+ScanDumpReply ParseScanDumpReply(const std::string& reply) {
+  ScanDumpReply chunk;
   EXPECT_EQ(reply.rfind("*2\r\n:", 0), 0u) << reply.substr(0, 80);
   size_t at = 5;
   size_t end = reply.find("\r\n", at);
@@ -98,14 +98,15 @@ TEST_F(WatchWrites, AFilterLoadedWithLoadChunkOntoAWatchedKeyAbortsExec) {
   for (std::string prefix : {"BF", "CF"}) {
     SCOPED_TRACE(prefix);
     ASSERT_EQ(a_.Run({prefix + ".ADD", "src", "a"}), Int(1));
-    std::vector<Chunk> chunks;
-    for (Chunk c = ParseScanDump(a_.Run({prefix + ".SCANDUMP", "src", "0"})); c.iterator != 0;
-         c = ParseScanDump(a_.Run({prefix + ".SCANDUMP", "src", std::to_string(c.iterator)}))) {
+    std::vector<ScanDumpReply> chunks;
+    for (ScanDumpReply c = ParseScanDumpReply(a_.Run({prefix + ".SCANDUMP", "src", "0"}));
+         c.iterator != 0; c = ParseScanDumpReply(
+                              a_.Run({prefix + ".SCANDUMP", "src", std::to_string(c.iterator)}))) {
       chunks.push_back(c);
     }
     ASSERT_GE(chunks.size(), 2u);
     ASSERT_EQ(a_.Run({"WATCH", "copy"}), kOk);
-    for (const Chunk& c : chunks) {
+    for (const ScanDumpReply& c : chunks) {
       ASSERT_EQ(b_.Run({prefix + ".LOADCHUNK", "copy", std::to_string(c.iterator), c.data}), kOk);
     }
     ASSERT_EQ(a_.Run({prefix + ".EXISTS", "copy", "a"}), Int(1));

@@ -27,16 +27,16 @@ using test_support::FaultFileSystem;
 using test_support::FaultOp;
 using testutil::TempDir;
 
-ServerConfig ConfigIn(const TempDir& dir) {
+ServerConfig AlwaysSyncedConfigIn(const TempDir& dir) {
   return DurableConfigIn(dir, ServerConfig::AppendFsync::kAlways);
 }
 
-std::string ReadFile(const std::filesystem::path& path) {
+std::string ReadWholeFile(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
-std::string InfoField(Session& session, std::string_view field) {
+std::string InfoFieldOf(Session& session, std::string_view field) {
   std::string info = session.Run({"INFO", "persistence"});
   size_t at = info.find(std::string(field) + ":");
   if (at == std::string::npos) return "<missing>";
@@ -46,7 +46,7 @@ std::string InfoField(Session& session, std::string_view field) {
 
 TEST(Durability, EveryFamilyComesBackFromTheLogAfterACrash) {
   TempDir dir;
-  ServerConfig config = ConfigIn(dir);
+  ServerConfig config = AlwaysSyncedConfigIn(dir);
   {
     auto server = StartOn(config, DefaultFileSystem());
     Session s(server.get());
@@ -75,7 +75,7 @@ TEST(Durability, EveryFamilyComesBackFromTheLogAfterACrash) {
 
 TEST(Durability, DeletesAreReplayedExactlyOnceAcrossASnapshotCut) {
   TempDir dir;
-  ServerConfig config = ConfigIn(dir);
+  ServerConfig config = AlwaysSyncedConfigIn(dir);
   {
     auto server = StartOn(config, DefaultFileSystem());
     Session s(server.get());
@@ -95,7 +95,7 @@ TEST(Durability, DeletesAreReplayedExactlyOnceAcrossASnapshotCut) {
 // (created) and an existing one, and the log replays it to the same counts.
 TEST(Durability, CountingIncrRepliesTheCountWithThisAddAndReplaysIt) {
   TempDir dir;
-  ServerConfig config = ConfigIn(dir);
+  ServerConfig config = AlwaysSyncedConfigIn(dir);
   {
     auto server = StartOn(config, DefaultFileSystem());
     Session s(server.get());
@@ -116,7 +116,7 @@ TEST(Durability, CountingIncrRepliesTheCountWithThisAddAndReplaysIt) {
 
 TEST(Durability, ABackgroundSaveUnderConcurrentWritersLosesAndDoublesNothing) {
   TempDir dir;
-  ServerConfig config = ConfigIn(dir);
+  ServerConfig config = AlwaysSyncedConfigIn(dir);
   config.appendfsync = ServerConfig::AppendFsync::kNo;  // the write(2) is enough in-process
   constexpr int kWriters = 2;
   constexpr int kItemsPerWriter = 1500;
@@ -192,13 +192,13 @@ TEST(Durability, ABackgroundSaveUnderConcurrentWritersLosesAndDoublesNothing) {
     // Wait, with a deadline, for the background save before the "crash".
     Session s(server.get());
     const auto save_until = std::chrono::steady_clock::now() + kDeadline;
-    while (InfoField(s, "rdb_bgsave_in_progress") != "0" &&
+    while (InfoFieldOf(s, "rdb_bgsave_in_progress") != "0" &&
            std::chrono::steady_clock::now() < save_until) {
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
-    ASSERT_EQ(InfoField(s, "rdb_bgsave_in_progress"), "0")
+    ASSERT_EQ(InfoFieldOf(s, "rdb_bgsave_in_progress"), "0")
         << "the background save still runs after " << kDeadline.count() << " s";
-    EXPECT_EQ(InfoField(s, "rdb_last_bgsave_status"), "ok");
+    EXPECT_EQ(InfoFieldOf(s, "rdb_last_bgsave_status"), "ok");
     // The snapshot alone holds the adds before the cut: some, not all.
     std::vector<LoadedRecord> records;
     Status read = ReadSnapshot(*DefaultFileSystem(), (dir.path() / "dump.bgs").string(),
@@ -261,22 +261,22 @@ TEST(Durability, AWriteAfterTheCutCopiesTheFilterFirst) {
 
 TEST(Durability, AFailedSaveKeepsThePreviousSnapshotAndTheServerServing) {
   TempDir dir;
-  ServerConfig config = ConfigIn(dir);
+  ServerConfig config = AlwaysSyncedConfigIn(dir);
   FaultFileSystem fs(DefaultFileSystem());
   auto server = StartOn(config, &fs);
   Session s(server.get());
   RunDurably(*server, s, {"BF.ADD", "bf", "before"});
   ASSERT_EQ(s.Run({"SAVE"}), kOk);
   std::filesystem::path snapshot = dir.path() / "dump.bgs";
-  std::string good = ReadFile(snapshot);
+  std::string good = ReadWholeFile(snapshot);
   RunDurably(*server, s, {"BF.ADD", "bf", "after"});
   fs.FailNth(FaultOp::kRename, fs.calls(FaultOp::kRename) + 1, "Input/output error");
   std::string reply = s.Run({"SAVE"});
   EXPECT_TRUE(reply.starts_with("-ERR ")) << reply;
   EXPECT_NE(reply.find("failed at rename"), std::string::npos) << reply;
   EXPECT_NE(reply.find("Input/output error"), std::string::npos) << reply;
-  EXPECT_EQ(ReadFile(snapshot), good);
-  EXPECT_EQ(InfoField(s, "rdb_last_bgsave_status"), "err");
+  EXPECT_EQ(ReadWholeFile(snapshot), good);
+  EXPECT_EQ(InfoFieldOf(s, "rdb_last_bgsave_status"), "err");
   for (const auto& entry : std::filesystem::directory_iterator(dir.path())) {
     EXPECT_EQ(entry.path().filename().string().find(".tmp"), std::string::npos)
         << "temporary file left behind: " << entry.path();
@@ -293,7 +293,7 @@ TEST(Durability, AFailedSaveKeepsThePreviousSnapshotAndTheServerServing) {
 
 TEST(Durability, AFullDiskStopsWritesButNotReads) {
   TempDir dir;
-  ServerConfig config = ConfigIn(dir);
+  ServerConfig config = AlwaysSyncedConfigIn(dir);
   FaultFileSystem fs(DefaultFileSystem());
   auto server = StartOn(config, &fs);
   Session s(server.get());
@@ -307,12 +307,12 @@ TEST(Durability, AFullDiskStopsWritesButNotReads) {
   // Redis's rule: no write is acknowledged once the log cannot be written.
   EXPECT_TRUE(s.Run({"BF.ADD", "bf", "c"}).starts_with("-MISCONF"));
   EXPECT_EQ(s.Run({"BF.EXISTS", "bf", "a"}), Int(1));
-  EXPECT_EQ(InfoField(s, "aof_last_write_status"), "err");
+  EXPECT_EQ(InfoFieldOf(s, "aof_last_write_status"), "err");
 }
 
 TEST(Durability, ADamagedSnapshotRefusesToLoadAndIsLeftAsItWas) {
   TempDir dir;
-  ServerConfig config = ConfigIn(dir);
+  ServerConfig config = AlwaysSyncedConfigIn(dir);
   {
     auto server = StartOn(config, DefaultFileSystem());
     Session s(server.get());
@@ -320,14 +320,14 @@ TEST(Durability, ADamagedSnapshotRefusesToLoadAndIsLeftAsItWas) {
     ASSERT_EQ(s.Run({"SAVE"}), kOk);
   }
   std::filesystem::path snapshot = dir.path() / "dump.bgs";
-  std::string bytes = ReadFile(snapshot);
+  std::string bytes = ReadWholeFile(snapshot);
   bytes[bytes.size() / 2] ^= 0x01;
   std::ofstream(snapshot, std::ios::binary | std::ios::trunc) << bytes;
   auto server = MakeServer(config);
   Status loaded = LoadDurableState(*server);
   ASSERT_FALSE(loaded.ok());
   EXPECT_NE(loaded.message().find("dump.bgs"), std::string::npos) << loaded.message();
-  EXPECT_EQ(ReadFile(snapshot), bytes);
+  EXPECT_EQ(ReadWholeFile(snapshot), bytes);
 }
 
 }  // namespace

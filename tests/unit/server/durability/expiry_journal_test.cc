@@ -19,7 +19,7 @@ namespace bloomgate::testing {
 namespace {
 
 // Takes every record the journal publishes.
-class Recorder : public DecodingSubscriber {
+class ExpiryRecorder : public DecodingSubscriber {
  public:
   void OnCommandRecord(const std::vector<std::string>& args) override {
     std::lock_guard lock(mutex_);
@@ -50,7 +50,7 @@ class ExpiryJournal : public ::testing::Test {
  protected:
   void SetUp() override { server_->journal.Subscribe(&recorder_); }
   void TearDown() override { server_->journal.Unsubscribe(&recorder_); }
-  Recorder recorder_;
+  ExpiryRecorder recorder_;
   std::unique_ptr<ServerContext> server_ = MakeServer();
 };
 

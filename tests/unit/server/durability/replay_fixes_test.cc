@@ -18,7 +18,7 @@ namespace {
 
 using testutil::TempDir;
 
-ServerConfig ConfigIn(const TempDir& dir) {
+ServerConfig UnsyncedConfigIn(const TempDir& dir) {
   return DurableConfigIn(dir, ServerConfig::AppendFsync::kNo);
 }
 
@@ -30,7 +30,7 @@ int64_t Pttl(Session& s, const std::string& key) {
 void ExpectMergeKeepsDeadline(const std::string& reserve, const std::string& add,
                               const std::string& exists, const std::string& merge) {
   TempDir dir;
-  ServerConfig config = ConfigIn(dir);
+  ServerConfig config = UnsyncedConfigIn(dir);
   {
     auto server = StartOn(config, DefaultFileSystem());
     Session s(server.get());
@@ -59,7 +59,7 @@ TEST(ReplayFixes, AWindowedCountingMergeIntoAnExistingKeyKeepsItsDeadline) {
 // too, so every subscriber of the stream (a replica next) learns of it.
 TEST(ReplayFixes, TheStartupExpirySweepRecordsItsDeletions) {
   TempDir dir;
-  ServerConfig config = ConfigIn(dir);
+  ServerConfig config = UnsyncedConfigIn(dir);
   {
     auto server = StartOn(config, DefaultFileSystem());
     Session s(server.get());

@@ -14,7 +14,7 @@
 namespace bloomgate {
 namespace {
 
-constexpr int64_t kNow = 1'000'000;
+constexpr int64_t kScanNow = 1'000'000;
 
 TEST(KeyspaceScanWork, AFullScanStepsOverEachKeyAtMostTwice) {
   constexpr size_t kKeys = 200'000;
@@ -33,7 +33,7 @@ TEST(KeyspaceScanWork, AFullScanStepsOverEachKeyAtMostTwice) {
   const size_t max_calls = 4 * kKeys / kCount;
   do {
     uint64_t before = keyspace.scan_steps();
-    cursor = keyspace.Scan(cursor, kCount, kNow, [&](const std::string& name, const EntryPtr&) {
+    cursor = keyspace.Scan(cursor, kCount, kScanNow, [&](const std::string& name, const EntryPtr&) {
       EXPECT_TRUE(seen.insert(name).second) << "returned twice: " << name;
     });
     widest_call = std::max(widest_call, keyspace.scan_steps() - before);
@@ -59,7 +59,7 @@ TEST(KeyspaceScanWork, ALateCursorCostsNoMoreThanAnEarlyOne) {
   for (size_t i = 0; i < kKeys; ++i) keyspace.Put("k" + std::to_string(i), shared, 0);
   auto steps_of_one_call = [&](uint64_t cursor) {
     uint64_t before = keyspace.scan_steps();
-    keyspace.Scan(cursor, /*count=*/10, kNow, [](const std::string&, const EntryPtr&) {});
+    keyspace.Scan(cursor, /*count=*/10, kScanNow, [](const std::string&, const EntryPtr&) {});
     return keyspace.scan_steps() - before;
   };
   // Near the start, and near the end, of the same (first) shard.

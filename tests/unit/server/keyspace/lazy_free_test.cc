@@ -12,7 +12,7 @@ namespace bloomgate::testing {
 namespace {
 
 // ~4.6 MB of 4-bit counters: above LazyFreer::kLazyFreeBytes.
-constexpr const char* kBigCapacity = "1000000";
+constexpr const char* kLazyFreeCapacity = "1000000";
 
 TEST(LazyFree, EveryWayABigFilterIsRemovedFreesItOnTheFreersThread) {
   auto server = MakeServer();
@@ -23,7 +23,7 @@ TEST(LazyFree, EveryWayABigFilterIsRemovedFreesItOnTheFreersThread) {
   const uint64_t under_locks = KeyEntry::freed_under_key_locks();
   for (const Args& removal : removals) {
     const uint64_t freed_before = server->lazy_freer.freed();
-    ASSERT_EQ(s.Run({"CBF.RESERVE", "big", "0.01", kBigCapacity}), kOk);
+    ASSERT_EQ(s.Run({"CBF.RESERVE", "big", "0.01", kLazyFreeCapacity}), kOk);
     ASSERT_GE(server->keyspace.Find("big", NowMs())->MemoryUsage(), LazyFreer::kLazyFreeBytes);
     ASSERT_EQ(s.Run({"CBF.ADD", "other", "x"}), Int(1));  // small: freed inline
     ASSERT_NE(s.Run(removal)[0], '-') << removal[0];
@@ -43,7 +43,7 @@ TEST(LazyFree, TheFreerReportsPendingObjectsInInfoMemory) {
   std::string info = s.Run({"INFO", "memory"});
   EXPECT_NE(info.find("lazyfree_pending_objects:0\r\n"), std::string::npos) << info;
   EXPECT_NE(info.find("lazyfreed_objects:0\r\n"), std::string::npos) << info;
-  ASSERT_EQ(s.Run({"CBF.RESERVE", "big", "0.01", kBigCapacity}), kOk);
+  ASSERT_EQ(s.Run({"CBF.RESERVE", "big", "0.01", kLazyFreeCapacity}), kOk);
   ASSERT_EQ(s.Run({"DEL", "big"}), Int(1));
   server->lazy_freer.WaitIdle();
   info = s.Run({"INFO", "memory"});
