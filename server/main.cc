@@ -297,6 +297,9 @@ int main(int argc, char** argv) {
   JournalApplier stream_applier(context, JournalOrigin::kReplication);
   context.replication->set_applier(
       [&stream_applier](std::string_view framed) { return stream_applier.ApplyFramed(framed); });
+  // The link to a primary is a client of this server: closed when the stop
+  // begins, or the stop would wait its whole grace period for it.
+  server.AddStopHandler([&context] { context.replication->RequestStop(); });
   context.durability->BeginLoading();
   server.Start();
   Status loaded = LoadDurableState(context);

@@ -18,7 +18,7 @@ namespace {
 
 using bloomgate::testing::MakeBloomEntry;
 
-constexpr int64_t kNow = 1'000'000;
+constexpr int64_t kSlotIndexNow = 1'000'000;
 
 // The keys a full walk finds, grouped by slot.
 std::map<uint32_t, std::set<std::string>> WalkBySlot(const Keyspace& keyspace, int64_t now) {
@@ -58,7 +58,7 @@ TEST(SlotIndex, OffUntilEnabledAndBuiltFromTheKeysAlreadyStored) {
   EXPECT_EQ(keyspace.slot_index()->CountKeysInSlot(KeySlot("user1")), 2u);
   EXPECT_EQ(keyspace.slot_index()->KeysInSlot(KeySlot("user1"), 1).size(), 1u);
   EXPECT_EQ(keyspace.slot_index()->KeysInSlot(KeySlot("user1"), 0).size(), 0u);
-  ExpectIndexMatchesWalk(keyspace, kNow, "enable");
+  ExpectIndexMatchesWalk(keyspace, kSlotIndexNow, "enable");
 }
 
 // Random creates, deletes, renames (onto free and taken names), deadlines
@@ -77,7 +77,7 @@ TEST(SlotIndex, FollowsEveryPathThatAddsOrRemovesAKey) {
                                : "key:" + std::to_string(i));
   }
   auto pick = [&] { return names[rng() % names.size()]; };
-  int64_t now = kNow;
+  int64_t now = kSlotIndexNow;
   size_t steps_with_keys = 0;
   for (int step = 0; step < 2000; ++step) {
     const std::string name = pick();
@@ -148,15 +148,15 @@ TEST(SlotIndex, EraseIfSameLeavesAReplacedKeyAndRunsItsHookUnderTheRemoval) {
   Keyspace keyspace;
   keyspace.EnableSlotIndex();
   keyspace.Put("k", MakeBloomEntry(), 0);
-  EntryPtr first = keyspace.Find("k", kNow);
+  EntryPtr first = keyspace.Find("k", kSlotIndexNow);
   keyspace.Put("k", MakeBloomEntry(), 0);  // replaced: another entry
   std::vector<std::string> erased;
   auto hook = [&](const std::string& name) { erased.push_back(name); };
-  EXPECT_FALSE(keyspace.EraseIfSame(MakeKeyRef("k"), first.get(), kNow, hook));
+  EXPECT_FALSE(keyspace.EraseIfSame(MakeKeyRef("k"), first.get(), kSlotIndexNow, hook));
   EXPECT_TRUE(erased.empty());
   EXPECT_EQ(keyspace.slot_index()->CountKeysInSlot(KeySlot("k")), 1u);
-  EntryPtr second = keyspace.Find("k", kNow);
-  EXPECT_TRUE(keyspace.EraseIfSame(MakeKeyRef("k"), second.get(), kNow, hook));
+  EntryPtr second = keyspace.Find("k", kSlotIndexNow);
+  EXPECT_TRUE(keyspace.EraseIfSame(MakeKeyRef("k"), second.get(), kSlotIndexNow, hook));
   EXPECT_EQ(erased, std::vector<std::string>{"k"});
   EXPECT_EQ(keyspace.slot_index()->CountKeysInSlot(KeySlot("k")), 0u);
 }
