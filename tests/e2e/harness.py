@@ -575,6 +575,30 @@ class ServerTestCase(unittest.TestCase):
         self.assertEqual(str(ctx.exception), expected)
 
 
+class TwoServersTestCase(ServerTestCase):
+    """ServerTestCase with a second server, `other` (self.o its client, empty
+    per test), for commands that move keys between servers. Subclasses may
+    set `other_args`."""
+
+    other_args = ()
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.other = BloomgateServer(cls.other_args).start()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.other.stop()
+        super().tearDownClass()
+
+    def setUp(self):
+        super().setUp()
+        self.o = self.other.client()
+        self.addCleanup(self.o.close)
+        self.o.flushall()
+
+
 # --------------------------------------------------------------------------
 # Servers over a data directory that outlives them (durability tests).
 # --------------------------------------------------------------------------

@@ -10,7 +10,7 @@ import unittest
 
 import redis
 
-from harness import BloomgateServer, Map, PersistentServer, ServerTestCase, wait_until
+from harness import Map, PersistentServer, ServerTestCase, TwoServersTestCase, wait_until
 
 
 def fill_every_family(r):
@@ -26,23 +26,7 @@ def fill_every_family(r):
     return ["bf", "cf", "cbf", "cms", "topk"]
 
 
-class DumpRestoreAcrossServersTest(ServerTestCase):
-
-    @classmethod
-    def setUpClass(cls):
-        super().setUpClass()
-        cls.other = BloomgateServer().start()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.other.stop()
-        super().tearDownClass()
-
-    def setUp(self):
-        super().setUp()
-        self.o = self.other.client()
-        self.addCleanup(self.o.close)
-        self.o.flushall()
+class DumpRestoreAcrossServersTest(TwoServersTestCase):
 
     def test_redis_py_dump_restore_copies_every_family_to_another_server(self):
         for key in fill_every_family(self.r):

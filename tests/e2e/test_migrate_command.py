@@ -12,7 +12,7 @@ import unittest
 
 import redis
 
-from harness import BloomgateServer, ServerTestCase, wait_until
+from harness import BloomgateServer, ServerTestCase, TwoServersTestCase, wait_until
 
 
 def fill_every_family(r):
@@ -37,24 +37,9 @@ def digest(r, key):
     return r.execute_command("DEBUG", "DIGEST-VALUE", key)[0]
 
 
-class MigrateTest(ServerTestCase):
+class MigrateTest(TwoServersTestCase):
     server_args = ("--enable-debug-command", "local")
-
-    @classmethod
-    def setUpClass(cls):
-        super().setUpClass()
-        cls.other = BloomgateServer(["--enable-debug-command", "local"]).start()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.other.stop()
-        super().tearDownClass()
-
-    def setUp(self):
-        super().setUp()
-        self.o = self.other.client()
-        self.addCleanup(self.o.close)
-        self.o.flushall()
+    other_args = ("--enable-debug-command", "local")
 
     def migrate(self, *args):
         return self.r.execute_command("MIGRATE", "127.0.0.1", self.other.port, *args)
@@ -130,7 +115,7 @@ class MigrateTest(ServerTestCase):
                              "IOERR error or timeout connecting to the client")
             self.assertEqual(self.r.exists("k"), 1)
         finally:
-            type(self).other = BloomgateServer(["--enable-debug-command", "local"]).start()
+            type(self).other = BloomgateServer(self.other_args).start()
         self.assertNotEqual(port, None)
 
     def test_a_stopped_target_gives_ioerr_within_the_timeout_and_the_source_stays(self):
