@@ -41,8 +41,13 @@ class RewriteEventsTest(unittest.TestCase):
         self.addCleanup(self.listener.close)
 
     def listen(self):
-        """Every key event of the database, from here on."""
+        """Every key event of the database, from here on: returns once the
+        server confirmed the subscription, which another connection's
+        commands could otherwise overtake (another loop, --threads 2)."""
         self.listener.psubscribe("__keyevent@0__:*")
+        message = self.listener.get_message(timeout=EVENT_WAIT_S)
+        self.assertIsNotNone(message, "no PSUBSCRIBE confirmation")
+        self.assertEqual(message["type"], "psubscribe")
 
     def heard_until_marker(self):
         """The (event, key) pairs heard before the next marker."""
