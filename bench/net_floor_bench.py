@@ -115,7 +115,7 @@ def main(argv=None):
                 os.mkdir(d)
                 servers[backend] = sb.Server(
                     "bloomgate " + backend,
-                    [args.bin, "--port", str(port), "--bind", "127.0.0.1", "--threads", "1",
+                    [os.path.abspath(args.bin), "--port", str(port), "--bind", "127.0.0.1", "--threads", "1",
                      "--io-backend", backend, "--save", "", "--appendonly", "no", "--dir", d],
                     port, os.path.join(tmp, backend + ".log"))
             if args.baseline:
