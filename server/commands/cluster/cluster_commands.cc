@@ -167,8 +167,8 @@ void CmdClusterSlots(CommandContext& ctx) {
   }
 }
 
-// One node of a CLUSTER SHARDS entry: Redis 7.0's fields (the hostname is
-// always there, empty when none is set, as 7.0 prints it).
+// One node of a CLUSTER SHARDS entry: Redis 7.0's seven fields (7.0 adds a
+// `hostname` only when one is set, and this node has none to set).
 void ReplyShardNode(CommandContext& ctx, const ClusterView& view, int32_t index) {
   const ClusterNode& node = view.nodes[static_cast<size_t>(index)];
   const int64_t offset =
@@ -185,8 +185,6 @@ void ReplyShardNode(CommandContext& ctx, const ClusterView& view, int32_t index)
   ctx.reply.Bulk(node.ip);
   ctx.reply.Bulk("endpoint");
   ctx.reply.Bulk(node.ip);
-  ctx.reply.Bulk("hostname");
-  ctx.reply.Bulk("");
   ctx.reply.Bulk("role");
   ctx.reply.Bulk(replica ? "replica" : "master");
   ctx.reply.Bulk("replication-offset");

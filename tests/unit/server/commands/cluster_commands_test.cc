@@ -290,14 +290,18 @@ TEST_F(ClusterCommandsTest, SlotsAndShardsListOwnersAndRanges) {
             Arr(2) + Arr(3) + Int(0) + Int(5460) + Arr(4) + Bulk("127.0.0.1") + Int(7000) +
                 Bulk(me) + Arr(0) + Arr(3) + Int(5461) + Int(16383) + Arr(4) +
                 Bulk("127.0.0.1") + Int(7001) + Bulk(kPeer) + Arr(0));
-  const std::string shards = s.Run({"CLUSTER", "SHARDS"});
-  EXPECT_EQ(shards.substr(0, 4), Arr(2));
-  EXPECT_NE(shards.find(Bulk("slots") + Arr(2) + Int(0) + Int(5460) + Bulk("nodes") + Arr(1) +
-                        Arr(14) + Bulk("id") + Bulk(me) + Bulk("port") + Int(7000)),
-            std::string::npos)
-      << shards;
-  EXPECT_NE(shards.find(Bulk("role") + Bulk("master") + Bulk("replication-offset")),
-            std::string::npos);
+  // The whole reply: a map header that miscounts its pairs desynchronises
+  // every later reply on the connection. Seven fields a node, as redis-server
+  // 7.0.15 answers with no hostname set.
+  auto node = [](std::string_view id, int port, std::string_view health) {
+    return Arr(14) + Bulk("id") + Bulk(id) + Bulk("port") + Int(port) + Bulk("ip") +
+           Bulk("127.0.0.1") + Bulk("endpoint") + Bulk("127.0.0.1") + Bulk("role") +
+           Bulk("master") + Bulk("replication-offset") + Int(0) + Bulk("health") + Bulk(health);
+  };
+  EXPECT_EQ(s.Run({"CLUSTER", "SHARDS"}),
+            Arr(2) + Arr(4) + Bulk("slots") + Arr(2) + Int(0) + Int(5460) + Bulk("nodes") +
+                Arr(1) + node(me, 7000, "online") + Arr(4) + Bulk("slots") + Arr(2) +
+                Int(5461) + Int(16383) + Bulk("nodes") + Arr(1) + node(kPeer, 7001, "online"));
 }
 
 TEST_F(ClusterCommandsTest, FailureReportsAndHelp) {
