@@ -193,9 +193,12 @@ class SnapshotRoundTripTest(DurabilityTestCase):
             self.assertEqual(r.type(key), b"MBbloomCF")
         self.assertEqual([r.execute_command("CF.COUNT", "c", x) for x in probes], counts,
                          "CF.COUNT must answer exactly as before the restart")
-        self.assertEqual(r.execute_command("CF.COUNT", "c", "triple"), 3)
+        # Three copies, and more when another item's fingerprint shares one of
+        # its buckets (a few percent with 1,200 items and a per-filter seed).
+        triple = r.execute_command("CF.COUNT", "c", "triple")
+        self.assertGreaterEqual(triple, 3)
         self.assertEqual(r.execute_command("CF.DEL", "c", "triple"), 1)
-        self.assertEqual(r.execute_command("CF.COUNT", "c", "triple"), 2)
+        self.assertEqual(r.execute_command("CF.COUNT", "c", "triple"), triple - 1)
 
     def test_counting_filters_come_back_from_a_snapshot_with_the_same_counts_and_info(self):
         server = self.start(*SNAPSHOT_ONLY)
