@@ -126,6 +126,8 @@ TEST(OldLogReplay, CopiesOfOneCuckooItemThatTheCopiesRuleRefusesTodayAllComeBack
 // refused item), so replaying without the rule gives back the same filter.
 TEST(OldLogReplay, CopiesThisBuildRefusedStayRefusedAfterReplay) {
   TempDir dir;
+  std::string same_count, other_count;
+  int64_t sub_filters = 0;
   ServerConfig config = DurableConfigIn(dir, ServerConfig::AppendFsync::kAlways);
   {
     auto server = StartOn(config, DefaultFileSystem());
@@ -135,13 +137,20 @@ TEST(OldLogReplay, CopiesThisBuildRefusedStayRefusedAfterReplay) {
     const std::string insert =
         RunDurably(*server, s, {"CF.INSERT", "cf", "ITEMS", "other", "same", "other"});
     ASSERT_EQ(insert, Arr(2) + Int(1) + Err(errors::kCfCopiesFull));
-    ASSERT_EQ(s.Run({"CF.COUNT", "cf", "same"}), Int(8));
+    // 8 copies of "same" (two 2-slot buckets in each of two sub-filters),
+    // fewer when "other" took a slot in one of its buckets: with a random
+    // per-filter seed, about 1 run in 100.
+    same_count = s.Run({"CF.COUNT", "cf", "same"});
+    other_count = s.Run({"CF.COUNT", "cf", "other"});
+    sub_filters = CuckooSubFilters(s, "cf");
+    ASSERT_TRUE(same_count == Int(8) || same_count == Int(7) || same_count == Int(6))
+        << same_count;
   }  // a crash: only the log remains
   auto server = StartOn(config, DefaultFileSystem());
   Session s(server.get());
-  EXPECT_EQ(s.Run({"CF.COUNT", "cf", "same"}), Int(8));
-  EXPECT_EQ(s.Run({"CF.COUNT", "cf", "other"}), Int(1));
-  EXPECT_EQ(CuckooSubFilters(s, "cf"), 2);
+  EXPECT_EQ(s.Run({"CF.COUNT", "cf", "same"}), same_count);
+  EXPECT_EQ(s.Run({"CF.COUNT", "cf", "other"}), other_count);
+  EXPECT_EQ(CuckooSubFilters(s, "cf"), sub_filters);
 }
 
 // Rates under kMinBloomErrorRate (1e-30) were accepted before the floor:
