@@ -6,7 +6,6 @@
 #include "server/commands/arg_parser.h"
 #include "server/commands/cluster/cluster_commands.h"
 #include "server/commands/command_context.h"
-#include "server/commands/cluster/cluster_bus_errors.h"
 #include "server/commands/errors.h"
 
 namespace bloomgate {
