@@ -43,7 +43,24 @@ run_ctest() {
   sed -nE 's/^ *[0-9]+\/[0-9]+ Test +#[0-9]+: ([^ ]+) [ .*]+(Passed|Failed|\*+[A-Za-z]+).* ([0-9.]+) sec$/\3 s  \1/p' "$log" |
     sort -rn | sed -n 1,10p
   rm -f "$log"
+  if (( status != 0 )); then
+    print_failures "$2"
+  fi
   return "$status"
+}
+# CI shows only the end of a failed run's log, where ctest's own summary
+# names a failed test but not why: so each failed test's last 80 lines of
+# output come again last. Usage: print_failures TEST_DIR
+print_failures() {
+  local dir=$1/Testing/Temporary name
+  [[ -f $dir/LastTestsFailed.log ]] || return 0
+  while IFS=: read -r _ name; do
+    echo "-- the end of ${name}'s output:"
+    awk -v name="$name" '
+      $0 ~ "^[0-9]+/[0-9]+ Test: " name "$" { inside = 1; next }
+      inside && /^<end of output>$/ { exit }
+      inside { print }' "$dir/LastTest.log" | tail -n 80
+  done <"$dir/LastTestsFailed.log"
 }
 # Each stage's wall time, so a slow stage shows in CI's log (budget: 20 min),
 # and the CPU (user + sys) of the processes it waited for: unlike wall time,
