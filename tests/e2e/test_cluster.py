@@ -13,29 +13,10 @@ import subprocess
 import tempfile
 import unittest
 
+from cluster_support import key_in_slot
 from harness import BloomgateServer, PersistentServer, free_port, parse_info
 
 NODE_ID = re.compile(r"^[0-9a-f]{40}$")
-
-
-def crc16_xmodem(data):
-    crc = 0
-    for byte in data:
-        crc ^= byte << 8
-        for _ in range(8):
-            crc = ((crc << 1) ^ 0x1021) & 0xFFFF if crc & 0x8000 else (crc << 1) & 0xFFFF
-    return crc
-
-
-def key_in_slot(slot, tag=""):
-    """The first "k<n>" in `slot` (hash tags aside: these keys have none),
-    optionally as the hash tag of a longer key. The server's own KEYSLOT is
-    checked against it in the tests."""
-    for n in range(1000000):
-        key = f"k{n}"
-        if crc16_xmodem(key.encode()) % 16384 == slot:
-            return "{" + key + "}" + tag if tag else key
-    raise AssertionError(f"no key found for slot {slot}")
 
 
 class ClusterDisabledTest(unittest.TestCase):

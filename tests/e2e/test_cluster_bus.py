@@ -8,75 +8,15 @@ FORGET and LINKS answer as Redis 7.0.
 Every wait has a deadline; redis-cli runs as a subprocess with one (its
 create waits for agreement with no timeout of its own).
 """
-import os
-import shutil
 import socket
 import struct
-import subprocess
 import tempfile
 import time
 import unittest
 
-from harness import PersistentServer, free_port, server_binary, wait_until
-
-REDIS_CLI = shutil.which("redis-cli")
-CLI_DEADLINE_S = 60.0
-AGREE_DEADLINE_S = 30.0
-# Short enough that the node-timeout/2 ping rule runs within the test.
-NODE_TIMEOUT_MS = 2000
-
-
-def free_port_pair():
-    """A client port and a bus port, both free a moment ago."""
-    while True:
-        port, cport = free_port(), free_port()
-        if port != cport:
-            return port, cport
-
-
-class ClusterNode(PersistentServer):
-    """A cluster node on fixed ports, so a restart comes back where the
-    others know it."""
-
-    def __init__(self, data_dir, port, cport):
-        super().__init__(data_dir, args=[
-            "--cluster-enabled", "yes", "--cluster-port", str(cport),
-            "--cluster-node-timeout", str(NODE_TIMEOUT_MS), "--threads", "1"])
-        self.fixed_port = port
-        self.cport = cport
-
-    def start(self):
-        binary = server_binary()
-        self.port = self.fixed_port
-        self.log_path = self.fixed_log_path
-        self._log_file = open(self.log_path, "ab")
-        cmd = [binary, "--port", str(self.port), "--bind", "127.0.0.1", *self.args]
-        self.proc = subprocess.Popen(cmd, cwd=self.data_dir, stdin=subprocess.DEVNULL,
-                                     stdout=self._log_file, stderr=subprocess.STDOUT)
-        self._wait_until_ready()
-        return self
-
-
-def cli(*args, deadline_s=CLI_DEADLINE_S):
-    return subprocess.run([REDIS_CLI, *map(str, args)], capture_output=True, text=True,
-                          timeout=deadline_s, stdin=subprocess.DEVNULL)
-
-
-def node_lines(client):
-    text = client.execute_command("CLUSTER", "NODES")
-    if isinstance(text, bytes):
-        text = text.decode()
-    return [line.split(" ") for line in text.splitlines() if line]
-
-
-def signature(client):
-    """redis-cli's: the sorted id:slots of every node holding slots."""
-    parts = []
-    for fields in node_lines(client):
-        slots = [f for f in fields[8:] if not f.startswith("[")]
-        if slots:
-            parts.append(fields[0] + ":" + ",".join(sorted(slots)))
-    return sorted(parts)
+from cluster_support import (AGREE_DEADLINE_S, REDIS_CLI, LocalCluster, cli, node_lines,
+                             signature)
+from harness import wait_until
 
 
 def bus_ping_from_stranger(port, cport):
@@ -108,38 +48,25 @@ class ClusterBusTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.TemporaryDirectory(prefix="bloomgate-cluster-bus-")
-        cls.nodes = []
         try:
-            for i in range(3):
-                data_dir = os.path.join(cls.tmp.name, f"node{i}")
-                os.makedirs(data_dir)
-                port, cport = free_port_pair()
-                cls.nodes.append(ClusterNode(data_dir, port, cport).start())
-            started = time.monotonic()
-            cls.create = cli("--cluster", "create",
-                             *[f"127.0.0.1:{n.port}" for n in cls.nodes], "--cluster-yes")
-            cls.create_seconds = time.monotonic() - started
+            cls.cluster = LocalCluster(cls.tmp.name, masters=3)
+            cls.nodes = cls.cluster.nodes
+            cls.create = cls.cluster.create()
+            cls.create_seconds = cls.cluster.create_seconds
         except BaseException:
-            cls.tearDownClass()
+            cls.tmp.cleanup()
             raise
 
     @classmethod
     def tearDownClass(cls):
-        for node in cls.nodes:
-            if node.alive():
-                node.stop(check=False)
+        cls.cluster.stop()
         cls.tmp.cleanup()
 
     def clients(self):
-        return [n.client(decode_responses=True) for n in self.nodes]
+        return self.cluster.clients()
 
     def wait_agreement(self):
-        def agreed():
-            signatures = [signature(c) for c in self.clients()]
-            lines = [node_lines(c) for c in self.clients()]
-            return (all(s == signatures[0] and len(s) == 3 for s in signatures) and
-                    all(len(ls) == 3 and all(f[7] == "connected" for f in ls) for ls in lines))
-        wait_until(agreed, AGREE_DEADLINE_S, interval_s=0.05, what="all nodes agreeing")
+        self.cluster.wait_agreement(holders=3)
 
     def test_01_create_agrees_and_check_passes_everywhere(self):
         out = self.create.stdout + self.create.stderr
@@ -149,11 +76,7 @@ class ClusterBusTest(unittest.TestCase):
         print(f"\ncreate to agreement: {self.create_seconds:.2f} s", flush=True)
         self.wait_agreement()
         for node in self.nodes:
-            check = cli("--cluster", "check", f"127.0.0.1:{node.port}")
-            text = check.stdout + check.stderr
-            self.assertEqual(check.returncode, 0, text)
-            self.assertIn("[OK] All nodes agree about slots configuration.", text)
-            self.assertIn("[OK] All 16384 slots covered.", text)
+            self.cluster.check(node)
         for client in self.clients():
             info = client.execute_command("CLUSTER", "INFO")
             self.assertIn("cluster_known_nodes:3", info)

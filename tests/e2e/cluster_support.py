@@ -1,0 +1,201 @@
+"""Bloomgate nodes made one Redis Cluster on loopback by the tool Redis
+operators use, `redis-cli --cluster create`: for the cluster e2e tests and
+the cluster benchmarks.
+
+    with LocalCluster(tmp_dir, masters=3) as cluster:
+        cluster.create()
+        cluster.wait_agreement()
+        cluster.nodes[0].client().execute_command("CLUSTER", "INFO")
+
+Every node keeps its client and bus ports across restarts (its peers know
+it by them). redis-cli runs as a subprocess with a deadline: its create
+waits for agreement with no timeout of its own. stop() ends every node,
+whatever state the test left it in.
+"""
+import os
+import shutil
+import subprocess
+import time
+
+from harness import PersistentServer, free_port, server_binary, wait_until
+
+REDIS_CLI = shutil.which("redis-cli")
+CLI_DEADLINE_S = 60.0
+AGREE_DEADLINE_S = 30.0
+# Short enough that the node-timeout/2 ping rule runs within a test.
+NODE_TIMEOUT_MS = 2000
+SLOTS = 16384
+
+
+def free_port_pair():
+    """A client port and a bus port, both free a moment ago."""
+    while True:
+        port, cport = free_port(), free_port()
+        if port != cport:
+            return port, cport
+
+
+def crc16_xmodem(data):
+    crc = 0
+    for byte in data:
+        crc ^= byte << 8
+        for _ in range(8):
+            crc = ((crc << 1) ^ 0x1021) & 0xFFFF if crc & 0x8000 else (crc << 1) & 0xFFFF
+    return crc
+
+
+def key_slot(key):
+    """Redis Cluster's slot of a key: CRC16 of its {hash tag} if it has a
+    non-empty one, else of the whole key."""
+    data = key.encode() if isinstance(key, str) else key
+    start = data.find(b"{")
+    if start >= 0:
+        end = data.find(b"}", start + 1)
+        if end > start + 1:
+            data = data[start + 1:end]
+    return crc16_xmodem(data) % SLOTS
+
+
+def key_in_slot(slot, tag=""):
+    """The first "k<n>" in `slot` (hash tags aside: these keys have none),
+    optionally as the hash tag of a longer key."""
+    for n in range(1000000):
+        key = f"k{n}"
+        if crc16_xmodem(key.encode()) % SLOTS == slot:
+            return "{" + key + "}" + tag if tag else key
+    raise AssertionError(f"no key found for slot {slot}")
+
+
+def cli(*args, deadline_s=CLI_DEADLINE_S):
+    return subprocess.run([REDIS_CLI, *map(str, args)], capture_output=True, text=True,
+                          timeout=deadline_s, stdin=subprocess.DEVNULL)
+
+
+def node_lines(client):
+    text = client.execute_command("CLUSTER", "NODES")
+    if isinstance(text, bytes):
+        text = text.decode()
+    return [line.split(" ") for line in text.splitlines() if line]
+
+
+def signature(client):
+    """redis-cli's: the sorted id:slots of every node holding slots."""
+    parts = []
+    for fields in node_lines(client):
+        slots = [f for f in fields[8:] if not f.startswith("[")]
+        if slots:
+            parts.append(fields[0] + ":" + ",".join(sorted(slots)))
+    return sorted(parts)
+
+
+class ClusterNode(PersistentServer):
+    """A cluster node on fixed ports, so a restart comes back where the
+    others know it."""
+
+    def __init__(self, data_dir, port, cport, node_timeout_ms=NODE_TIMEOUT_MS, args=()):
+        super().__init__(data_dir, args=[
+            "--cluster-enabled", "yes", "--cluster-port", str(cport),
+            "--cluster-node-timeout", str(node_timeout_ms), "--threads", "1", *args])
+        self.fixed_port = port
+        self.cport = cport
+
+    def start(self):
+        binary = server_binary()
+        self.port = self.fixed_port
+        self.log_path = self.fixed_log_path
+        self._log_file = open(self.log_path, "ab")
+        cmd = [binary, "--port", str(self.port), "--bind", "127.0.0.1", *self.args]
+        self.proc = subprocess.Popen(cmd, cwd=self.data_dir, stdin=subprocess.DEVNULL,
+                                     stdout=self._log_file, stderr=subprocess.STDOUT)
+        self._wait_until_ready()
+        return self
+
+    @property
+    def address(self):
+        return f"127.0.0.1:{self.port}"
+
+    def my_id(self):
+        return self.client(decode_responses=True).execute_command("CLUSTER", "MYID")
+
+
+class LocalCluster:
+    """`masters` started nodes (more may be added with add_node()), each in
+    its own directory under `directory`, made one cluster by create()."""
+
+    def __init__(self, directory, masters=3, node_timeout_ms=NODE_TIMEOUT_MS, args=()):
+        self.directory = directory
+        self.node_timeout_ms = node_timeout_ms
+        self.args = list(args)
+        self.nodes = []
+        self.create_seconds = None
+        try:
+            for _ in range(masters):
+                self.add_node()
+        except BaseException:
+            self.stop()
+            raise
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    def add_node(self):
+        """Starts one more node (not yet met by the others)."""
+        data_dir = os.path.join(self.directory, f"node{len(self.nodes)}")
+        os.makedirs(data_dir)
+        port, cport = free_port_pair()
+        node = ClusterNode(data_dir, port, cport, self.node_timeout_ms, self.args)
+        self.nodes.append(node)
+        return node.start()
+
+    def create(self, *extra):
+        """redis-cli --cluster create of every node; asserts that it agreed."""
+        started = time.monotonic()
+        out = cli("--cluster", "create", *[n.address for n in self.nodes], *extra,
+                  "--cluster-yes")
+        self.create_seconds = time.monotonic() - started
+        text = out.stdout + out.stderr
+        if out.returncode != 0 or "[OK] All nodes agree about slots configuration." not in text:
+            raise AssertionError(f"redis-cli --cluster create failed:\n{text}")
+        return out
+
+    def clients(self):
+        return [n.client(decode_responses=True) for n in self.nodes if n.alive()]
+
+    def wait_agreement(self, holders=None, deadline_s=AGREE_DEADLINE_S):
+        """Every live node lists every node connected, and all agree on who
+        holds which slots (and that `holders` nodes hold some, if given)."""
+        count = len(self.nodes)
+
+        def agreed():
+            clients = self.clients()
+            signatures = [signature(c) for c in clients]
+            lines = [node_lines(c) for c in clients]
+            wanted = holders if holders is not None else len(signatures[0])
+            return (all(s == signatures[0] and len(s) == wanted and s for s in signatures) and
+                    all(len(ls) == count and all(f[7] == "connected" for f in ls)
+                        for ls in lines))
+        wait_until(agreed, deadline_s, interval_s=0.05, what="all nodes agreeing")
+
+    def check(self, node=None):
+        """redis-cli --cluster check through `node` (default: the first);
+        asserts that it passed and returns its output."""
+        node = node or self.nodes[0]
+        out = cli("--cluster", "check", node.address)
+        text = out.stdout + out.stderr
+        if (out.returncode != 0 or
+                "[OK] All nodes agree about slots configuration." not in text or
+                "[OK] All 16384 slots covered." not in text):
+            raise AssertionError(f"redis-cli --cluster check via {node.address} failed:\n{text}")
+        return text
+
+    def logs(self):
+        return "\n".join(f"--- node {i} (port {n.port}) ---\n{n.log()}"
+                         for i, n in enumerate(self.nodes))
+
+    def stop(self):
+        for node in self.nodes:
+            if node.alive():
+                node.stop(check=False)
