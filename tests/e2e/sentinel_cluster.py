@@ -246,6 +246,7 @@ class Writer(threading.Thread):
         self.waited = []
         self.ok_times = []
         self.errors = 0
+        self.last_error = None
         self.next_item = 0
 
     def run(self):
@@ -255,8 +256,9 @@ class Writer(threading.Thread):
             started = time.monotonic()
             try:
                 self.master.execute_command("BF.ADD", FILTER_KEY, item)
-            except redis.exceptions.RedisError:
+            except redis.exceptions.RedisError as e:
                 self.errors += 1
+                self.last_error = e
                 # A dead primary refuses at once: pace retries while the
                 # Sentinels are electing (the wait ends early on stop()).
                 self.stopping.wait(0.02)
@@ -268,8 +270,9 @@ class Writer(threading.Thread):
                 if int(self.master.execute_command("WAIT", 1, WAIT_MS)) >= 1:
                     with self.lock:
                         self.waited.append(item)
-            except redis.exceptions.RedisError:
+            except redis.exceptions.RedisError as e:
                 self.errors += 1
+                self.last_error = e
 
     def first_ok_after(self, t):
         with self.lock:

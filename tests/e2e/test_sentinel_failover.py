@@ -27,24 +27,43 @@ class SentinelFailoverTest(unittest.TestCase):
         self.addCleanup(tmp.cleanup)
         cluster = FailoverSet(tmp.name)
         self.addCleanup(cluster.stop)
+        self.started = time.monotonic()
+        self.phases = []
+        self.writer = None
         try:
             self.run_failover(cluster)
         except Exception:
-            # Flushed, so the logs come before unittest's traceback and
-            # the traceback is the last thing a truncated CI log shows.
+            # Flushed, so the logs come before unittest's traceback, and the
+            # phases and the traceback are the last thing a truncated CI log
+            # shows.
             print(cluster.logs(), flush=True)
+            self.print_progress()
             raise
+
+    def phase(self, name):
+        self.phases.append((name, time.monotonic() - self.started))
+
+    def print_progress(self):
+        for name, at in self.phases:
+            print(f"{at:7.2f} s  {name}")
+        w = self.writer
+        if w is not None:
+            print(f"writer: alive {w.is_alive()}, {len(w.acked)} acked, {len(w.waited)} waited, "
+                  f"{w.errors} errors, last error {w.last_error!r}")
+        print(f"{time.monotonic() - self.started:7.2f} s  failed", flush=True)
 
     def run_failover(self, cluster):
         cluster.start()
+        self.phase("primary, 2 replicas and 3 sentinels up")
         old = cluster.nodes[0]
         self.assertEqual(cluster.master_everywhere(), ("127.0.0.1", old.port))
-        writer = Writer(cluster.sentinel_client())
+        writer = self.writer = Writer(cluster.sentinel_client())
         writer.start()
         self.addCleanup(writer.stop)
         wait_until(lambda: len(writer.waited) >= WRITES_BEFORE_KILL, 30.0, interval_s=0.05,
                    what="writes acknowledged by WAIT 1 before the kill")
 
+        self.phase(f"{len(writer.waited)} writes acknowledged by WAIT 1")
         old_pid = old.kill9()
         # After the process is reaped: a write sent later cannot reach it.
         killed_at = time.monotonic()
@@ -58,10 +77,12 @@ class SentinelFailoverTest(unittest.TestCase):
         wait_until(promoted, FAILOVER_DEADLINE_S, interval_s=0.05,
                    what="the sentinels to agree on a new master")
         new = cluster.node_on(cluster.master_everywhere()[1])
+        self.phase(f"sentinels agree on the new master, port {new.port}")
         other = next(n for n in cluster.nodes if n not in (old, new))
         wait_until(lambda: writer.first_ok_after(killed_at) is not None, FAILOVER_DEADLINE_S,
                    interval_s=0.02, what="a write through the Sentinel client after the kill")
         failover_s = writer.first_ok_after(killed_at) - killed_at
+        self.phase("a write through the Sentinel client")
         print(f"failover: {failover_s:.3f} s from kill -9 to the first write")
         self.assertEqual(new.replication()["role"], "master")
         with new.client() as c:
@@ -74,6 +95,7 @@ class SentinelFailoverTest(unittest.TestCase):
         wait_until(follows_new, FAILOVER_DEADLINE_S, interval_s=0.1,
                    what="the other replica to follow the new master")
 
+        self.phase("the other replica follows the new master")
         old.start()
 
         def old_rejoined():
@@ -82,11 +104,13 @@ class SentinelFailoverTest(unittest.TestCase):
                     and fields["master_link_status"] == "up")
         wait_until(old_rejoined, REJOIN_DEADLINE_S, interval_s=0.1,
                    what="the old primary to rejoin as a replica of the new one")
+        self.phase("the old primary rejoined as a replica")
         # More writes after the rejoin, then stop writing and compare.
         after = len(writer.waited)
         wait_until(lambda: len(writer.waited) >= after + 50, 30.0, interval_s=0.05,
                    what="writes acknowledged by WAIT 1 after the rejoin")
         writer.stop()
+        self.phase(f"writer stopped: {len(writer.waited)} of {len(writer.acked)} writes waited")
 
         with new.client() as c:
             waited = list(writer.waited)
