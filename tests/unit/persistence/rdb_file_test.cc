@@ -111,21 +111,21 @@ TEST(RdbFile, VersionsOfRedis60To74AreReadAndNoOthers) {
   }
 }
 
-// Behind a valid checksum: each byte after the header set to a few values.
-// The reader finds the damage or reads on; it never reads out of bounds
-// (the sanitizer builds run this) and keeps nothing reserved.
+// Behind a valid checksum: each byte after the header set to 0x81 or 0xff
+// (by turns: a length's high bit, an all-ones count). The reader finds the
+// damage or reads on; it never reads out of bounds (the sanitizer builds run
+// this) and keeps nothing reserved. One value a byte, not both: each read is
+// of the whole 6 KB file, and both took 18 s under ThreadSanitizer.
 TEST(RdbFile, DamageBehindAValidChecksumIsFoundOrReadCleanly) {
   const std::string good = Fixture();
   MemoryBudget budget(0);
   size_t refused = 0;
   for (size_t i = 9; i + 9 < good.size(); ++i) {
-    for (const uint8_t to : {0x81, 0xff}) {
-      std::string bad = good;
-      bad[i] = static_cast<char>(to);
-      std::map<std::string, RdbKey> keys;
-      std::string error;
-      if (!ReadAll(Resign(bad), &keys, &error, &budget)) ++refused;
-    }
+    std::string bad = good;
+    bad[i] = static_cast<char>(i % 2 == 0 ? 0x81 : 0xff);
+    std::map<std::string, RdbKey> keys;
+    std::string error;
+    if (!ReadAll(Resign(bad), &keys, &error, &budget)) ++refused;
   }
   EXPECT_GT(refused, 0u);  // bit arrays and counters take any byte; headers do not
   EXPECT_EQ(budget.used(), 0u);
