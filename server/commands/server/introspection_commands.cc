@@ -7,10 +7,10 @@
 
 #include <algorithm>
 #include <fmt/format.h>
-#include <fstream>
 #include <set>
 
 #include "server/base/glob.h"
+#include "server/base/memory_limit.h"
 #include "server/catalogue/acl_categories.h"
 #include "server/catalogue/command_table.h"
 #include "server/catalogue/family_registry.h"
@@ -320,13 +320,6 @@ std::string HumanBytes(uint64_t bytes) {
     ++unit;
   }
   return unit == 0 ? fmt::format("{}B", bytes) : fmt::format("{:.2f}{}", value, kUnits[unit]);
-}
-
-uint64_t ResidentBytes() {
-  std::ifstream statm("/proc/self/statm");
-  uint64_t size = 0, resident = 0;
-  statm >> size >> resident;
-  return resident * static_cast<uint64_t>(sysconf(_SC_PAGE_SIZE));
 }
 
 // Redis 7.2+'s listener lines: one per open transport, with every bound
