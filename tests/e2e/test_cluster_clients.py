@@ -24,6 +24,7 @@ How each library routes our commands (what these tests pin down):
 import logging
 import shutil
 import subprocess
+import sys
 import tempfile
 import unittest
 
@@ -143,7 +144,7 @@ class RedisCliClient:
     def __init__(self, seed):
         self.host, self.port = seed.split(":")
 
-    def _run(self, host, port, args, stdin=None):
+    def run(self, host, port, args, stdin=None):
         out = subprocess.run(["redis-cli", "-c", "-h", host, "-p", port, *map(str, args)],
                              input=stdin, capture_output=True, text=True, timeout=30)
         if out.returncode != 0:
@@ -153,7 +154,7 @@ class RedisCliClient:
                 if line and not line.startswith("-> Redirected to slot")]
 
     def call(self, args):
-        lines = self._run(self.host, self.port, args)
+        lines = self.run(self.host, self.port, args)
         if len(lines) == 1 and lines[0].split(" ")[0] in ("ERR", "CROSSSLOT", "MOVED", "ASK"):
             raise ClientError(lines[0])
         return lines
@@ -161,7 +162,7 @@ class RedisCliClient:
     def batch(self, commands):
         """Commands on stdin, one a line: redis-cli follows each -MOVED."""
         text = "".join(" ".join(args) + "\n" for args in commands)
-        return self._run(self.host, self.port, [], stdin=text)
+        return self.run(self.host, self.port, [], stdin=text)
 
     def close(self):
         pass
@@ -188,6 +189,7 @@ class ClusterClientsTest(unittest.TestCase):
         cls.cluster.create()
         cls.cluster.wait_agreement()
         cls.seed = cls.cluster.nodes[0].address
+        sys.stderr.write(f"client versions: {library_versions()}\n")
         cls.direct = [n.client(decode_responses=True) for n in cls.cluster.nodes]
         for c in cls.direct:
             cls.addClassCleanup(c.close)
@@ -395,7 +397,7 @@ class ClusterClientsTest(unittest.TestCase):
         # MULTI/EXEC on stdin to the slot's node (redis-cli -c would follow
         # a -MOVED out of the transaction's connection).
         node, _ = self.owner(int(self.direct[0].execute_command("CLUSTER", "KEYSLOT", tag)))
-        lines = client._run(*node.address.split(":"), [], stdin=(
+        lines = client.run(*node.address.split(":"), [], stdin=(
             f"MULTI\nBF.ADD {tag}:m1 x\nCF.ADD {tag}:m2 y\nEXISTS {tag}:m1 {tag}:m2\nEXEC\n"))
         self.assertEqual(lines, ["OK", "QUEUED", "QUEUED", "QUEUED", "1", "1", "2"])
 
@@ -459,5 +461,4 @@ class ClusterClientsTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    print("clients:", library_versions())
     unittest.main()
