@@ -35,6 +35,7 @@ missing=()
 [[ -x /usr/bin/redis-server ]] || missing+=(redis-server)
 command -v redis-benchmark >/dev/null || missing+=(redis-tools)
 [[ -x /usr/bin/python3 ]] || missing+=(python3)
+command -v node >/dev/null || missing+=(nodejs)
 if (( ${#missing[@]} > 0 )); then
   echo "bench/run.sh: missing Debian packages: ${missing[*]}" >&2
   echo "  install them with: apt-get install -y --no-install-recommends ${missing[*]}" >&2
@@ -122,6 +123,12 @@ if [[ $mode == smoke ]]; then
   run_logged "$out/small-filters.txt" /usr/bin/python3 bench/small_filters_bench.py --smoke \
     --bin "$bin"
   tail -n 1 "$out/small-filters.txt"
+  echo "== cluster_clients_bench.py --smoke (output in $out)"
+  # One routed BF.EXISTS per cluster client library on 3 masters, 100 requests
+  # each (~1.3 s of CPU); needs the npm packages scripts/install-deps.sh --test installs.
+  run_logged "$out/cluster-clients.txt" /usr/bin/python3 bench/cluster_clients_bench.py --smoke \
+    --bin "$bin" --out "$out/cluster-clients.md"
+  tail -n 1 "$out/cluster-clients.txt"
   echo "bench smoke: OK ($((SECONDS - started)) s)"
   exit 0
 fi

@@ -6,8 +6,10 @@
 #              prometheus-redis-exporter, prometheus, redis-sentinel),
 #              its benchmark smoke run (Google Benchmark, a stock redis-server
 #              to compare against; see bench/README.md) and its fuzz run (clang
-#              with libFuzzer; see scripts/fuzz.sh)
+#              with libFuzzer; see scripts/fuzz.sh), and Node.js with the npm
+#              cluster clients tests/e2e/node/package-lock.json pins
 set -euo pipefail
+cd "$(dirname "$0")/.."
 
 packages=(cmake ninja-build g++ pkg-config
           libboost-dev libboost-system-dev libxxhash-dev
@@ -28,12 +30,29 @@ if [[ "${1:-}" == "--test" ]]; then
              prometheus-redis-exporter prometheus
              # tests/e2e/test_sentinel.py has three Debian Sentinels find
              # each other through a Bloomgate's pub/sub.
-             redis-sentinel)
+             redis-sentinel
+             # tests/e2e/test_cluster_clients.py runs node-redis and ioredis
+             # (tests/e2e/node/, installed below by npm ci) against a cluster.
+             nodejs npm)
 fi
+
+# A package counts as there when installed or provided by an installed one
+# (e.g. a newer nodejs package that bundles npm and conflicts with Debian's).
+installed_or_provided() {
+  if [[ $(dpkg-query -W -f='${Status}' "$1" 2>/dev/null || true) == "install ok installed" ]]; then
+    return 0
+  fi
+  dpkg-query -W -f='${Status}|${Provides}\n' 2>/dev/null | awk -F'|' -v want="$1" '
+    $1 == "install ok installed" {
+      n = split($2, names, ", *")
+      for (i = 1; i <= n; i++) { sub(/ .*/, "", names[i]); if (names[i] == want) found = 1 }
+    }
+    END { exit !found }'
+}
 
 missing=()
 for package in "${packages[@]}"; do
-  if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
+  if ! installed_or_provided "$package"; then
     missing+=("$package")
   fi
 done
@@ -74,5 +93,19 @@ if (( ${#missing[@]} > 0 )); then
     elif [[ -x /etc/init.d/redis-sentinel ]]; then
       /etc/init.d/redis-sentinel stop >/dev/null 2>&1 || true
     fi
+  fi
+fi
+
+# The npm packages of the cluster client tests, exactly as the lock pins them:
+# npm ci only when node_modules was not made from this very lock (a stamp of
+# the lock's hash), so a second run costs nothing and needs no network.
+if [[ "${1:-}" == "--test" ]]; then
+  node_dir=tests/e2e/node
+  stamp=$node_dir/node_modules/.installed-lock.sha256
+  lock_hash=$(sha256sum "$node_dir/package-lock.json" | cut -d' ' -f1)
+  if [[ ! -f $stamp || $(cat "$stamp") != "$lock_hash" ]]; then
+    echo "installing the npm packages of $node_dir (npm ci)"
+    (cd "$node_dir" && npm ci --no-audit --no-fund --loglevel=error)
+    echo "$lock_hash" >"$stamp"
   fi
 fi

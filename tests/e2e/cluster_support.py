@@ -88,6 +88,20 @@ def signature(client):
     return sorted(parts)
 
 
+def moved_replies(clients):
+    """How many -MOVED replies these nodes have given (INFO errorstats):
+    how often a client's request went to a node that does not own its slot."""
+    total = 0
+    for client in clients:
+        # redis-py reads "errorstat_MOVED:count=3" as {"count": 3} or "count=3".
+        stats = client.info("errorstats").get("errorstat_MOVED")
+        if isinstance(stats, dict):
+            total += int(stats["count"])
+        elif stats:
+            total += int(str(stats).split("=", 1)[1])
+    return total
+
+
 class ClusterNode(PersistentServer):
     """A cluster node on fixed ports, so a restart comes back where the
     others know it."""
