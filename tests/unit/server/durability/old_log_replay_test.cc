@@ -104,18 +104,23 @@ TEST(OldLogReplay, CopiesOfOneCuckooItemThatTheCopiesRuleRefusesTodayAllComeBack
     log.Close();
   }
   ServerConfig config = DurableConfigIn(dir, ServerConfig::AppendFsync::kAlways);
+  // 5 sub-filters of 4 copies each, or one more for each sub-filter where
+  // the random per-filter seed put both of the item's buckets on one (2
+  // copies there): about 1 run in 400.
+  int64_t sub_filters = 0;
   {
     auto server = StartOn(config, DefaultFileSystem());
     Session s(server.get());
     EXPECT_EQ(s.Run({"CF.COUNT", "cf", "same"}), Int(20));
-    EXPECT_EQ(CuckooSubFilters(s, "cf"), 5);
+    sub_filters = CuckooSubFilters(s, "cf");
+    EXPECT_GE(sub_filters, 5);
     // The state an older client made saves and loads back.
     ASSERT_EQ(RunDurably(*server, s, {"SAVE"}), kOk);
   }
   auto server = StartOn(config, DefaultFileSystem());
   Session s(server.get());
   EXPECT_EQ(s.Run({"CF.COUNT", "cf", "same"}), Int(20));
-  EXPECT_EQ(CuckooSubFilters(s, "cf"), 5);
+  EXPECT_EQ(CuckooSubFilters(s, "cf"), sub_filters);
   // A client of today is still judged: both newest sub-filters hold only
   // copies in this item's buckets.
   EXPECT_EQ(s.Run({"CF.ADD", "cf", "same"}), Err(errors::kCfCopiesFull));
@@ -170,23 +175,31 @@ TEST(OldLogReplay, FiltersBelowTodaysErrorRateFloorLoadAndKeepGrowing) {
     log.Close();
   }
   ServerConfig config = DurableConfigIn(dir, ServerConfig::AppendFsync::kAlways);
-  const auto check = [](Session& s) {
+  // Every item is there, and the snapshot gives back the replies the log
+  // did. A CBF.COUNT is at least 1, not exactly 1: a layer grown for 4
+  // items may count a later item it shares all cells with (about 1 run in
+  // 400, from the random per-filter seed).
+  const auto replies = [](Session& s) {
+    std::vector<std::string> out;
     for (int i = 0; i < 40; ++i) {
       const std::string item = "item:" + std::to_string(i);
-      ASSERT_EQ(s.Run({"CBF.COUNT", "cbf", item}), Int(1)) << item;
-      ASSERT_EQ(s.Run({"BF.EXISTS", "bf", item}), Int(1)) << item;
+      out.push_back(s.Run({"CBF.COUNT", "cbf", item}));
+      EXPECT_NE(out.back(), Int(0)) << item;
+      EXPECT_EQ(s.Run({"BF.EXISTS", "bf", item}), Int(1)) << item;
     }
     EXPECT_EQ(s.Run({"BF.CARD", "bf"}), Int(40));
+    return out;
   };
+  std::vector<std::string> from_log;
   {
     auto server = StartOn(config, DefaultFileSystem());
     Session s(server.get());
-    check(s);
+    from_log = replies(s);
     ASSERT_EQ(RunDurably(*server, s, {"SAVE"}), kOk);
   }
   auto server = StartOn(config, DefaultFileSystem());
   Session s(server.get());
-  check(s);
+  EXPECT_EQ(replies(s), from_log);
   EXPECT_EQ(s.Run({"CBF.RESERVE", "new", "1e-35", "4"}), Err(errors::kErrorRateFloor));
 }
 
