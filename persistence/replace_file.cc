@@ -16,7 +16,9 @@ std::atomic<uint64_t> replace_counter{0};
 }  // namespace
 
 Status ReplaceFileWith(FileSystem& fs, const std::string& dir, const std::string& filename,
-                       const std::string& context, const ContentsWriter& write) {
+                       const std::string& context, const ContentsWriter& write,
+                       ReplaceSync sync) {
+  const bool durable = sync == ReplaceSync::kDurable;
   const std::string final_path = JoinPath(dir, filename);
   const std::string temp_path =
       JoinPath(dir, filename + std::string(kReplaceTempInfix) + std::to_string(::getpid()) + "." +
@@ -37,12 +39,15 @@ Status ReplaceFileWith(FileSystem& fs, const std::string& dir, const std::string
   std::string failed_step = "write";
   step = write(*file, &failed_step);
   if (!step.ok()) return abandon(failed_step, step);
-  step = file->Sync();
-  if (!step.ok()) return abandon("fsync", step);
+  if (durable) {
+    step = file->Sync();
+    if (!step.ok()) return abandon("fsync", step);
+  }
   step = file->Close();
   if (!step.ok()) return abandon("close", step);
   step = fs.Rename(temp_path, final_path);
   if (!step.ok()) return abandon("rename", step);
+  if (!durable) return Status::Ok();
   step = fs.SyncDirectory(dir);
   if (!step.ok()) {
     return Status::Error(context + " failed at fsync directory: " + step.message() +
@@ -51,14 +56,16 @@ Status ReplaceFileWith(FileSystem& fs, const std::string& dir, const std::string
   return Status::Ok();
 }
 
-Status ReplaceFile(FileSystem& fs, const std::string& path, std::string_view contents) {
+Status ReplaceFile(FileSystem& fs, const std::string& path, std::string_view contents,
+                   ReplaceSync sync) {
   std::string dir = std::filesystem::path(path).parent_path().string();
   if (dir.empty()) dir = ".";
   const std::string filename = std::filesystem::path(path).filename().string();
   return ReplaceFileWith(fs, dir, filename, path,
                          [contents](WritableFile& file, std::string*) {
                            return file.Append(contents);
-                         });
+                         },
+                         sync);
 }
 
 }  // namespace bloomgate

@@ -241,8 +241,9 @@ ClusterConfigLoad LoadClusterConfigFile(FileSystem& fs, const std::string& path,
 }
 
 std::string WriteClusterConfigFile(FileSystem& fs, const std::string& path,
-                                   std::string_view text) {
-  Status status = ReplaceFile(fs, path, text);
+                                   std::string_view text, bool durable) {
+  Status status =
+      ReplaceFile(fs, path, text, durable ? ReplaceSync::kDurable : ReplaceSync::kProcessCrashSafe);
   return status.ok() ? std::string() : status.message();
 }
 

@@ -34,8 +34,9 @@ enum class ClusterConfigLoad { kLoaded, kMissing, kCorrupt };
 ClusterConfigLoad LoadClusterConfigFile(FileSystem& fs, const std::string& path,
                                         ClusterView* view, std::string* error);
 
-// Writes `text` to `path` atomically; the failure's text or empty.
+// Writes `text` to `path` atomically, fsynced when `durable`; the failure's
+// text or empty.
 std::string WriteClusterConfigFile(FileSystem& fs, const std::string& path,
-                                   std::string_view text);
+                                   std::string_view text, bool durable = true);
 
 }  // namespace bloomgate

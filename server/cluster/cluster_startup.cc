@@ -45,8 +45,8 @@ bool StartCluster(const ServerConfig& config, FileSystem& fs, ClusterState* stat
     *error = "cannot write the cluster config file: " + failed;
     return false;
   }
-  state->Enable(std::move(view), [&fs, path](const std::string& config_text) {
-    return WriteClusterConfigFile(fs, path, config_text);
+  state->Enable(std::move(view), [&fs, path](const std::string& config_text, bool durable) {
+    return WriteClusterConfigFile(fs, path, config_text, durable);
   });
   return true;
 }

@@ -287,6 +287,7 @@ std::string ClusterState::my_id() const {
 std::string ClusterState::Update(const std::function<bool(ClusterView&)>& fn) {
   std::string text;
   uint64_t version = 0;
+  Epochs epochs;
   {
     std::unique_lock lock(mu_);
     if (!fn(view_)) return {};
@@ -294,28 +295,41 @@ std::string ClusterState::Update(const std::function<bool(ClusterView&)>& fn) {
     version = version_.fetch_add(1, std::memory_order_acq_rel) + 1;
     if (!saver_) return {};
     text = RenderClusterConfig(view_);
+    epochs = EpochsOf(view_);
   }
-  return SaveText(std::move(text), version);
+  return SaveText(std::move(text), version, epochs, /*force_durable=*/false);
 }
 
 std::string ClusterState::Save() {
   std::string text;
   uint64_t version = 0;
+  Epochs epochs;
   {
     std::shared_lock lock(mu_);
     if (!saver_) return {};
     version = version_.load(std::memory_order_acquire);
     text = RenderClusterConfig(view_);
+    epochs = EpochsOf(view_);
   }
-  return SaveText(std::move(text), version);
+  return SaveText(std::move(text), version, epochs, /*force_durable=*/true);
 }
 
-std::string ClusterState::SaveText(std::string text, uint64_t version) {
+ClusterState::Epochs ClusterState::EpochsOf(const ClusterView& view) {
+  return Epochs{.current = view.current_epoch,
+                .mine = view.myself == kNoNode ? 0 : view.me().config_epoch,
+                .last_vote = view.last_vote_epoch};
+}
+
+std::string ClusterState::SaveText(std::string text, uint64_t version, Epochs epochs,
+                                   bool force_durable) {
   std::lock_guard lock(save_mu_);
   // A later change already saved a newer view: this one must not replace it.
   if (version < saved_version_) return {};
-  std::string error = saver_(text);
-  if (error.empty()) saved_version_ = version;
+  const bool durable = force_durable || durable_epochs_ != epochs;
+  std::string error = saver_(text, durable);
+  if (!error.empty()) return error;
+  saved_version_ = version;
+  if (durable) durable_epochs_ = epochs;
   return error;
 }
 

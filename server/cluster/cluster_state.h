@@ -20,6 +20,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <mutex>
 #include <shared_mutex>
 #include <string>
@@ -192,8 +193,19 @@ class ClusterViewLock {
 class ClusterState {
  public:
   // Persists a changed view (cluster-config-file): receives the view's
-  // config text, returns an empty string or the failure's text.
-  using Saver = std::function<std::string(const std::string& config_text)>;
+  // config text and whether it must be fsynced, returns an empty string or
+  // the failure's text.
+  //
+  // Durable (fsynced) when an epoch moved since the last durable save
+  // (currentEpoch, myself's config epoch, lastVoteEpoch) and for CLUSTER
+  // SAVECONFIG, as Redis fsyncs nodes.conf: a node must never vote twice
+  // in one epoch or take back an older epoch after a reboot. Every other
+  // change (slots, importing/migrating marks, peers' addresses and flags)
+  // is written without fsync, as Redis writes it: it survives a crash of
+  // the process, and after a crash of the machine the peers' gossip,
+  // ordered by epochs, restores it. A reshard sets 4 slot marks per slot
+  // on two nodes: fsynced, each cost 10-35 ms on ext4 against 0.2-0.4 ms.
+  using Saver = std::function<std::string(const std::string& config_text, bool durable)>;
 
   ClusterState() = default;
   ClusterState(const ClusterState&) = delete;
@@ -244,7 +256,15 @@ class ClusterState {
   const ClusterMessageCounters& counters() const { return counters_; }
 
  private:
-  std::string SaveText(std::string text, uint64_t version);
+  // The epochs a save carries: a change of any of them is saved durably.
+  struct Epochs {
+    uint64_t current = 0;
+    uint64_t mine = 0;
+    uint64_t last_vote = 0;
+    bool operator==(const Epochs&) const = default;
+  };
+  static Epochs EpochsOf(const ClusterView& view);
+  std::string SaveText(std::string text, uint64_t version, Epochs epochs, bool force_durable);
 
   mutable ClusterViewLock mu_;
   ClusterView view_;
@@ -256,6 +276,7 @@ class ClusterState {
   // is skipped, so the file only moves forward.
   std::mutex save_mu_;
   uint64_t saved_version_ = 0;
+  std::optional<Epochs> durable_epochs_;  // under save_mu_: the last fsynced save's
   ClusterMessageCounters counters_;
 };
 

@@ -58,5 +58,17 @@ TEST(ReplaceFile, SyncsTheFileBeforeTheRenameAndTheDirectoryAfter) {
   EXPECT_EQ(fs.calls(FaultOp::kSyncDirectory), 1u);
 }
 
+TEST(ReplaceFile, ProcessCrashSafeReplacesWholeWithoutAnyFsync) {
+  testutil::TempDir dir;
+  const std::string path = dir.WriteFile("nodes.conf", "old\n");
+  FaultFileSystem fs(DefaultFileSystem());
+  ASSERT_TRUE(ReplaceFile(fs, path, "new\n", ReplaceSync::kProcessCrashSafe).ok());
+  EXPECT_EQ(Contents(path), "new\n");
+  EXPECT_EQ(Names(dir.path().string()), std::vector<std::string>{"nodes.conf"});
+  EXPECT_EQ(fs.calls(FaultOp::kSync), 0u);
+  EXPECT_EQ(fs.calls(FaultOp::kSyncDirectory), 0u);
+  EXPECT_EQ(fs.calls(FaultOp::kRename), 1u);
+}
+
 }  // namespace
 }  // namespace bloomgate

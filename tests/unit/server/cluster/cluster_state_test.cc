@@ -8,6 +8,7 @@
 #include <barrier>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <string>
 #include <thread>
 
@@ -179,7 +180,7 @@ TEST(ClusterConfigFileTest, AnAddressWithoutBusPortMeansPortPlusTenThousand) {
 TEST(ClusterStateTest, UpdateSavesOnlyChangesAndCountsVersions) {
   ClusterState state;
   std::vector<std::string> saved;
-  state.Enable(FreshView(7000, 17000, ""), [&](const std::string& text) {
+  state.Enable(FreshView(7000, 17000, ""), [&](const std::string& text, bool) {
     saved.push_back(text);
     return std::string();
   });
@@ -200,12 +201,69 @@ TEST(ClusterStateTest, UpdateSavesOnlyChangesAndCountsVersions) {
 
 TEST(ClusterStateTest, ASaveFailureIsReported) {
   ClusterState state;
-  state.Enable(FreshView(7000, 17000, ""), [](const std::string&) { return std::string("disk full"); });
+  state.Enable(FreshView(7000, 17000, ""),
+               [](const std::string&, bool) { return std::string("disk full"); });
   EXPECT_EQ(state.Update([](ClusterView& view) {
     view.current_epoch = 1;
     return true;
   }),
             "disk full");
+}
+
+// As Redis: nodes.conf is fsynced when an epoch moves (a vote or a config
+// epoch must survive a reboot) and on SAVECONFIG; slot changes, the bulk of
+// a reshard, are written without fsync.
+TEST(ClusterStateTest, OnlyEpochChangesAndSaveConfigAreSavedDurably) {
+  ClusterState state;
+  std::vector<bool> durable;
+  state.Enable(FreshView(7000, 17000, ""), [&](const std::string&, bool sync) {
+    durable.push_back(sync);
+    return std::string();
+  });
+  const auto change = [&](const std::function<void(ClusterView&)>& fn) {
+    state.Update([&](ClusterView& view) {
+      fn(view);
+      return true;
+    });
+    return durable.back();
+  };
+  EXPECT_TRUE(change([](ClusterView& v) { v.owner[1] = v.myself; }));  // the first save
+  EXPECT_FALSE(change([](ClusterView& v) { v.owner[2] = v.myself; }));
+  EXPECT_FALSE(change([](ClusterView& v) { v.owner[2] = kNoNode; }));
+  EXPECT_TRUE(change([](ClusterView& v) { v.current_epoch = 4; }));
+  EXPECT_FALSE(change([](ClusterView& v) { v.owner[3] = v.myself; }));
+  EXPECT_TRUE(change([](ClusterView& v) { v.me().config_epoch = 4; }));
+  EXPECT_TRUE(change([](ClusterView& v) { v.last_vote_epoch = 4; }));
+  EXPECT_FALSE(change([](ClusterView& v) { v.owner[4] = v.myself; }));
+  EXPECT_EQ(state.Save(), "");
+  EXPECT_TRUE(durable.back());
+}
+
+// A failed durable save is tried durably again by the next change.
+TEST(ClusterStateTest, AnEpochWhoseSaveFailedIsSavedDurablyNextTime) {
+  ClusterState state;
+  std::vector<bool> durable;
+  bool fail = false;
+  state.Enable(FreshView(7000, 17000, ""), [&](const std::string&, bool sync) {
+    durable.push_back(sync);
+    return fail ? std::string("disk full") : std::string();
+  });
+  const auto claim = [](int slot) {
+    return [slot](ClusterView& v) {
+      v.owner[slot] = v.myself;
+      return true;
+    };
+  };
+  state.Update(claim(1));
+  fail = true;
+  EXPECT_EQ(state.Update([](ClusterView& v) {
+    v.current_epoch = 2;
+    return true;
+  }),
+            "disk full");
+  fail = false;
+  state.Update(claim(2));
+  EXPECT_TRUE(durable.back());
 }
 
 // Readers on several threads see whole updates: the owner of every slot is
