@@ -370,6 +370,7 @@ void CmdClusterSetSlot(CommandContext& ctx) {
       if (view.nodes[static_cast<size_t>(target)].Has(kNodeSlave)) {
         return fail(std::string(errors::kTargetNotMaster));
       }
+      if (target == view.myself) return fail(errors::SlotMigratingToMyself(slot));
       view.migrating_to[s] = target;
     } else if (importing && argc == 5) {
       if (view.owner[s] == view.myself) return fail(errors::AlreadySlotOwner(slot));
@@ -378,6 +379,7 @@ void CmdClusterSetSlot(CommandContext& ctx) {
       if (view.nodes[static_cast<size_t>(source)].Has(kNodeSlave)) {
         return fail(std::string(errors::kTargetNotMaster));
       }
+      if (source == view.myself) return fail(errors::SlotImportingFromMyself(slot));
       view.importing_from[s] = source;
     } else if (stable && argc == 4) {
       view.importing_from[s] = kNoNode;

@@ -226,7 +226,17 @@ TEST_F(ClusterCommandsTest, AWriteRacingSetSlotNodeIsNeverLeftInTheSlotGivenAway
   }
 }
 
-
+TEST_F(ClusterCommandsTest, SetSlotNeverOpensASlotTowardThisNodeItself) {
+  AddPeerOwningTheRest();
+  Session s(server_.get());
+  EXPECT_EQ(s.Run({"CLUSTER", "SETSLOT", "1", "MIGRATING", MyId()}),
+            Err("ERR I can't migrate hash slot 1 to myself"));
+  EXPECT_EQ(s.Run({"CLUSTER", "SETSLOT", "9000", "IMPORTING", MyId()}),
+            Err("ERR I can't import hash slot 9000 from myself"));
+  const ClusterView view = server_->cluster.Snapshot();
+  EXPECT_EQ(view.migrating_to[1], kNoNode);
+  EXPECT_EQ(view.importing_from[9000], kNoNode);
+}
 
 TEST_F(ClusterCommandsTest, RoutingRedirectsToTheOwner) {
   AddPeerOwningTheRest();
