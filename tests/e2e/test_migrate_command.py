@@ -184,7 +184,8 @@ class MigrateTest(TwoServersTestCase):
 
 class MigrateOffTheLoopTest(TwoServersTestCase):
     """A MIGRATE waiting on a stopped target holds up nothing but itself:
-    not the filter maker's big builds, not a snapshot's copies."""
+    not the filter maker's big builds, not a snapshot's copies, and inside
+    MULTI/EXEC not its event loop beyond a small cap."""
 
     # One event loop: a stall of the loop shows in every other client's PING.
     server_args = ("--threads", "1", "--save", "", "--appendonly", "no")
@@ -300,7 +301,39 @@ class MigrateOffTheLoopTest(TwoServersTestCase):
         wait_until(lambda: self.r.info("persistence")["rdb_bgsave_in_progress"] == 0, 60,
                    what="the background save to end")
 
+    def test_migrate_inside_exec_to_a_stopped_target_keeps_the_loop_answering(self):
+        self.r.execute_command("BF.ADD", "k", "a")
+        self.stop_target()
+        result = {}
+        try:
+            def run():
+                c = self.server.client()
+                pipe = c.pipeline(transaction=True)
+                pipe.execute_command("MIGRATE", "127.0.0.1", self.other.port, "k", 0,
+                                     self.TIMEOUT_MS)
+                started = time.monotonic()
+                result["replies"] = pipe.execute(raise_on_error=False)
+                result["elapsed"] = time.monotonic() - started
+                c.close()
 
+            thread = threading.Thread(target=run)
+            thread.start()
+            self.threads.append(thread)
+            # PINGs from another client of the same (only) loop meanwhile.
+            worst = 0.0
+            while thread.is_alive():
+                t = time.monotonic()
+                self.assertTrue(self.r.ping())
+                worst = max(worst, time.monotonic() - t)
+        finally:
+            self.wake_target()
+        # The transfer inside EXEC waits at most 100 ms on the target at each
+        # step; before, the loop (and every PING) waited out the 5 s timeout.
+        self.assertLess(worst, 1.0, f"a PING waited {worst * 1000:.0f} ms")
+        self.assertLess(result["elapsed"], 2.5, f"EXEC took {result['elapsed'] * 1000:.0f} ms")
+        self.assertEqual(str(result["replies"][0]),
+                         "IOERR error or timeout reading to target instance")
+        self.assertEqual(self.r.exists("k"), 1)
 
 
 class MigrateAuthTest(ServerTestCase):

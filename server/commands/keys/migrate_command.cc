@@ -27,6 +27,12 @@
 // holds the per-key pause of a writer is the encode, the round trip and the
 // target's decode (bench/migrate_pause.py measures it).
 //
+// Inside MULTI/EXEC the transfer runs on the event loop, as Redis runs it
+// inside the transaction, with the transaction's locks held: there each wait
+// on the target (connect, every read and write) is capped at
+// kInExecWaitMs, so a dead target stalls the loop for about that, not for
+// the timeout the client gave.
+//
 // A payload over Redis's 512 MiB bulk limit (proto-max-bulk-len) cannot be
 // one RESTORE argument and RESTORE has no chunked form: such a MIGRATE is
 // refused whole, before anything is sent (kMigratePayloadTooLarge).
@@ -49,6 +55,12 @@ namespace {
 
 // Redis's default proto-max-bulk-len: the largest argument a RESTORE takes.
 constexpr uint64_t kMaxRestorePayloadBytes = uint64_t{512} << 20;
+// The longest a MIGRATE inside EXEC waits on its target at each step, on
+// the event loop: 100 ms is ~1,000 loopback round trips (a small key's whole
+// transfer takes well under 1 ms there) and a stall the loop's other
+// clients can live with; a target further away, or a bigger key, moves
+// with MIGRATE outside a transaction.
+constexpr int64_t kInExecWaitMs = 100;
 
 struct MigrateOptions {
   std::string host;
@@ -303,6 +315,7 @@ void CmdMigrate(CommandContext& ctx) {
       ctx.reply.SimpleString("NOKEY");
       return;
     }
+    if (ctx.client.in_exec) options.timeout_ms = std::min(options.timeout_ms, kInExecWaitMs);
     transfer = std::make_shared<MigrateTransfer>(
         &ctx.spec, std::make_unique<MigrateJob>(&ctx.server, std::move(options), std::move(keys),
                                                 ctx.now_ms));
