@@ -23,6 +23,7 @@
 #include "server/context/server_context.h"
 #include "server/data_dir.h"
 #include "server/keyspace/filter_maker.h"
+#include "server/keyspace/transfer_workers.h"
 #include "server/metrics/metrics_listener.h"
 #include "server/net/server.h"
 #include "server/offline_tools.h"
@@ -227,6 +228,12 @@ int main(int argc, char** argv) {
   // its callbacks post to are gone.
   FilterMaker filter_maker;
   SetFilterMaker(&filter_maker);
+  // MIGRATE's transfers (server/keyspace/transfer_workers.h), stopped when
+  // the server's stop begins: a transfer waiting on a dead target is
+  // cancelled rather than waited out.
+  TransferWorkers transfer_workers;
+  SetTransferWorkers(&transfer_workers);
+  server.AddStopHandler([&transfer_workers] { transfer_workers.Stop(); });
   if (config.tls_port != 0 && !server.EnableTls(config, &error)) {
     spdlog::critical("cannot set up TLS: {}", error);
     return 1;

@@ -207,6 +207,12 @@ bool ParseClusterConfig(std::string_view text, ClusterView* out, std::string* er
       line_number = slot.line;
       return fail("open slot toward unknown node " + slot.peer);
     }
+    // A slot migrating to this node, or imported from it, would redirect
+    // its clients back here with -ASK, forever; SETSLOT never makes one.
+    if (peer == view.myself) {
+      line_number = slot.line;
+      return fail("open slot " + std::to_string(slot.slot) + " names this node itself");
+    }
     (slot.migrating ? view.migrating_to : view.importing_from)[slot.slot] = peer;
   }
   // As Redis's loader: currentEpoch is at least every epoch it has seen.

@@ -11,6 +11,7 @@
 #include "server/commands/command_context.h"
 #include "server/commands/command_events.h"
 #include "server/commands/errors.h"
+#include "server/keyspace/transfer_workers.h"
 #include "server/replication/replication.h"
 
 namespace bloomgate {
@@ -300,8 +301,12 @@ CommandOutcome RunCommand(ServerContext& server, ClientState& client, const Comm
   }
   // Redis Cluster's routing, under the keys' locks: a key of a migrating
   // slot cannot move away between its presence check and the handler.
-  // EXEC judges its queue itself (transaction_commands.cc).
-  if (!locks_held && ClusterRoutes(server, client)) {
+  // EXEC judges its queue itself (transaction_commands.cc). The second run
+  // of work that took effect off the loop (MIGRATE's transfer: its keys have
+  // moved) only replies: routed again, a slot settled meanwhile would turn
+  // the finished move into -MOVED.
+  if (!locks_held && !TransferDoneFor(client.making.get(), &spec) &&
+      ClusterRoutes(server, client)) {
     const RoutedCommand routed{&spec, args};
     std::string refusal;
     if (!ClusterServes(server, client, std::span<const RoutedCommand>(&routed, 1),

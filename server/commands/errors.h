@@ -578,6 +578,15 @@ inline std::string NotSlotOwner(int slot) {
 inline std::string AlreadySlotOwner(int slot) {
   return "ERR I'm already the owner of hash slot " + std::to_string(slot);
 }
+// Ours: Redis 7.0 takes SETSLOT MIGRATING/IMPORTING naming the node itself,
+// an open slot that sends its clients back to it with -ASK; nodes.conf
+// refuses one at load, so the command refuses to make it.
+inline std::string SlotMigratingToMyself(int slot) {
+  return "ERR I can't migrate hash slot " + std::to_string(slot) + " to myself";
+}
+inline std::string SlotImportingFromMyself(int slot) {
+  return "ERR I can't import hash slot " + std::to_string(slot) + " from myself";
+}
 inline std::string DontKnowNode(std::string_view id) {
   return "ERR I don't know about node " + std::string(id.substr(0, 128));
 }

@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "filters/block_words.h"
+#include "server/keyspace/transfer_workers.h"
 
 namespace bloomgate {
 namespace {
@@ -13,6 +14,14 @@ std::atomic<FilterMaker*> installed{nullptr};
 }  // namespace
 
 bool FilterMaker::Make(std::shared_ptr<MadeFilter> made, std::function<void()> done) {
+  // Work that waits on the network goes to threads of its own: on this one
+  // a MIGRATE to a stopped target held every big build behind it for the
+  // whole timeout.
+  if (auto work = std::dynamic_pointer_cast<TransferWork>(made)) {
+    if (TransferWorkers* workers = CurrentTransferWorkers()) {
+      return workers->Run(std::move(work), std::move(done));
+    }
+  }
   return jobs_.Submit([this, made = std::move(made), done = std::move(done)]() mutable {
     {
       // Fault the filter's big arrays in here, 2 MiB pages and all, rather

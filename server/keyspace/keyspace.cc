@@ -9,6 +9,7 @@
 
 #include "persistence/filter_codec.h"
 #include "server/base/glob.h"
+#include "server/keyspace/entry_read_waiters.h"
 #include "server/keyspace/key_locks.h"
 #include "server/keyspace/key_ref.h"
 #include "server/keyspace/lazy_freer.h"
@@ -44,6 +45,9 @@ struct OwedCopyStripe {
     std::shared_ptr<SnapshotCopy> copy;  // null while only read holds keep the record
     bool copying = false;  // a thread is making the copy, the stripe unlocked
     uint32_t readers = 0;  // KeyEntry::BeginOffLoopRead not ended yet
+    // CallWhenReadsEnd's writers (entry_read_waiters.h), called when
+    // `readers` reaches 0.
+    std::vector<std::function<void()>> read_waiters;
   };
   std::mutex mutex;
   std::condition_variable copy_done;  // some `copying` of this stripe ended
@@ -200,17 +204,33 @@ void KeyEntry::BeginOffLoopRead() {
 
 void KeyEntry::EndOffLoopRead() {
   OwedCopyStripe& stripe = OwedCopiesOf(this);
-  std::lock_guard lock(stripe.mutex);
-  auto it = stripe.owed.find(this);
-  if (it == stripe.owed.end() || it->second.readers == 0) return;  // unpaired: nothing held
-  if (--it->second.readers == 0) read_held_.store(false, std::memory_order_release);
-  if (it->second.readers == 0 && it->second.copy == nullptr && !it->second.copying) {
-    // No snapshot owes a copy: the entry is free to write again.
-    stripe.owed.erase(it);
-    entries_owing_copies.fetch_sub(1, std::memory_order_relaxed);
-    snapshot_armed_.store(false, std::memory_order_release);
+  std::vector<std::function<void()>> waiters;  // called after the stripe's lock
+  {
+    std::lock_guard lock(stripe.mutex);
+    auto it = stripe.owed.find(this);
+    if (it == stripe.owed.end() || it->second.readers == 0) return;  // unpaired: nothing held
+    if (--it->second.readers == 0) {
+      read_held_.store(false, std::memory_order_release);
+      waiters.swap(it->second.read_waiters);
+    }
+    if (it->second.readers == 0 && it->second.copy == nullptr && !it->second.copying) {
+      // No snapshot owes a copy: the entry is free to write again.
+      stripe.owed.erase(it);
+      entries_owing_copies.fetch_sub(1, std::memory_order_relaxed);
+      snapshot_armed_.store(false, std::memory_order_release);
+    }
+    stripe.copy_done.notify_all();
   }
-  stripe.copy_done.notify_all();
+  for (auto& waiter : waiters) waiter();
+}
+
+bool CallWhenReadsEnd(KeyEntry& entry, const std::function<void()>& done) {
+  OwedCopyStripe& stripe = OwedCopiesOf(&entry);
+  std::lock_guard lock(stripe.mutex);
+  auto it = stripe.owed.find(&entry);
+  if (it == stripe.owed.end() || it->second.readers == 0) return false;
+  it->second.read_waiters.push_back(done);
+  return true;
 }
 
 EntryPtr Keyspace::Find(const KeyRef& key, int64_t now_ms) {

@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "server/keyspace/entry_read_waiters.h"
+
 namespace bloomgate {
 
 SnapshotCopier::SnapshotCopier(MemoryBudget* budget) : budget_(budget) {
@@ -19,6 +21,14 @@ void SnapshotCopier::CopyInBackground(EntryPtr entry, std::function<void()> done
   {
     std::lock_guard lock(mutex_);
     ++requests_;
+  }
+  // Held by a read off the loop (MIGRATE's transfer, a merge's sources):
+  // the writer waits in the entry's own list, not on this thread, which
+  // would sit out the whole hold while other filters' copies queue behind.
+  // Run again once the hold ends, it parks here if a copy is still owed.
+  if (CallWhenReadsEnd(*entry, done)) return;
+  {
+    std::lock_guard lock(mutex_);
     if (!stopping_) {
       for (Request& request : queue_) {
         if (request.entry == entry) {

@@ -6,12 +6,9 @@
 namespace bloomgate {
 namespace {
 
-// Submission slots: one pass queues a receive and a send per ready client,
-// so 1024 covers 512 clients answered in one pass; past that the pass
-// submits early and goes on. Completions: 8x, so the kernel rarely parks
+// Completions: 8x the submission slots, so the kernel rarely parks
 // completions on its overflow list (Linux >= 5.5 keeps them, it never drops).
-constexpr unsigned kSubmissionEntries = 1024;
-constexpr unsigned kCompletionEntries = 8 * kSubmissionEntries;
+constexpr unsigned kCompletionsPerEntry = 8;
 // Cancel requests complete too, with this tag, and are only counted.
 constexpr uint64_t kCancelTag = 0;
 
@@ -23,7 +20,7 @@ int SetUp(unsigned entries, io_uring* ring, bool* modern) {
   io_uring_params params;
   std::memset(&params, 0, sizeof params);
   params.flags = IORING_SETUP_CQSIZE | IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG;
-  params.cq_entries = kCompletionEntries;
+  params.cq_entries = kCompletionsPerEntry * entries;
   int result = io_uring_queue_init_params(entries, ring, &params);
   *modern = result == 0;
   if (result == -EINVAL) {
@@ -56,10 +53,11 @@ bool ProbeIoUring(std::string* why) {
   return true;
 }
 
-std::unique_ptr<UringLoop> UringLoop::Create(asio::io_context& context, std::string* error) {
+std::unique_ptr<UringLoop> UringLoop::Create(asio::io_context& context, std::string* error,
+                                             unsigned entries) {
   io_uring ring;
   bool modern = false;
-  const int result = SetUp(kSubmissionEntries, &ring, &modern);
+  const int result = SetUp(entries, &ring, &modern);
   if (result < 0) {
     *error = std::string("io_uring_setup: ") + std::strerror(-result);
     return nullptr;
@@ -82,34 +80,53 @@ UringLoop::~UringLoop() {
 io_uring_sqe* UringLoop::NextSqe() {
   io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
   if (sqe == nullptr) {
-    // The pass filled the submission queue: send what it has, go on.
-    io_uring_submit(&ring_);
+    // The pass filled the submission queue: send what it has, go on. A
+    // failed submit frees no slot: the caller keeps its operation waiting.
+    submit_(&ring_);
     sqe = io_uring_get_sqe(&ring_);
   }
   return sqe;
 }
 
-void UringLoop::Receive(int fd, void* data, size_t size, Operation* operation) {
-  io_uring_sqe* sqe = NextSqe();
-  io_uring_prep_recv(sqe, fd, data, size, 0);
-  if (poll_first_) sqe->ioprio |= IORING_RECVSEND_POLL_FIRST;
-  io_uring_sqe_set_data(sqe, operation);
+void UringLoop::Fill(io_uring_sqe* sqe, const Waiting& op) {
+  switch (op.kind) {
+    case Waiting::Kind::kReceive:
+      io_uring_prep_recv(sqe, op.fd, op.data, op.size, 0);
+      if (poll_first_) sqe->ioprio |= IORING_RECVSEND_POLL_FIRST;
+      io_uring_sqe_set_data(sqe, op.operation);
+      break;
+    case Waiting::Kind::kSend:
+      // MSG_NOSIGNAL: a peer gone meanwhile is EPIPE, not SIGPIPE.
+      io_uring_prep_send(sqe, op.fd, op.data, op.size, MSG_NOSIGNAL);
+      io_uring_sqe_set_data(sqe, op.operation);
+      break;
+    case Waiting::Kind::kCancel:
+      io_uring_prep_cancel(sqe, op.operation, 0);
+      io_uring_sqe_set_data64(sqe, kCancelTag);
+      break;
+  }
+}
+
+void UringLoop::Prepare(const Waiting& op) {
+  io_uring_sqe* sqe = waiting_.empty() ? NextSqe() : nullptr;
+  if (sqe != nullptr) {
+    Fill(sqe, op);
+  } else {
+    waiting_.push_back(op);
+  }
   Queued();
+}
+
+void UringLoop::Receive(int fd, void* data, size_t size, Operation* operation) {
+  Prepare({Waiting::Kind::kReceive, fd, data, size, operation});
 }
 
 void UringLoop::Send(int fd, const void* data, size_t size, Operation* operation) {
-  io_uring_sqe* sqe = NextSqe();
-  // MSG_NOSIGNAL: a peer gone meanwhile is EPIPE, not SIGPIPE.
-  io_uring_prep_send(sqe, fd, data, size, MSG_NOSIGNAL);
-  io_uring_sqe_set_data(sqe, operation);
-  Queued();
+  Prepare({Waiting::Kind::kSend, fd, const_cast<void*>(data), size, operation});
 }
 
 void UringLoop::Cancel(Operation* operation) {
-  io_uring_sqe* sqe = NextSqe();
-  io_uring_prep_cancel(sqe, operation, 0);
-  io_uring_sqe_set_data64(sqe, kCancelTag);
-  Queued();
+  Prepare({Waiting::Kind::kCancel, -1, nullptr, 0, operation});
 }
 
 void UringLoop::Queued() {
@@ -125,8 +142,31 @@ void UringLoop::Queued() {
 }
 
 void UringLoop::Submit() {
-  // Nothing queued: liburing makes no system call.
-  io_uring_submit(&ring_);
+  // Nothing queued: liburing makes no system call. Each round that frees
+  // slots moves waiting operations into them, in order.
+  for (;;) {
+    submit_(&ring_);
+    bool moved = false;
+    while (!waiting_.empty()) {
+      io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
+      if (sqe == nullptr) break;
+      Fill(sqe, waiting_.front());
+      waiting_.pop_front();
+      moved = true;
+    }
+    if (!moved) break;
+  }
+  if (!waiting_.empty() && !flush_posted_) {
+    // The submit failed and freed nothing. Completions waiting to be reaped
+    // (-EBUSY) wake the watch, whose Reap submits again; for any other
+    // failure (-EAGAIN, -ENOMEM: the kernel short of memory for a moment)
+    // the next loop pass tries again, other work running in between.
+    flush_posted_ = true;
+    asio::post(watch_.get_executor(), [this] {
+      flush_posted_ = false;
+      Submit();
+    });
+  }
 }
 
 void UringLoop::Watch() {

@@ -18,6 +18,7 @@
 #include <liburing.h>
 
 #include <cstddef>
+#include <deque>
 #include <string>
 
 #include "server/net/asio.h"
@@ -36,9 +37,15 @@ class UringLoop {
     ~Operation() = default;
   };
 
+  // Submission slots: one pass queues a receive and a send per ready
+  // client, so 1024 covers 512 clients answered in one pass; past that the
+  // pass submits early and goes on.
+  static constexpr unsigned kSubmissionEntries = 1024;
+
   // Null with `error` set when the kernel (or a seccomp profile) refuses
-  // io_uring.
-  static std::unique_ptr<UringLoop> Create(asio::io_context& context, std::string* error);
+  // io_uring. `entries`: the submission queue's depth (tests make it small).
+  static std::unique_ptr<UringLoop> Create(asio::io_context& context, std::string* error,
+                                           unsigned entries = kSubmissionEntries);
   ~UringLoop();
   UringLoop(const UringLoop&) = delete;
   UringLoop& operator=(const UringLoop&) = delete;
@@ -51,10 +58,34 @@ class UringLoop {
   void Cancel(Operation* operation);
 
   size_t in_flight() const { return in_flight_; }
+  // Operations no submission slot was free for yet, in the order asked.
+  size_t waiting() const { return waiting_.size(); }
+
+  // For tests: what submits the queue (io_uring_submit: entries submitted,
+  // or -errno), so a test can make it fail.
+  using SubmitFunction = int (*)(io_uring* ring);
+  void set_submit_for_testing(SubmitFunction submit) { submit_ = submit; }
 
  private:
+  // An operation asked for while every submission slot was taken: kept here
+  // and put in the ring, in order, as slots free up.
+  struct Waiting {
+    enum class Kind { kReceive, kSend, kCancel } kind;
+    int fd;
+    void* data;
+    size_t size;
+    Operation* operation;
+  };
+
   UringLoop(asio::io_context& context, const io_uring& ring);
+  // A free slot, submitting what the ring holds to free one; null when the
+  // submit freed none (it failed: -EBUSY while completions wait to be
+  // reaped, -EAGAIN, -ENOMEM).
   io_uring_sqe* NextSqe();
+  // Fills `sqe` with `op`, or keeps `op` waiting (behind any already
+  // waiting: one socket's operations keep their order).
+  void Prepare(const Waiting& op);
+  void Fill(io_uring_sqe* sqe, const Waiting& op);
   // An SQE was filled: it goes out with this pass's submit.
   void Queued();
   void Submit();
@@ -63,6 +94,8 @@ class UringLoop {
 
   io_uring ring_;
   asio::posix::stream_descriptor watch_;
+  std::deque<Waiting> waiting_;
+  SubmitFunction submit_ = &io_uring_submit;
   size_t in_flight_ = 0;  // submitted or queued, completion not reaped
   bool watching_ = false;
   bool reaping_ = false;

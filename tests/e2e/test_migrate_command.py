@@ -5,6 +5,7 @@ digests compared as redis-cli --cluster does), AUTH / AUTH2, a stopped target
 filter throughout a MIGRATE losing no acknowledged add. Also DEBUG
 DIGEST-VALUE's gate."""
 
+import os
 import signal
 import threading
 import time
@@ -179,6 +180,160 @@ class MigrateTest(TwoServersTestCase):
                        if not self.o.execute_command(exists, key, item)
                        and not self.r.execute_command(exists, key, item)]
             self.assertEqual(missing, [], f"{key}: acknowledged adds lost")
+
+
+class MigrateOffTheLoopTest(TwoServersTestCase):
+    """A MIGRATE waiting on a stopped target holds up nothing but itself:
+    not the filter maker's big builds, not a snapshot's copies, and inside
+    MULTI/EXEC not its event loop beyond a small cap."""
+
+    # One event loop: a stall of the loop shows in every other client's PING.
+    server_args = ("--threads", "1", "--save", "", "--appendonly", "no")
+    TIMEOUT_MS = 5000
+
+    def start_migrate(self, key):
+        """MIGRATE `key` to the (stopped) target from a thread of its own,
+        once it is parked; returns the thread and where its reply lands."""
+        result = {}
+
+        def run():
+            c = self.server.client()
+            try:
+                result["reply"] = c.execute_command("MIGRATE", "127.0.0.1", self.other.port, key,
+                                                    0, self.TIMEOUT_MS)
+            except redis.ResponseError as e:
+                result["reply"] = str(e)
+            c.close()
+
+        parked = self.parked()
+        thread = threading.Thread(target=run)
+        thread.start()
+        self.threads.append(thread)
+        wait_until(lambda: self.parked() > parked, 10, what="the MIGRATE parked on its transfer")
+        return result
+
+    def parked(self):
+        """Clients whose command waits off the loop (CLIENT LIST flag b)."""
+        return sum("b" in c["flags"] for c in self.r.client_list())
+
+    def setUp(self):
+        super().setUp()
+        self.threads = []
+
+    def stop_target(self):
+        """SIGSTOP the target and wait until every thread of it has stopped
+        (the signal lands asynchronously: a loaded machine may let it answer
+        a command or two first)."""
+        pid = self.other.proc.pid
+        self.other.proc.send_signal(signal.SIGSTOP)
+
+        def stopped():
+            for task in os.listdir(f"/proc/{pid}/task"):
+                with open(f"/proc/{pid}/task/{task}/stat") as stat:
+                    if stat.read().rsplit(")", 1)[1].split()[0] not in ("T", "t"):
+                        return False
+            return True
+
+        wait_until(stopped, 10, what="the target to stop")
+
+    def wake_target(self):
+        self.other.proc.send_signal(signal.SIGCONT)
+        for thread in self.threads:
+            thread.join(30)
+            self.assertFalse(thread.is_alive())
+
+    def test_a_migrate_to_a_stopped_target_does_not_delay_a_big_reserve(self):
+        self.r.execute_command("BF.ADD", "moving", "a")
+        self.stop_target()
+        try:
+            result = self.start_migrate("moving")
+            started = time.monotonic()
+            # ~3.6 MB: built by the filter maker, off the loop.
+            self.assertEqual(self.r.execute_command("BF.RESERVE", "big", "0.001", "2000000"),
+                             b"OK")
+            elapsed = time.monotonic() - started
+        finally:
+            self.wake_target()
+        # The target, woken, may have taken the key after all.
+        self.assertIn(result["reply"], (b"OK", "IOERR error or timeout reading to target instance"))
+        # Queued behind the transfer on one thread, the build waited out the
+        # 5 s timeout; on its own it takes milliseconds.
+        self.assertLess(elapsed, self.TIMEOUT_MS / 1000 / 2,
+                        f"BF.RESERVE took {elapsed * 1000:.0f} ms beside a stuck MIGRATE")
+
+    def test_a_snapshot_copy_is_not_held_up_by_a_writer_waiting_on_a_migrating_key(self):
+        self.r.execute_command("BF.ADD", "moving", "a")
+        # ~50 MB of counters: written by the save for tens of ms, so the
+        # write below reaches it first and owes the snapshot its copy.
+        self.r.execute_command("CBF.RESERVE", "big", "0.01", 10_000_000)
+        self.r.execute_command("CBF.ADD", "big", "before")
+        self.stop_target()
+        writer_reply = {}
+        try:
+            result = self.start_migrate("moving")
+            # A writer of the moving key, parked until the transfer ends.
+            parked = self.parked()
+
+            def write_moving():
+                c = self.server.client()
+                writer_reply["reply"] = c.execute_command("BF.ADD", "moving", "b")
+                c.close()
+
+            writer = threading.Thread(target=write_moving)
+            writer.start()
+            self.threads.append(writer)
+            wait_until(lambda: self.parked() > parked, 10,
+                       what="the writer parked on the moving key")
+            copies = int(self.r.info("persistence")["snapshot_copies_off_loop"])
+            self.assertEqual(self.r.bgsave(), True)
+            started = time.monotonic()
+            self.assertEqual(self.r.execute_command("CBF.ADD", "big", "after"), 1)
+            elapsed = time.monotonic() - started
+            made = int(self.r.info("persistence")["snapshot_copies_off_loop"]) - copies
+        finally:
+            self.wake_target()
+        self.assertIn(result["reply"], (b"OK", "IOERR error or timeout reading to target instance"))
+        self.assertEqual(writer_reply.get("reply"), 1)
+        self.assertGreaterEqual(made, 1, "the save wrote `big` before the write reached it: "
+                                         "no copy was owed, nothing was measured")
+        self.assertLess(elapsed, self.TIMEOUT_MS / 1000 / 2,
+                        f"the copy-on-write waited {elapsed * 1000:.0f} ms")
+        wait_until(lambda: self.r.info("persistence")["rdb_bgsave_in_progress"] == 0, 60,
+                   what="the background save to end")
+
+    def test_migrate_inside_exec_to_a_stopped_target_keeps_the_loop_answering(self):
+        self.r.execute_command("BF.ADD", "k", "a")
+        self.stop_target()
+        result = {}
+        try:
+            def run():
+                c = self.server.client()
+                pipe = c.pipeline(transaction=True)
+                pipe.execute_command("MIGRATE", "127.0.0.1", self.other.port, "k", 0,
+                                     self.TIMEOUT_MS)
+                started = time.monotonic()
+                result["replies"] = pipe.execute(raise_on_error=False)
+                result["elapsed"] = time.monotonic() - started
+                c.close()
+
+            thread = threading.Thread(target=run)
+            thread.start()
+            self.threads.append(thread)
+            # PINGs from another client of the same (only) loop meanwhile.
+            worst = 0.0
+            while thread.is_alive():
+                t = time.monotonic()
+                self.assertTrue(self.r.ping())
+                worst = max(worst, time.monotonic() - t)
+        finally:
+            self.wake_target()
+        # The transfer inside EXEC waits at most 100 ms on the target at each
+        # step; before, the loop (and every PING) waited out the 5 s timeout.
+        self.assertLess(worst, 1.0, f"a PING waited {worst * 1000:.0f} ms")
+        self.assertLess(result["elapsed"], 2.5, f"EXEC took {result['elapsed'] * 1000:.0f} ms")
+        self.assertEqual(str(result["replies"][0]),
+                         "IOERR error or timeout reading to target instance")
+        self.assertEqual(self.r.exists("k"), 1)
 
 
 class MigrateAuthTest(ServerTestCase):

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <iterator>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -338,13 +339,22 @@ void CmdClusterSetSlot(CommandContext& ctx) {
   const bool stable = !migrating && !importing && action.Accept("stable");
   const bool node = !migrating && !importing && !stable && action.Accept("node");
   const size_t argc = ctx.args.size();
-  // Read before the view's lock (NODE only).
   int slot = 0;
   const bool slot_ok = ParseSlot(ctx.args[2], &slot);
-  const size_t keys_in_slot =
-      node && argc == 5 && slot_ok ? KeysInSlot(ctx.server, slot, ctx.now_ms) : 0;
   std::string error;
+  // NODE counts the slot's keys inside the change, with every key locked
+  // exclusively, so no command runs beside it: a write routed here before
+  // the change cannot add a key after the count, which the slot given away
+  // would orphan. Inside EXEC, the transaction took them all already (it
+  // does when its queue holds an admin command: transaction_commands.cc).
+  std::optional<KeyLocks::Guard> everything;
+  if (node && !ctx.client.in_exec) {
+    everything.emplace(ctx.server.key_locks.LockAll(/*exclusive=*/true));
+  }
   const std::string save_error = ctx.server.cluster.Update([&](ClusterView& view) {
+    const size_t keys_in_slot =
+        node && argc == 5 && slot_ok ? KeysInSlot(ctx.server, slot, ctx.now_ms) : 0;
+    if (node && setslot_node_counted_hook != nullptr) setslot_node_counted_hook();
     auto fail = [&](std::string text) {
       error = std::move(text);
       return false;
@@ -360,6 +370,7 @@ void CmdClusterSetSlot(CommandContext& ctx) {
       if (view.nodes[static_cast<size_t>(target)].Has(kNodeSlave)) {
         return fail(std::string(errors::kTargetNotMaster));
       }
+      if (target == view.myself) return fail(errors::SlotMigratingToMyself(slot));
       view.migrating_to[s] = target;
     } else if (importing && argc == 5) {
       if (view.owner[s] == view.myself) return fail(errors::AlreadySlotOwner(slot));
@@ -368,6 +379,7 @@ void CmdClusterSetSlot(CommandContext& ctx) {
       if (view.nodes[static_cast<size_t>(source)].Has(kNodeSlave)) {
         return fail(std::string(errors::kTargetNotMaster));
       }
+      if (source == view.myself) return fail(errors::SlotImportingFromMyself(slot));
       view.importing_from[s] = source;
     } else if (stable && argc == 4) {
       view.importing_from[s] = kNoNode;
@@ -545,6 +557,8 @@ void CmdReadWrite(CommandContext& ctx) {
 }
 
 }  // namespace
+
+void (*setslot_node_counted_hook)() = nullptr;
 
 bool ClusterEnabledOrFail(CommandContext& ctx) {
   if (ctx.server.cluster.enabled()) return true;

@@ -16,6 +16,10 @@ struct CommandContext;
 // subcommand's handler starts with it.
 bool ClusterEnabledOrFail(CommandContext& ctx);
 
+// For tests: called by CLUSTER SETSLOT NODE right after it counted the
+// slot's keys, before it changes the view (null: nothing).
+extern void (*setslot_node_counted_hook)();
+
 // The subcommand rows of CLUSTER that this file defines (HELP excluded:
 // ClusterCommands adds it last, after any other rows joined in).
 std::vector<CommandSpec> ClusterAdminSubcommands();

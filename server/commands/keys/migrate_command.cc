@@ -13,19 +13,31 @@
 //
 // Off the event loop: the first run finds the keys under their exclusive
 // locks and holds each one's writers off (EntryReadHold, as a merge holds its
-// sources); the filter maker's thread encodes the payloads, talks to the
-// target with the timeout on every step, and removes each acknowledged key
-// (Keyspace::EraseIfSame, its DEL journaled under the shard lock) before it
-// lets the writers go; the connection parks meanwhile and its second run
-// replies. A writer that waited finds the key gone (FindFilter looks again),
+// sources); one of the transfer workers (keyspace/transfer_workers.h; never
+// the filter maker's build thread: a dead target would hold big builds up
+// for the timeout) encodes
+// the payloads, talks to the target with the timeout on every step, and
+// removes each acknowledged key (Keyspace::EraseIfSame, its DEL journaled
+// under the shard lock) before it lets the writers go; the connection parks
+// meanwhile and its second run replies, not routed again (TransferWork: the
+// keys have moved, whatever the slot's owner is by then). A writer that
+// waited (in the entry's own wait list, keyspace/entry_read_waiters.h, not
+// on the snapshot copier's thread) finds the key gone (FindFilter looks again),
 // so no write is acknowledged on a filter that already left. With the
 // holds the per-key pause of a writer is the encode, the round trip and the
 // target's decode (bench/migrate_pause.py measures it).
+//
+// Inside MULTI/EXEC the transfer runs on the event loop, as Redis runs it
+// inside the transaction, with the transaction's locks held: there each wait
+// on the target (connect, every read and write) is capped at
+// kInExecWaitMs, so a dead target stalls the loop for about that, not for
+// the timeout the client gave.
 //
 // A payload over Redis's 512 MiB bulk limit (proto-max-bulk-len) cannot be
 // one RESTORE argument and RESTORE has no chunked form: such a MIGRATE is
 // refused whole, before anything is sent (kMigratePayloadTooLarge).
 #include <algorithm>
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -35,6 +47,7 @@
 #include "server/commands/arg_parser.h"
 #include "server/commands/command_context.h"
 #include "server/commands/errors.h"
+#include "server/keyspace/transfer_workers.h"
 #include "server/replication/link_socket.h"
 
 namespace bloomgate {
@@ -42,6 +55,12 @@ namespace {
 
 // Redis's default proto-max-bulk-len: the largest argument a RESTORE takes.
 constexpr uint64_t kMaxRestorePayloadBytes = uint64_t{512} << 20;
+// The longest a MIGRATE inside EXEC waits on its target at each step, on
+// the event loop: 100 ms is ~1,000 loopback round trips (a small key's whole
+// transfer takes well under 1 ms there) and a stall the loop's other
+// clients can live with; a target further away, or a bigger key, moves
+// with MIGRATE outside a transaction.
+constexpr int64_t kInExecWaitMs = 100;
 
 struct MigrateOptions {
   std::string host;
@@ -133,8 +152,8 @@ void AppendBulk(std::string* out, std::string_view bytes) {
   out->append(bytes).append("\r\n");
 }
 
-// The transfer, on the filter maker's thread (or inline where the command
-// cannot park). `keys` are held: nothing writes their filters meanwhile.
+// The transfer, on a transfer worker (or inline where the command cannot
+// park). `keys` are held: nothing writes their filters meanwhile.
 class MigrateJob {
  public:
   MigrateJob(ServerContext* server, MigrateOptions options, std::vector<MigratingKey> keys,
@@ -143,7 +162,14 @@ class MigrateJob {
 
   void Run(MigrateOutcome* outcome) {
     RunHeld(outcome);
+    socket_.Close();
     keys_.clear();  // the holds end: the writers go on, and find the keys gone
+  }
+  // Shutdown: a wait on the target ends now, as an I/O error. Set before the
+  // socket is shut: a Run that connects after this sees the flag instead.
+  void Cancel() {
+    cancelled_.store(true);
+    socket_.Shutdown();
   }
 
  private:
@@ -159,9 +185,13 @@ class MigrateJob {
         return;
       }
     }
-    LinkSocket socket;
+    LinkSocket& socket = socket_;
     const int timeout_ms = static_cast<int>(options_.timeout_ms);
-    if (!socket.Connect(options_.host, options_.port, timeout_ms).ok()) {
+    // The flag is read after the socket is connected (seq_cst, as Cancel
+    // sets it): a Cancel it misses came after the connect, and its
+    // Shutdown reaches the connected socket.
+    if (cancelled_.load() || !socket.Connect(options_.host, options_.port, timeout_ms).ok() ||
+        cancelled_.load()) {
       outcome->error = errors::kMigrateConnectFailed;
       return;
     }
@@ -241,14 +271,34 @@ class MigrateJob {
   MigrateOptions options_;
   std::vector<MigratingKey> keys_;
   int64_t now_ms_;
+  LinkSocket socket_;  // a member so that Cancel reaches it from another thread
+  std::atomic<bool> cancelled_{false};
+};
+
+// The transfer as off-loop work of the command: run on a transfer worker,
+// its outcome read by the second run.
+class MigrateTransfer final : public TransferWork {
+ public:
+  MigrateTransfer(const CommandSpec* spec, std::unique_ptr<MigrateJob> job)
+      : TransferWork(spec), job_(std::move(job)) {}
+  void Cancel() override { job_->Cancel(); }
+  MigrateOutcome outcome;
+
+ private:
+  void Build() override { job_->Run(&outcome); }
+  std::unique_ptr<MigrateJob> job_;
 };
 
 void CmdMigrate(CommandContext& ctx) {
   MigrateOptions options;
   if (!ParseMigrate(ctx, &options)) return;
   ctx.skip_journal = true;  // the transfer journals its own DELs
-  std::shared_ptr<MigrateJob> job;  // null on the second run, which takes its outcome
-  if (!ctx.HasMadeFilter()) {
+  // Set on the second run, which replies with what the transfer came to.
+  std::shared_ptr<MigrateTransfer> transfer;
+  if (ctx.HasMadeFilter()) {
+    transfer = std::dynamic_pointer_cast<MigrateTransfer>(std::move(ctx.client.making));
+  }
+  if (transfer == nullptr) {
     std::vector<MigratingKey> keys;
     for (size_t i = 0; i < options.num_keys; ++i) {
       const std::string_view name = ctx.args[options.first_key + i];
@@ -265,29 +315,27 @@ void CmdMigrate(CommandContext& ctx) {
       ctx.reply.SimpleString("NOKEY");
       return;
     }
-    job = std::make_shared<MigrateJob>(&ctx.server, std::move(options), std::move(keys),
-                                       ctx.now_ms);
+    if (ctx.client.in_exec) options.timeout_ms = std::min(options.timeout_ms, kInExecWaitMs);
+    transfer = std::make_shared<MigrateTransfer>(
+        &ctx.spec, std::make_unique<MigrateJob>(&ctx.server, std::move(options), std::move(keys),
+                                                ctx.now_ms));
+    // Parks whenever the command may, whatever the keys' size: the transfer
+    // waits on the network. The connection hands it to FilterMaker::Make,
+    // which passes it on to the transfer workers.
+    if (ctx.WouldPark(FilterMaker::kInlineBytes)) {
+      ctx.client.making = std::move(transfer);
+      ctx.parked = true;
+      return;
+    }
+    transfer->Make();
   }
-  // Parks whenever the command may (the bytes only decide that): the
-  // transfer waits on the network, whatever the filters' size.
-  std::unique_ptr<MigrateOutcome> outcome;
-  FilterStatus status = FilterStatus::kOk;
-  MemoryRefusal refusal;
-  if (!ctx.MakeFilter(FilterMaker::kInlineBytes,
-                      [job](std::unique_ptr<MigrateOutcome>* out, MemoryRefusal*) {
-                        *out = std::make_unique<MigrateOutcome>();
-                        job->Run(out->get());
-                        return FilterStatus::kOk;
-                      },
-                      &status, &outcome, &refusal)) {
-    return;  // parked: the transfer runs off the loop
-  }
-  ctx.client.journal.offset = std::max(ctx.client.journal.offset, outcome->journal_offset);
-  for (const std::string& key : outcome->deleted) {
+  const MigrateOutcome& outcome = transfer->outcome;
+  ctx.client.journal.offset = std::max(ctx.client.journal.offset, outcome.journal_offset);
+  for (const std::string& key : outcome.deleted) {
     ctx.server.NotifyKeyspaceEvent(kNotifyGeneric, "del", key);
   }
-  if (!outcome->error.empty()) {
-    ctx.FailWithErrPrefix(outcome->error);
+  if (!outcome.error.empty()) {
+    ctx.FailWithErrPrefix(outcome.error);
     return;
   }
   ctx.reply.Ok();

@@ -71,7 +71,10 @@ void CmdExec(CommandContext& ctx) {
     argvs[i].assign(queued[i].args.begin(), queued[i].args.end());
     bool command_all = false;
     CommandKeys(*queued[i].spec, argvs[i], &keys[i], &command_all);
-    all |= command_all;
+    // An admin command (CLUSTER SETSLOT, CONFIG SET, ...) runs with no
+    // other command beside it, as it does outside a transaction where it
+    // needs to (SETSLOT NODE: cluster_commands.cc).
+    all |= command_all || (queued[i].spec->flags & kCmdAdmin) != 0;
     for (const KeyRef& key : keys[i]) stripes.push_back(KeyLocks::StripeOf(key));
   }
   // Admission: the journal publishes the transaction as one unit record,

@@ -164,6 +164,21 @@ TEST(ClusterConfigFileTest, ACorruptFileIsRefusedWithItsLine) {
   }
 }
 
+TEST(ClusterConfigFileTest, AnOpenSlotNamingThisNodeItselfIsRefused) {
+  const std::string me = "07c37dfeb235213a872192d90877d0cd55635b91";
+  const std::string line = me + " 127.0.0.1:30001@40001 myself,master - 0 0 1 connected 0-5460";
+  for (const std::string& marker : {" [42->-" + me + "]", " [9000-<-" + me + "]"}) {
+    ClusterView view;
+    std::string error;
+    EXPECT_FALSE(ParseClusterConfig(line + marker + "\nvars currentEpoch 1 lastVoteEpoch 0\n",
+                                    &view, &error))
+        << marker;
+    EXPECT_NE(error.find("line 1: open slot "), std::string::npos) << error;
+    EXPECT_NE(error.find("names this node itself"), std::string::npos) << error;
+    EXPECT_EQ(view.myself, kNoNode);
+  }
+}
+
 TEST(ClusterConfigFileTest, AnAddressWithoutBusPortMeansPortPlusTenThousand) {
   const std::string id = RandomNodeId();
   ClusterView view;

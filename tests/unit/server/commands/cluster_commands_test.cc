@@ -4,11 +4,17 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <functional>
 #include <string>
+#include <thread>
 
 #include "server/base/key_slot.h"
 #include "server/cluster/cluster_state.h"
+#include "server/commands/cluster/cluster_commands.h"
 #include "server/commands/errors.h"
+#include "../cluster_peer.h"
 #include "../session.h"
 
 namespace bloomgate {
@@ -37,14 +43,8 @@ class ClusterCommandsTest : public ::testing::Test {
   // cluster is ok.
   void AddPeerOwningTheRest() {
     server_->cluster.Update([](ClusterView& view) {
-      ClusterNode peer;
-      peer.id = std::string(kPeer);
-      peer.ip = "127.0.0.1";
-      peer.port = 7001;
-      peer.cport = 17001;
-      peer.flags = kNodeMaster;
+      ClusterNode peer = MasterPeer(kPeer, 7001);
       peer.config_epoch = 2;
-      peer.link_connected = true;
       const int32_t index = view.Add(peer);
       for (size_t s = 0; s < kClusterSlots; ++s) view.owner[s] = s <= 5460 ? view.myself : index;
       // As gossip would have it: currentEpoch covers every epoch seen.
@@ -181,6 +181,61 @@ TEST_F(ClusterCommandsTest, SetSlotChecksInRedisOrder) {
   EXPECT_EQ(s.Run({"CLUSTER", "SETSLOT", "1", "NODE", std::string(kPeer)}), kOk);
   EXPECT_EQ(server_->cluster.Snapshot().migrating_to[1], kNoNode);
   EXPECT_EQ(s.Run({"CLUSTER", "SETSLOT", "9000", "STABLE"}), kOk);
+}
+
+// What setslot_node_counted_hook runs (a plain function pointer).
+std::function<void()>* counted_hook_body = nullptr;
+void RunCountedHook() { (*counted_hook_body)(); }
+
+TEST_F(ClusterCommandsTest, AWriteRacingSetSlotNodeIsNeverLeftInTheSlotGivenAway) {
+  AddPeerOwningTheRest();
+  const std::string key = KeyInSlot(7);  // slot 7 is this node's
+  std::atomic<bool> added{false};
+  std::string add_reply;
+  std::thread adder;
+  // Right after SETSLOT counted the slot's (no) keys: a write routed here
+  // now, given half a second to land before the slot changes hands.
+  std::function<void()> body = [&] {
+    adder = std::thread([&] {
+      Session w(server_.get(), /*worker=*/1);
+      add_reply = w.Run({"BF.ADD", key, "x"});
+      added.store(true);
+    });
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(500);
+    while (!added.load() && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  };
+  counted_hook_body = &body;
+  setslot_node_counted_hook = &RunCountedHook;
+  Session s(server_.get());
+  const std::string reply = s.Run({"CLUSTER", "SETSLOT", "7", "NODE", std::string(kPeer)});
+  setslot_node_counted_hook = nullptr;
+  adder.join();
+  const ClusterView view = server_->cluster.Snapshot();
+  const bool kept = server_->keyspace.Peek(MakeKeyRef(key), NowMs()) != nullptr;
+  if (view.owner[7] == view.myself) {
+    // The write landed first: SETSLOT saw its key and refused.
+    EXPECT_EQ(reply, Err(errors::SlotStillHasKeys(7)));
+    EXPECT_TRUE(kept);
+  } else {
+    // The slot went first: the write was redirected, no key stayed behind.
+    EXPECT_EQ(reply, kOk);
+    EXPECT_FALSE(kept) << "a key orphaned in slot 7, now the peer's; the write said " << add_reply;
+    EXPECT_EQ(add_reply, Err("MOVED 7 127.0.0.1:7001"));
+  }
+}
+
+TEST_F(ClusterCommandsTest, SetSlotNeverOpensASlotTowardThisNodeItself) {
+  AddPeerOwningTheRest();
+  Session s(server_.get());
+  EXPECT_EQ(s.Run({"CLUSTER", "SETSLOT", "1", "MIGRATING", MyId()}),
+            Err("ERR I can't migrate hash slot 1 to myself"));
+  EXPECT_EQ(s.Run({"CLUSTER", "SETSLOT", "9000", "IMPORTING", MyId()}),
+            Err("ERR I can't import hash slot 9000 from myself"));
+  const ClusterView view = server_->cluster.Snapshot();
+  EXPECT_EQ(view.migrating_to[1], kNoNode);
+  EXPECT_EQ(view.importing_from[9000], kNoNode);
 }
 
 TEST_F(ClusterCommandsTest, RoutingRedirectsToTheOwner) {
