@@ -25,7 +25,7 @@ from collections import Counter, defaultdict
 
 from cluster_support import (REDIS_CLI, LocalCluster, RedirectingClient, cli, key_slot,
                              node_lines, slot_owners)
-from harness import RespError, wait_until
+from harness import RawConnection, RespError, encode_command, wait_until
 
 RESHARD_SLOTS = 1200
 KEYS_PER_FAMILY = 120
@@ -418,6 +418,66 @@ class ReshardingUnderWritersTest(unittest.TestCase):
             lines.append(f"{w.name}: {len(w.acked)} acknowledged, {w.moved} MOVED, "
                          f"{w.asked} ASK, {len(w.errors)} errors")
         print("\n" + "\n".join(lines), flush=True)
+
+
+@unittest.skipIf(REDIS_CLI is None, "redis-cli is not installed")
+class WritesRacingMigrateTest(unittest.TestCase):
+    """Writes that reach a key while a MIGRATE of it is in flight: each is
+    applied before the key leaves (and so moves with it) or redirected
+    with -ASK once it has left, never refused for a key that "does not
+    exist" on the node that still owns the slot."""
+
+    KEYS = 48
+    CONNECTIONS = 6
+    PIPELINE = 1500  # writes each connection sends at once, a key at a time
+
+    def setUp(self):
+        tmp = tempfile.TemporaryDirectory(prefix="bloomgate-migrate-race-", dir=MEMORY_DIR)
+        self.addCleanup(tmp.cleanup)
+        # Two workers: the writers' connections and the MIGRATE on both.
+        self.cluster = LocalCluster(tmp.name, masters=3, args=["--threads", "2"])
+        self.addCleanup(self.cluster.stop)
+        self.cluster.create()
+        self.cluster.wait_agreement(holders=3)
+
+    def test_a_write_behind_a_migrate_is_applied_or_asked_elsewhere(self):
+        source, target, third = self.cluster.nodes
+        src, dst = source.client(decode_responses=True), target.client(decode_responses=True)
+        source_id, target_id = source.my_id(), target.my_id()
+        owners = slot_owners(src)
+        names = (f"race:{n}" for n in range(100000))
+        keys = [k for k in names if owners[key_slot(k)] == source_id][:self.KEYS]
+        wrong = []
+        for key in keys:
+            slot = key_slot(key)
+            self.assertEqual(src.execute_command("CMS.INITBYDIM", key, 100, 2), "OK")
+            connections = [RawConnection(source.port) for _ in range(self.CONNECTIONS)]
+            try:
+                batch = encode_command("CMS.INCRBY", key, "item", 1) * self.PIPELINE
+                for connection in connections:
+                    connection.send(batch)
+                self.assertEqual(dst.execute_command("CLUSTER", "SETSLOT", slot, "IMPORTING",
+                                                     source_id), "OK")
+                self.assertEqual(src.execute_command("CLUSTER", "SETSLOT", slot, "MIGRATING",
+                                                     target_id), "OK")
+                self.assertEqual(src.execute_command("MIGRATE", "127.0.0.1", target.port, "", 0,
+                                                     10000, "KEYS", key), "OK")
+                replies = [c.read_reply() for c in connections for _ in range(self.PIPELINE)]
+            finally:
+                for connection in connections:
+                    connection.close()
+            applied = sum(1 for r in replies if isinstance(r, list))
+            refused = [r for r in replies
+                       if not isinstance(r, list) and not r.startswith("ASK ")]
+            if refused:
+                wrong.append((key, len(refused), refused[0]))
+            for client in (dst, src, third.client()):
+                client.execute_command("CLUSTER", "SETSLOT", slot, "NODE", target_id)
+            # One item in the sketch: its count is exact, every applied
+            # write moved with the key and none of the refused ones did.
+            self.assertEqual(dst.execute_command("CMS.QUERY", key, "item"), [applied], key)
+            self.assertEqual(src.execute_command("CLUSTER", "COUNTKEYSINSLOT", slot), 0, key)
+        self.assertEqual(wrong, [], "writes refused on the migrating node")
 
 
 if __name__ == "__main__":
