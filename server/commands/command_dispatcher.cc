@@ -307,6 +307,20 @@ CommandOutcome RunCommand(ServerContext& server, ClientState& client, const Comm
   // the finished move into -MOVED.
   if (!locks_held && !TransferDoneFor(client.making.get(), &spec) &&
       ClusterRoutes(server, client)) {
+    // A write that got its locks just after a MIGRATE began holding one of
+    // its keys (the look before the locks missed the hold) parks here until
+    // the hold ends: the MIGRATE then has removed the key, and the gate must
+    // send the write after it (-ASK), not run it on a key that left ("key
+    // does not exist", or a new key left behind in the moving slot). Under
+    // the locks no new hold can begin, so the gate's answer stays true.
+    if (client.journal.policy().may_park && KeyEntry::AnySnapshotCopyOwed()) {
+      EntryPtr held = EntryOwingCopy(server, spec, args, locked_now.value_or(NowMs()));
+      if (held != nullptr) {
+        guard.reset();
+        client.parked_on = std::move(held);
+        return CommandOutcome::kParked;
+      }
+    }
     const RoutedCommand routed{&spec, args};
     std::string refusal;
     if (!ClusterServes(server, client, std::span<const RoutedCommand>(&routed, 1),

@@ -10,14 +10,16 @@ the cluster benchmarks.
 Every node keeps its client and bus ports across restarts (its peers know
 it by them). redis-cli runs as a subprocess with a deadline: its create
 waits for agreement with no timeout of its own. stop() ends every node,
-whatever state the test left it in.
+whatever state the test left it in. RedirectingClient routes commands as
+Redis Cluster clients do (-MOVED, -ASK) and counts every redirect.
 """
 import os
 import shutil
 import subprocess
 import time
 
-from harness import PersistentServer, free_port, server_binary, wait_until
+from harness import (PersistentServer, RawConnection, RespError, encode_command, free_port,
+                     server_binary, wait_until)
 
 REDIS_CLI = shutil.which("redis-cli")
 CLI_DEADLINE_S = 60.0
@@ -72,10 +74,31 @@ def cli(*args, deadline_s=CLI_DEADLINE_S):
 
 
 def node_lines(client):
-    text = client.execute_command("CLUSTER", "NODES")
+    """CLUSTER NODES split in lines of fields, through a redis-py client or a
+    RawConnection."""
+    call = getattr(client, "execute_command", None) or client.call
+    text = call("CLUSTER", "NODES")
     if isinstance(text, bytes):
         text = text.decode()
     return [line.split(" ") for line in text.splitlines() if line]
+
+
+def slot_owners(client):
+    """The id of each slot's owner (None: unassigned) as `client`'s node sees it."""
+    owners = [None] * SLOTS
+    for fields in node_lines(client):
+        for slot in line_slots(fields):
+            owners[slot] = fields[0]
+    return owners
+
+
+def line_slots(fields):
+    """The slots a CLUSTER NODES line assigns (open slots, [s->-id] and
+    [s-<-id], are not assigned by it)."""
+    for part in fields[8:]:
+        if not part.startswith("["):
+            first, _, last = part.partition("-")
+            yield from range(int(first), int(last or first) + 1)
 
 
 def signature(client):
@@ -141,6 +164,7 @@ class LocalCluster:
         self.node_timeout_ms = node_timeout_ms
         self.args = list(args)
         self.nodes = []
+        self.detached = []  # taken out of the cluster (del-node), still stopped by stop()
         self.create_seconds = None
         try:
             for _ in range(masters):
@@ -157,12 +181,19 @@ class LocalCluster:
 
     def add_node(self):
         """Starts one more node (not yet met by the others)."""
-        data_dir = os.path.join(self.directory, f"node{len(self.nodes)}")
+        data_dir = os.path.join(self.directory,
+                                f"node{len(self.nodes) + len(self.detached)}")
         os.makedirs(data_dir)
         port, cport = free_port_pair()
         node = ClusterNode(data_dir, port, cport, self.node_timeout_ms, self.args)
         self.nodes.append(node)
         return node.start()
+
+    def detach(self, node):
+        """`node` is no member any more (redis-cli --cluster del-node left it
+        alone): agreement and clients() leave it out, stop() still ends it."""
+        self.nodes.remove(node)
+        self.detached.append(node)
 
     def create(self, *extra):
         """redis-cli --cluster create of every node; asserts that it agreed."""
@@ -210,6 +241,66 @@ class LocalCluster:
                          for i, n in enumerate(self.nodes))
 
     def stop(self):
-        for node in self.nodes:
+        for node in self.nodes + self.detached:
             if node.alive():
                 node.stop(check=False)
+
+
+class RedirectingClient:
+    """A Redis Cluster client as Redis's own behave: each command goes to the
+    node its key's slot maps to; -MOVED remaps the slot and retries there,
+    -ASK retries once on the named node after ASKING, the map unchanged.
+    Counts every redirect; any other error is the command's reply (a
+    RespError), for the caller to count. Not thread-safe: one per thread."""
+
+    MAX_REDIRECTS = 16
+
+    def __init__(self, seed_port):
+        self.moved = 0
+        self.asked = 0
+        self.connections = {}
+        self.slot_ports = [seed_port] * SLOTS
+        for fields in node_lines(self._connection(seed_port)):
+            port = int(fields[1].split("@")[0].rsplit(":", 1)[1])
+            for slot in line_slots(fields):
+                self.slot_ports[slot] = port
+
+    def _connection(self, port):
+        if port not in self.connections:
+            self.connections[port] = RawConnection(port)
+        return self.connections[port]
+
+    def call(self, key, *args):
+        """Runs `args` (whose key is `key`) where the cluster serves it."""
+        port = self.slot_ports[key_slot(key)]
+        asking = False
+        for _ in range(self.MAX_REDIRECTS):
+            connection = self._connection(port)
+            try:
+                if asking:
+                    connection.send(encode_command("ASKING") + encode_command(*args))
+                    asked = connection.read_reply()
+                    if asked != "OK":
+                        return asked
+                    reply = connection.read_reply()
+                else:
+                    reply = connection.call(*args)
+            except OSError:
+                self.connections.pop(port).close()
+                raise
+            if not (isinstance(reply, RespError) and reply.code in ("MOVED", "ASK")):
+                return reply
+            _, slot, address = reply.split(" ")
+            port = int(address.rsplit(":", 1)[1])
+            asking = reply.code == "ASK"
+            if asking:
+                self.asked += 1
+            else:
+                self.moved += 1
+                self.slot_ports[int(slot)] = port
+        raise AssertionError(f"more than {self.MAX_REDIRECTS} redirects for {args!r}")
+
+    def close(self):
+        for connection in self.connections.values():
+            connection.close()
+        self.connections.clear()

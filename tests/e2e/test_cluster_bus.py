@@ -1,7 +1,7 @@
 """The cluster bus between Bloomgate nodes, driven by the tools Redis
 operators use: three nodes made a cluster by `redis-cli --cluster create`,
 checked by `redis-cli --cluster check` on every node; CLUSTER NODES agrees
-everywhere; a node killed with -9 comes back with its id and slots and is
+everywhere; a node killed with -9 comes back with its id, epochs and slots and is
 seen connected again; a peer that was not met is refused; CLUSTER MEET,
 FORGET and LINKS answer as Redis 7.0.
 
@@ -138,12 +138,13 @@ class ClusterBusTest(unittest.TestCase):
         self.assertNotIn("e" * 40, client.execute_command("CLUSTER", "NODES"))
         self.assertEqual(signature(client), signature(self.nodes[1].client(decode_responses=True)))
 
-    def test_05_a_node_killed_with_9_rejoins_with_its_id_and_slots(self):
+    def test_05_a_node_killed_with_9_rejoins_with_its_id_epochs_and_slots(self):
         self.wait_agreement()
         victim = self.nodes[2]
         client = victim.client(decode_responses=True)
         my_id = client.execute_command("CLUSTER", "MYID")
         before = signature(self.nodes[0].client(decode_responses=True))
+        epochs_before = self.epochs(victim, my_id)
         victim.kill9()
         observer = self.nodes[0].client(decode_responses=True)
         wait_until(lambda: any(f[0] == my_id and f[7] == "disconnected"
@@ -158,6 +159,17 @@ class ClusterBusTest(unittest.TestCase):
               flush=True)
         for c in self.clients():
             self.assertEqual(signature(c), before)
+        # Nothing bumped an epoch meanwhile: the restarted node reads its own
+        # back from nodes.conf, and every peer still sees its config epoch.
+        self.assertEqual(self.epochs(victim, my_id), epochs_before)
+
+    def epochs(self, node, node_id):
+        """`node`'s current and config epochs (CLUSTER INFO), then the config
+        epoch every member's CLUSTER NODES gives `node_id`."""
+        info = node.client(decode_responses=True).execute_command("CLUSTER", "INFO")
+        fields = dict(line.split(":", 1) for line in info.splitlines() if ":" in line)
+        seen = [next(f[6] for f in node_lines(c) if f[0] == node_id) for c in self.clients()]
+        return fields["cluster_current_epoch"], fields["cluster_my_epoch"], seen
 
     def test_06_redis_cli_c_follows_moved_across_slots(self):
         self.wait_agreement()

@@ -99,6 +99,22 @@ void CmdExec(CommandContext& ctx) {
   // Redis Cluster: the whole queue must be served here, judged under its
   // locks; a redirect discards the transaction and is EXEC's reply.
   if (ClusterRoutes(ctx.server, client)) {
+    // A queued write whose key a MIGRATE began holding after the look
+    // before the locks waits here for the hold to end, as its handler
+    // would (a round trip at most): the gate then sees the key gone if it
+    // left, and answers -ASK instead of running the write on a key that
+    // left. Under the locks no new hold can begin.
+    for (size_t i = 0; i < queued.size(); ++i) {
+      if ((queued[i].spec->flags & kCmdWrite) == 0) continue;
+      for (const KeyRef& key : keys[i]) {
+        EntryPtr entry = ctx.server.keyspace.Peek(key, ctx.now_ms);
+        if (entry != nullptr && entry->off_loop_read_held()) {
+          // A copy that does not fit is refused again, and answered, by
+          // the write itself.
+          (void)entry->TakeSnapshotCopy(&ctx.server.budget, /*final_attempt=*/false);
+        }
+      }
+    }
     std::vector<RoutedCommand> routed(queued.size());
     for (size_t i = 0; i < queued.size(); ++i) routed[i] = {queued[i].spec, argvs[i]};
     std::string refusal;
