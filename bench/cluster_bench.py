@@ -417,8 +417,21 @@ def redis_benchmark(port, command, requests, pipeline, keyspace, cluster_mode):
     return float(rows[-1][1]), cmd
 
 
+def command_stats(nodes, verb):
+    """(calls, rejected + failed calls) of `verb` summed over the nodes."""
+    calls = errors = 0
+    for node in nodes:
+        client = node.client(decode_responses=True)
+        row = client.info("commandstats").get(f"cmdstat_{verb.lower()}", {})
+        client.close()
+        calls += row.get("calls", 0)
+        errors += row.get("rejected_calls", 0) + row.get("failed_calls", 0)
+    return calls, errors
+
+
 def measure(nodes, port, command, requests, pipeline, keyspace, cluster_mode):
     pids = [n.proc.pid for n in nodes]
+    calls_before, errors_before = command_stats(nodes, command[0])
     before = sum(cpu_seconds(p) for p in pids)
     client_before = children_cpu_seconds()
     rps, cmd = redis_benchmark(port, command, requests, pipeline, keyspace, cluster_mode)
@@ -426,6 +439,12 @@ def measure(nodes, port, command, requests, pipeline, keyspace, cluster_mode):
     server_cpu = sum(cpu_seconds(p) for p in pids) - before
     if any(not n.alive() for n in nodes):
         raise SystemExit("a node died during redis-benchmark")
+    # redis-benchmark --cluster counts an error reply as a finished request
+    # when the command has {tag}: the servers' own counts say what was served.
+    calls, errors = command_stats(nodes, command[0])
+    if errors != errors_before or calls - calls_before < requests:
+        raise SystemExit(f"{' '.join(cmd)}: the nodes served {calls - calls_before} of "
+                         f"{requests} requests, {errors - errors_before} with an error")
     return {"rps": rps, "server_us": server_cpu / requests * 1e6,
             "client_us": client_cpu / requests * 1e6, "cmd": cmd}
 
