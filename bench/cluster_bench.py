@@ -5,6 +5,10 @@ latency of a -MOVED / -ASK redirect, and throughput of 1 against 3 nodes.
   /usr/bin/python3 bench/cluster_bench.py --bin build/server/bloomgate [PART ...]
   /usr/bin/python3 bench/cluster_bench.py --bin build/server/bloomgate --smoke
 
+With the nodes on a disk every slot waits for nodes.conf fsyncs (20-50 slots/s
+on a shared VM's disk, so the default 5,461-slot moves take minutes each);
+`--dir /dev/shm` measures the rest.
+
 PART is any of `reshard`, `redirect`, `throughput` (default: all three, in
 that order, on one 3-master cluster, flushed between parts). Every node runs
 `--threads 1 --save "" --appendonly no` on loopback (tests/e2e/cluster_support's
