@@ -129,6 +129,11 @@ if [[ $mode == smoke ]]; then
   run_logged "$out/cluster-clients.txt" /usr/bin/python3 bench/cluster_clients_bench.py --smoke \
     --bin "$bin" --out "$out/cluster-clients.md"
   tail -n 1 "$out/cluster-clients.txt"
+  echo "== cluster_bench.py --smoke (output in $out)"
+  # Three masters and a one-node cluster: an 8-slot reshard both ways, redirects,
+  # redis-benchmark --cluster; fails if a key is missing after a move or a node dies.
+  run_logged "$out/cluster.txt" /usr/bin/python3 bench/cluster_bench.py --smoke --bin "$bin"
+  tail -n 1 "$out/cluster.txt"
   echo "bench smoke: OK ($((SECONDS - started)) s)"
   exit 0
 fi
