@@ -158,12 +158,13 @@ void ClusterBus::OnMessage(const std::shared_ptr<BusLink>& link, const BusMessag
   context.local_ip = link->local_ip();
   if (link->direction() == BusLink::Direction::kTo) context.outbound_node_id = link->node_id();
   context.announce_ip_set = !options_.announce_ip.empty();
-  BusReceiveResult result;
-  const std::string failure = state_->Update([&](ClusterView& view) {
-    result = ApplyBusMessage(&view, message, context, NowMs(),
-                             [this](std::string_view id) { return Banned(id); });
-    return result.save;
-  });
+  std::string failure;
+  const BusReceiveResult result = ReceiveBusMessage(
+      state_, message, context, NowMs(), [this](std::string_view id) { return Banned(id); },
+      &failure);
+  if (result.nodes_refused != 0) {
+    state_->counters().nodes_refused.fetch_add(result.nodes_refused, std::memory_order_relaxed);
+  }
   if (!failure.empty()) spdlog::warn("cluster bus: cannot save the cluster config: {}", failure);
   if (result.dropped) {
     link->Close();
@@ -233,18 +234,25 @@ void ClusterBus::Send(const std::shared_ptr<BusLink>& link, const BusMessage& me
 void ClusterBus::SendHeartbeat(const std::shared_ptr<BusLink>& link, BusMessageType type) {
   BusMessage message;
   const int64_t now = NowMs();
-  const bool pings = type != BusMessageType::kPong;
-  auto build = [&](ClusterView& view) {
+  auto describe = [&](const ClusterView& view) {
     message = DescribeMyself(view, type, options_.announce_ip);
     const int32_t receiver = view.Find(link->node_id());
     AddGossip(view, receiver, &random_, &message);
-    if (pings && receiver != kNoNode && receiver != view.myself) {
-      ClusterNode& node = view.nodes[static_cast<size_t>(receiver)];
-      if (node.ping_sent_ms == 0) node.ping_sent_ms = now;
-    }
-    return false;
+    return receiver;
   };
-  state_->Update(build);
+  if (type == BusMessageType::kPong) {
+    // A PONG marks nothing: the shared lock is enough.
+    state_->Read(describe);
+  } else {
+    state_->Update([&](ClusterView& view) {
+      const int32_t receiver = describe(view);
+      if (receiver != kNoNode && receiver != view.myself) {
+        ClusterNode& node = view.nodes[static_cast<size_t>(receiver)];
+        if (node.ping_sent_ms == 0) node.ping_sent_ms = now;
+      }
+      return false;
+    });
+  }
   Send(link, message);
 }
 
@@ -400,17 +408,22 @@ void ClusterBus::Cron() {
   std::erase_if(banned_until_ms_, [now](const auto& entry) { return entry.second <= now; });
 }
 
-bool ClusterBus::Meet(std::string_view ip_text, uint16_t port, uint16_t cport) {
+MeetOutcome ClusterBus::Meet(std::string_view ip_text, uint16_t port, uint16_t cport) {
   boost::system::error_code ec;
   const auto address = bus::asio::ip::make_address(std::string(ip_text), ec);
-  if (ec || port == 0 || cport == 0) return false;
+  if (ec || port == 0 || cport == 0) return MeetOutcome::kBadAddress;
   const std::string ip = address.to_string();  // normalised, as Redis's inet_ntop
+  MeetOutcome outcome = MeetOutcome::kOk;
   state_->Update([&](ClusterView& view) {
     for (const ClusterNode& node : view.nodes) {
       if (node.Has(kNodeHandshake) && node.ip == ip && node.port == port &&
           node.cport == cport) {
         return false;  // under way already
       }
+    }
+    if (view.nodes.size() >= kMaxClusterNodes) {
+      outcome = MeetOutcome::kTooManyNodes;
+      return false;
     }
     ClusterNode node;
     node.id = RandomNodeId();
@@ -421,7 +434,10 @@ bool ClusterBus::Meet(std::string_view ip_text, uint16_t port, uint16_t cport) {
     view.Add(std::move(node));
     return false;  // handshake nodes are not saved (Redis leaves them out)
   });
-  return true;
+  if (outcome == MeetOutcome::kTooManyNodes) {
+    state_->counters().nodes_refused.fetch_add(1, std::memory_order_relaxed);
+  }
+  return outcome;
 }
 
 ForgetOutcome ClusterBus::Forget(std::string_view id) {

@@ -53,6 +53,7 @@ struct BusLinkInfo {
   uint64_t send_buffer_used = 0;
 };
 
+enum class MeetOutcome { kOk, kBadAddress, kTooManyNodes };
 enum class ForgetOutcome { kOk, kUnknownNode, kMyself, kMyMaster };
 
 class ClusterBus {
@@ -69,11 +70,12 @@ class ClusterBus {
   void Stop();
   uint16_t bound_port() const { return options_.cport; }
 
-  // CLUSTER MEET: starts a handshake toward ip:port (bus port cport). False
-  // when the address is not an IP address or a port is out of range
-  // (Redis's "Invalid node address specified"); a handshake already under
-  // way toward that address is not started twice.
-  bool Meet(std::string_view ip, uint16_t port, uint16_t cport);
+  // CLUSTER MEET: starts a handshake toward ip:port (bus port cport).
+  // kBadAddress when the address is not an IP address or a port is out of
+  // range (Redis's "Invalid node address specified"), kTooManyNodes when
+  // the view holds kMaxClusterNodes already (counted as refused); a
+  // handshake already under way toward that address is not started twice.
+  MeetOutcome Meet(std::string_view ip, uint16_t port, uint16_t cport);
   // CLUSTER FORGET: removes the node and keeps it out for kBusForgetBanMs.
   ForgetOutcome Forget(std::string_view id);
   // CLUSTER LINKS: the links as they are on the bus's loop now.

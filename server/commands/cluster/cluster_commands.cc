@@ -100,6 +100,9 @@ void CmdClusterInfo(CommandContext& ctx) {
   text += "total_cluster_links_buffer_limit_exceeded:" +
           std::to_string(counters.links_buffer_limit_exceeded.load(std::memory_order_relaxed)) +
           "\r\n";
+  // Ours, after Redis's fields: nodes refused past kMaxClusterNodes.
+  text += "cluster_nodes_refused:" +
+          std::to_string(counters.nodes_refused.load(std::memory_order_relaxed)) + "\r\n";
   ctx.reply.Verbatim(text);
 }
 

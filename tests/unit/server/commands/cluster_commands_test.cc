@@ -106,7 +106,7 @@ TEST_F(ClusterCommandsTest, AddAndDeleteSlotsWithRedisChecks) {
                       "cluster_slots_pfail:0\r\ncluster_slots_fail:0\r\ncluster_known_nodes:1\r\n"
                       "cluster_size:1\r\ncluster_current_epoch:0\r\ncluster_my_epoch:0\r\n"
                       "cluster_stats_messages_sent:0\r\ncluster_stats_messages_received:0\r\n"
-                      "total_cluster_links_buffer_limit_exceeded:0\r\n"),
+                      "total_cluster_links_buffer_limit_exceeded:0\r\ncluster_nodes_refused:0\r\n"),
             std::string::npos)
       << info;
   EXPECT_EQ(s.Run({"CLUSTER", "FLUSHSLOTS"}), kOk);
