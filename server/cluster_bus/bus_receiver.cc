@@ -201,6 +201,11 @@ BusReceiveResult Process(View* view, const BusMessage& message, const BusLinkCon
     if constexpr (kApply) node->master_id = message.master_id;
     result.save = true;
   }
+  // Not saved: an offset is only ever the latest heard.
+  if (node->repl_offset != static_cast<int64_t>(message.repl_offset)) {
+    if (stop_here()) return result;
+    if constexpr (kApply) node->repl_offset = static_cast<int64_t>(message.repl_offset);
+  }
 
   const uint64_t current = NextCurrentEpoch(view->current_epoch, message.current_epoch);
   if (current != view->current_epoch) {

@@ -253,6 +253,7 @@ void ClusterBus::SendHeartbeat(const std::shared_ptr<BusLink>& link, BusMessageT
       return false;
     });
   }
+  if (options_.repl_offset) message.repl_offset = options_.repl_offset();
   Send(link, message);
 }
 
@@ -404,8 +405,32 @@ void ClusterBus::Cron() {
     }
   }
 
+  FollowMyMaster();
+
   std::lock_guard lock(ban_mu_);
   std::erase_if(banned_until_ms_, [now](const auto& entry) { return entry.second <= now; });
+}
+
+void ClusterBus::FollowMyMaster() {
+  if (!options_.follow_master) return;
+  std::string host;
+  uint16_t port = 0;
+  state_->Read([&](const ClusterView& view) {
+    const int32_t master = view.MasterOf(view.myself);
+    if (master == kNoNode) return 0;
+    const ClusterNode& node = view.nodes[static_cast<size_t>(master)];
+    if (node.Has(kNodeNoAddr) || node.ip.empty() || node.port == 0) return 0;
+    host = node.ip;
+    port = node.port;
+    return 0;
+  });
+  if (host.empty()) {
+    followed_.clear();  // a master again (or its master unknown): follow anew later
+    return;
+  }
+  const std::string target = host + ":" + std::to_string(port);
+  if (target == followed_) return;
+  if (options_.follow_master(host, port)) followed_ = target;
 }
 
 MeetOutcome ClusterBus::Meet(std::string_view ip_text, uint16_t port, uint16_t cport) {

@@ -13,6 +13,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -41,6 +42,15 @@ struct ClusterBusOptions {
   uint16_t cport = 0;
   int64_t node_timeout_ms = 15'000;
   std::string announce_ip;  // cluster-announce-ip; "" = what peers see
+  // This node's replication offset, sent in every message (null: 0).
+  std::function<uint64_t()> repl_offset;
+  // Makes this node replicate host:port (the replication room's Follow);
+  // false when it cannot yet (the server still starting): the cron asks
+  // again. Called from the cron whenever myself is a replica whose master's
+  // address is known and is not the one last followed, as Redis's
+  // clusterCron calls replicationSetMaster (after a restart from
+  // nodes.conf, or when the master's address changes). Null: never.
+  std::function<bool(const std::string& host, uint16_t port)> follow_master;
 };
 
 // One row of CLUSTER LINKS (Redis 7.0's fields).
@@ -101,6 +111,8 @@ class ClusterBus {
   // A digest of myself's claim (config epoch and owned slots); a change
   // makes the next cron PONG every peer.
   uint64_t MyClaimDigest();
+  // A replica's link to its master's address (follow_master).
+  void FollowMyMaster();
 
   ClusterState* state_;
   ClusterBusOptions options_;
@@ -118,6 +130,7 @@ class ClusterBus {
   uint64_t cron_ticks_ = 0;
   uint64_t last_claim_digest_ = 0;
   bool broadcast_due_ = false;
+  std::string followed_;  // "host:port" last given to follow_master
 
   std::mutex ban_mu_;
   std::map<std::string, int64_t, std::less<>> banned_until_ms_;

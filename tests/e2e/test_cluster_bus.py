@@ -62,6 +62,18 @@ def cli(*args, deadline_s=CLI_DEADLINE_S):
                           timeout=deadline_s, stdin=subprocess.DEVNULL)
 
 
+def assert_check_passes(test, node):
+    """`redis-cli --cluster check` from `node` passes: every node agrees on
+    the slots and all 16384 are covered. Returns its output."""
+    check = cli("--cluster", "check", f"127.0.0.1:{node.port}")
+    text = check.stdout + check.stderr
+    test.assertEqual(check.returncode, 0, text)
+    test.assertNotIn("[ERR]", text)
+    test.assertIn("[OK] All nodes agree about slots configuration.", text)
+    test.assertIn("[OK] All 16384 slots covered.", text)
+    return text
+
+
 def node_lines(client):
     text = client.execute_command("CLUSTER", "NODES")
     if isinstance(text, bytes):
@@ -103,25 +115,34 @@ def crc64_jones(data):
     return crc
 
 
+def create_cluster(test_class, count, prefix, *create_args):
+    """Starts `count` nodes in a fresh directory each (test_class.nodes,
+    test_class.tmp) and runs `redis-cli --cluster create` over them
+    (test_class.create, test_class.create_seconds); on any failure stops
+    what started (test_class.tearDownClass) and raises."""
+    test_class.tmp = tempfile.TemporaryDirectory(prefix=prefix)
+    test_class.nodes = []
+    try:
+        for i in range(count):
+            data_dir = os.path.join(test_class.tmp.name, f"node{i}")
+            os.makedirs(data_dir)
+            port, cport = free_port_pair()
+            test_class.nodes.append(ClusterNode(data_dir, port, cport).start())
+        started = time.monotonic()
+        test_class.create = cli("--cluster", "create",
+                                *[f"127.0.0.1:{n.port}" for n in test_class.nodes],
+                                *create_args, "--cluster-yes")
+        test_class.create_seconds = time.monotonic() - started
+    except BaseException:
+        test_class.tearDownClass()
+        raise
+
+
 @unittest.skipIf(REDIS_CLI is None, "redis-cli is not installed")
 class ClusterBusTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.tmp = tempfile.TemporaryDirectory(prefix="bloomgate-cluster-bus-")
-        cls.nodes = []
-        try:
-            for i in range(3):
-                data_dir = os.path.join(cls.tmp.name, f"node{i}")
-                os.makedirs(data_dir)
-                port, cport = free_port_pair()
-                cls.nodes.append(ClusterNode(data_dir, port, cport).start())
-            started = time.monotonic()
-            cls.create = cli("--cluster", "create",
-                             *[f"127.0.0.1:{n.port}" for n in cls.nodes], "--cluster-yes")
-            cls.create_seconds = time.monotonic() - started
-        except BaseException:
-            cls.tearDownClass()
-            raise
+        create_cluster(cls, 3, "bloomgate-cluster-bus-")
 
     @classmethod
     def tearDownClass(cls):
@@ -149,11 +170,7 @@ class ClusterBusTest(unittest.TestCase):
         print(f"\ncreate to agreement: {self.create_seconds:.2f} s", flush=True)
         self.wait_agreement()
         for node in self.nodes:
-            check = cli("--cluster", "check", f"127.0.0.1:{node.port}")
-            text = check.stdout + check.stderr
-            self.assertEqual(check.returncode, 0, text)
-            self.assertIn("[OK] All nodes agree about slots configuration.", text)
-            self.assertIn("[OK] All 16384 slots covered.", text)
+            assert_check_passes(self, node)
         for client in self.clients():
             info = client.execute_command("CLUSTER", "INFO")
             self.assertIn("cluster_known_nodes:3", info)
