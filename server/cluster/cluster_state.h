@@ -68,6 +68,9 @@ struct ClusterNode {
   // Its replication offset as last gossiped (CLUSTER SHARDS); myself's is
   // read from the replication room instead.
   int64_t repl_offset = 0;
+  // Unix ms when this node was flagged fail (Redis's fail_time): a master
+  // that serves slots is cleared only 2 x cluster-node-timeout after it.
+  int64_t fail_time_ms = 0;
   // Failure reports of other masters about this node: (reporter id, unix ms
   // of the report). The bus adds and expires them; COUNT-FAILURE-REPORTS
   // counts them.

@@ -1,5 +1,6 @@
 #include "server/cluster_bus/bus_receiver.h"
 
+#include <algorithm>
 #include <type_traits>
 
 #include "server/cluster_bus/bus_node_flags.h"
@@ -77,6 +78,33 @@ int32_t StaleHandshakeOfLink(const ClusterView& view, const BusMessage& message,
     return kNoNode;
   }
   return index;
+}
+
+// Redis's markNodeAsFailingIfNeeded: a node this node suspects (fail?)
+// fails when its reports younger than twice the node timeout, plus
+// myself's own suspicion when myself is a master, reach a majority of the
+// masters serving slots.
+bool ReachesFailQuorum(const ClusterView& view, int32_t index, int64_t now_ms,
+                       int64_t node_timeout_ms) {
+  const ClusterNode& node = view.nodes[static_cast<size_t>(index)];
+  if (!node.Has(kNodePFail) || node.Has(kNodeFail)) return false;
+  const int32_t quorum = view.size / 2 + 1;
+  int32_t failures = view.me().Has(kNodeMaster) ? 1 : 0;
+  for (const auto& [reporter, at] : node.failure_reports) {
+    if (now_ms - at <= 2 * node_timeout_ms) ++failures;
+  }
+  return failures >= quorum;
+}
+
+// Redis's clearNodeFailureIfNeeded, for a failed node that answered: a
+// replica, or a master with no slots, at once; a master serving slots once
+// it has been failed for twice the node timeout (nobody took its slots).
+bool FailureClears(const ClusterView& view, int32_t index, int64_t now_ms,
+                   int64_t node_timeout_ms) {
+  const ClusterNode& node = view.nodes[static_cast<size_t>(index)];
+  if (!node.Has(kNodeFail)) return false;
+  if (node.Has(kNodeSlave) || view.SlotCount(index) == 0) return true;
+  return now_ms - node.fail_time_ms > 2 * node_timeout_ms;
 }
 
 // Myself's address as a peer sees it, learnt from a MEET (or any message
@@ -169,6 +197,16 @@ BusReceiveResult Process(View* view, const BusMessage& message, const BusLinkCon
         node->flags &= ~kNodeHandshake;
         result.save = true;
       }
+    }
+    // It answers: no longer suspected; a failure cleared as Redis clears it.
+    if (node->Has(kNodePFail)) {
+      if (stop_here()) return result;
+      if constexpr (kApply) node->flags &= ~kNodePFail;
+      result.save = true;
+    } else if (FailureClears(*view, sender, now_ms, link.node_timeout_ms)) {
+      if (stop_here()) return result;
+      if constexpr (kApply) node->flags &= ~kNodeFail;
+      result.save = true;
     }
   }
 
@@ -267,9 +305,63 @@ BusReceiveResult Process(View* view, const BusMessage& message, const BusLinkCon
     }
   }
 
+  // FAIL: a majority agreed; this node flags it too (not myself: a node
+  // never takes itself for failed).
+  if (!message.fail_about.empty()) {
+    const int32_t failing = view->Find(message.fail_about);
+    if (failing != kNoNode && failing != view->myself &&
+        !view->nodes[static_cast<size_t>(failing)].Has(kNodeFail)) {
+      if (stop_here()) return result;
+      if constexpr (kApply) {
+        ClusterNode& failed = view->nodes[static_cast<size_t>(failing)];
+        failed.flags = (failed.flags & ~kNodePFail) | kNodeFail;
+        failed.fail_time_ms = now_ms;
+      }
+      result.save = true;
+    }
+  }
+
+  // Gossip from a known master: a node it flags fail? or fail is a report
+  // against it (refreshed each time), one it does not flag withdraws the
+  // sender's report (Redis's clusterProcessGossipSection).
+  const bool sender_is_master = IsMaster(*node);
+  for (const BusGossipEntry& entry : message.gossip) {
+    const int32_t known = view->Find(entry.id);
+    if (!sender_is_master || known == kNoNode || known == view->myself) continue;
+    const auto& reports = view->nodes[static_cast<size_t>(known)].failure_reports;
+    auto mine = std::find_if(reports.begin(), reports.end(), [&](const auto& report) {
+      return report.first == message.sender_id;
+    });
+    if ((entry.flags & (kBusFlagPFail | kBusFlagFail)) == 0) {
+      if (mine == reports.end()) continue;
+      if (stop_here()) return result;
+      if constexpr (kApply) view->nodes[static_cast<size_t>(known)].failure_reports.erase(mine);
+      continue;
+    }
+    if (mine != reports.end() && mine->second == now_ms &&
+        !ReachesFailQuorum(*view, known, now_ms, link.node_timeout_ms)) {
+      continue;
+    }
+    if (stop_here()) return result;
+    if constexpr (kApply) {
+      ClusterNode& reported = view->nodes[static_cast<size_t>(known)];
+      if (mine != reports.end()) {
+        reported.failure_reports[static_cast<size_t>(mine - reports.begin())].second = now_ms;
+      } else {
+        reported.failure_reports.emplace_back(message.sender_id, now_ms);
+      }
+      if (ReachesFailQuorum(*view, known, now_ms, link.node_timeout_ms)) {
+        reported.flags = (reported.flags & ~kNodePFail) | kNodeFail;
+        reported.fail_time_ms = now_ms;
+        result.fail_broadcast = reported.id;
+        result.save = true;
+      }
+    }
+  }
+
   // Gossip from a known sender: nodes this node has never heard of are met
   // (a handshake toward the address the sender gave), while the view has
-  // room. Failure reports are the failure detector's, not read here.
+  // room.
   for (const BusGossipEntry& entry : message.gossip) {
     if ((entry.flags & (kBusFlagNoAddr | kBusFlagHandshake)) != 0) continue;
     if (banned && banned(entry.id)) continue;

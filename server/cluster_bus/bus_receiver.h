@@ -1,6 +1,8 @@
 // What a received bus message does to this node's view of the cluster:
-// Redis's clusterProcessPacket for PING, PONG, MEET and UPDATE, minus
-// failure detection. Pure over a ClusterView (no sockets, no clock reads),
+// Redis's clusterProcessPacket for PING, PONG, MEET, UPDATE and FAIL, with
+// its failure detection: failure reports read from the gossip of masters,
+// a node flagged fail once a majority of masters report it within twice
+// the node timeout, fail? and fail cleared on a PONG as Redis clears them. Pure over a ClusterView (no sockets, no clock reads),
 // so the tests drive it message by message. ReceiveBusMessage decides under
 // the view's shared lock and takes the exclusive one only for a message
 // that changes the view (most PINGs of a settled cluster change nothing).
@@ -25,6 +27,9 @@ struct BusLinkContext {
   // then (a handshake node's provisional id until its PONG names it).
   std::string outbound_node_id;
   bool announce_ip_set = false;  // cluster-announce-ip fixes myself's address
+  // cluster-node-timeout: failure reports are valid for twice it, and a
+  // failed master serving slots is cleared no sooner than twice it.
+  int64_t node_timeout_ms = 15'000;
 };
 
 struct BusReceiveResult {
@@ -44,6 +49,9 @@ struct BusReceiveResult {
   std::optional<std::string> update_about;
   // Nodes a MEET or gossip would have added past kMaxClusterNodes.
   uint32_t nodes_refused = 0;
+  // A node this message made fail (a majority of masters reported it):
+  // tell every peer (Redis's clusterSendFail). Empty: none.
+  std::string fail_broadcast;
 };
 
 // Whether a node id was forgotten lately (CLUSTER FORGET's ban list):

@@ -38,6 +38,7 @@ struct NodeBrief {
   uint16_t cport = 0;
   bool handshake = false;
   bool no_addr = false;
+  bool failing = false;  // flagged fail? or fail already
   int64_t ping_sent_ms = 0;
   int64_t pong_received_ms = 0;
 };
@@ -158,6 +159,8 @@ void ClusterBus::OnMessage(const std::shared_ptr<BusLink>& link, const BusMessag
   context.local_ip = link->local_ip();
   if (link->direction() == BusLink::Direction::kTo) context.outbound_node_id = link->node_id();
   context.announce_ip_set = !options_.announce_ip.empty();
+  context.node_timeout_ms = options_.node_timeout_ms;
+  if (!message.fail_about.empty()) state_->counters().CountReceived(ClusterMessageType::kFail);
   std::string failure;
   const BusReceiveResult result = ReceiveBusMessage(
       state_, message, context, NowMs(), [this](std::string_view id) { return Banned(id); },
@@ -188,6 +191,12 @@ void ClusterBus::OnMessage(const std::shared_ptr<BusLink>& link, const BusMessag
     SendHeartbeat(link, BusMessageType::kPong);
   }
   if (result.update_about) SendUpdate(link, *result.update_about);
+  if (!result.fail_broadcast.empty()) {
+    // Redis's clusterSendFail: every peer flags it now, whatever it saw.
+    for (auto& [id, to] : to_links_) {
+      if (to->connected()) SendHeartbeat(to, BusMessageType::kPong, result.fail_broadcast);
+    }
+  }
   if (result.my_claim_changed) broadcast_due_ = true;
 }
 
@@ -218,8 +227,8 @@ void ClusterBus::SetLinkConnected(const std::string& node_id, bool connected) {
     const int32_t index = view.Find(node_id);
     if (index == kNoNode || index == view.myself) return false;
     ClusterNode& node = view.nodes[static_cast<size_t>(index)];
+    // A pending PING's time survives the link: it is what fail? is judged by.
     node.link_connected = connected;
-    if (!connected) node.ping_sent_ms = 0;
     return false;
   });
 }
@@ -231,7 +240,8 @@ void ClusterBus::Send(const std::shared_ptr<BusLink>& link, const BusMessage& me
   link->Send(std::move(bytes));
 }
 
-void ClusterBus::SendHeartbeat(const std::shared_ptr<BusLink>& link, BusMessageType type) {
+void ClusterBus::SendHeartbeat(const std::shared_ptr<BusLink>& link, BusMessageType type,
+                               const std::string& fail_about) {
   BusMessage message;
   const int64_t now = NowMs();
   auto describe = [&](const ClusterView& view) {
@@ -254,6 +264,8 @@ void ClusterBus::SendHeartbeat(const std::shared_ptr<BusLink>& link, BusMessageT
     });
   }
   if (options_.repl_offset) message.repl_offset = options_.repl_offset();
+  message.fail_about = fail_about;
+  if (!fail_about.empty()) state_->counters().CountSent(ClusterMessageType::kFail);
   Send(link, message);
 }
 
@@ -304,7 +316,8 @@ void ClusterBus::Cron() {
       if (static_cast<int32_t>(i) == view.myself) continue;
       const ClusterNode& node = view.nodes[i];
       nodes.push_back({node.id, node.ip, node.cport, node.Has(kNodeHandshake),
-                       node.Has(kNodeNoAddr), node.ping_sent_ms, node.pong_received_ms});
+                       node.Has(kNodeNoAddr), node.Has(kNodePFail) || node.Has(kNodeFail),
+                       node.ping_sent_ms, node.pong_received_ms});
     }
     return 0;
   });
@@ -389,6 +402,31 @@ void ClusterBus::Cron() {
       // does, in case only the link is broken.
       link->Close();
     }
+  }
+
+  // A node whose PING has waited longer than the node timeout is
+  // suspected: fail? (Redis's clusterCron). Its link may have been closed
+  // and opened again meanwhile: the pending PING's time is kept.
+  std::vector<std::string> suspected;
+  for (const NodeBrief& node : nodes) {
+    if (!node.handshake && !node.failing && node.ping_sent_ms != 0 &&
+        now - node.ping_sent_ms > options_.node_timeout_ms) {
+      suspected.push_back(node.id);
+    }
+  }
+  if (!suspected.empty()) {
+    state_->Update([&](ClusterView& view) {
+      bool changed = false;
+      for (const std::string& id : suspected) {
+        const int32_t index = view.Find(id);
+        if (index == kNoNode || index == view.myself) continue;
+        ClusterNode& node = view.nodes[static_cast<size_t>(index)];
+        if (node.Has(kNodePFail) || node.Has(kNodeFail) || node.ping_sent_ms == 0) continue;
+        node.flags |= kNodePFail;
+        changed = true;
+      }
+      return changed;  // the state is recomputed: a majority may be unreachable
+    });
   }
 
   // Our own claim changed (ADDSLOTS, SETSLOT, an epoch bump): every peer

@@ -104,7 +104,9 @@ class ClusterBus {
   void OnClosed(const std::shared_ptr<BusLink>& link);
   // Builds and sends this node's PING/PONG/MEET on `link`; PING and MEET
   // mark the node's ping as pending.
-  void SendHeartbeat(const std::shared_ptr<BusLink>& link, BusMessageType type);
+  // `fail_about` (a PONG's): Redis's FAIL message about that node.
+  void SendHeartbeat(const std::shared_ptr<BusLink>& link, BusMessageType type,
+                     const std::string& fail_about = "");
   void SendUpdate(const std::shared_ptr<BusLink>& link, const std::string& about_id);
   void Send(const std::shared_ptr<BusLink>& link, const BusMessage& message);
   void SetLinkConnected(const std::string& node_id, bool connected);

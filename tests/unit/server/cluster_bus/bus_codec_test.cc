@@ -225,6 +225,19 @@ TEST(BusCodec, ReadsTheReplicationOffsetAndZeroWithoutIt) {
             BusDecodeStatus::kMalformed);
 }
 
+TEST(BusCodec, CarriesAFailAboutANode) {
+  BusMessage m = SamplePing();
+  m.type = BusMessageType::kPong;
+  m.fail_about = kIdB;
+  BusMessage back;
+  ASSERT_EQ(Decode(Encode(m), &back), BusDecodeStatus::kOk);
+  EXPECT_EQ(back.fail_about, kIdB);
+  const Fields f = SampleFields();
+  const std::string base = Field(1, f.sender) + Field(2, f.slots) + Field(3, f.gossip);
+  EXPECT_EQ(Decode(Message(BusMessageType::kPong, base + Field(0x8006, "not an id"))),
+            BusDecodeStatus::kMalformed);
+}
+
 TEST(BusCodec, RefusesMissingRepeatedOrMisplacedFields) {
   const Fields f = SampleFields();
   const auto ping = [](const std::string& body) { return Message(BusMessageType::kPing, body); };

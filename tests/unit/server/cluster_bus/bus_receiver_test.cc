@@ -336,6 +336,111 @@ TEST(ReceiveBusMessage, ASettledPingNeedsOnlyTheSharedLock) {
             6u);
 }
 
+// Three masters serving slots (A myself, B, C): a majority is two.
+ClusterView ThreeMasters() {
+  ClusterView view = ViewOf(kA, 7000);
+  AddPeer(&view, kB, 7001, 2);
+  AddPeer(&view, kC, 7002, 3);
+  for (size_t slot = 0; slot < kClusterSlots; ++slot) view.owner[slot] = slot % 3;
+  view.RefreshHealth(true);
+  return view;
+}
+
+BusMessage PingFromBGossipingC(uint16_t c_flags) {
+  ClusterView b = ViewOf(kB, 7001);
+  b.me().config_epoch = 2;
+  BusMessage ping = DescribeMyself(b, BusMessageType::kPing, "");
+  ping.gossip.push_back({kC, "127.0.0.1", 7002, 17002, c_flags, 0, 0});
+  return ping;
+}
+
+TEST(BusFailureDetection, AMajorityOfMastersReportingMakesASuspectFail) {
+  ClusterView me = ThreeMasters();
+  const int32_t c = me.Find(kC);
+  // Not suspected here: B's report is kept, nothing fails.
+  Receive(&me, PingFromBGossipingC(kBusFlagMaster | kBusFlagPFail), Inbound());
+  ASSERT_EQ(me.nodes[c].failure_reports.size(), 1u);
+  EXPECT_EQ(me.nodes[c].failure_reports[0].first, kB);
+  EXPECT_FALSE(me.nodes[c].Has(kNodeFail));
+  // Suspected here too: myself and B are two of three masters.
+  me.nodes[c].flags |= kNodePFail;
+  const BusReceiveResult r =
+      Receive(&me, PingFromBGossipingC(kBusFlagMaster | kBusFlagPFail), Inbound());
+  EXPECT_TRUE(me.nodes[c].Has(kNodeFail));
+  EXPECT_FALSE(me.nodes[c].Has(kNodePFail));
+  EXPECT_EQ(me.nodes[c].fail_time_ms, kNow);
+  EXPECT_EQ(r.fail_broadcast, kC);
+  EXPECT_TRUE(r.save);
+}
+
+TEST(BusFailureDetection, AReportOlderThanTwiceTheTimeoutDoesNotCount) {
+  const std::string kE(40, 'e');
+  // Five masters: a majority is three.
+  auto five = [&](int64_t d_report_at) {
+    ClusterView view = ThreeMasters();
+    AddPeer(&view, kD, 7003, 4);
+    AddPeer(&view, kE, 7004, 5);
+    for (size_t slot = 0; slot < kClusterSlots; ++slot) view.owner[slot] = slot % 5;
+    view.RefreshHealth(true);
+    ClusterNode& c = view.nodes[view.Find(kC)];
+    c.flags |= kNodePFail;
+    c.failure_reports.emplace_back(kD, d_report_at);
+    return view;
+  };
+  const BusMessage ping = PingFromBGossipingC(kBusFlagMaster | kBusFlagPFail);
+  // Myself, B, and D's report 2 x 15 s old: three.
+  ClusterView fresh = five(kNow - 2 * 15'000);
+  Receive(&fresh, ping, Inbound());
+  EXPECT_TRUE(fresh.nodes[fresh.Find(kC)].Has(kNodeFail));
+  // One ms older: D's report lapsed, two of three.
+  ClusterView stale = five(kNow - 2 * 15'000 - 1);
+  Receive(&stale, ping, Inbound());
+  EXPECT_FALSE(stale.nodes[stale.Find(kC)].Has(kNodeFail));
+  EXPECT_TRUE(stale.nodes[stale.Find(kC)].Has(kNodePFail));
+}
+
+TEST(BusFailureDetection, GossipWithoutTheFlagWithdrawsTheReport) {
+  ClusterView me = ThreeMasters();
+  const int32_t c = me.Find(kC);
+  me.nodes[c].failure_reports.emplace_back(kB, kNow - 10);
+  Receive(&me, PingFromBGossipingC(kBusFlagMaster), Inbound());
+  EXPECT_TRUE(me.nodes[c].failure_reports.empty());
+}
+
+TEST(BusFailureDetection, AFailMessageFlagsTheNodeButNeverMyself) {
+  ClusterView me = ThreeMasters();
+  BusMessage pong = PingFromBGossipingC(kBusFlagMaster);
+  pong.type = BusMessageType::kPong;
+  pong.fail_about = kC;
+  const BusReceiveResult r = Receive(&me, pong, Inbound());
+  EXPECT_TRUE(me.nodes[me.Find(kC)].Has(kNodeFail));
+  EXPECT_TRUE(r.save);
+  EXPECT_TRUE(r.fail_broadcast.empty());  // only the node that decided broadcasts
+  pong.fail_about = kA;
+  Receive(&me, pong, Inbound());
+  EXPECT_FALSE(me.me().Has(kNodeFail));
+}
+
+TEST(BusFailureDetection, APongClearsSuspicionAndAFailedMasterAfterTwiceTheTimeout) {
+  ClusterView me = ThreeMasters();
+  const int32_t c = me.Find(kC);
+  ClusterView cv = ViewOf(kC, 7002);
+  cv.me().config_epoch = 3;
+  const BusMessage pong = DescribeMyself(cv, BusMessageType::kPong, "");
+  BusLinkContext link = Outbound(kC);
+  link.node_timeout_ms = 2000;
+  me.nodes[c].flags |= kNodePFail;
+  ApplyBusMessage(&me, pong, link, kNow, nullptr);
+  EXPECT_FALSE(me.nodes[c].Has(kNodePFail));
+  // Failed 3 s ago, serving slots: not yet (2 x 2 s).
+  me.nodes[c].flags |= kNodeFail;
+  me.nodes[c].fail_time_ms = kNow - 3000;
+  ApplyBusMessage(&me, pong, link, kNow, nullptr);
+  EXPECT_TRUE(me.nodes[c].Has(kNodeFail));
+  ApplyBusMessage(&me, pong, link, kNow + 1001, nullptr);
+  EXPECT_FALSE(me.nodes[c].Has(kNodeFail));
+}
+
 TEST(BusSender, GossipIsATenthOfTheNodesAtLeastThree) {
   EXPECT_EQ(GossipCount(2), 0u);
   EXPECT_EQ(GossipCount(4), 2u);
