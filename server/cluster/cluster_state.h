@@ -72,8 +72,9 @@ struct ClusterNode {
   // that serves slots is cleared only 2 x cluster-node-timeout after it.
   int64_t fail_time_ms = 0;
   // Failure reports of other masters about this node: (reporter id, unix ms
-  // of the report). The bus adds and expires them; COUNT-FAILURE-REPORTS
-  // counts them.
+  // of the report), one per reporter. The bus adds, refreshes and withdraws
+  // them from the reporters' gossip; only those younger than twice
+  // cluster-node-timeout count (COUNT-FAILURE-REPORTS, the fail majority).
   std::vector<std::pair<std::string, int64_t>> failure_reports;
 
   bool Has(uint32_t flag) const { return (flags & flag) != 0; }

@@ -38,10 +38,10 @@ class ClusterNode(PersistentServer):
     """A cluster node on fixed ports, so a restart comes back where the
     others know it."""
 
-    def __init__(self, data_dir, port, cport):
+    def __init__(self, data_dir, port, cport, node_timeout_ms=NODE_TIMEOUT_MS):
         super().__init__(data_dir, args=[
             "--cluster-enabled", "yes", "--cluster-port", str(cport),
-            "--cluster-node-timeout", str(NODE_TIMEOUT_MS), "--threads", "1"])
+            "--cluster-node-timeout", str(node_timeout_ms), "--threads", "1"])
         self.fixed_port = port
         self.cport = cport
 
@@ -115,7 +115,7 @@ def crc64_jones(data):
     return crc
 
 
-def create_cluster(test_class, count, prefix, *create_args):
+def create_cluster(test_class, count, prefix, *create_args, node_timeout_ms=NODE_TIMEOUT_MS):
     """Starts `count` nodes in a fresh directory each (test_class.nodes,
     test_class.tmp) and runs `redis-cli --cluster create` over them
     (test_class.create, test_class.create_seconds); on any failure stops
@@ -127,7 +127,8 @@ def create_cluster(test_class, count, prefix, *create_args):
             data_dir = os.path.join(test_class.tmp.name, f"node{i}")
             os.makedirs(data_dir)
             port, cport = free_port_pair()
-            test_class.nodes.append(ClusterNode(data_dir, port, cport).start())
+            test_class.nodes.append(
+                ClusterNode(data_dir, port, cport, node_timeout_ms).start())
         started = time.monotonic()
         test_class.create = cli("--cluster", "create",
                                 *[f"127.0.0.1:{n.port}" for n in test_class.nodes],

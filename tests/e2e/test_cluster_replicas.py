@@ -28,7 +28,11 @@ def info_fields(client, section):
 class ClusterReplicasTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        create_cluster(cls, 6, "bloomgate-cluster-replicas-", "--cluster-replicas", "1")
+        # Redis's default node timeout: nothing here waits on failure
+        # detection, and on a loaded machine a 2 s one can flag a node
+        # fail? (and the state fail) for a moment.
+        create_cluster(cls, 6, "bloomgate-cluster-replicas-", "--cluster-replicas", "1",
+                       node_timeout_ms=15000)
 
     @classmethod
     def tearDownClass(cls):
