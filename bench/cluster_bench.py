@@ -110,7 +110,7 @@ def flush(cluster):
 def one_node_cluster(directory):
     """One cluster-enabled node owning every slot (redis-cli --cluster create
     wants 3 masters, so its slots are added by hand)."""
-    cluster = LocalCluster(directory, masters=1, args=SERVER_ARGS)
+    cluster = LocalCluster(directory, nodes=1, args=SERVER_ARGS)
     try:
         client = cluster.nodes[0].client(decode_responses=True)
         client.execute_command("CLUSTER", "ADDSLOTSRANGE", 0, SLOTS - 1)
@@ -527,7 +527,7 @@ def main():
     tmp = tempfile.mkdtemp(prefix="bloomgate-cluster-bench-", dir=args.dir)
     three = one = None
     try:
-        three = LocalCluster(os.path.join(tmp, "three"), masters=3, args=SERVER_ARGS)
+        three = LocalCluster(os.path.join(tmp, "three"), nodes=3, args=SERVER_ARGS)
         three.create()
         three.wait_agreement()
         print(f"3 masters made one cluster in {time.monotonic() - started:.1f} s")

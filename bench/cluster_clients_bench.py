@@ -59,7 +59,7 @@ def main():
 
     rows = []
     with tempfile.TemporaryDirectory(prefix="bloomgate-clients-bench-") as tmp, \
-            LocalCluster(tmp, masters=3) as cluster:
+            LocalCluster(tmp, nodes=3) as cluster:
         cluster.create()
         cluster.wait_agreement()
         seed = cluster.nodes[0].address

@@ -263,6 +263,7 @@ int main(int argc, char** argv) {
   }
   // The cluster bus (server/cluster_bus/): on cluster-port, its own thread.
   // Declared after the context, whose cluster view it changes: stopped first.
+  std::atomic<bool> replication_started{false};  // read by the bus's cron: outlives it
   std::unique_ptr<ClusterBus> cluster_bus;
   if (config.cluster_enabled) {
     ClusterBusOptions bus_options;
@@ -270,6 +271,15 @@ int main(int argc, char** argv) {
     bus_options.cport = ClusterBusPort(config);
     bus_options.node_timeout_ms = static_cast<int64_t>(config.cluster_node_timeout);
     bus_options.announce_ip = config.cluster_announce_ip;
+    bus_options.repl_offset = [&context] { return context.replication->master_repl_offset(); };
+    // A replica's link starts once replication has its applier and has
+    // started (below); until then the bus's cron asks again.
+    bus_options.follow_master = [&context, &replication_started](const std::string& host,
+                                                                 uint16_t port) {
+      if (!replication_started.load(std::memory_order_acquire)) return false;
+      context.replication->Follow(host, port);
+      return true;
+    };
     cluster_bus = std::make_unique<ClusterBus>(&context.cluster, std::move(bus_options));
     if (!cluster_bus->Start(&error)) {
       spdlog::critical("{}", error);
@@ -328,6 +338,7 @@ int main(int argc, char** argv) {
   }
   spdlog::info("ready to accept commands");
   context.replication->Start();
+  replication_started.store(true, std::memory_order_release);
   server.Wait();
   if (cluster_bus) cluster_bus->Stop();
   // Before the final save: a full sync holds the saves' lock while it streams.

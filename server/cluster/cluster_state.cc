@@ -285,33 +285,34 @@ std::string ClusterState::my_id() const {
 }
 
 std::string ClusterState::Update(const std::function<bool(ClusterView&)>& fn) {
-  std::string text;
-  uint64_t version = 0;
-  Epochs epochs;
   {
     std::unique_lock lock(mu_);
     if (!fn(view_)) return {};
     view_.RefreshHealth(require_full_coverage_);
-    version = version_.fetch_add(1, std::memory_order_acq_rel) + 1;
+    version_.fetch_add(1, std::memory_order_acq_rel);
     if (!saver_) return {};
-    text = RenderClusterConfig(view_);
-    epochs = EpochsOf(view_);
   }
-  return SaveText(std::move(text), version, epochs, /*force_durable=*/false);
+  // The text is made after the exclusive hold: the view rendered may be a
+  // later one than this change's, never an earlier one, and SaveText keeps
+  // the file from going back to an older version.
+  return SaveCurrent(/*force_durable=*/false);
 }
 
-std::string ClusterState::Save() {
+std::string ClusterState::Save() { return SaveCurrent(/*force_durable=*/true); }
+
+std::string ClusterState::SaveCurrent(bool force_durable) {
   std::string text;
   uint64_t version = 0;
   Epochs epochs;
   {
     std::shared_lock lock(mu_);
     if (!saver_) return {};
+    // Read with the text under one hold: the version names what was rendered.
     version = version_.load(std::memory_order_acquire);
     text = RenderClusterConfig(view_);
     epochs = EpochsOf(view_);
   }
-  return SaveText(std::move(text), version, epochs, /*force_durable=*/true);
+  return SaveText(std::move(text), version, epochs, force_durable);
 }
 
 ClusterState::Epochs ClusterState::EpochsOf(const ClusterView& view) {

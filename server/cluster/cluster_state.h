@@ -48,6 +48,12 @@ enum ClusterNodeFlag : uint32_t {
 inline constexpr size_t kNodeIdLength = 40;
 // Redis's default gap between a node's port and its bus port.
 inline constexpr uint32_t kClusterPortOffset = 10000;
+// The most nodes a view holds (myself and handshakes included). Redis has no
+// cap and advises at most 1,000 nodes; without one a peer could gossip
+// fake nodes until memory runs out (each costs ~200 bytes here and a link).
+// 4,096 is four times Redis's advice; MEET and gossip beyond it are refused
+// and counted (CLUSTER INFO cluster_nodes_refused).
+inline constexpr size_t kMaxClusterNodes = 4096;
 
 struct ClusterNode {
   std::string id;
@@ -63,9 +69,13 @@ struct ClusterNode {
   // Its replication offset as last gossiped (CLUSTER SHARDS); myself's is
   // read from the replication room instead.
   int64_t repl_offset = 0;
+  // Unix ms when this node was flagged fail (Redis's fail_time): a master
+  // that serves slots is cleared only 2 x cluster-node-timeout after it.
+  int64_t fail_time_ms = 0;
   // Failure reports of other masters about this node: (reporter id, unix ms
-  // of the report). The bus adds and expires them; COUNT-FAILURE-REPORTS
-  // counts them.
+  // of the report), one per reporter. The bus adds, refreshes and withdraws
+  // them from the reporters' gossip; only those younger than twice
+  // cluster-node-timeout count (COUNT-FAILURE-REPORTS, the fail majority).
   std::vector<std::pair<std::string, int64_t>> failure_reports;
 
   bool Has(uint32_t flag) const { return (flags & flag) != 0; }
@@ -162,6 +172,8 @@ struct ClusterMessageCounters {
   std::array<std::atomic<uint64_t>, static_cast<size_t>(ClusterMessageType::kCount)> sent{};
   std::array<std::atomic<uint64_t>, static_cast<size_t>(ClusterMessageType::kCount)> received{};
   std::atomic<uint64_t> links_buffer_limit_exceeded{0};
+  // Nodes a MEET, gossip or CLUSTER MEET would have added past kMaxClusterNodes.
+  std::atomic<uint64_t> nodes_refused{0};
 
   void CountSent(ClusterMessageType type) {
     sent[static_cast<size_t>(type)].fetch_add(1, std::memory_order_relaxed);
@@ -235,10 +247,11 @@ class ClusterState {
 
   // Runs fn(ClusterView&) under the exclusive lock. When fn returns true
   // (it changed the view) the derived fields are recomputed
-  // (RefreshHealth), the view's version moves on and, outside the lock,
-  // the new view is saved (if a saver is set) before Update returns; the
-  // save's failure text is returned (empty: saved, or nothing to save).
-  // fn must not call back into this object.
+  // (RefreshHealth), the view's version moves on and, once the exclusive
+  // lock is released, the view is rendered under the shared one (readers
+  // and routing go on meanwhile) and saved with no lock held (if a saver is
+  // set) before Update returns; the save's failure text is returned (empty:
+  // saved, or nothing to save). fn must not call back into this object.
   std::string Update(const std::function<bool(ClusterView&)>& fn);
 
   // Saves the current view now (CLUSTER SAVECONFIG); the failure's text or
@@ -264,6 +277,9 @@ class ClusterState {
     bool operator==(const Epochs&) const = default;
   };
   static Epochs EpochsOf(const ClusterView& view);
+  // Renders the view as it is now under the shared lock and saves it,
+  // fsynced if `force_durable` or an epoch moved.
+  std::string SaveCurrent(bool force_durable);
   std::string SaveText(std::string text, uint64_t version, Epochs epochs, bool force_durable);
 
   mutable ClusterViewLock mu_;

@@ -16,6 +16,9 @@ enum BusTag : uint16_t {
   kTagUpdate = 4,
 };
 constexpr uint16_t kOptionalTagBit = 0x8000;
+// Optional fields this version reads (an older peer skips them).
+constexpr uint16_t kTagReplOffset = kOptionalTagBit | 5;
+constexpr uint16_t kTagFailAbout = kOptionalTagBit | 6;
 // The bytes before the checksum, which the checksum covers with the body.
 constexpr size_t kChecksummedHeaderBytes = 12;
 // The smallest gossip entry: id, a 1-byte ip and its length, ports, flags, times.
@@ -224,6 +227,13 @@ void EncodeBusMessage(const BusMessage& m, std::string* out) {
   } else {
     PutField(&bw, kTagGossip, GossipField(m.gossip));
   }
+  if (m.repl_offset != 0) {  // 0 is what its absence means: one encoding per message
+    std::string offset;
+    ByteWriter ow(&offset);
+    ow.PutU64(m.repl_offset);
+    PutField(&bw, kTagReplOffset, offset);
+  }
+  if (!m.fail_about.empty()) PutField(&bw, kTagFailAbout, m.fail_about);
 
   const size_t start = out->size();
   ByteWriter hw(out);
@@ -270,11 +280,29 @@ BusDecodeStatus DecodeBusMessage(std::string_view bytes, BusMessage* m, size_t* 
   m->type = static_cast<BusMessageType>(header.type);
   const bool is_update = m->type == BusMessageType::kUpdate;
   bool seen[5] = {};
+  bool seen_offset = false;
+  bool seen_fail = false;
   ByteReader r(body);
   while (r.remaining() > 0) {
     uint16_t tag = 0;
     std::string_view value;
     if (!r.GetU16(&tag) || !r.GetString(&value)) return BusDecodeStatus::kMalformed;
+    if (tag == kTagReplOffset) {
+      ByteReader vr(value);
+      if (seen_offset || !vr.GetU64(&m->repl_offset) || vr.remaining() != 0) {
+        return BusDecodeStatus::kMalformed;
+      }
+      seen_offset = true;
+      continue;
+    }
+    if (tag == kTagFailAbout) {
+      ByteReader vr(value);
+      if (seen_fail || !GetNodeId(&vr, &m->fail_about) || vr.remaining() != 0) {
+        return BusDecodeStatus::kMalformed;
+      }
+      seen_fail = true;
+      continue;
+    }
     if (tag & kOptionalTagBit) continue;  // a later version's optional field
     if (tag < kTagSender || tag > kTagUpdate || seen[tag]) return BusDecodeStatus::kMalformed;
     seen[tag] = true;

@@ -26,6 +26,11 @@
 //                         cport u16 | flags u16 | ping sent u32 |
 //                         pong received u32)
 //   4 update  (UPDATE; required there)  id[40] | config epoch u64 | ranges
+//   0x8005 replication offset (optional; sent when not 0)  u64: the
+//                         sender's offset (a replica's in its master's
+//                         stream); absent (or from a peer before it): 0
+//   0x8006 fail (optional)  id[40]: Redis's FAIL message, carried by a PONG:
+//                         that node is failing by a majority of masters
 //
 // Slot ranges rather than Redis's 2,048-byte bitmap: a master of a
 // 100-node cluster holds one or a few ranges, 4 bytes each.

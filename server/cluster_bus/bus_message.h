@@ -70,6 +70,13 @@ struct BusMessage {
   uint64_t current_epoch = 0;
   uint64_t config_epoch = 0;
   BusSlotBitmap slots;
+  // The sender's replication offset (a replica's is what it applied of its
+  // master's stream; the rank of a replica in a failover is read from it).
+  // 0 from a peer that does not send it.
+  uint64_t repl_offset = 0;
+  // Redis's FAIL message, as a field of a PONG: the id of a node a majority
+  // of masters reported failing; every receiver flags it fail. Empty: none.
+  std::string fail_about;
   std::vector<BusGossipEntry> gossip;  // PING, PONG, MEET
   BusUpdate update;                    // UPDATE only
   bool operator==(const BusMessage&) const = default;

@@ -1,7 +1,11 @@
 // What a received bus message does to this node's view of the cluster:
-// Redis's clusterProcessPacket for PING, PONG, MEET and UPDATE, minus
-// failure detection. Pure over a ClusterView (no sockets, no clock reads),
-// so the tests drive it message by message.
+// Redis's clusterProcessPacket for PING, PONG, MEET, UPDATE and FAIL, with
+// its failure detection: failure reports read from the gossip of masters,
+// a node flagged fail once a majority of masters report it within twice
+// the node timeout, fail? and fail cleared on a PONG as Redis clears them. Pure over a ClusterView (no sockets, no clock reads),
+// so the tests drive it message by message. ReceiveBusMessage decides under
+// the view's shared lock and takes the exclusive one only for a message
+// that changes the view (most PINGs of a settled cluster change nothing).
 #pragma once
 
 #include <cstdint>
@@ -23,9 +27,14 @@ struct BusLinkContext {
   // then (a handshake node's provisional id until its PONG names it).
   std::string outbound_node_id;
   bool announce_ip_set = false;  // cluster-announce-ip fixes myself's address
+  // cluster-node-timeout: failure reports are valid for twice it, and a
+  // failed master serving slots is cleared no sooner than twice it.
+  int64_t node_timeout_ms = 15'000;
 };
 
 struct BusReceiveResult {
+  // The view changed (or, from DecideBusMessage, would change).
+  bool changed = false;
   // The sender is unknown and the message is not a MEET (or a PONG on our
   // own link to a node in handshake): dropped, nothing applied.
   bool dropped = false;
@@ -38,6 +47,11 @@ struct BusReceiveResult {
   // A node whose claim beats the sender's on some slot the sender claims:
   // send the sender an UPDATE about it.
   std::optional<std::string> update_about;
+  // Nodes a MEET or gossip would have added past kMaxClusterNodes.
+  uint32_t nodes_refused = 0;
+  // A node this message made fail (a majority of masters reported it):
+  // tell every peer (Redis's clusterSendFail). Empty: none.
+  std::string fail_broadcast;
 };
 
 // Whether a node id was forgotten lately (CLUSTER FORGET's ban list):
@@ -47,6 +61,22 @@ using BusBanCheck = std::function<bool(std::string_view id)>;
 BusReceiveResult ApplyBusMessage(ClusterView* view, const BusMessage& message,
                                  const BusLinkContext& link, int64_t now_ms,
                                  const BusBanCheck& banned);
+
+// The same decisions without changing the view: `changed` says whether
+// ApplyBusMessage would change it; when it would not, the rest of the
+// result is ApplyBusMessage's.
+BusReceiveResult DecideBusMessage(const ClusterView& view, const BusMessage& message,
+                                  const BusLinkContext& link, int64_t now_ms,
+                                  const BusBanCheck& banned);
+
+// A received message against the shared view: decided under the shared
+// lock, applied under the exclusive one only when it changes the view
+// (decided again there: the view may have moved between the two), and
+// nodes.conf saved after both (ClusterState::Update). *save_error gets the
+// save's failure text, if any.
+BusReceiveResult ReceiveBusMessage(ClusterState* state, const BusMessage& message,
+                                   const BusLinkContext& link, int64_t now_ms,
+                                   const BusBanCheck& banned, std::string* save_error);
 
 // Gives the slots in `slots` to `claimer` at `claim_epoch` where the epoch
 // rule lets it (unowned, or owned at a lower config epoch; never a slot this

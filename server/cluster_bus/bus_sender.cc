@@ -57,14 +57,22 @@ void AddGossip(const ClusterView& view, int32_t receiver, std::mt19937_64* rando
     candidates.push_back(index);
   }
   const size_t wanted = std::min(GossipCount(view.nodes.size()), candidates.size());
+  auto add = [message](const ClusterNode& node) {
+    message->gossip.push_back({node.id, node.ip, node.port, node.cport, BusFlagsOf(node.flags),
+                               UnixSeconds(node.ping_sent_ms),
+                               UnixSeconds(node.pong_received_ms)});
+  };
   // A partial Fisher-Yates shuffle: the first `wanted` are a uniform sample.
   for (size_t i = 0; i < wanted; ++i) {
     std::uniform_int_distribution<size_t> pick(i, candidates.size() - 1);
     std::swap(candidates[i], candidates[pick(*random)]);
+    add(view.nodes[static_cast<size_t>(candidates[i])]);
+  }
+  // Every node suspected here rides along too (Redis 7.0's pfail_wanted),
+  // so failure reports reach the other masters within a round.
+  for (size_t i = wanted; i < candidates.size(); ++i) {
     const ClusterNode& node = view.nodes[static_cast<size_t>(candidates[i])];
-    message->gossip.push_back({node.id, node.ip, node.port, node.cport, BusFlagsOf(node.flags),
-                               UnixSeconds(node.ping_sent_ms),
-                               UnixSeconds(node.pong_received_ms)});
+    if (node.Has(kNodePFail)) add(node);
   }
 }
 

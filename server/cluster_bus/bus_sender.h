@@ -26,7 +26,7 @@ size_t GossipCount(size_t known_nodes);
 
 // Adds that many gossip entries about distinct nodes picked at random,
 // leaving out myself, `receiver` (kNoNode: none) and nodes without an
-// address or in handshake.
+// address or in handshake, then one about every other node flagged fail?.
 void AddGossip(const ClusterView& view, int32_t receiver, std::mt19937_64* random,
                BusMessage* message);
 

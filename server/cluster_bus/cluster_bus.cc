@@ -38,6 +38,7 @@ struct NodeBrief {
   uint16_t cport = 0;
   bool handshake = false;
   bool no_addr = false;
+  bool failing = false;  // flagged fail? or fail already
   int64_t ping_sent_ms = 0;
   int64_t pong_received_ms = 0;
 };
@@ -158,12 +159,15 @@ void ClusterBus::OnMessage(const std::shared_ptr<BusLink>& link, const BusMessag
   context.local_ip = link->local_ip();
   if (link->direction() == BusLink::Direction::kTo) context.outbound_node_id = link->node_id();
   context.announce_ip_set = !options_.announce_ip.empty();
-  BusReceiveResult result;
-  const std::string failure = state_->Update([&](ClusterView& view) {
-    result = ApplyBusMessage(&view, message, context, NowMs(),
-                             [this](std::string_view id) { return Banned(id); });
-    return result.save;
-  });
+  context.node_timeout_ms = options_.node_timeout_ms;
+  if (!message.fail_about.empty()) state_->counters().CountReceived(ClusterMessageType::kFail);
+  std::string failure;
+  const BusReceiveResult result = ReceiveBusMessage(
+      state_, message, context, NowMs(), [this](std::string_view id) { return Banned(id); },
+      &failure);
+  if (result.nodes_refused != 0) {
+    state_->counters().nodes_refused.fetch_add(result.nodes_refused, std::memory_order_relaxed);
+  }
   if (!failure.empty()) spdlog::warn("cluster bus: cannot save the cluster config: {}", failure);
   if (result.dropped) {
     link->Close();
@@ -187,6 +191,12 @@ void ClusterBus::OnMessage(const std::shared_ptr<BusLink>& link, const BusMessag
     SendHeartbeat(link, BusMessageType::kPong);
   }
   if (result.update_about) SendUpdate(link, *result.update_about);
+  if (!result.fail_broadcast.empty()) {
+    // Redis's clusterSendFail: every peer flags it now, whatever it saw.
+    for (auto& [id, to] : to_links_) {
+      if (to->connected()) SendHeartbeat(to, BusMessageType::kPong, result.fail_broadcast);
+    }
+  }
   if (result.my_claim_changed) broadcast_due_ = true;
 }
 
@@ -217,8 +227,8 @@ void ClusterBus::SetLinkConnected(const std::string& node_id, bool connected) {
     const int32_t index = view.Find(node_id);
     if (index == kNoNode || index == view.myself) return false;
     ClusterNode& node = view.nodes[static_cast<size_t>(index)];
+    // A pending PING's time survives the link: it is what fail? is judged by.
     node.link_connected = connected;
-    if (!connected) node.ping_sent_ms = 0;
     return false;
   });
 }
@@ -230,21 +240,32 @@ void ClusterBus::Send(const std::shared_ptr<BusLink>& link, const BusMessage& me
   link->Send(std::move(bytes));
 }
 
-void ClusterBus::SendHeartbeat(const std::shared_ptr<BusLink>& link, BusMessageType type) {
+void ClusterBus::SendHeartbeat(const std::shared_ptr<BusLink>& link, BusMessageType type,
+                               const std::string& fail_about) {
   BusMessage message;
   const int64_t now = NowMs();
-  const bool pings = type != BusMessageType::kPong;
-  auto build = [&](ClusterView& view) {
+  auto describe = [&](const ClusterView& view) {
     message = DescribeMyself(view, type, options_.announce_ip);
     const int32_t receiver = view.Find(link->node_id());
     AddGossip(view, receiver, &random_, &message);
-    if (pings && receiver != kNoNode && receiver != view.myself) {
-      ClusterNode& node = view.nodes[static_cast<size_t>(receiver)];
-      if (node.ping_sent_ms == 0) node.ping_sent_ms = now;
-    }
-    return false;
+    return receiver;
   };
-  state_->Update(build);
+  if (type == BusMessageType::kPong) {
+    // A PONG marks nothing: the shared lock is enough.
+    state_->Read(describe);
+  } else {
+    state_->Update([&](ClusterView& view) {
+      const int32_t receiver = describe(view);
+      if (receiver != kNoNode && receiver != view.myself) {
+        ClusterNode& node = view.nodes[static_cast<size_t>(receiver)];
+        if (node.ping_sent_ms == 0) node.ping_sent_ms = now;
+      }
+      return false;
+    });
+  }
+  if (options_.repl_offset) message.repl_offset = options_.repl_offset();
+  message.fail_about = fail_about;
+  if (!fail_about.empty()) state_->counters().CountSent(ClusterMessageType::kFail);
   Send(link, message);
 }
 
@@ -295,7 +316,8 @@ void ClusterBus::Cron() {
       if (static_cast<int32_t>(i) == view.myself) continue;
       const ClusterNode& node = view.nodes[i];
       nodes.push_back({node.id, node.ip, node.cport, node.Has(kNodeHandshake),
-                       node.Has(kNodeNoAddr), node.ping_sent_ms, node.pong_received_ms});
+                       node.Has(kNodeNoAddr), node.Has(kNodePFail) || node.Has(kNodeFail),
+                       node.ping_sent_ms, node.pong_received_ms});
     }
     return 0;
   });
@@ -382,6 +404,31 @@ void ClusterBus::Cron() {
     }
   }
 
+  // A node whose PING has waited longer than the node timeout is
+  // suspected: fail? (Redis's clusterCron). Its link may have been closed
+  // and opened again meanwhile: the pending PING's time is kept.
+  std::vector<std::string> suspected;
+  for (const NodeBrief& node : nodes) {
+    if (!node.handshake && !node.failing && node.ping_sent_ms != 0 &&
+        now - node.ping_sent_ms > options_.node_timeout_ms) {
+      suspected.push_back(node.id);
+    }
+  }
+  if (!suspected.empty()) {
+    state_->Update([&](ClusterView& view) {
+      bool changed = false;
+      for (const std::string& id : suspected) {
+        const int32_t index = view.Find(id);
+        if (index == kNoNode || index == view.myself) continue;
+        ClusterNode& node = view.nodes[static_cast<size_t>(index)];
+        if (node.Has(kNodePFail) || node.Has(kNodeFail) || node.ping_sent_ms == 0) continue;
+        node.flags |= kNodePFail;
+        changed = true;
+      }
+      return changed;  // the state is recomputed: a majority may be unreachable
+    });
+  }
+
   // Our own claim changed (ADDSLOTS, SETSLOT, an epoch bump): every peer
   // hears it now rather than at its next ping.
   const uint64_t digest = MyClaimDigest();
@@ -396,21 +443,50 @@ void ClusterBus::Cron() {
     }
   }
 
+  FollowMyMaster();
+
   std::lock_guard lock(ban_mu_);
   std::erase_if(banned_until_ms_, [now](const auto& entry) { return entry.second <= now; });
 }
 
-bool ClusterBus::Meet(std::string_view ip_text, uint16_t port, uint16_t cport) {
+void ClusterBus::FollowMyMaster() {
+  if (!options_.follow_master) return;
+  std::string host;
+  uint16_t port = 0;
+  state_->Read([&](const ClusterView& view) {
+    const int32_t master = view.MasterOf(view.myself);
+    if (master == kNoNode) return 0;
+    const ClusterNode& node = view.nodes[static_cast<size_t>(master)];
+    if (node.Has(kNodeNoAddr) || node.ip.empty() || node.port == 0) return 0;
+    host = node.ip;
+    port = node.port;
+    return 0;
+  });
+  if (host.empty()) {
+    followed_.clear();  // a master again (or its master unknown): follow anew later
+    return;
+  }
+  const std::string target = host + ":" + std::to_string(port);
+  if (target == followed_) return;
+  if (options_.follow_master(host, port)) followed_ = target;
+}
+
+MeetOutcome ClusterBus::Meet(std::string_view ip_text, uint16_t port, uint16_t cport) {
   boost::system::error_code ec;
   const auto address = bus::asio::ip::make_address(std::string(ip_text), ec);
-  if (ec || port == 0 || cport == 0) return false;
+  if (ec || port == 0 || cport == 0) return MeetOutcome::kBadAddress;
   const std::string ip = address.to_string();  // normalised, as Redis's inet_ntop
+  MeetOutcome outcome = MeetOutcome::kOk;
   state_->Update([&](ClusterView& view) {
     for (const ClusterNode& node : view.nodes) {
       if (node.Has(kNodeHandshake) && node.ip == ip && node.port == port &&
           node.cport == cport) {
         return false;  // under way already
       }
+    }
+    if (view.nodes.size() >= kMaxClusterNodes) {
+      outcome = MeetOutcome::kTooManyNodes;
+      return false;
     }
     ClusterNode node;
     node.id = RandomNodeId();
@@ -421,7 +497,10 @@ bool ClusterBus::Meet(std::string_view ip_text, uint16_t port, uint16_t cport) {
     view.Add(std::move(node));
     return false;  // handshake nodes are not saved (Redis leaves them out)
   });
-  return true;
+  if (outcome == MeetOutcome::kTooManyNodes) {
+    state_->counters().nodes_refused.fetch_add(1, std::memory_order_relaxed);
+  }
+  return outcome;
 }
 
 ForgetOutcome ClusterBus::Forget(std::string_view id) {

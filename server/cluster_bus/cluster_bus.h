@@ -13,6 +13,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -41,6 +42,15 @@ struct ClusterBusOptions {
   uint16_t cport = 0;
   int64_t node_timeout_ms = 15'000;
   std::string announce_ip;  // cluster-announce-ip; "" = what peers see
+  // This node's replication offset, sent in every message (null: 0).
+  std::function<uint64_t()> repl_offset;
+  // Makes this node replicate host:port (the replication room's Follow);
+  // false when it cannot yet (the server still starting): the cron asks
+  // again. Called from the cron whenever myself is a replica whose master's
+  // address is known and is not the one last followed, as Redis's
+  // clusterCron calls replicationSetMaster (after a restart from
+  // nodes.conf, or when the master's address changes). Null: never.
+  std::function<bool(const std::string& host, uint16_t port)> follow_master;
 };
 
 // One row of CLUSTER LINKS (Redis 7.0's fields).
@@ -53,6 +63,7 @@ struct BusLinkInfo {
   uint64_t send_buffer_used = 0;
 };
 
+enum class MeetOutcome { kOk, kBadAddress, kTooManyNodes };
 enum class ForgetOutcome { kOk, kUnknownNode, kMyself, kMyMaster };
 
 class ClusterBus {
@@ -69,11 +80,12 @@ class ClusterBus {
   void Stop();
   uint16_t bound_port() const { return options_.cport; }
 
-  // CLUSTER MEET: starts a handshake toward ip:port (bus port cport). False
-  // when the address is not an IP address or a port is out of range
-  // (Redis's "Invalid node address specified"); a handshake already under
-  // way toward that address is not started twice.
-  bool Meet(std::string_view ip, uint16_t port, uint16_t cport);
+  // CLUSTER MEET: starts a handshake toward ip:port (bus port cport).
+  // kBadAddress when the address is not an IP address or a port is out of
+  // range (Redis's "Invalid node address specified"), kTooManyNodes when
+  // the view holds kMaxClusterNodes already (counted as refused); a
+  // handshake already under way toward that address is not started twice.
+  MeetOutcome Meet(std::string_view ip, uint16_t port, uint16_t cport);
   // CLUSTER FORGET: removes the node and keeps it out for kBusForgetBanMs.
   ForgetOutcome Forget(std::string_view id);
   // CLUSTER LINKS: the links as they are on the bus's loop now.
@@ -92,13 +104,17 @@ class ClusterBus {
   void OnClosed(const std::shared_ptr<BusLink>& link);
   // Builds and sends this node's PING/PONG/MEET on `link`; PING and MEET
   // mark the node's ping as pending.
-  void SendHeartbeat(const std::shared_ptr<BusLink>& link, BusMessageType type);
+  // `fail_about` (a PONG's): Redis's FAIL message about that node.
+  void SendHeartbeat(const std::shared_ptr<BusLink>& link, BusMessageType type,
+                     const std::string& fail_about = "");
   void SendUpdate(const std::shared_ptr<BusLink>& link, const std::string& about_id);
   void Send(const std::shared_ptr<BusLink>& link, const BusMessage& message);
   void SetLinkConnected(const std::string& node_id, bool connected);
   // A digest of myself's claim (config epoch and owned slots); a change
   // makes the next cron PONG every peer.
   uint64_t MyClaimDigest();
+  // A replica's link to its master's address (follow_master).
+  void FollowMyMaster();
 
   ClusterState* state_;
   ClusterBusOptions options_;
@@ -116,6 +132,7 @@ class ClusterBus {
   uint64_t cron_ticks_ = 0;
   uint64_t last_claim_digest_ = 0;
   bool broadcast_due_ = false;
+  std::string followed_;  // "host:port" last given to follow_master
 
   std::mutex ban_mu_;
   std::map<std::string, int64_t, std::less<>> banned_until_ms_;

@@ -607,6 +607,17 @@ inline std::string InvalidConfigEpoch(std::string_view epoch) {
 inline constexpr std::string_view kCantForgetMyself =
     "ERR I tried hard but I can't forget myself...";
 inline constexpr std::string_view kCantForgetMyMaster = "ERR Can't forget my master!";
+// Ours: CLUSTER MEET when the view holds its most nodes (Redis has no cap).
+inline std::string TooManyClusterNodes(size_t limit) {
+  return "ERR Too many known nodes: the limit is " + std::to_string(limit);
+}
+// CLUSTER REPLICATE / REPLICAS (Redis 7.0's texts).
+inline constexpr std::string_view kCantReplicateMyself = "ERR Can't replicate myself";
+inline constexpr std::string_view kCanOnlyReplicateMaster =
+    "ERR I can only replicate a master, not a replica.";
+inline constexpr std::string_view kReplicateNotEmpty =
+    "ERR To set a master the node must be empty and without assigned slots.";
+inline constexpr std::string_view kNodeNotMaster = "ERR The specified node is not a master";
 // Ours: only a server started without its bus (an in-process test) says it.
 inline constexpr std::string_view kClusterBusDown = "ERR The cluster bus is not running";
 inline std::string InvalidTcpBasePort(std::string_view port) {

@@ -2,7 +2,7 @@
 operators use, `redis-cli --cluster create`: for the cluster e2e tests and
 the cluster benchmarks.
 
-    with LocalCluster(tmp_dir, masters=3) as cluster:
+    with LocalCluster(tmp_dir, nodes=3) as cluster:
         cluster.create()
         cluster.wait_agreement()
         cluster.nodes[0].client().execute_command("CLUSTER", "INFO")
@@ -16,6 +16,7 @@ Redis Cluster clients do (-MOVED, -ASK) and counts every redirect.
 import os
 import shutil
 import subprocess
+import tempfile
 import time
 
 from harness import (PersistentServer, RawConnection, RespError, encode_command, free_port,
@@ -156,10 +157,10 @@ class ClusterNode(PersistentServer):
 
 
 class LocalCluster:
-    """`masters` started nodes (more may be added with add_node()), each in
+    """`nodes` started nodes (more may be added with add_node()), each in
     its own directory under `directory`, made one cluster by create()."""
 
-    def __init__(self, directory, masters=3, node_timeout_ms=NODE_TIMEOUT_MS, args=()):
+    def __init__(self, directory, nodes=3, node_timeout_ms=NODE_TIMEOUT_MS, args=()):
         self.directory = directory
         self.node_timeout_ms = node_timeout_ms
         self.args = list(args)
@@ -167,7 +168,7 @@ class LocalCluster:
         self.detached = []  # taken out of the cluster (del-node), still stopped by stop()
         self.create_seconds = None
         try:
-            for _ in range(masters):
+            for _ in range(nodes):
                 self.add_node()
         except BaseException:
             self.stop()
@@ -230,7 +231,7 @@ class LocalCluster:
         node = node or self.nodes[0]
         out = cli("--cluster", "check", node.address)
         text = out.stdout + out.stderr
-        if (out.returncode != 0 or
+        if (out.returncode != 0 or "[ERR]" in text or
                 "[OK] All nodes agree about slots configuration." not in text or
                 "[OK] All 16384 slots covered." not in text):
             raise AssertionError(f"redis-cli --cluster check via {node.address} failed:\n{text}")
@@ -304,3 +305,28 @@ class RedirectingClient:
         for connection in self.connections.values():
             connection.close()
         self.connections.clear()
+
+
+def create_for_class(test_class, prefix, nodes, *create_args, node_timeout_ms=NODE_TIMEOUT_MS):
+    """For a test class's setUpClass: `nodes` nodes in a fresh temporary
+    directory (test_class.tmp) made one cluster by `redis-cli --cluster
+    create ... *create_args` (test_class.cluster, .nodes, .create,
+    .create_seconds). Whatever fails on the way, what started is stopped and
+    the directory removed; tearDownClass calls stop_for_class."""
+    test_class.tmp = tempfile.TemporaryDirectory(prefix=prefix)
+    try:
+        test_class.cluster = LocalCluster(test_class.tmp.name, nodes=nodes,
+                                          node_timeout_ms=node_timeout_ms)
+        test_class.nodes = test_class.cluster.nodes
+        test_class.create = test_class.cluster.create(*create_args)
+        test_class.create_seconds = test_class.cluster.create_seconds
+    except BaseException:
+        if hasattr(test_class, "cluster"):
+            test_class.cluster.stop()
+        test_class.tmp.cleanup()
+        raise
+
+
+def stop_for_class(test_class):
+    test_class.cluster.stop()
+    test_class.tmp.cleanup()

@@ -10,12 +10,11 @@ create waits for agreement with no timeout of its own).
 """
 import socket
 import struct
-import tempfile
 import time
 import unittest
 
-from cluster_support import (AGREE_DEADLINE_S, REDIS_CLI, LocalCluster, cli, node_lines,
-                             signature)
+from cluster_support import (AGREE_DEADLINE_S, REDIS_CLI, cli, create_for_class, node_lines,
+                             signature, stop_for_class)
 from harness import wait_until
 
 
@@ -47,20 +46,11 @@ def crc64_jones(data):
 class ClusterBusTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.tmp = tempfile.TemporaryDirectory(prefix="bloomgate-cluster-bus-")
-        try:
-            cls.cluster = LocalCluster(cls.tmp.name, masters=3)
-            cls.nodes = cls.cluster.nodes
-            cls.create = cls.cluster.create()
-            cls.create_seconds = cls.cluster.create_seconds
-        except BaseException:
-            cls.tmp.cleanup()
-            raise
+        create_for_class(cls, "bloomgate-cluster-bus-", 3)
 
     @classmethod
     def tearDownClass(cls):
-        cls.cluster.stop()
-        cls.tmp.cleanup()
+        stop_for_class(cls)
 
     def clients(self):
         return self.cluster.clients()

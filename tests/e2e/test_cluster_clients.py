@@ -184,7 +184,7 @@ class ClusterClientsTest(unittest.TestCase):
     def setUpClass(cls):
         cls.tmp = tempfile.TemporaryDirectory(prefix="bloomgate-cluster-clients-")
         cls.addClassCleanup(cls.tmp.cleanup)
-        cls.cluster = LocalCluster(cls.tmp.name, masters=3)
+        cls.cluster = LocalCluster(cls.tmp.name, nodes=3)
         cls.addClassCleanup(cls.cluster.stop)
         cls.cluster.create()
         cls.cluster.wait_agreement()

@@ -244,7 +244,7 @@ def three_masters(test):
     writer's command and a MIGRATE run at once, as in production."""
     tmp = tempfile.TemporaryDirectory(prefix="bloomgate-reshard-", dir=MEMORY_DIR)
     test.addCleanup(tmp.cleanup)
-    cluster = LocalCluster(tmp.name, masters=3, args=["--threads", "2"])
+    cluster = LocalCluster(tmp.name, nodes=3, args=["--threads", "2"])
     test.addCleanup(cluster.stop)
     cluster.create()
     cluster.wait_agreement(holders=3)

@@ -563,6 +563,8 @@ void BusMessageSeeds(const fs::path& dir) {
   pong.type = BusMessageType::kPong;
   pong.master_id = std::string(40, 'e');
   pong.flags = kBusFlagReplica;
+  pong.repl_offset = 1234567;  // a replica's offset: the optional field 0x8005
+  pong.fail_about = std::string(40, 'c');  // Redis's FAIL: the optional field 0x8006
   std::string two = encode(pong);
   EncodeBusMessage(meet, &two);
   Write(dir, "pong-then-meet", two);

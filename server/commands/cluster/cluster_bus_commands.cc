@@ -36,12 +36,16 @@ void CmdClusterMeet(CommandContext& ctx) {
     return;
   }
   const bool in_range = port > 0 && port <= 65535 && cport > 0 && cport <= 65535;
-  if (!in_range || !bus->Meet(ctx.args[2], static_cast<uint16_t>(port),
-                              static_cast<uint16_t>(cport))) {
-    ctx.Fail(errors::InvalidNodeAddress(ctx.args[2], ctx.args[3]));
-    return;
+  const MeetOutcome outcome =
+      in_range ? bus->Meet(ctx.args[2], static_cast<uint16_t>(port), static_cast<uint16_t>(cport))
+               : MeetOutcome::kBadAddress;
+  switch (outcome) {
+    case MeetOutcome::kOk: ctx.reply.Ok(); return;
+    case MeetOutcome::kBadAddress:
+      ctx.Fail(errors::InvalidNodeAddress(ctx.args[2], ctx.args[3]));
+      return;
+    case MeetOutcome::kTooManyNodes: ctx.Fail(errors::TooManyClusterNodes(kMaxClusterNodes)); return;
   }
-  ctx.reply.Ok();
 }
 
 void CmdClusterForget(CommandContext& ctx) {

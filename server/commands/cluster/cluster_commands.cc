@@ -101,6 +101,9 @@ void CmdClusterInfo(CommandContext& ctx) {
   text += "total_cluster_links_buffer_limit_exceeded:" +
           std::to_string(counters.links_buffer_limit_exceeded.load(std::memory_order_relaxed)) +
           "\r\n";
+  // Ours, after Redis's fields: nodes refused past kMaxClusterNodes.
+  text += "cluster_nodes_refused:" +
+          std::to_string(counters.nodes_refused.load(std::memory_order_relaxed)) + "\r\n";
   ctx.reply.Verbatim(text);
 }
 
@@ -124,6 +127,80 @@ std::vector<int32_t> ReplicasOf(const ClusterView& view, int32_t master) {
     if (node.Has(kNodeSlave) && node.master_id == id) replicas.push_back(static_cast<int32_t>(i));
   }
   return replicas;
+}
+
+// CLUSTER REPLICATE id: this node becomes a replica of that master (Redis's
+// clusterSetMaster): its open slots close, the view says `slave <id>` and
+// the bus tells every peer at its next message; the replication room
+// follows the master's address at once (the bus's cron again whenever that
+// address changes). A master must hold no slot and no key.
+void CmdClusterReplicate(CommandContext& ctx) {
+  if (!ClusterEnabledOrFail(ctx)) return;
+  const bool has_keys = ctx.server.keyspace.Size() != 0;
+  std::string error;
+  std::string host;
+  uint16_t port = 0;
+  const std::string save_error = ctx.server.cluster.Update([&](ClusterView& view) {
+    const int32_t master = view.Find(ctx.args[2]);
+    if (master == kNoNode) {
+      error = errors::UnknownNode(ctx.args[2]);
+      return false;
+    }
+    if (master == view.myself) {
+      error = errors::kCantReplicateMyself;
+      return false;
+    }
+    const ClusterNode& target = view.nodes[static_cast<size_t>(master)];
+    if (target.Has(kNodeSlave)) {
+      error = errors::kCanOnlyReplicateMaster;
+      return false;
+    }
+    ClusterNode& me = view.me();
+    if (me.Has(kNodeMaster) && (view.SlotCount(view.myself) != 0 || has_keys)) {
+      error = errors::kReplicateNotEmpty;
+      return false;
+    }
+    me.flags = (me.flags & ~kNodeMaster) | kNodeSlave;
+    me.master_id = target.id;
+    view.importing_from.fill(kNoNode);
+    view.migrating_to.fill(kNoNode);
+    host = target.ip;
+    port = target.port;
+    return true;
+  });
+  if (!error.empty()) {
+    ctx.Fail(error);
+    return;
+  }
+  if (!host.empty() && port != 0) ctx.server.replication->Follow(host, port);
+  ReplyAfterChange(ctx, save_error);
+}
+
+// CLUSTER REPLICAS id (and CLUSTER SLAVES): the CLUSTER NODES lines of a
+// master's replicas.
+void CmdClusterReplicas(CommandContext& ctx) {
+  if (!ClusterEnabledOrFail(ctx)) return;
+  std::string error;
+  std::vector<std::string> lines;
+  ctx.server.cluster.Read([&](const ClusterView& view) {
+    const int32_t master = view.Find(ctx.args[2]);
+    if (master == kNoNode) {
+      error = errors::UnknownNode(ctx.args[2]);
+    } else if (view.nodes[static_cast<size_t>(master)].Has(kNodeSlave)) {
+      error = errors::kNodeNotMaster;
+    } else {
+      for (int32_t replica : ReplicasOf(view, master)) {
+        lines.push_back(RenderNodeLine(view, replica));
+      }
+    }
+    return 0;
+  });
+  if (!error.empty()) {
+    ctx.Fail(error);
+    return;
+  }
+  ctx.reply.ArrayHeader(lines.size());
+  for (const std::string& line : lines) ctx.reply.Bulk(line);
 }
 
 // [ip, port, id, {}]: the map holds endpoints other than the preferred one
@@ -614,6 +691,15 @@ std::vector<CommandSpec> ClusterAdminSubcommands() {
        .since = "3.0.0"},
       {.name = "saveconfig", .arity = 2, .flags = kAdmin, .handler = CmdClusterSaveConfig,
        .summary = "Forces a node to save the cluster configuration to disk", .group = kGroup,
+       .since = "3.0.0"},
+      {.name = "replicate", .arity = 3, .flags = kAdmin, .handler = CmdClusterReplicate,
+       .summary = "Configure a node as replica of a master node", .group = kGroup,
+       .since = "3.0.0"},
+      {.name = "replicas", .arity = 3, .flags = kAdmin, .handler = CmdClusterReplicas,
+       .summary = "Lists the replica nodes of a master node", .group = kGroup,
+       .since = "5.0.0"},
+      {.name = "slaves", .arity = 3, .flags = kAdmin, .handler = CmdClusterReplicas,
+       .summary = "Lists the replica nodes of a master node", .group = kGroup,
        .since = "3.0.0"},
       {.name = "count-failure-reports", .arity = 3, .flags = kAdmin,
        .handler = CmdClusterCountFailureReports,

@@ -23,6 +23,7 @@ BusMessage SamplePing() {
   m.flags = kBusFlagMaster;
   m.current_epoch = 7;
   m.config_epoch = 3;
+  m.repl_offset = 123456789;
   for (int slot = 0; slot <= 5460; ++slot) m.slots.set(slot);
   m.slots.set(9000);
   m.gossip.push_back({kIdB, "::1", 7001, 17001, kBusFlagMaster | kBusFlagPFail, 0, 1700000000});
@@ -82,10 +83,11 @@ TEST(BusCodec, HeaderBytesArePinned) {
   EXPECT_EQ(bytes.substr(4, 2), std::string("\x01\x00", 2));  // version 1
   EXPECT_EQ(bytes.substr(6, 2), std::string("\x01\x00", 2));  // PONG
   // sender 40 + 1+9 + 2+2+2 + 1+0 + 8+8 = 73; slots 2 + 2 ranges x 4 = 10;
-  // gossip 2 + (40 + 1+3 + 2+2+2 + 4+4) = 60; each field 6 bytes of tag+length.
-  const uint32_t body = (6 + 73) + (6 + 10) + (6 + 60);
+  // gossip 2 + (40 + 1+3 + 2+2+2 + 4+4) = 60; the replication offset 8;
+  // each field 6 bytes of tag+length.
+  const uint32_t body = (6 + 73) + (6 + 10) + (6 + 60) + (6 + 8);
   EXPECT_EQ(bytes.size(), kBusHeaderBytes + body);
-  EXPECT_EQ(bytes.substr(8, 4), std::string("\xa1\x00\x00\x00", 4));
+  EXPECT_EQ(bytes.substr(8, 4), std::string("\xaf\x00\x00\x00", 4));
 }
 
 TEST(BusCodec, AnEmptySlotSetIsZeroRanges) {
@@ -196,9 +198,43 @@ Fields SampleFields() {
 TEST(BusCodec, SkipsAnUnknownOptionalFieldOnly) {
   const Fields f = SampleFields();
   const std::string base = Field(1, f.sender) + Field(2, f.slots) + Field(3, f.gossip);
-  EXPECT_EQ(Decode(Message(BusMessageType::kPing, base + Field(0x8005, "later"))),
+  EXPECT_EQ(Decode(Message(BusMessageType::kPing, base + Field(0x8fff, "later"))),
             BusDecodeStatus::kOk);
   EXPECT_EQ(Decode(Message(BusMessageType::kPing, base + Field(5, "later"))),
+            BusDecodeStatus::kMalformed);
+}
+
+TEST(BusCodec, ReadsTheReplicationOffsetAndZeroWithoutIt) {
+  const Fields f = SampleFields();
+  const std::string base = Field(1, f.sender) + Field(2, f.slots) + Field(3, f.gossip);
+  std::string offset;
+  ByteWriter(&offset).PutU64(4242);
+  BusMessage m;
+  ASSERT_EQ(Decode(Message(BusMessageType::kPing, base + Field(0x8005, offset)), &m),
+            BusDecodeStatus::kOk);
+  EXPECT_EQ(m.repl_offset, 4242u);
+  // A peer that does not send it: 0, and 0 is sent as no field at all.
+  ASSERT_EQ(Decode(Message(BusMessageType::kPing, base), &m), BusDecodeStatus::kOk);
+  EXPECT_EQ(m.repl_offset, 0u);
+  EXPECT_EQ(Encode(m), Message(BusMessageType::kPing, base));
+  // Twice, or not eight bytes: refused.
+  EXPECT_EQ(Decode(Message(BusMessageType::kPing,
+                           base + Field(0x8005, offset) + Field(0x8005, offset))),
+            BusDecodeStatus::kMalformed);
+  EXPECT_EQ(Decode(Message(BusMessageType::kPing, base + Field(0x8005, "1234567"))),
+            BusDecodeStatus::kMalformed);
+}
+
+TEST(BusCodec, CarriesAFailAboutANode) {
+  BusMessage m = SamplePing();
+  m.type = BusMessageType::kPong;
+  m.fail_about = kIdB;
+  BusMessage back;
+  ASSERT_EQ(Decode(Encode(m), &back), BusDecodeStatus::kOk);
+  EXPECT_EQ(back.fail_about, kIdB);
+  const Fields f = SampleFields();
+  const std::string base = Field(1, f.sender) + Field(2, f.slots) + Field(3, f.gossip);
+  EXPECT_EQ(Decode(Message(BusMessageType::kPong, base + Field(0x8006, "not an id"))),
             BusDecodeStatus::kMalformed);
 }
 

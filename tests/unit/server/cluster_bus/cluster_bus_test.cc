@@ -70,8 +70,8 @@ TEST(ClusterBus, MeetGossipAndSlotClaimsConverge) {
   a.Claim(0, 99, 1);
   b.Claim(100, 199, 2);
   // b meets a, c meets b: a learns c only through gossip.
-  ASSERT_TRUE(b.bus->Meet("127.0.0.1", 7001, a.bus->bound_port()));
-  ASSERT_TRUE(c.bus->Meet("127.0.0.1", 7002, b.bus->bound_port()));
+  ASSERT_EQ(b.bus->Meet("127.0.0.1", 7001, a.bus->bound_port()), MeetOutcome::kOk);
+  ASSERT_EQ(c.bus->Meet("127.0.0.1", 7002, b.bus->bound_port()), MeetOutcome::kOk);
   for (Node* x : {&a, &b, &c}) {
     for (Node* y : {&a, &b, &c}) {
       if (x == y) continue;
@@ -96,7 +96,7 @@ TEST(ClusterBus, MeetGossipAndSlotClaimsConverge) {
 
 TEST(ClusterBus, ForgetRemovesAndBansTheNode) {
   Node a(7011), b(7012);
-  ASSERT_TRUE(a.bus->Meet("127.0.0.1", 7012, b.bus->bound_port()));
+  ASSERT_EQ(a.bus->Meet("127.0.0.1", 7012, b.bus->bound_port()), MeetOutcome::kOk);
   ASSERT_TRUE(WaitFor([&] { return a.KnowsConnected(b.id()) && b.KnowsConnected(a.id()); }));
   EXPECT_EQ(a.bus->Forget(a.id()), ForgetOutcome::kMyself);
   EXPECT_EQ(a.bus->Forget(std::string(40, 'f')), ForgetOutcome::kUnknownNode);
@@ -115,9 +115,9 @@ TEST(ClusterBus, ForgetRemovesAndBansTheNode) {
 
 TEST(ClusterBus, MeetRefusesWhatIsNotAnAddress) {
   Node a(7021);
-  EXPECT_FALSE(a.bus->Meet("localhost", 7000, 17000));
-  EXPECT_FALSE(a.bus->Meet("127.0.0.1", 0, 17000));
-  EXPECT_TRUE(a.bus->Meet("::1", 7000, 17000));
+  EXPECT_EQ(a.bus->Meet("localhost", 7000, 17000), MeetOutcome::kBadAddress);
+  EXPECT_EQ(a.bus->Meet("127.0.0.1", 0, 17000), MeetOutcome::kBadAddress);
+  EXPECT_EQ(a.bus->Meet("::1", 7000, 17000), MeetOutcome::kOk);
 }
 
 }  // namespace

@@ -106,7 +106,7 @@ TEST_F(ClusterCommandsTest, AddAndDeleteSlotsWithRedisChecks) {
                       "cluster_slots_pfail:0\r\ncluster_slots_fail:0\r\ncluster_known_nodes:1\r\n"
                       "cluster_size:1\r\ncluster_current_epoch:0\r\ncluster_my_epoch:0\r\n"
                       "cluster_stats_messages_sent:0\r\ncluster_stats_messages_received:0\r\n"
-                      "total_cluster_links_buffer_limit_exceeded:0\r\n"),
+                      "total_cluster_links_buffer_limit_exceeded:0\r\ncluster_nodes_refused:0\r\n"),
             std::string::npos)
       << info;
   EXPECT_EQ(s.Run({"CLUSTER", "FLUSHSLOTS"}), kOk);
@@ -369,6 +369,65 @@ TEST_F(ClusterCommandsTest, FailureReportsAndHelp) {
   EXPECT_NE(help.find("SETSLOT slot "), std::string::npos)
       << help;
   EXPECT_EQ(s.Run({"CLUSTER", "SAVECONFIG"}), kOk);
+}
+
+// REPLICATE's checks in Redis 7.0's order, then the role in the view. The
+// master has no address here, so no replication link starts in process
+// (tests/e2e/test_cluster_replicas.py follows a real master).
+TEST_F(ClusterCommandsTest, ReplicateMakesAnEmptyMasterAReplica) {
+  server_->cluster.Update([](ClusterView& view) {
+    ClusterNode peer;
+    peer.id = std::string(kPeer);
+    peer.port = 7001;
+    peer.cport = 17001;
+    peer.flags = kNodeMaster;
+    const int32_t index = view.Add(peer);
+    for (size_t s = 1; s < kClusterSlots; ++s) view.owner[s] = index;
+    view.owner[0] = view.myself;
+    view.migrating_to[0] = index;
+    return true;
+  });
+  Session s(server_.get());
+  const std::string me = MyId();
+  EXPECT_EQ(s.Run({"CLUSTER", "REPLICATE", std::string(40, 'b')}),
+            Err("ERR Unknown node " + std::string(40, 'b')));
+  EXPECT_EQ(s.Run({"CLUSTER", "REPLICATE", me}), Err("ERR Can't replicate myself"));
+  EXPECT_EQ(s.Run({"CLUSTER", "REPLICATE", std::string(kPeer)}),
+            Err("ERR To set a master the node must be empty and without assigned slots."));
+  EXPECT_EQ(s.Run({"CLUSTER", "DELSLOTS", "0"}), kOk);
+  EXPECT_EQ(s.Run({"CLUSTER", "REPLICAS", std::string(kPeer)}), Arr(0));
+  EXPECT_EQ(s.Run({"CLUSTER", "REPLICATE", std::string(kPeer)}), kOk);
+  EXPECT_EQ(s.Run({"CLUSTER", "REPLICATE", std::string(kPeer)}), kOk);  // again: still OK
+  const std::string my_line = me + " 127.0.0.1:7000@17000 myself,slave " + std::string(kPeer) +
+                              " 0 0 0 connected\n";
+  EXPECT_EQ(s.Run({"CLUSTER", "REPLICAS", std::string(kPeer)}), Arr(1) + Bulk(my_line));
+  EXPECT_EQ(s.Run({"CLUSTER", "SLAVES", std::string(kPeer)}), Arr(1) + Bulk(my_line));
+  EXPECT_EQ(s.Run({"CLUSTER", "REPLICAS", me}), Err("ERR The specified node is not a master"));
+  EXPECT_EQ(s.Run({"CLUSTER", "SLAVES", std::string(40, 'b')}),
+            Err("ERR Unknown node " + std::string(40, 'b')));
+  // The open slot closed with the role; a master's id is the only target.
+  const ClusterView view = server_->cluster.Snapshot();
+  EXPECT_EQ(view.migrating_to[0], kNoNode);
+  EXPECT_TRUE(view.me().Has(kNodeSlave));
+  EXPECT_FALSE(view.me().Has(kNodeMaster));
+}
+
+// A master holding keys refuses, as one holding slots does.
+TEST_F(ClusterCommandsTest, ReplicateRefusesAMasterWithKeys) {
+  server_->cluster.Update([](ClusterView& view) {
+    ClusterNode peer;
+    peer.id = std::string(kPeer);
+    peer.flags = kNodeMaster;
+    view.Add(peer);
+    view.owner[KeySlot("filter")] = view.myself;
+    return true;
+  });
+  server_->cluster.SetRequireFullCoverage(false);  // one slot is enough to serve the key
+  Session s(server_.get());
+  EXPECT_EQ(s.Run({"BF.ADD", "filter", "a"}), Int(1));
+  EXPECT_EQ(s.Run({"CLUSTER", "DELSLOTS", std::to_string(KeySlot("filter"))}), kOk);
+  EXPECT_EQ(s.Run({"CLUSTER", "REPLICATE", std::string(kPeer)}),
+            Err("ERR To set a master the node must be empty and without assigned slots."));
 }
 
 }  // namespace
