@@ -1,8 +1,10 @@
 """MIGRATE in chunks (RESTORE-CHUNK): a payload over the chunk threshold goes
 to a Bloomgate target as ordered chunks it stages and commits at the last.
-The source runs with BLOOMGATE_TEST_MIGRATE_CHUNK_BYTES=1048576 (the
-test-only setting that lowers the 512 MiB threshold, and the chunk size,
-to 1 MiB), so a few-MB filter goes in several chunks: two families under a
+By default a payload over 4 MiB goes in 4 MiB chunks (a 5 MB filter: two,
+also into a cluster node importing the slot, each chunk after ASKING); the
+source of most tests runs with BLOOMGATE_TEST_MIGRATE_CHUNK_BYTES=1048576
+(the test-only setting that lowers the chunk size and so the threshold to
+1 MiB), so a few-MB filter goes in several chunks: two families under a
 writer each (no acknowledged write lost), the TTL, BUSYKEY then REPLACE,
 the log replaying the committed key whole; a target that is not a Bloomgate
 gets one RESTORE-ASKING instead. RESTORE-CHUNK's own refusals (order,
@@ -10,6 +12,7 @@ repeats, an unfinished COMMIT, damage, the memory limit, MULTI) change
 nothing."""
 
 import os
+import shutil
 import socket
 import tempfile
 import threading
@@ -17,6 +20,7 @@ import unittest
 
 import redis
 
+from cluster_support import LocalCluster, key_in_slot
 from harness import BloomgateServer, PersistentServer, TwoServersTestCase, wait_until
 
 CHUNK = 1 << 20
@@ -132,6 +136,53 @@ class MigrateChunksTest(TwoServersTestCase):
         self.assertEqual(self.migrate("small", 0, 5000), b"OK")
         self.assertEqual(chunk_calls(self.o), calls)
         self.assertEqual(self.o.execute_command("BF.EXISTS", "small", "a"), 1)
+
+
+    def test_by_default_a_payload_over_4_mib_goes_in_chunks(self):
+        self.r.execute_command("BF.RESERVE", "big", "0.001", "2800000")  # ~5 MB
+        self.r.execute_command("BF.ADD", "big", "a")
+        calls = chunk_calls(self.o)
+        self.assertEqual(self.r.execute_command("MIGRATE", "127.0.0.1", self.other.port, "big",
+                                                0, 5000), b"OK")
+        self.assertEqual(chunk_calls(self.o) - calls, 2)
+        self.assertEqual(self.o.execute_command("BF.EXISTS", "big", "a"), 1)
+
+
+@unittest.skipUnless(shutil.which("redis-cli"), "redis-cli is not installed")
+class ChunksIntoAnImportingSlotTest(unittest.TestCase):
+    """A cluster node importing the slot takes the chunks (each after an
+    ASKING, as RESTORE-ASKING implies one) and the source answers -ASK."""
+
+    def test_a_chunked_key_moves_into_an_importing_slot(self):
+        tmp = tempfile.TemporaryDirectory(prefix="bloomgate-chunks-cluster-")
+        self.addCleanup(tmp.cleanup)
+        cluster = LocalCluster(tmp.name, masters=3)
+        self.addCleanup(cluster.stop)
+        cluster.create()
+        cluster.wait_agreement()
+        source_node, target_node = cluster.nodes[0], cluster.nodes[1]
+        source = source_node.client(decode_responses=True)
+        target = target_node.client(decode_responses=True)
+        self.addCleanup(source.close)
+        self.addCleanup(target.close)
+        slot = int(next(r for r in source.execute_command("CLUSTER", "SLOTS")
+                        if int(r[2][1]) == source_node.port)[0])
+        key = key_in_slot(slot)
+        source.execute_command("BF.RESERVE", key, "0.001", "2800000")  # ~5 MB
+        source.execute_command("BF.ADD", key, "x")
+        source_id = source.execute_command("CLUSTER", "MYID")
+        target_id = target.execute_command("CLUSTER", "MYID")
+        target.execute_command("CLUSTER", "SETSLOT", slot, "IMPORTING", source_id)
+        source.execute_command("CLUSTER", "SETSLOT", slot, "MIGRATING", target_id)
+        self.assertEqual(source.execute_command(
+            "MIGRATE", "127.0.0.1", target_node.port, "", 0, 10000, "KEYS", key), "OK")
+        stats = target.info("commandstats")
+        self.assertEqual(stats["cmdstat_restore-chunk"]["calls"], 2)
+        self.assertGreaterEqual(stats["cmdstat_asking"]["calls"], 2)
+        with self.assertRaisesRegex(redis.ResponseError, f"^ASK {slot} "):
+            source.execute_command("BF.EXISTS", key, "x")
+        target.execute_command("ASKING")
+        self.assertEqual(target.execute_command("BF.EXISTS", key, "x"), 1)
 
 
 class ChunkedKeyInTheLogTest(unittest.TestCase):

@@ -142,9 +142,9 @@ class MigrateJob {
 
  private:
   void RunHeld(MigrateOutcome* outcome) {
-    // Sized first, all of them: a payload over the chunk threshold goes in
-    // chunks to a Bloomgate target, and one too big for a RESTORE refuses
-    // the whole command before anything but INFO reaches another target.
+    // Sized first, all of them: a payload over one chunk goes in chunks to a
+    // Bloomgate target, and one too big for a RESTORE refuses the whole
+    // command before anything but INFO reaches another target.
     // The payloads are encoded as they are sent (migrate_transfer.h).
     std::vector<uint64_t> sizes;
     bool any_chunked = false;
@@ -207,7 +207,7 @@ class MigrateJob {
       const Status status =
           target.takes_chunks && sizes[i] > MigrateChunkThreshold()
               ? SendRestoreChunks(socket, keys_[i].name, ttl, filter, options_.replace,
-                                  target.cluster, std::min(MigrateChunkThreshold(), kMigrateChunkBytes), &replies)
+                                  target.cluster, MigrateChunkThreshold(), &replies)
               : SendRestoreAsking(socket, keys_[i].name, ttl, filter, options_.replace);
       if (!status.ok()) {
         outcome->error = errors::kMigrateWriteFailed;

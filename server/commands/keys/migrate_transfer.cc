@@ -16,9 +16,9 @@ void AppendBulk(std::string* out, std::string_view bytes) {
 
 uint64_t ReadChunkThreshold() {
   const char* text = std::getenv("BLOOMGATE_TEST_MIGRATE_CHUNK_BYTES");
-  if (text == nullptr) return kMaxRestorePayloadBytes;
+  if (text == nullptr) return kMigrateChunkBytes;
   const uint64_t bytes = std::strtoull(text, nullptr, 10);
-  return std::clamp<uint64_t>(bytes, 1024, kMaxRestorePayloadBytes);
+  return std::clamp<uint64_t>(bytes, 1024, kMigrateChunkBytes);
 }
 
 constexpr std::string_view kAsking = "*1\r\n$6\r\nASKING\r\n";
