@@ -45,7 +45,9 @@ DumpPayloadError DumpPayloadAssembly::TakeFraming(std::string* why) {
   (void)r.GetU8(&kind);
   (void)r.GetU32(&header_length);
   // A Redis DUMP payload is never chunked: MIGRATE only chunks our own.
-  if (magic != kDumpPayloadMagic) return Refuse(E::kVersionOrChecksum, why, "not a Bloomgate payload");
+  if (magic != kDumpPayloadMagic) {
+    return Refuse(E::kVersionOrChecksum, why, "not a Bloomgate payload");
+  }
   if (version != kDumpPayloadVersion) {
     return Refuse(E::kVersionOrChecksum, why, "another payload format version");
   }
@@ -72,7 +74,8 @@ DumpPayloadError DumpPayloadAssembly::Append(std::string_view bytes, std::string
     if (loader_ == nullptr) {
       // Framing: gathered up to the length it is known to have so far.
       const uint64_t want = framing_bytes_ == 0 ? kLeadBytes : framing_bytes_;
-      const size_t n = static_cast<size_t>(std::min<uint64_t>(want - framing_.size(), bytes.size()));
+      const size_t n =
+          static_cast<size_t>(std::min<uint64_t>(want - framing_.size(), bytes.size()));
       framing_.append(bytes.substr(0, n));
       bytes.remove_prefix(n);
       received_ += n;

@@ -206,7 +206,7 @@ class MigrateJob {
       size_t replies = 1;
       const Status status =
           target.takes_chunks && sizes[i] > MigrateChunkThreshold()
-              ? SendRestoreChunks(socket, keys_[i].name, ttl, filter, options_.replace,
+              ? SendRestoreChunks(socket, keys_[i].name, at, filter, options_.replace,
                                   target.cluster, MigrateChunkThreshold(), &replies)
               : SendRestoreAsking(socket, keys_[i].name, ttl, filter, options_.replace);
       if (!status.ok()) {

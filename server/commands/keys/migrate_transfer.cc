@@ -5,6 +5,7 @@
 #include <string>
 
 #include "persistence/dump_payload.h"
+#include "server/base/clock.h"
 
 namespace bloomgate {
 namespace {
@@ -63,7 +64,7 @@ Status SendRestoreAsking(LinkSocket& socket, std::string_view key, int64_t ttl_m
   return socket.Write(replace ? "\r\n$7\r\nREPLACE\r\n" : "\r\n");
 }
 
-Status SendRestoreChunks(LinkSocket& socket, std::string_view key, int64_t ttl_ms,
+Status SendRestoreChunks(LinkSocket& socket, std::string_view key, int64_t expire_at_ms,
                          const AnyFilter& filter, bool replace, bool asking,
                          uint64_t chunk_bytes, size_t* replies) {
   *replies = 0;
@@ -95,6 +96,7 @@ Status SendRestoreChunks(LinkSocket& socket, std::string_view key, int64_t ttl_m
     std::string tail = "\r\n";
     if (last) {
       AppendBulk(&tail, "COMMIT");
+      const int64_t ttl_ms = expire_at_ms == 0 ? 0 : std::max<int64_t>(1, expire_at_ms - NowMs());
       AppendBulk(&tail, std::to_string(ttl_ms));
       if (replace) AppendBulk(&tail, "REPLACE");
     }

@@ -50,9 +50,12 @@ Status SendRestoreAsking(LinkSocket& socket, std::string_view key, int64_t ttl_m
 
 // Writes the payload as `RESTORE-CHUNK key offset chunk` commands, each
 // after an ASKING when `asking` (a cluster target, which may be importing
-// the key's slot), the last with `COMMIT ttl_ms [REPLACE]`: *replies to
-// read. The filter must not change meanwhile.
-Status SendRestoreChunks(LinkSocket& socket, std::string_view key, int64_t ttl_ms,
+// the key's slot), the last with `COMMIT ttl [REPLACE]`: *replies to read.
+// The TTL is what is left of `expire_at_ms` (0: none) when COMMIT is
+// written, so a long transfer does not lengthen it (at least 1 ms: the
+// caller sends no key that had expired when it began). The filter must not
+// change meanwhile.
+Status SendRestoreChunks(LinkSocket& socket, std::string_view key, int64_t expire_at_ms,
                          const AnyFilter& filter, bool replace, bool asking,
                          uint64_t chunk_bytes, size_t* replies);
 
