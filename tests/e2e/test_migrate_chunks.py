@@ -318,6 +318,12 @@ class RestoreChunkTest(TwoServersTestCase):
         self.assertEqual(self.r.execute_command("BF.EXISTS", "k", "a"), 1)
         self.assertTrue(0 < self.r.pttl("k") <= 50_000)
 
+    def test_reset_drops_the_staging(self):
+        self.assertEqual(self.chunk(0), b"OK")
+        self.assertIn(self.r.execute_command("RESET"), ("RESET", b"RESET"))
+        with self.assertRaisesRegex(redis.ResponseError, "no payload staged"):
+            self.chunk(1)
+
     def test_bad_arguments_damage_and_busykey_are_refused(self):
         for args, error in (
                 (("k", "x", b"B"), "not an integer"),
