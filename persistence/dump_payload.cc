@@ -2,6 +2,7 @@
 
 #include <xxhash.h>
 
+#include <algorithm>
 #include <memory>
 
 #include "persistence/byte_io.h"
@@ -13,9 +14,8 @@
 namespace bloomgate {
 namespace {
 
-constexpr std::string_view kMagic = "BGDP";
-// magic, version, kind, header length ... payload length, checksum.
-constexpr size_t kFixedBytes = 4 + 2 + 1 + 4 + 8 + 8;  // 27
+constexpr std::string_view kMagic = kDumpPayloadMagic;
+constexpr size_t kFixedBytes = kDumpPayloadFixedBytes;  // 27
 constexpr size_t kChecksumBytes = 8;
 
 uint64_t Checksum(std::string_view bytes) { return XXH64(bytes.data(), bytes.size(), 0); }
@@ -25,25 +25,58 @@ DumpPayloadError Refuse(DumpPayloadError error, std::string* why, std::string me
   return error;
 }
 
+// Magic, version, kind, header, payload length: every byte before the payload.
+void PutFraming(const FilterHeader& header, std::string* out) {
+  ByteWriter w(out);
+  w.PutBytes(kMagic);
+  w.PutU16(kDumpPayloadVersion);
+  w.PutU8(static_cast<uint8_t>(header.kind));
+  w.PutString(header.bytes);
+  w.PutU64(header.payload_bytes);
+}
+
 }  // namespace
 
 std::string EncodeDumpPayload(const AnyFilter& filter) {
   const FilterHeader header = DescribeFilter(filter);
   std::string out;
   out.reserve(kFixedBytes + header.bytes.size() + static_cast<size_t>(header.payload_bytes));
-  ByteWriter w(&out);
-  w.PutBytes(kMagic);
-  w.PutU16(kDumpPayloadVersion);
-  w.PutU8(static_cast<uint8_t>(header.kind));
-  w.PutString(header.bytes);
-  w.PutU64(header.payload_bytes);
+  PutFraming(header, &out);
   const size_t at = out.size();
   out.resize(at + static_cast<size_t>(header.payload_bytes));
   CopyPayload(filter, header, 0, reinterpret_cast<uint8_t*>(out.data() + at),
               header.payload_bytes);
   const uint64_t sum = Checksum(out);
-  w.PutU64(sum);
+  ByteWriter(&out).PutU64(sum);
   return out;
+}
+
+DumpPayloadStream::DumpPayloadStream(const AnyFilter& filter)
+    : filter_(filter), header_(DescribeFilter(filter)), hash_(XXH64_createState()) {
+  size_ = kFixedBytes + header_.bytes.size() + header_.payload_bytes;
+  XXH64_reset(hash_, 0);
+}
+
+DumpPayloadStream::~DumpPayloadStream() { XXH64_freeState(hash_); }
+
+bool DumpPayloadStream::Next(std::string* piece) {
+  piece->clear();
+  if (done_) return false;
+  if (!framed_) {
+    PutFraming(header_, piece);
+    framed_ = true;
+  } else if (copied_ < header_.payload_bytes) {
+    const uint64_t n = std::min(kPieceBytes, header_.payload_bytes - copied_);
+    piece->resize(static_cast<size_t>(n));
+    CopyPayload(filter_, header_, copied_, reinterpret_cast<uint8_t*>(piece->data()), n);
+    copied_ += n;
+  } else {
+    ByteWriter(piece).PutU64(XXH64_digest(hash_));
+    done_ = true;
+    return true;
+  }
+  XXH64_update(hash_, piece->data(), piece->size());
+  return true;
 }
 
 DumpPayloadError DecodeDumpPayload(std::string_view payload, const FilterLimits& limits,
@@ -94,6 +127,25 @@ DumpPayloadError DecodeDumpPayload(std::string_view payload, const FilterLimits&
                          std::span<const std::string_view>(&piece, 1), limits, budget, out, why);
 }
 
+DumpPayloadError BeginFilterImage(FilterKind kind, std::string_view header_bytes,
+                                  uint64_t payload_bytes, const FilterLimits& limits,
+                                  MemoryBudget* budget, std::unique_ptr<FilterLoader>* loader,
+                                  std::string* why) {
+  using E = DumpPayloadError;
+  const Status status =
+      FilterLoader::Begin(kind, header_bytes, payload_bytes, limits, budget, loader);
+  if (status.ok()) return E::kNone;
+  // The codec refuses an allocation the budget cannot hold with its own
+  // message; a valid header whose payload alone no longer fits is that.
+  // Likewise the per-filter limit.
+  if (limits.max_filter_bytes != 0 && payload_bytes > limits.max_filter_bytes) {
+    return Refuse(E::kFilterTooLarge, why, status.message());
+  }
+  const bool oom = budget != nullptr && budget->limit() != 0 &&
+                   budget->used() + payload_bytes > budget->limit();
+  return Refuse(oom ? E::kOutOfMemory : E::kBadData, why, status.message());
+}
+
 DumpPayloadError LoadFilterImage(FilterKind kind, std::string_view header_bytes,
                                  uint64_t payload_bytes, std::span<const std::string_view> pieces,
                                  const FilterLimits& limits, MemoryBudget* budget, AnyFilter* out,
@@ -105,18 +157,10 @@ DumpPayloadError LoadFilterImage(FilterKind kind, std::string_view header_bytes,
     return Refuse(E::kBadData, why, "payload length does not match the bytes present");
   }
   std::unique_ptr<FilterLoader> loader;
-  Status status = FilterLoader::Begin(kind, header_bytes, payload_bytes, limits, budget, &loader);
-  if (!status.ok()) {
-    // The codec refuses an allocation the budget cannot hold with its own
-    // message; a valid header whose payload alone no longer fits is that.
-    // Likewise the per-filter limit.
-    if (limits.max_filter_bytes != 0 && payload_bytes > limits.max_filter_bytes) {
-      return Refuse(E::kFilterTooLarge, why, status.message());
-    }
-    const bool oom = budget != nullptr && budget->limit() != 0 &&
-                     budget->used() + payload_bytes > budget->limit();
-    return Refuse(oom ? E::kOutOfMemory : E::kBadData, why, status.message());
-  }
+  const E begun =
+      BeginFilterImage(kind, header_bytes, payload_bytes, limits, budget, &loader, why);
+  if (begun != E::kNone) return begun;
+  Status status = Status::Ok();
   uint64_t at = 0;
   for (const std::string_view piece : pieces) {
     if (!status.ok()) break;

@@ -29,6 +29,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -37,10 +38,17 @@
 #include "filters/limits.h"
 #include "filters/memory_budget.h"
 #include "persistence/codec/filter_kind.h"
+#include "persistence/filter_codec.h"
+
+struct XXH64_state_s;  // xxhash.h's streaming state
 
 namespace bloomgate {
 
 inline constexpr uint16_t kDumpPayloadVersion = 1;
+inline constexpr std::string_view kDumpPayloadMagic = "BGDP";
+// Magic, version, kind, header length, payload length and checksum: every
+// byte of a payload but the header's and the filter's own.
+inline constexpr uint64_t kDumpPayloadFixedBytes = 4 + 2 + 1 + 4 + 8 + 8;
 
 enum class DumpPayloadError : uint8_t {
   kNone,
@@ -62,6 +70,37 @@ enum class DumpPayloadError : uint8_t {
 // so header and bits are of one moment.
 std::string EncodeDumpPayload(const AnyFilter& filter);
 
+// The same bytes as EncodeDumpPayload, handed out in pieces of at most
+// kPieceBytes payload bytes, never built whole: MIGRATE writes each piece to
+// the socket as it is made, so a 64 MiB filter costs one 4 MiB buffer
+// instead of a 64 MiB string that is zero-filled, filled and checksummed
+// before its first byte is sent. The same rules as EncodeDumpPayload: the
+// filter must not change while the stream runs.
+class DumpPayloadStream {
+ public:
+  static constexpr uint64_t kPieceBytes = uint64_t{4} << 20;
+
+  explicit DumpPayloadStream(const AnyFilter& filter);
+  ~DumpPayloadStream();
+  DumpPayloadStream(const DumpPayloadStream&) = delete;
+  DumpPayloadStream& operator=(const DumpPayloadStream&) = delete;
+
+  // Every byte the stream hands out, known before the first.
+  uint64_t size() const { return size_; }
+  // The next piece into *piece (its old contents replaced); false once the
+  // checksum, the last piece, has been handed out.
+  bool Next(std::string* piece);
+
+ private:
+  const AnyFilter& filter_;
+  FilterHeader header_;
+  uint64_t size_ = 0;
+  uint64_t copied_ = 0;  // payload bytes handed out
+  bool framed_ = false;  // the framing before the payload was handed out
+  bool done_ = false;
+  ::XXH64_state_s* hash_ = nullptr;
+};
+
 // Rebuilds the filter of `payload` into *out: our own payload (above) or a
 // Redis DUMP payload of one of RedisBloom's five types
 // (redis_dump_payload.h), told apart by the magic., charged to `budget` (may be
@@ -76,6 +115,14 @@ DumpPayloadError DecodeDumpPayload(std::string_view payload, const FilterLimits&
 // image (its kind, codec header bytes, and payload bytes given as pieces
 // that are written back to back and must add up to payload_bytes) through
 // FilterLoader, with the errors classified as above.
+// The first step of LoadFilterImage, for a caller that writes the payload
+// itself as it arrives (dump_payload_assembly.h): FilterLoader::Begin with
+// its refusal classified.
+DumpPayloadError BeginFilterImage(FilterKind kind, std::string_view header_bytes,
+                                  uint64_t payload_bytes, const FilterLimits& limits,
+                                  MemoryBudget* budget, std::unique_ptr<FilterLoader>* loader,
+                                  std::string* why);
+
 DumpPayloadError LoadFilterImage(FilterKind kind, std::string_view header_bytes,
                                  uint64_t payload_bytes, std::span<const std::string_view> pieces,
                                  const FilterLimits& limits, MemoryBudget* budget, AnyFilter* out,

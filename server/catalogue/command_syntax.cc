@@ -163,6 +163,7 @@ const std::vector<CommandSyntax>& CommandSyntaxTable() {
        "ttl:integer seconds:integer frequency:integer"},
       {"restore-asking", "key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency]",
        "ttl:integer seconds:integer frequency:integer"},
+      {"restore-chunk", "key offset chunk [COMMIT ttl [REPLACE]]", "offset:integer ttl:integer"},
       {"save", "", ""},
       {"scan", "cursor [MATCH pattern] [COUNT count] [TYPE type]",
        "cursor:integer count:integer"},

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "persistence/dump_payload_assembly.h"
 #include "server/access/acl_user.h"
 #include "server/clients/client_registry.h"
 #include "server/clients/link_outbox.h"
@@ -93,6 +94,11 @@ struct ClientState {
   // CLIENT_READONLY; RESET clears both).
   bool cluster_asking = false;
   bool cluster_readonly = false;
+  // RESTORE-CHUNK's payload being staged on this connection, for one key:
+  // dropped with the connection, so a MIGRATE that fails (and closes it)
+  // leaves nothing behind.
+  std::string restore_chunk_key;
+  std::unique_ptr<DumpPayloadAssembly> restore_chunk;
 
   bool in_multi = false;
   bool multi_dirty = false;  // a command failed to queue: EXEC aborts

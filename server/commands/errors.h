@@ -528,8 +528,26 @@ inline std::string MigrateTargetError(std::string_view error) {
 inline std::string MigratePayloadTooLarge(std::string_view key, uint64_t bytes) {
   return "ERR MIGRATE refused: the DUMP payload of key '" + std::string(key.substr(0, 128)) +
          "' is " + std::to_string(bytes) +
-         " bytes, over the 512 MiB a RESTORE argument may have (proto-max-bulk-len); "
+         " bytes, over the 512 MiB a RESTORE argument may have (proto-max-bulk-len), and the "
+         "target is not a Bloomgate server, which takes it in chunks (RESTORE-CHUNK); "
          "nothing was sent";
+}
+// RESTORE-CHUNK key offset chunk [COMMIT ttl [REPLACE]] (ours: MIGRATE's
+// chunked form of RESTORE-ASKING).
+inline constexpr std::string_view kRestoreChunkTooLarge =
+    "ERR RESTORE-CHUNK chunk is over 64 MiB";
+inline std::string RestoreChunkOutOfOrder(uint64_t offset, uint64_t expected) {
+  return "ERR RESTORE-CHUNK out of order: offset " + std::to_string(offset) + ", expected " +
+         std::to_string(expected) + " (0 starts a payload); nothing was staged";
+}
+inline constexpr std::string_view kRestoreChunkInMulti =
+    "ERR RESTORE-CHUNK is not allowed in MULTI";
+inline constexpr std::string_view kRestoreChunkNothingStaged =
+    "ERR RESTORE-CHUNK no payload staged for this key on this connection: "
+    "send its first chunk at offset 0";
+inline std::string RestoreChunkIncomplete(uint64_t staged) {
+  return "ERR RESTORE-CHUNK COMMIT before the payload's last byte (" + std::to_string(staged) +
+         " bytes staged); nothing was created";
 }
 
 inline constexpr std::string_view kDebugNotAllowed =

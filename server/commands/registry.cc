@@ -16,6 +16,7 @@ std::vector<CommandSpec> KeyspaceCommands();
 std::vector<CommandSpec> KeyInspectionCommands();
 std::vector<CommandSpec> KeyCopyCommands();  // DUMP, RESTORE, COPY
 std::vector<CommandSpec> MigrateCommands();  // MIGRATE
+std::vector<CommandSpec> RestoreChunkCommands();  // RESTORE-CHUNK, MIGRATE's chunks
 std::vector<CommandSpec> DebugCommands();    // DEBUG DIGEST-VALUE
 std::vector<CommandSpec> TransactionCommands();
 std::vector<CommandSpec> AclCommands();
@@ -42,6 +43,7 @@ void RegisterAllCommands() {
                               DebugCommands, ClusterCommands}) {
       RegisterCommandGroup(group);
     }
+    RegisterCommandGroup(RestoreChunkCommands);
     RegisterFamily(BloomFamily());
     RegisterFamily(CountingBloomFamily());
     RegisterFamily(CuckooFamily());

@@ -20,6 +20,7 @@
 #include "server/commands/arg_parser.h"
 #include "server/commands/command_context.h"
 #include "server/commands/errors.h"
+#include "server/commands/keys/dump_payload_reply.h"
 
 namespace bloomgate {
 namespace {
@@ -157,12 +158,9 @@ void CmdRestore(CommandContext& ctx) {
   AnyFilter filter;
   DumpPayloadError decoded = DumpPayloadError::kNone;
   if (!DecodeRestorePayload(ctx, &filter, &decoded)) return;  // parked
-  switch (decoded) {
-    case DumpPayloadError::kNone: break;
-    case DumpPayloadError::kVersionOrChecksum: ctx.Fail(errors::kDumpPayloadWrong); return;
-    case DumpPayloadError::kBadData: ctx.Fail(errors::kBadDataFormat); return;
-    case DumpPayloadError::kOutOfMemory: ctx.Fail(errors::kOom); return;
-    case DumpPayloadError::kFilterTooLarge: ctx.Fail(errors::kInsufficientMemory); return;
+  if (decoded != DumpPayloadError::kNone) {
+    ctx.Fail(DumpPayloadErrorText(decoded));
+    return;
   }
   const bool deleted = options.replace && keyspace.Erase(key, ctx.now_ms);
   if (at_ms != 0 && at_ms <= ctx.now_ms) {

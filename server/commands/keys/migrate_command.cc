@@ -34,8 +34,9 @@
 // the timeout the client gave.
 //
 // A payload over Redis's 512 MiB bulk limit (proto-max-bulk-len) cannot be
-// one RESTORE argument and RESTORE has no chunked form: such a MIGRATE is
-// refused whole, before anything is sent (kMigratePayloadTooLarge).
+// one RESTORE argument: to a Bloomgate target it goes as RESTORE-CHUNK
+// commands (migrate_transfer.h), to any other such a MIGRATE is refused
+// whole, before any key is sent (MigratePayloadTooLarge).
 #include <algorithm>
 #include <atomic>
 #include <memory>
@@ -47,14 +48,13 @@
 #include "server/commands/arg_parser.h"
 #include "server/commands/command_context.h"
 #include "server/commands/errors.h"
+#include "server/commands/keys/migrate_transfer.h"
 #include "server/keyspace/transfer_workers.h"
 #include "server/replication/link_socket.h"
 
 namespace bloomgate {
 namespace {
 
-// Redis's default proto-max-bulk-len: the largest argument a RESTORE takes.
-constexpr uint64_t kMaxRestorePayloadBytes = uint64_t{512} << 20;
 // The longest a MIGRATE inside EXEC waits on its target at each step, on
 // the event loop: 100 ms is ~1,000 loopback round trips (a small key's whole
 // transfer takes well under 1 ms there) and a stall the loop's other
@@ -147,11 +147,6 @@ struct MigrateOutcome {
   uint64_t journal_offset = 0;       // the DEL records' end: the reply waits for it
 };
 
-void AppendBulk(std::string* out, std::string_view bytes) {
-  out->append("$").append(std::to_string(bytes.size())).append("\r\n");
-  out->append(bytes).append("\r\n");
-}
-
 // The transfer, on a transfer worker (or inline where the command cannot
 // park). `keys` are held: nothing writes their filters meanwhile.
 class MigrateJob {
@@ -174,16 +169,15 @@ class MigrateJob {
 
  private:
   void RunHeld(MigrateOutcome* outcome) {
-    // Encoded first, all of them: a key too big for one RESTORE refuses
-    // the whole command before anything reaches the target.
-    std::vector<std::string> payloads;
-    payloads.reserve(keys_.size());
+    // Sized first, all of them: a payload over one chunk goes in chunks to a
+    // Bloomgate target, and one too big for a RESTORE refuses the whole
+    // command before anything but INFO reaches another target.
+    // The payloads are encoded as they are sent (migrate_transfer.h).
+    std::vector<uint64_t> sizes;
+    bool any_chunked = false;
     for (const MigratingKey& key : keys_) {
-      payloads.push_back(EncodeDumpPayload(key.hold.entry()->filter()));
-      if (payloads.back().size() > kMaxRestorePayloadBytes) {
-        outcome->error = errors::MigratePayloadTooLarge(key.name, payloads.back().size());
-        return;
-      }
+      sizes.push_back(DumpPayloadStream(key.hold.entry()->filter()).size());
+      any_chunked = any_chunked || sizes.back() > MigrateChunkThreshold();
     }
     LinkSocket& socket = socket_;
     const int timeout_ms = static_cast<int>(options_.timeout_ms);
@@ -219,40 +213,49 @@ class MigrateJob {
         return;
       }
     }
+    MigrateTarget target;
+    if (any_chunked && !ProbeMigrateTarget(socket, &target).ok()) {
+      outcome->error = errors::kMigrateReadFailed;
+      return;
+    }
+    for (size_t i = 0; i < keys_.size() && !target.takes_chunks; ++i) {
+      if (sizes[i] > kMaxRestorePayloadBytes) {
+        outcome->error = errors::MigratePayloadTooLarge(keys_[i].name, sizes[i]);
+        return;
+      }
+    }
     // The TTL each key has left, judged now (a key that expired meanwhile
     // is not sent, as Redis skips it): the first run's deadline, the only
     // one, since nothing changes the entry while it is held.
     const int64_t now_ms = NowMs();
-    std::vector<size_t> sent;
+    std::vector<std::pair<size_t, size_t>> sent;  // key, replies to read
     for (size_t i = 0; i < keys_.size(); ++i) {
       const int64_t at = keys_[i].expire_at_ms;
       if (at != 0 && at <= now_ms) continue;
-      const std::string ttl = std::to_string(at == 0 ? 0 : at - now_ms);
-      std::string command = "*" + std::to_string(options_.replace ? 5 : 4) + "\r\n";
-      AppendBulk(&command, "RESTORE-ASKING");
-      AppendBulk(&command, keys_[i].name);
-      AppendBulk(&command, ttl);
-      command.append("$").append(std::to_string(payloads[i].size())).append("\r\n");
-      if (!socket.Write(command).ok() || !socket.Write(payloads[i]).ok() ||
-          !socket.Write(options_.replace ? "\r\n$7\r\nREPLACE\r\n" : "\r\n").ok()) {
+      const int64_t ttl = at == 0 ? 0 : at - now_ms;
+      const AnyFilter& filter = keys_[i].hold.entry()->filter();
+      size_t replies = 1;
+      const Status status =
+          target.takes_chunks && sizes[i] > MigrateChunkThreshold()
+              ? SendRestoreChunks(socket, keys_[i].name, at, filter, options_.replace,
+                                  target.cluster, MigrateChunkThreshold(), &replies)
+              : SendRestoreAsking(socket, keys_[i].name, ttl, filter, options_.replace);
+      if (!status.ok()) {
         outcome->error = errors::kMigrateWriteFailed;
         return;
       }
-      std::string().swap(payloads[i]);
-      sent.push_back(i);
+      sent.emplace_back(i, replies);
     }
     JournalSession session;  // the DELs' own: the reply waits for its offset
-    for (size_t i : sent) {
-      std::string reply;
-      if (!socket.ReadLine(&reply).ok()) {
+    for (const auto& [i, replies] : sent) {
+      std::string error;
+      if (!ReadKeyReplies(socket, replies, &error).ok()) {
         if (outcome->error.empty()) outcome->error = errors::kMigrateReadFailed;
         break;
       }
-      if (reply.starts_with('-')) {
+      if (!error.empty()) {
         // The first error is the reply, as Redis; the keys acknowledged go on.
-        if (outcome->error.empty()) {
-          outcome->error = errors::MigrateTargetError(std::string_view(reply).substr(1));
-        }
+        if (outcome->error.empty()) outcome->error = errors::MigrateTargetError(error);
         continue;
       }
       if (options_.copy) continue;

@@ -388,6 +388,7 @@ void CmdReset(CommandContext& ctx) {
   ctx.client.monitor = false;  // out of MONITOR mode, as Redis's RESET
   ctx.client.cluster_asking = false;  // and out of ASKING and READONLY
   ctx.client.cluster_readonly = false;
+  ctx.client.restore_chunk.reset();  // and a RESTORE-CHUNK staging is dropped
   LeavePubSub(ctx.server, ctx.client);  // off every channel and pattern, unconfirmed
   ctx.client.resp3 = false;
   ctx.reply.set_resp3(false);

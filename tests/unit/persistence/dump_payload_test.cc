@@ -119,3 +119,48 @@ TEST(DumpPayload, AFilterThatDoesNotFitTheBudgetIsOutOfMemory) {
 
 }  // namespace
 }  // namespace bloomgate
+
+namespace bloomgate {
+namespace {
+
+std::string Streamed(const AnyFilter& filter, size_t* pieces) {
+  DumpPayloadStream stream(filter);
+  std::string out;
+  std::string piece;
+  *pieces = 0;
+  while (stream.Next(&piece)) {
+    EXPECT_LE(piece.size(), DumpPayloadStream::kPieceBytes);
+    out += piece;
+    ++*pieces;
+  }
+  EXPECT_EQ(out.size(), stream.size());
+  EXPECT_FALSE(stream.Next(&piece));
+  EXPECT_TRUE(piece.empty());
+  return out;
+}
+
+// MIGRATE streams the payload it would otherwise encode whole: the bytes
+// must be EncodeDumpPayload's, for a payload of one piece and of several
+// (a 10 MiB Bloom filter: framing, three 4 MiB pieces at most, checksum).
+TEST(DumpPayloadStream, HandsOutEncodeDumpPayloadsBytesInBoundedPieces) {
+  std::unique_ptr<ScalableBloomFilter> big;
+  ASSERT_EQ(ScalableBloomFilter::Create(ScalableBloomOptions{0.01, 8'000'000, 2}, FilterLimits{},
+                                        nullptr, &big),
+            FilterStatus::kOk);
+  bool added = false;
+  for (uint64_t i = 0; i < 1000; ++i) (void)big->Add(ItemHash("streamed", i), &added);
+  const AnyFilter bloom(std::move(big));
+  size_t pieces = 0;
+  const std::string streamed = Streamed(bloom, &pieces);
+  EXPECT_EQ(streamed, EncodeDumpPayload(bloom));
+  EXPECT_GE(pieces, 5u);  // framing, >= 3 payload pieces, checksum
+
+  const std::string small = CuckooDump();
+  AnyFilter cuckoo;
+  ASSERT_EQ(DecodeDumpPayload(small, FilterLimits{}, nullptr, &cuckoo), DumpPayloadError::kNone);
+  EXPECT_EQ(Streamed(cuckoo, &pieces), small);
+  EXPECT_EQ(pieces, 3u);
+}
+
+}  // namespace
+}  // namespace bloomgate
