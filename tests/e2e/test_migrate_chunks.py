@@ -156,7 +156,7 @@ class ChunksIntoAnImportingSlotTest(unittest.TestCase):
     def test_a_chunked_key_moves_into_an_importing_slot(self):
         tmp = tempfile.TemporaryDirectory(prefix="bloomgate-chunks-cluster-")
         self.addCleanup(tmp.cleanup)
-        cluster = LocalCluster(tmp.name, masters=3)
+        cluster = LocalCluster(tmp.name, nodes=3)
         self.addCleanup(cluster.stop)
         cluster.create()
         cluster.wait_agreement()
