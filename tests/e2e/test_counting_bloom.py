@@ -550,11 +550,17 @@ class NonScalingFullTest(CountingTestCase):
         self.assertEqual(c.call("CBF.RESERVE", "f", "0.01", "10", "NONSCALING"), "OK")
         reply = c.call("CBF.MADD", "f", *items("i", 30))
         self.assertIsInstance(reply, list, reply)
-        # Every add that succeeded (new or not) counts toward the capacity.
-        self.assertEqual(len(reply), 11, reply)
+        # Every add that succeeded (new or not) counts toward the capacity:
+        # the 10 it holds, then the first new item is refused and the rest
+        # of the batch is not run. An item the full filter already reports
+        # (0, a false positive about 1 time in 100) is counted again, not
+        # refused, so it may stretch the batch past 10.
+        accepted = len(reply) - 1
+        self.assertGreaterEqual(accepted, 10, reply)
         self.assertErrorText(reply[-1], "ERR non scaling filter is full")
         self.assertTrue(all(f in (0, 1) for f in reply[:-1]), reply)
-        self.assertEqual(c.call("CBF.CARD", "f"), 10)
+        self.assertTrue(all(f == 0 for f in reply[10:-1]), reply)
+        self.assertEqual(c.call("CBF.CARD", "f"), accepted)
 
     def test_add_on_a_full_nonscaling_filter_and_deleting_to_make_room(self):
         c = self.raw()
