@@ -556,6 +556,10 @@ inline constexpr std::string_view kDebugNotAllowed =
     "configuration file, and then restart the server.";
 
 // --- Redis Cluster: Redis 7.0's cluster.c texts ---
+// REPLICAOF / SLAVEOF on a cluster node: its master is chosen with CLUSTER
+// REPLICATE, which the bus spreads (Redis 7.0's text).
+inline constexpr std::string_view kReplicaOfInClusterMode =
+    "ERR REPLICAOF not allowed in cluster mode.";
 inline constexpr std::string_view kClusterDisabled =
     "ERR This instance has cluster support disabled";
 inline constexpr std::string_view kInvalidSlot = "ERR Invalid or out of range slot";

@@ -182,6 +182,16 @@ class ClusterReplicasTest(unittest.TestCase):
             with self.assertRaises(Exception) as caught:
                 client.execute_command("CLUSTER", *args)
             self.assertEqual(str(caught.exception), text, args)
+        # A cluster node's master is chosen by CLUSTER REPLICATE, never by
+        # REPLICAOF / SLAVEOF, on a master or a replica.
+        replica = self.client(self.node_by_id(replica_id))
+        for c in (client, replica):
+            for command in ("REPLICAOF", "SLAVEOF"):
+                for target in (("NO", "ONE"), ("127.0.0.1", str(master.port))):
+                    with self.assertRaises(Exception) as caught:
+                        c.execute_command(command, *target)
+                    self.assertEqual(str(caught.exception),
+                                     "REPLICAOF not allowed in cluster mode.")
         self.assertEqual(self.wait_roles_agreed(), pairs)
 
     def test_06_a_replica_killed_with_9_follows_its_master_again(self):

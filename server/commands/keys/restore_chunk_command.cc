@@ -1,8 +1,9 @@
 // RESTORE-CHUNK key offset chunk [COMMIT ttl [REPLACE]]
 //
-// Ours, what MIGRATE sends a Bloomgate target for a DUMP payload over the
-// 512 MiB a RESTORE argument may have (migrate_transfer.h): the payload in
-// order, in chunks of at most 64 MiB, each at the offset of its first byte;
+// Ours, what MIGRATE sends a Bloomgate target for a DUMP payload over one
+// chunk (4 MiB, migrate_transfer.h), the only way past the 512 MiB a RESTORE
+// argument may have: the payload in order, in chunks of at most 64 MiB, each
+// at the offset of its first byte;
 // the last one with COMMIT, which creates the key as RESTORE-ASKING would
 // (ttl in milliseconds, 0 for none; BUSYKEY unless REPLACE). Each chunk is
 // one command, so a cluster node importing the key's slot takes it after
@@ -36,8 +37,8 @@
 namespace bloomgate {
 namespace {
 
-// Four 16 MiB chunks MIGRATE sends, with room: bounds what one argument
-// makes the connection buffer before it is staged.
+// Sixteen of the 4 MiB chunks MIGRATE sends, with room: bounds what one
+// argument makes the connection buffer before it is staged.
 constexpr uint64_t kMaxChunkBytes = uint64_t{64} << 20;
 
 // Creates the key from the complete staged payload; the staging is spent.

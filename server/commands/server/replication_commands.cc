@@ -24,6 +24,10 @@ bool IsWord(std::string_view text, std::string_view word) {
 // REPLICAOF host port | REPLICAOF NO ONE. The link connects in the
 // background: +OK means the role changed, not that the primary answered.
 void CmdReplicaOf(CommandContext& ctx) {
+  if (ctx.server.cluster.enabled()) {
+    ctx.Fail(errors::kReplicaOfInClusterMode);
+    return;
+  }
   if (ctx.client.link_outbox != nullptr) {
     ctx.Fail(errors::kReplicaOfWhileReplicaLink);
     return;
