@@ -69,9 +69,12 @@ def key_in_slot(slot, tag=""):
     raise AssertionError(f"no key found for slot {slot}")
 
 
-def cli(*args, deadline_s=CLI_DEADLINE_S):
+def cli(*args, deadline_s=CLI_DEADLINE_S, answers=None):
+    """redis-cli with `args`; `answers` is what it reads on stdin (the
+    prompts --cluster-yes does not answer), none by default."""
+    stdin = {"input": answers} if answers is not None else {"stdin": subprocess.DEVNULL}
     return subprocess.run([REDIS_CLI, *map(str, args)], capture_output=True, text=True,
-                          timeout=deadline_s, stdin=subprocess.DEVNULL)
+                          timeout=deadline_s, **stdin)
 
 
 def node_lines(client):
