@@ -644,9 +644,14 @@ bool ClusterEnabledOrFail(CommandContext& ctx) {
 }
 
 std::vector<CommandSpec> ClusterAdminSubcommands() {
-  // Redis 7.0's flags: the reads run on a stale replica, SLOTS and SHARDS
-  // while loading too; what changes the view is admin.
-  constexpr uint32_t kRead = kCmdStale;
+  // Redis 7.0's flags: the reads run on a stale replica; what changes the
+  // view is admin. Unlike Redis, every read of the view also answers while
+  // the data loads (Redis: only SLOTS and SHARDS). A replica's full sync
+  // here streams straight into its keyspace, so its loading window is the
+  // whole transfer, not a read of a file already received; and redis-cli
+  // --cluster create --cluster-replicas reads every replica's CLUSTER NODES
+  // right after its CLUSTER REPLICATE, failing the create on a -LOADING.
+  constexpr uint32_t kRead = kCmdStale | kCmdLoading;
   constexpr uint32_t kAdmin = kCmdAdmin | kCmdStale;
   constexpr std::string_view kGroup = "cluster";
   return {
@@ -658,10 +663,10 @@ std::vector<CommandSpec> ClusterAdminSubcommands() {
        .since = "3.0.0"},
       {.name = "myid", .arity = 2, .flags = kRead, .handler = CmdClusterMyId,
        .summary = "Returns the ID of a node", .group = kGroup, .since = "3.0.0"},
-      {.name = "slots", .arity = 2, .flags = kRead | kCmdLoading, .handler = CmdClusterSlots,
+      {.name = "slots", .arity = 2, .flags = kRead, .handler = CmdClusterSlots,
        .summary = "Returns the mapping of cluster slots to nodes", .group = kGroup,
        .since = "3.0.0"},
-      {.name = "shards", .arity = 2, .flags = kRead | kCmdLoading, .handler = CmdClusterShards,
+      {.name = "shards", .arity = 2, .flags = kRead, .handler = CmdClusterShards,
        .summary = "Returns the mapping of cluster slots to shards", .group = kGroup,
        .since = "7.0.0"},
       {.name = "keyslot", .arity = 3, .flags = kRead, .handler = CmdClusterKeySlot,

@@ -58,6 +58,27 @@ class ClusterCommandsTest : public ::testing::Test {
   std::unique_ptr<ServerContext> server_;
 };
 
+// A replica's full sync streams into its keyspace, so it loads for the
+// whole transfer; redis-cli --cluster create --cluster-replicas reads each
+// replica's CLUSTER NODES right after its REPLICATE. Every read of the view
+// answers then; the keyspace's commands answer -LOADING.
+TEST_F(ClusterCommandsTest, ReadsOfTheViewAnswerWhileTheDataLoads) {
+  Session s(server_.get());
+  const std::string nodes = s.Run({"CLUSTER", "NODES"});
+  const std::string myid = s.Run({"CLUSTER", "MYID"});
+  server_->durability->BeginLoading();
+  EXPECT_EQ(s.Run({"CLUSTER", "NODES"}), nodes);
+  EXPECT_EQ(s.Run({"CLUSTER", "MYID"}), myid);
+  EXPECT_EQ(s.Run({"CLUSTER", "KEYSLOT", "foo"}), Int(12182));
+  for (std::string sub : {"INFO", "SLOTS", "SHARDS"}) {
+    EXPECT_NE(s.Run({"CLUSTER", sub}), Err(errors::kLoading)) << sub;
+  }
+  EXPECT_EQ(s.Run({"DBSIZE"}), Err(errors::kLoading));
+  EXPECT_EQ(s.Run({"CLUSTER", "ADDSLOTS", "1"}), Err(errors::kLoading));
+  server_->durability->EndLoading();
+  EXPECT_EQ(s.Run({"DBSIZE"}), Int(0));
+}
+
 TEST(ClusterDisabledTest, EveryClusterCommandSaysSoAndKeysAreServed) {
   auto server = MakeServer();
   Session s(server.get());
