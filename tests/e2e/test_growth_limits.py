@@ -116,10 +116,28 @@ class GrowthLimitsTest(ServerTestCase):
         print(f"\n[ measured ] CF.RESERVE c 1024 EXPANSION 2 and CF.ADD c same x85: "
               f"{added} copies, {before} -> {after} bytes")
         self.assertLess(after, 3 * before, "was 22 sub-filters and 4.29 GB")
-        # Other items still go in (and grow the filter when they must).
+        # Other items still go in (and grow the filter when they must). One
+        # the filter already reports, before it is added, may share the
+        # fingerprint and both buckets of "same" (with the random per-filter
+        # seed, about 1 run in 100 over these 3,000): a cuckoo filter cannot
+        # tell the two apart, so it is refused as one more copy.
+        aliases = 0
         for start in range(0, 3000, 200):
-            reply = self.cmd("CF.INSERT", "c", "ITEMS", *items("o", 200, start))
-            self.assertEqual(reply, [1] * 200)
+            batch = items("o", 200, start)
+            reported = self.cmd("CF.MEXISTS", "c", *batch)
+            reply = c.call("CF.INSERT", "c", "ITEMS", *batch)
+            for item, there, answer in zip(batch, reported, reply):
+                if isinstance(answer, RespError):
+                    self.assertEqual((str(answer), there), (CF_COPIES_FULL, 1), item)
+                    aliases += 1
+                    # CF.INSERT stops at its first refusal: the rest goes again.
+                    rest = batch[batch.index(item) + 1:]
+                    if rest:
+                        self.assertEqual(c.call("CF.INSERT", "c", "ITEMS", *rest),
+                                         [1] * len(rest))
+                    break
+                self.assertEqual(answer, 1, item)
+        self.assertLessEqual(aliases, 2)
 
     def test_tiny_bloom_error_rates_are_built_not_refused_as_memory(self):
         # Both were refused by the 64-probe cap, one as "Insufficient memory".
