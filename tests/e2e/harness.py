@@ -61,6 +61,24 @@ def wait_until(predicate, deadline_s, interval_s=0.01, what="condition"):
         time.sleep(interval_s)
 
 
+def write_until(stop, client, key, command, acked, errors, *extra):
+    """A writer thread's body: `command key <key>-<i> *extra` for i = 0, 1,
+    ... until `stop` (a threading.Event) is set. The items acknowledged go
+    to `acked`, the error replies' texts to `errors`; closes `client`."""
+    i = 0
+    try:
+        while not stop.is_set():
+            item = f"{key}-{i}"
+            try:
+                client.execute_command(command, key, item, *extra)
+                acked.append(item)
+            except redis.ResponseError as e:
+                errors.append(str(e))
+            i += 1
+    finally:
+        client.close()
+
+
 def stop_process(proc, grace_s):
     """SIGTERM, then SIGKILL if `proc` has not exited within grace_s: how a
     test stops a helper process (an exporter, a prometheus) whatever happened."""

@@ -21,7 +21,8 @@ import unittest
 import redis
 
 from cluster_support import LocalCluster, key_in_slot
-from harness import BloomgateServer, PersistentServer, TwoServersTestCase, wait_until
+from harness import (BloomgateServer, PersistentServer, TwoServersTestCase, wait_until,
+                     write_until)
 
 CHUNK = 1 << 20
 
@@ -68,21 +69,11 @@ class MigrateChunksTest(TwoServersTestCase):
         stop = threading.Event()
         errors = []
 
-        def writer(key, command, *extra):
-            w = self.source.client()
-            i = 0
-            while not stop.is_set():
-                item = f"{key}-{i}"
-                try:
-                    w.execute_command(command, key, item, *extra)
-                    acked[key].append(item)
-                except redis.ResponseError as e:
-                    errors.append(str(e))
-                i += 1
-            w.close()
-
-        threads = [threading.Thread(target=writer, args=("hot", "BF.ADD")),
-                   threading.Thread(target=writer, args=("hotc", "CMS.INCRBY", 1))]
+        threads = [threading.Thread(target=write_until, args=(
+                       stop, self.source.client(), "hot", "BF.ADD", acked["hot"], errors)),
+                   threading.Thread(target=write_until, args=(
+                       stop, self.source.client(), "hotc", "CMS.INCRBY", acked["hotc"], errors,
+                       1))]
         for t in threads:
             t.start()
         calls = chunk_calls(self.o)

@@ -13,7 +13,8 @@ import unittest
 
 import redis
 
-from harness import BloomgateServer, ServerTestCase, TwoServersTestCase, wait_until
+from harness import (BloomgateServer, ServerTestCase, TwoServersTestCase, wait_until,
+                     write_until)
 
 
 def fill_every_family(r):
@@ -145,21 +146,10 @@ class MigrateTest(TwoServersTestCase):
         stop = threading.Event()
         errors = []
 
-        def writer(key, command):
-            w = self.server.client()
-            i = 0
-            while not stop.is_set():
-                item = f"{key}-{i}"
-                try:
-                    w.execute_command(command, key, item)
-                    acked[key].append(item)
-                except redis.ResponseError as e:
-                    errors.append(str(e))
-                i += 1
-            w.close()
-
-        threads = [threading.Thread(target=writer, args=("hot", "BF.ADD")),
-                   threading.Thread(target=writer, args=("hotc", "CBF.ADD"))]
+        threads = [threading.Thread(target=write_until, args=(
+                       stop, self.server.client(), "hot", "BF.ADD", acked["hot"], errors)),
+                   threading.Thread(target=write_until, args=(
+                       stop, self.server.client(), "hotc", "CBF.ADD", acked["hotc"], errors))]
         for t in threads:
             t.start()
         try:
