@@ -8,7 +8,7 @@ namespace bloomgate {
 namespace {
 
 // Acquire/release: the workers are fully built before a command may use them.
-std::atomic<TransferWorkers*> installed{nullptr};
+std::atomic<TransferWorkers*> installed_workers{nullptr};
 
 }  // namespace
 
@@ -49,7 +49,7 @@ bool TransferWorkers::Run(std::shared_ptr<TransferWork> work, std::function<void
 
 void TransferWorkers::Stop() {
   TransferWorkers* expected = this;
-  installed.compare_exchange_strong(expected, nullptr, std::memory_order_acq_rel);
+  installed_workers.compare_exchange_strong(expected, nullptr, std::memory_order_acq_rel);
   std::vector<std::shared_ptr<Job>> running;
   std::deque<std::shared_ptr<Job>> dropped;
   {
@@ -83,9 +83,9 @@ void TransferWorkers::Loop() {
 }
 
 void SetTransferWorkers(TransferWorkers* workers) {
-  installed.store(workers, std::memory_order_release);
+  installed_workers.store(workers, std::memory_order_release);
 }
 
-TransferWorkers* CurrentTransferWorkers() { return installed.load(std::memory_order_acquire); }
+TransferWorkers* CurrentTransferWorkers() { return installed_workers.load(std::memory_order_acquire); }
 
 }  // namespace bloomgate
