@@ -319,11 +319,24 @@ TEST(MemoryGrowth, CopiesOfOneCuckooItemAreRefusedOnceTheyFillBothBuckets) {
   EXPECT_LE(filter->memory_bytes(), before + 2048 + 64);
   std::cout << "[ measured ] CF 1024 EXPANSION 2, 85 adds of one item: " << added
             << " copies, " << filter->memory_bytes() << " bytes\n";
-  // Other items still go in, and grow the filter when they must.
+  // Other items still go in, and grow the filter when they must. One the
+  // filter already reports before it is added may share the fingerprint and
+  // both buckets of "same" (with the random per-filter seed, now and then
+  // over these thousands): a cuckoo filter cannot tell the two apart, so it
+  // is refused as one more copy. Any other item must go in.
   uint64_t other = 0;
+  uint64_t aliases = 0;
   while (filter->num_filters() < 3 && other < 100'000) {
-    ASSERT_EQ(filter->Add(ItemHash("other", other++)), FilterStatus::kOk);
+    const KeyHash h = ItemHash("other", other++);
+    const bool reported = filter->MayContain(h);
+    const FilterStatus added_other = filter->Add(h);
+    if (reported && added_other == FilterStatus::kCopiesFull) {
+      ++aliases;
+      continue;
+    }
+    ASSERT_EQ(added_other, FilterStatus::kOk) << other;
   }
+  EXPECT_LE(aliases, 2u);
   EXPECT_EQ(filter->num_filters(), 3u);
 }
 
