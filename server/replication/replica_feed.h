@@ -62,6 +62,9 @@ class ReplicaFeed : public JournalSubscriber, public LinkOutbox {
   void Closed() override;
   // REPLCONF ACK <offset>: what the replica has applied, now.
   void Ack(uint64_t offset, int64_t now_ms);
+  // A partial resync was accepted: the replica counts as heard from now
+  // (Redis sets repl_ack_time there), so its silence is timed from here.
+  void MarkHeard(int64_t now_ms) { last_ack_ms_.store(now_ms, std::memory_order_relaxed); }
 
   bool closed() const { return closed_.load(std::memory_order_acquire); }
   // online: the snapshot is loaded and the stream flows (INFO state=online).

@@ -167,13 +167,36 @@ void Replication::Unfollow() {
 // ------------------------------------------------------------- the PING ----
 
 void Replication::PingLoop() {
+  int64_t last_ping_ms = NowMs();
   for (;;) {
-    const auto period = std::chrono::seconds(parts_.config->Get().repl_ping_replica_period);
     {
       std::unique_lock lock(mutex_);
-      if (link_wake_.wait_for(lock, period, [this] { return stopping_; })) return;
+      if (link_wake_.wait_for(lock, std::chrono::seconds(1), [this] { return stopping_; })) return;
     }
-    PingReplicas();
+    const int64_t now_ms = NowMs();
+    DropSilentReplicas(now_ms);
+    const int64_t period_ms = int64_t{parts_.config->Get().repl_ping_replica_period} * 1000;
+    if (now_ms - last_ping_ms >= period_ms) {
+      last_ping_ms = now_ms;
+      PingReplicas();
+    }
+  }
+}
+
+void Replication::DropSilentReplicas(int64_t now_ms) {
+  const int64_t timeout_ms = int64_t{repl_timeout_s_.load(std::memory_order_relaxed)} * 1000;
+  std::vector<std::shared_ptr<ReplicaFeed>> silent;
+  {
+    std::lock_guard lock(mutex_);
+    for (const std::shared_ptr<ReplicaFeed>& feed : feeds_) {
+      if (feed->closed() || !feed->online() || feed->last_ack_ms() == 0) continue;
+      if (now_ms - feed->last_ack_ms() > timeout_ms) silent.push_back(feed);
+    }
+  }
+  for (const std::shared_ptr<ReplicaFeed>& feed : silent) {
+    if (feed->info() == nullptr || !feed->info()->RequestClose()) continue;
+    spdlog::warn("Disconnecting timedout replica (streaming sync): {}:{}, silent for {} ms",
+                 feed->ip(), feed->port(), now_ms - feed->last_ack_ms());
   }
 }
 
@@ -314,6 +337,7 @@ std::string Replication::Psync(ClientState& client, std::string_view replid, int
       std::string bytes;
       if (!ring_.CopyFrom(from, &bytes)) return;
       feed->Joined();
+      feed->MarkHeard(NowMs());
       feed->ContinueWith(std::move(bytes));
       continued = true;
     });

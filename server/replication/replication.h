@@ -193,12 +193,18 @@ class Replication : private JournalSubscriber {
   void DisconnectReplicas();
   void StartLink();
   void RetireLinkLocked();
-  // The primary's PING to its replicas every repl-ping-replica-period
-  // seconds: a record of the stream (Redis's replicationCron feeds the same
-  // PING), so a replica hears from its primary within repl-timeout without
-  // writes, and its offset still equals its primary's.
+  // Once a second, as Redis's replicationCron: the replicas silent past
+  // repl-timeout dropped, and every repl-ping-replica-period seconds the
+  // primary's PING to its replicas: a record of the stream, so a replica
+  // hears from its primary within repl-timeout without writes, and its
+  // offset still equals its primary's.
   void PingLoop();
   void PingReplicas();
+  // Closes the link of every online replica whose last REPLCONF ACK is
+  // older than repl-timeout (Redis's "Disconnecting timedout replica"): a
+  // replica stopped or cut off would otherwise hold its feed, its share of
+  // the backlog and WAIT's count until TCP gave up, which takes minutes.
+  void DropSilentReplicas(int64_t now_ms);
 
   // --- the replica's side (replica_link.cc) -------------------------------
   void LinkLoop(uint64_t generation, std::string host, uint16_t port);

@@ -310,6 +310,43 @@ class ReplicationTest(unittest.TestCase):
                     self.assertEqual(pipe.execute()[1], b"OK", attempt)
                     self.assertEqual(info(r, "replication")["role"], "master")
 
+    def test_a_silent_replica_is_dropped_after_repl_timeout(self):
+        # A stopped replica keeps its TCP connection open (the kernel still
+        # acknowledges), so only the primary's own clock can tell it is gone:
+        # its REPLCONF ACKs stop, and after repl-timeout the primary drops it
+        # (WAIT and INFO stop counting it); back, it continues from the backlog.
+        timeout_s = 2
+        with BloomgateServer(["--repl-timeout", str(timeout_s)]) as primary, \
+                BloomgateServer() as replica:
+            p = primary.client()
+            p.execute_command("BF.ADD", "k", "before")
+            follow(replica, primary)
+            wait_until(caught_up(primary, replica), SYNC_DEADLINE_S, interval_s=0.05,
+                       what="the first sync")
+            self.assertEqual(info(p, "replication")["connected_slaves"], 1)
+            partial_before = info(p, "stats")["sync_partial_ok"]
+            pid = replica.proc.pid
+            os.kill(pid, signal.SIGSTOP)
+            try:
+                stopped_at = time.monotonic()
+                # The ACKs stop; the once-a-second check drops it past the
+                # timeout: at most timeout + 1 s of check period + 1 s of ACK period.
+                wait_until(lambda: info(p, "replication")["connected_slaves"] == 0,
+                           timeout_s + 4, interval_s=0.05, what="the silent replica dropped")
+                took = time.monotonic() - stopped_at
+                self.assertGreaterEqual(took, timeout_s - 1)
+                with open(f"/proc/{pid}/stat") as stat:
+                    self.assertIn(stat.read().rsplit(")", 1)[1].split()[0], ("T", "t"),
+                                  "the replica was not stopped throughout")
+                self.assertEqual(p.execute_command("WAIT", "1", "100"), 0)
+                p.execute_command("BF.ADD", "k", "while-away")
+            finally:
+                os.kill(pid, signal.SIGCONT)
+            wait_until(caught_up(primary, replica), SYNC_DEADLINE_S, interval_s=0.05,
+                       what="the replica back")
+            self.assertEqual(info(p, "stats")["sync_partial_ok"], partial_before + 1)
+            self.assertEqual(replica.client().execute_command("BF.EXISTS", "k", "while-away"), 1)
+
     def test_a_replica_with_a_live_link_stops_without_waiting_for_it(self):
         # The link to the primary is a client of the replica; the server's
         # stop waits up to its grace period (5 s) for clients to leave, so the
