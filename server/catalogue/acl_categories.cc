@@ -67,6 +67,7 @@ uint64_t AclCategoryMask(const CommandSpec& spec) {
   mask |= Bit(spec.flags & kCmdFast ? kFast : kSlow);
   if (spec.flags & kCmdAdmin) mask |= Bit(kAdmin) | Bit(kDangerous);
   if ((spec.flags & kCmdAllKeys) && (spec.flags & kCmdWrite)) mask |= Bit(kDangerous);
+  if (spec.flags & kCmdDangerous) mask |= Bit(kDangerous);
   if (spec.group == "generic" || (spec.flags & kCmdAllKeys)) mask |= Bit(kKeyspace);
   if (spec.group == "connection") mask |= Bit(kConnection);
   if (spec.group == "transactions") mask |= Bit(kTransaction);

@@ -30,7 +30,8 @@ std::optional<size_t> FindAclCategory(std::string_view name);
 //   @read / @write        kCmdReadOnly / kCmdWrite
 //   @fast, else @slow     kCmdFast
 //   @admin + @dangerous   kCmdAdmin
-//   @dangerous            a write to the whole keyspace (FLUSHALL, FLUSHDB)
+//   @dangerous            a write to the whole keyspace (FLUSHALL, FLUSHDB),
+//                         and kCmdDangerous (RESTORE, MIGRATE, KEYS, INFO)
 //   @keyspace             group "generic" or kCmdAllKeys
 //   @connection           group "connection"
 //   @transaction          group "transactions"

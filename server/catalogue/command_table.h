@@ -48,6 +48,12 @@ enum CommandFlag : uint32_t {
   // Ours: the arguments carry a secret (AUTH's and HELLO's password), so
   // SLOWLOG and MONITOR show them as "(redacted)", as Redis does.
   kCmdRedactArgs = 1u << 13,
+  // Ours, no COMMAND INFO flag: in ACL's @dangerous though neither admin
+  // nor a write to the whole keyspace, as Redis puts it per command: a
+  // payload that builds any value (RESTORE and its kin), a key sent to
+  // another server (MIGRATE), every key name (KEYS), the server's state
+  // (INFO). A user made with -@dangerous must not reach them.
+  kCmdDangerous = 1u << 14,
 };
 
 // Which arguments of a row name pub/sub channels, for ACL channel rules

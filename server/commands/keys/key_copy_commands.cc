@@ -313,15 +313,15 @@ std::vector<CommandSpec> KeyCopyCommands() {
        .last_key = 1, .key_step = 1, .handler = CmdDump,
        .summary = "Returns a serialized representation of the value stored at a key",
        .group = "generic", .since = "2.6.0"},
-      {.name = "restore", .arity = -4, .flags = kCmdWrite | kCmdDenyOom, .first_key = 1,
+      {.name = "restore", .arity = -4, .flags = kCmdWrite | kCmdDenyOom | kCmdDangerous, .first_key = 1,
        .last_key = 1, .key_step = 1, .handler = CmdRestore,
        .summary = "Creates a key from the serialized representation of a value",
        .group = "generic", .since = "2.6.0"},
       // What Redis Cluster's MIGRATE sends instead of RESTORE (its ASKING
       // flag only matters to a cluster node; we answer every key): the same
       // command, so MIGRATE from a cluster node moves keys here as well.
-      {.name = "restore-asking", .arity = -4, .flags = kCmdWrite | kCmdDenyOom, .first_key = 1,
-       .last_key = 1, .key_step = 1, .handler = CmdRestore,
+      {.name = "restore-asking", .arity = -4,
+       .flags = kCmdWrite | kCmdDenyOom | kCmdDangerous, .first_key = 1, .last_key = 1, .key_step = 1, .handler = CmdRestore,
        .summary = "An internal command for migrating keys in a cluster", .group = "server",
        .since = "3.0.0"},
       {.name = "copy", .arity = -3, .max_args = 7, .flags = kCmdWrite | kCmdDenyOom,

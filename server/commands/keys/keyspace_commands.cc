@@ -318,7 +318,7 @@ std::vector<CommandSpec> KeyspaceCommands() {
        .group = "generic", .since = "4.0.0"},
       one_key("type", 2, 0, kReadFast, CmdType, "Determines the type of value stored at a key",
               "1.0.0"),
-      {.name = "keys", .arity = 2, .flags = kCmdReadOnly | kCmdAllKeys, .handler = CmdKeys,
+      {.name = "keys", .arity = 2, .flags = kCmdReadOnly | kCmdAllKeys | kCmdDangerous, .handler = CmdKeys,
        .summary = "Returns all key names that match a pattern", .group = "generic",
        .since = "1.0.0"},
       {.name = "scan", .arity = -2, .max_args = 8, .flags = kCmdReadOnly | kCmdAllKeys,

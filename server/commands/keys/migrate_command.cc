@@ -348,7 +348,7 @@ void CmdMigrate(CommandContext& ctx) {
 
 std::vector<CommandSpec> MigrateCommands() {
   return {
-      {.name = "migrate", .arity = -6, .flags = kCmdWrite, .first_key = 3, .last_key = 3,
+      {.name = "migrate", .arity = -6, .flags = kCmdWrite | kCmdDangerous, .first_key = 3, .last_key = 3,
        .key_step = 1, .keys_keyword_from = 6, .handler = CmdMigrate,
        .summary = "Atomically transfers a key from one Redis instance to another",
        .group = "generic", .since = "2.6.0"},

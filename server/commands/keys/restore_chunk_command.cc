@@ -171,7 +171,7 @@ void CmdRestoreChunk(CommandContext& ctx) {
 std::vector<CommandSpec> RestoreChunkCommands() {
   return {
       {.name = "restore-chunk", .arity = -4, .max_args = 7,
-       .flags = kCmdWrite | kCmdDenyOom, .first_key = 1, .last_key = 1,
+       .flags = kCmdWrite | kCmdDenyOom | kCmdDangerous, .first_key = 1, .last_key = 1,
        .key_step = 1, .handler = CmdRestoreChunk,
        .summary = "Stages one chunk of a DUMP payload MIGRATE sends in chunks; COMMIT creates "
                   "the key",

@@ -581,7 +581,7 @@ std::vector<CommandSpec> IntrospectionCommands() {
                "command", "2.8.13"),
            HelpSubcommand("server", "5.0.0"),
        }},
-      {.name = "info", .arity = -1, .flags = kIntro, .handler = CmdInfo,
+      {.name = "info", .arity = -1, .flags = kIntro | kCmdDangerous, .handler = CmdInfo,
        .summary = "Returns information and statistics about the server", .group = "server",
        .since = "1.0.0"},
       {.name = "module", .arity = -2, .summary = "A container for module commands",

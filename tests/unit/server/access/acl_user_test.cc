@@ -91,6 +91,8 @@ TEST_F(AclRules, CategoriesComeFromTheCommandTable) {
   EXPECT_EQ(Check(reader, {"del", "k"}), AclDenial::kCommand);
   EXPECT_EQ(Check(reader, {"config", "set", "port", "1"}), AclDenial::kCommand);  // @admin
   EXPECT_EQ(Check(reader, {"flushall"}), AclDenial::kCommand);
+  EXPECT_EQ(Check(reader, {"keys", "*"}), AclDenial::kCommand);
+  EXPECT_EQ(Check(reader, {"dump", "k"}), AclDenial::kNone);
 
   AclUser connection = Make({"+@connection"});
   EXPECT_EQ(Check(connection, {"ping"}), AclDenial::kNone);
@@ -118,6 +120,14 @@ TEST_F(AclRules, CategoryMasksFollowFlagsGroupAndFamily) {
   EXPECT_EQ(names("ping"), (V{"@fast", "@connection"}));
   EXPECT_EQ(names("multi"), (V{"@fast", "@transaction"}));
   EXPECT_EQ(names("save"), (V{"@admin", "@slow", "@dangerous"}));
+  // Redis 7.0's own categories for these, from its command table.
+  EXPECT_EQ(names("restore"), (V{"@keyspace", "@write", "@slow", "@dangerous"}));
+  EXPECT_EQ(names("migrate"), (V{"@keyspace", "@write", "@slow", "@dangerous"}));
+  EXPECT_EQ(names("keys"), (V{"@keyspace", "@read", "@slow", "@dangerous"}));
+  EXPECT_EQ(names("info"), (V{"@slow", "@dangerous"}));
+  for (std::string_view kin : {"restore-asking", "restore-chunk"}) {
+    EXPECT_EQ(names(kin).back(), "@dangerous") << kin;
+  }
   EXPECT_TRUE(FindAclCategory("BLOOM").has_value());
   EXPECT_FALSE(FindAclCategory("@bloom").has_value());
   EXPECT_FALSE(FindAclCategory("string").has_value());
