@@ -20,7 +20,8 @@ std::unique_ptr<BlockedBloom> BlockedBloom::Create(const BloomShape& shape) {
   const uint64_t bytes = BytesFor(shape);
   std::atomic<uint64_t>* words = internal::NewZeroedBlockWords(bytes);
   if (words == nullptr) return nullptr;
-  auto* filter = new (std::nothrow) BlockedBloom(words, bytes / kBlockBytes, shape.probes);
+  auto* filter = new (std::nothrow)
+      BlockedBloom(words, bytes / kBlockBytes, shape.probes, /*owns_words=*/true);
   if (filter == nullptr) {
     internal::DeleteBlockWords(words, bytes);
     return nullptr;
@@ -28,11 +29,14 @@ std::unique_ptr<BlockedBloom> BlockedBloom::Create(const BloomShape& shape) {
   return std::unique_ptr<BlockedBloom>(filter);
 }
 
-BlockedBloom::BlockedBloom(std::atomic<uint64_t>* words, uint64_t num_blocks, uint32_t probes)
-    : words_(words), num_blocks_(num_blocks), probes_(probes) {}
+BlockedBloom::BlockedBloom(std::atomic<uint64_t>* words, uint64_t num_blocks, uint32_t probes,
+                           bool owns_words)
+    : words_(words), num_blocks_(num_blocks), probes_(probes), owns_words_(owns_words) {}
 
 BlockedBloom::~BlockedBloom() {
-  internal::DeleteBlockWords(words_, bytes());
+  if (owns_words_) internal::DeleteBlockWords(words_, bytes());
 }
+
+static_assert(sizeof(BlockedBloom) == 24);
 
 }  // namespace bloomgate

@@ -48,6 +48,13 @@ class BlockedBloom {
   // than when a later Add touches the page. Zeroing runs at memset speed.
   static std::unique_ptr<BlockedBloom> Create(const BloomShape& shape);
 
+  // Over `words` (num_blocks x 64 bytes, 64-byte aligned, zeroed), which it
+  // frees when destroyed iff `owns_words` (then they must come from
+  // internal::NewZeroedBlockWords). Non-owning: a layer whose bits share one
+  // allocation with its filter (BloomLayer::CreateAt). Create checks the
+  // shape; this checks nothing.
+  BlockedBloom(std::atomic<uint64_t>* words, uint64_t num_blocks, uint32_t probes,
+               bool owns_words);
   ~BlockedBloom();
   BlockedBloom(const BlockedBloom&) = delete;
   BlockedBloom& operator=(const BlockedBloom&) = delete;
@@ -120,13 +127,12 @@ class BlockedBloom {
   static bool BlockMayContain(const std::atomic<uint64_t>* block, uint64_t lo, uint32_t probes);
 
  private:
-  BlockedBloom(std::atomic<uint64_t>* words, uint64_t num_blocks, uint32_t probes);
-
   std::atomic<uint64_t>* BlockFor(uint64_t hi) const { return BlockIn(words_, num_blocks_, hi); }
 
   std::atomic<uint64_t>* const words_;  // 64-byte aligned, num_blocks_ * 8 words
   const uint64_t num_blocks_;
   const uint32_t probes_;
+  const bool owns_words_;  // in the padding: 24 bytes either way
 };
 
 // Relaxed is enough for every bit access below. Nothing else is published

@@ -77,15 +77,27 @@ class ChainedFilter {
   // `using ChainedFilter::ChainedFilter;`: as a protected constructor of
   // ours, only Adopt can call it); kOutOfMemory if that allocation fails, and then *pending
   // gives its reservation back as it goes. Other statuses pass through.
+  // A Filter with `kBuiltInOwnerBlock` (its chain started with
+  // FirstCells::kInOwnerBlock) is built at the start of the pending block
+  // instead, which cannot fail; it destroys layer 0's cells in place in its
+  // destructor and frees the block in its operator delete.
   template <typename Filter>
   static FilterStatus Adopt(FilterStatus status, double error_rate, uint32_t expansion,
                             uint64_t hash_seed, const FilterLimits& limits,
                             typename Chain::Pending* pending, std::unique_ptr<Filter>* out,
                             double tightening = kErrorTighteningRatio) {
     if (status != FilterStatus::kOk) return status;
-    out->reset(new (std::nothrow) Filter(error_rate, expansion, hash_seed, limits,
-                                         std::move(*pending), tightening));
-    return *out == nullptr ? FilterStatus::kOutOfMemory : FilterStatus::kOk;
+    void* at = nullptr;
+    if constexpr (requires { Filter::kBuiltInOwnerBlock; }) {
+      static_assert(alignof(Filter) <= 64, "the block is line-aligned");
+      at = pending->TakeOwnerBlock();
+    } else {
+      at = ::operator new(sizeof(Filter), std::nothrow);
+      if (at == nullptr) return FilterStatus::kOutOfMemory;
+    }
+    out->reset(new (at) Filter(error_rate, expansion, hash_seed, limits, std::move(*pending),
+                               tightening));
+    return FilterStatus::kOk;
   }
 
   // describe(layer) for each layer of the published list, oldest first: the

@@ -62,7 +62,21 @@
 // Traits supplies: `Cells` (the layer type), `Count` (the item counter's
 // type), `static uint64_t BytesFor(const BlockedShape&)` and
 // `static std::unique_ptr<Cells> Create(const BlockedShape&)` (nullptr on a
-// failed allocation; never throws).
+// failed allocation; never throws); for FirstCells::kInOwnerBlock also
+// `static Cells* CreateAt(void* at, const BlockedShape&, void* words)`: the
+// cells built in place at `at` over `words` (BytesFor bytes, 64-byte
+// aligned, not owned), or over an array of their own when `words` is null;
+// nullptr on failure, with nothing left to free.
+//
+// One allocation (FirstCells::kInOwnerBlock). A filter may ask for its own
+// object, layer 0's cells object and (under kInlineWordsBelow bytes) layer
+// 0's array to be one 64-byte aligned block: [owner | cells] rounded up to
+// whole lines (OwnerBlockHeader), then the array. A small filter is then
+// one heap chunk instead of three, and a lookup reads the filter's lines
+// and the array right behind them. The owner is built in the block
+// (Pending::TakeOwnerBlock), destroys layer 0's cells in place in its
+// destructor (ReleaseFirstCells) and frees the block with the line
+// alignment. memory_bytes() counts the block as it is asked for.
 #pragma once
 
 #include <algorithm>
@@ -75,6 +89,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "filters/block_words.h"
 #include "filters/bloom_math.h"
 #include "filters/filter_status.h"
 #include "filters/grow_stripes.h"
@@ -263,12 +278,26 @@ class LayerChain {
       DeleteLists(std::exchange(newest_, nullptr), /*stop=*/nullptr);
       FreeCounterLine(std::exchange(first_counter_, nullptr));
       first_cells_.reset();
+      if (Cells* cells = std::exchange(first_in_block_, nullptr)) cells->~Cells();
+      if (void* block = std::exchange(owner_block_, nullptr)) {
+        ::operator delete(block, kLineAlignment);
+      }
       if (held_ && budget_ != nullptr) budget_->Release(bytes_);
       held_ = false;
     }
 
-    // Layer 0, which the chain builds inside itself.
+   public:
+    // kInOwnerBlock: the block the owner is to be built in (at its start,
+    // then handed this Pending); from here on the owner frees it. Null
+    // otherwise.
+    void* TakeOwnerBlock() { return std::exchange(owner_block_, nullptr); }
+
+   private:
+    // Layer 0, which the chain builds inside itself: its cells on their own
+    // (kOwnAllocation) or in the owner's block (kInOwnerBlock).
     std::unique_ptr<Cells> first_cells_;
+    Cells* first_in_block_ = nullptr;
+    void* owner_block_ = nullptr;
     uint64_t first_capacity_ = 0;
     double first_error_rate_ = 0;
     Count first_items_ = 0;
@@ -282,6 +311,23 @@ class LayerChain {
     uint32_t block_cells_ = 0;
   };
 
+  // Where layer 0's cells are allocated (see "One allocation" above).
+  enum class FirstCells : uint8_t { kOwnAllocation, kInOwnerBlock };
+  // Arrays of at least this many bytes stay out of the owner's block: from
+  // there internal::NewZeroedBlockWords maps fresh (and huge) pages instead
+  // of writing every byte of a heap chunk.
+  static constexpr uint64_t kInlineWordsBelow = internal::kMappedBlockWordsBytes;
+  // The owner's object and layer 0's cells object, in whole lines.
+  static constexpr uint64_t OwnerBlockHeader(uint64_t owner_bytes) {
+    return (owner_bytes + sizeof(Cells) + kLayerLineBytes - 1) / kLayerLineBytes * kLayerLineBytes;
+  }
+  // What memory_bytes() counts for the owner itself: with kInOwnerBlock its
+  // share of the block's header (the line padding included).
+  static constexpr uint64_t AccountedOwnerBytes(uint64_t owner_bytes, FirstCells place) {
+    return place == FirstCells::kInOwnerBlock ? OwnerBlockHeader(owner_bytes) - sizeof(Cells)
+                                              : owner_bytes;
+  }
+
   // A one-layer chain of `capacity` items at `error_rate`, in blocks of
   // `block_cells` cells. Statuses: kFilterMemoryLimit (a layer too large to
   // exist, or owner_bytes + its cost over limits.max_filter_bytes),
@@ -290,7 +336,8 @@ class LayerChain {
   // given (filters/memory_refusal.h).
   static FilterStatus Start(uint64_t capacity, double error_rate, uint32_t block_cells,
                             uint64_t owner_bytes, const FilterLimits& limits, MemoryBudget* budget,
-                            Pending* out, MemoryRefusal* refusal = nullptr);
+                            Pending* out, MemoryRefusal* refusal = nullptr,
+                            FirstCells place = FirstCells::kOwnAllocation);
 
   // A chain of exactly `layers` (oldest first, zeroed cells, the saved item
   // counts). kInvalidOptions unless: expansion <= kMaxBloomExpansion;
@@ -300,7 +347,8 @@ class LayerChain {
   // (kOutOfMemory) before anything is allocated.
   static FilterStatus Restore(std::span<const Shape> layers, uint32_t expansion,
                               uint32_t block_cells, uint64_t owner_bytes,
-                              const FilterLimits& limits, MemoryBudget* budget, Pending* out);
+                              const FilterLimits& limits, MemoryBudget* budget, Pending* out,
+                              FirstCells place = FirstCells::kOwnAllocation);
 
   // Layer 0's error rate for a filter asking for `error_rate`: error_rate x
   // the tightening ratio when scaling (half of it by default, see "Growth"),
@@ -387,6 +435,12 @@ class LayerChain {
     return memory_bytes_.load(std::memory_order_relaxed);
   }
 
+  // kInOwnerBlock: layer 0's cells, given up for the owner to destroy in
+  // place (in its destructor; the chain then never touches them again).
+  Cells* ReleaseFirstCells() { return first_layer_.cells.release(); }
+  // Frees an owner block (Pending::TakeOwnerBlock) once its owner is gone.
+  static void FreeOwnerBlock(void* block) { ::operator delete(block, kLineAlignment); }
+
  private:
   // What appending a layer of `shape` as layer number `count` (1-based) adds
   // to memory_bytes(); < 2^62 for any shape below MaxBlockedCells and count
@@ -430,9 +484,10 @@ class LayerChain {
   // previous_ the chain fills in when it takes the Pending over.
   static List* Append(List* previous, uint32_t count, uint64_t capacity, double error_rate,
                       const BlockedShape& shape);
-  // Layer 0 of a Pending: its cells and, for a large layer, its counter line.
+  // Layer 0 of a Pending: its cells (placed as `place` says, `owner_bytes`
+  // the owner's object) and, for a large layer, its counter line.
   static bool BuildFirst(const BlockedShape& shape, uint64_t capacity, double error_rate,
-                         Pending* out);
+                         FirstCells place, uint64_t owner_bytes, Pending* out);
 
   // See "Concurrency" above. The chain owns the published list (and through
   // it every older one); stored only under the grow stripe. 48 bytes with
@@ -514,9 +569,25 @@ typename LayerChain<Traits>::List* LayerChain<Traits>::Append(List* previous, ui
 
 template <typename Traits>
 bool LayerChain<Traits>::BuildFirst(const BlockedShape& shape, uint64_t capacity,
-                                    double error_rate, Pending* out) {
-  out->first_cells_ = Traits::Create(shape);
-  if (out->first_cells_ == nullptr) return false;
+                                    double error_rate, FirstCells place, uint64_t owner_bytes,
+                                    Pending* out) {
+  if (place == FirstCells::kOwnAllocation) {
+    out->first_cells_ = Traits::Create(shape);
+    if (out->first_cells_ == nullptr) return false;
+  } else if constexpr (requires(void* at) { Traits::CreateAt(at, shape, at); }) {
+    const uint64_t header = OwnerBlockHeader(owner_bytes);
+    const uint64_t words = Traits::BytesFor(shape);
+    const bool inline_words = words < kInlineWordsBelow;
+    char* block = static_cast<char*>(
+        ::operator new(header + (inline_words ? words : 0), kLineAlignment, std::nothrow));
+    if (block == nullptr) return false;
+    out->owner_block_ = block;
+    out->first_in_block_ = Traits::CreateAt(block + header - sizeof(Cells), shape,
+                                            inline_words ? block + header : nullptr);
+    if (out->first_in_block_ == nullptr) return false;
+  } else {
+    return false;  // cells without CreateAt are never placed in a block
+  }
   if (HasCounterLine(shape)) {
     out->first_counter_ = NewCounterLine();
     if (out->first_counter_ == nullptr) return false;
@@ -529,19 +600,20 @@ bool LayerChain<Traits>::BuildFirst(const BlockedShape& shape, uint64_t capacity
 template <typename Traits>
 FilterStatus LayerChain<Traits>::Start(uint64_t capacity, double error_rate, uint32_t block_cells,
                                        uint64_t owner_bytes, const FilterLimits& limits,
-                                       MemoryBudget* budget, Pending* out, MemoryRefusal* refusal) {
+                                       MemoryBudget* budget, Pending* out, MemoryRefusal* refusal,
+                                       FirstCells place) {
   out->Reset();
   const BlockedShape shape = ChooseLayerShape<Traits>(error_rate, capacity, block_cells);
   // A saturated shape (2^61 bytes) can never be allocated: refuse it as the
   // absurd size it is, before asking anyone for memory.
   if (shape.cells >= MaxBlockedCells(block_cells)) return AbsurdShape(limits, refusal);
-  const uint64_t cost = owner_bytes + LayerCost(shape, /*count=*/1);
+  const uint64_t cost = AccountedOwnerBytes(owner_bytes, place) + LayerCost(shape, /*count=*/1);
   if (FilterStatus s = Reserve(cost, /*current_bytes=*/0, limits, budget, refusal);
       s != FilterStatus::kOk) {
     return s;
   }
   internal::PendingReservation reservation(budget, cost);
-  if (!BuildFirst(shape, capacity, error_rate, out)) {
+  if (!BuildFirst(shape, capacity, error_rate, place, owner_bytes, out)) {
     out->Reset();
     return internal::AllocationFailed(cost, refusal);
   }
@@ -554,7 +626,7 @@ template <typename Traits>
 FilterStatus LayerChain<Traits>::Restore(std::span<const Shape> layers, uint32_t expansion,
                                          uint32_t block_cells, uint64_t owner_bytes,
                                          const FilterLimits& limits, MemoryBudget* budget,
-                                         Pending* out) {
+                                         Pending* out, FirstCells place) {
   out->Reset();
   // The loader has already refused these with precise texts; here they only
   // must never produce a chain (or an allocation) from a bad description.
@@ -562,7 +634,7 @@ FilterStatus LayerChain<Traits>::Restore(std::span<const Shape> layers, uint32_t
       (expansion == 0 && layers.size() != 1)) {
     return FilterStatus::kInvalidOptions;
   }
-  uint64_t total = owner_bytes;
+  uint64_t total = AccountedOwnerBytes(owner_bytes, place);
   for (size_t i = 0; i < layers.size(); ++i) {
     const Shape& layer = layers[i];
     if (layer.capacity == 0 || !(layer.error_rate > 0 && layer.error_rate <= kMaxBloomErrorRate) ||
@@ -587,7 +659,7 @@ FilterStatus LayerChain<Traits>::Restore(std::span<const Shape> layers, uint32_t
   // structure and memory_bytes() match the original's.
   const Shape& first = layers[0];
   if (!BuildFirst(BlockedShape{first.cells, block_cells, first.probes, 0, 0}, first.capacity,
-                  first.error_rate, out)) {
+                  first.error_rate, place, owner_bytes, out)) {
     out->Reset();
     return FilterStatus::kOutOfMemory;
   }
@@ -620,8 +692,10 @@ LayerChain<Traits>::LayerChain(Pending&& pending, uint32_t expansion, const Filt
       budget_(pending.budget_),
       memory_bytes_(pending.bytes_),
       first_slot_{&first_layer_},
-      first_layer_(std::move(pending.first_cells_), pending.first_capacity_,
-                   pending.first_error_rate_) {
+      first_layer_(pending.first_in_block_ != nullptr
+                       ? std::unique_ptr<Cells>(std::exchange(pending.first_in_block_, nullptr))
+                       : std::move(pending.first_cells_),
+                   pending.first_capacity_, pending.first_error_rate_) {
   if (pending.first_counter_ != nullptr) first_layer_.items_ = std::exchange(pending.first_counter_, nullptr);
   first_layer_.SetItemCount(pending.first_items_);
   if constexpr (!std::is_same_v<Probe, NoLayerProbe>) {

@@ -107,23 +107,26 @@ std::unique_ptr<ClassicBloom> ClassicBloom::Create(uint64_t bits, uint32_t probe
     return nullptr;
   }
   const uint64_t num_words = bits / 64;
-  // Whole 64-byte lines, so a health scan may read blocks of 8 words.
-  const uint64_t alloc_words = (num_words + 7) / 8 * 8;
-  std::atomic<uint64_t>* words = internal::NewZeroedBlockWords(alloc_words * 8);
+  std::atomic<uint64_t>* words = internal::NewZeroedBlockWords(BytesFor(bits));
   if (words == nullptr) return nullptr;
-  auto* filter = new (std::nothrow) ClassicBloom(words, num_words, probes, probing);
+  auto* filter =
+      new (std::nothrow) ClassicBloom(words, num_words, probes, probing, /*owns_words=*/true);
   if (filter == nullptr) {
-    internal::DeleteBlockWords(words, alloc_words * 8);
+    internal::DeleteBlockWords(words, BytesFor(bits));
     return nullptr;
   }
   return std::unique_ptr<ClassicBloom>(filter);
 }
 
 ClassicBloom::ClassicBloom(std::atomic<uint64_t>* words, uint64_t num_words, uint32_t probes,
-                           ClassicProbing probing)
-    : words_(words), num_words_(num_words), probes_(probes), probing_(probing) {}
+                           ClassicProbing probing, bool owns_words)
+    : words_(words), num_words_(num_words), probes_(probes), probing_(probing),
+      owns_words_(owns_words) {}
 
-// The allocation was rounded up to whole 64-byte lines (Create).
-ClassicBloom::~ClassicBloom() { internal::DeleteBlockWords(words_, (num_words_ + 7) / 8 * 64); }
+ClassicBloom::~ClassicBloom() {
+  if (owns_words_) internal::DeleteBlockWords(words_, BytesFor(num_words_ * 64));
+}
+
+static_assert(sizeof(ClassicBloom) == 24);
 
 }  // namespace bloomgate

@@ -113,6 +113,13 @@ class ClassicBloom {
   // allocation fails. Never throws.
   static std::unique_ptr<ClassicBloom> Create(uint64_t bits, uint32_t probes,
                                               ClassicProbing probing = ClassicProbing::kModulo);
+  // Whole 64-byte lines for `bits` (a multiple of 64): what Create allocates,
+  // so a health scan may read blocks of 8 words.
+  static uint64_t BytesFor(uint64_t bits) { return (bits / 64 + 7) / 8 * 64; }
+  // Over `words` (BytesFor(num_words x 64) bytes, zeroed), which it frees
+  // when destroyed iff `owns_words` (as BlockedBloom's). Checks nothing.
+  ClassicBloom(std::atomic<uint64_t>* words, uint64_t num_words, uint32_t probes,
+               ClassicProbing probing, bool owns_words);
   ~ClassicBloom();
   ClassicBloom(const ClassicBloom&) = delete;
   ClassicBloom& operator=(const ClassicBloom&) = delete;
@@ -132,9 +139,6 @@ class ClassicBloom {
   std::atomic<uint64_t>* mutable_words() { return words_; }
 
  private:
-  ClassicBloom(std::atomic<uint64_t>* words, uint64_t num_words, uint32_t probes,
-               ClassicProbing probing);
-
   // Bit position of x_i. The branch goes the same way for every call on one
   // layer, so it predicts perfectly.
   uint64_t Position(uint64_t x, uint64_t bits) const {
@@ -146,6 +150,7 @@ class ClassicBloom {
   const uint64_t num_words_;
   const uint32_t probes_;
   const ClassicProbing probing_;
+  const bool owns_words_;  // in the padding: 24 bytes either way
 };
 
 // Relaxed everywhere, for the reasons given at BlockedBloom::Add: nothing

@@ -29,7 +29,7 @@ FilterStatus ScalableBloomFilter::Create(const ScalableBloomOptions& options,
                    Chain::FirstErrorRate(error_rate, options.expansion, tightening),
                    /*block_cells=*/BloomLayoutCells(options.layout),
                    /*owner_bytes=*/sizeof(ScalableBloomFilter),
-                   limits, budget, &first, refusal);
+                   limits, budget, &first, refusal, Chain::FirstCells::kInOwnerBlock);
   // RedisBloom's hash takes no seed: such a filter's seed stays 0.
   return Adopt(status, error_rate, options.expansion,
                redisbloom ? 0 : SeedOrNew(options.hash_seed),
@@ -52,7 +52,8 @@ FilterStatus ScalableBloomFilter::Restore(double error_rate, uint32_t expansion,
   const FilterStatus status =
       Chain::Restore(layers, expansion,
                      /*block_cells=*/BloomLayoutCells(layout),
-                     /*owner_bytes=*/sizeof(ScalableBloomFilter), limits, budget, &chain);
+                     /*owner_bytes=*/sizeof(ScalableBloomFilter), limits, budget, &chain,
+                     Chain::FirstCells::kInOwnerBlock);
   return Adopt(status, error_rate, expansion, hash_seed, limits, &chain, out, tightening);
 }
 
@@ -63,13 +64,21 @@ GrowthProjection ScalableBloomFilter::ProjectGrowth(const ScalableBloomOptions& 
       options.layout == BloomLayout::kRedisBloom ? kErrorTighteningRatio : options.tightening;
   return Chain::ProjectGrowth(/*layers=*/0, options.capacity,
                               Chain::FirstErrorRate(error_rate, options.expansion, tightening),
-                              /*bytes=*/sizeof(ScalableBloomFilter), /*capacity=*/0,
+                              /*bytes=*/Chain::AccountedOwnerBytes(
+                                  sizeof(ScalableBloomFilter), Chain::FirstCells::kInOwnerBlock),
+                              /*capacity=*/0,
                               options.expansion, tightening, BloomLayoutCells(options.layout),
                               limits, target);
 }
 
-// The chain gives memory_bytes() back to the budget.
-ScalableBloomFilter::~ScalableBloomFilter() = default;
+// Layer 0's cells live in this filter's block (Create, Restore): destroyed
+// here, in place; the chain then gives memory_bytes() back to the budget and
+// operator delete frees the block.
+ScalableBloomFilter::~ScalableBloomFilter() { chain_.ReleaseFirstCells()->~BloomLayer(); }
+
+// The header of the block is the filter, then layer 0's BloomLayer: three
+// lines, with the bits from the fourth on.
+static_assert(LayerChain<BloomLayerTraits>::OwnerBlockHeader(sizeof(ScalableBloomFilter)) == 192);
 
 namespace {
 

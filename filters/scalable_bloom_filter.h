@@ -94,6 +94,9 @@ struct BloomLayerTraits {
   static std::unique_ptr<BloomLayer> Create(const BlockedShape& shape) {
     return BloomLayer::Create(shape);
   }
+  static BloomLayer* CreateAt(void* at, const BlockedShape& shape, void* words) {
+    return BloomLayer::CreateAt(at, shape, static_cast<std::atomic<uint64_t>*>(words));
+  }
   // A blocked layer's bits as the chain keeps them inline (LayerProbeOf):
   // 24 bytes in the Layer's padding. words == nullptr: a classic layer,
   // probed through its BloomLayer.
@@ -189,6 +192,11 @@ class ScalableBloomFilter : public ChainedFilter<BloomLayerTraits> {
 
   // Releases memory_bytes() back to the budget. No call may be running.
   ~ScalableBloomFilter();
+  // The filter is the head of one line-aligned block with layer 0 (and,
+  // under 1 MiB, its bits): LayerChain's FirstCells::kInOwnerBlock. Built
+  // only there (ChainedFilter::Adopt), so `delete` frees that block.
+  static constexpr bool kBuiltInOwnerBlock = true;
+  static void operator delete(void* block) { Chain::FreeOwnerBlock(block); }
 
   ScalableBloomFilter(const ScalableBloomFilter&) = delete;
   ScalableBloomFilter& operator=(const ScalableBloomFilter&) = delete;

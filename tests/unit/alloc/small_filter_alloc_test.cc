@@ -63,15 +63,15 @@ void CreateGrowAndCheck(const Options& options, uint32_t layers) {
 }
 
 TEST_F(FilterAllocations, ABloomFilterCountsExactlyWhatItAllocates) {
-  // Blocked layers (the layout from 1e-3 up). A classic layer's bit array
-  // is allocated in whole 64-byte lines and counted in bits/8: up to 56
-  // bytes a layer short (bench/README.md, small filters).
-  for (const double rate : {0.01, 0.002}) {
+  // Blocked layers (the layout from 1e-3 up), then classic ones, whose bit
+  // arrays are allocated (and counted) in whole 64-byte lines.
+  for (const double rate : {0.01, 0.002, 0.0001}) {
     SCOPED_TRACE(rate);
     ScalableBloomOptions options;
     options.error_rate = rate;
     options.capacity = 100;
-    ASSERT_EQ(PreferredBloomLayout(rate, options.expansion), BloomLayout::kBlocked);
+    options.layout = PreferredBloomLayout(rate, options.expansion);
+    ASSERT_EQ(options.layout, rate < 0.001 ? BloomLayout::kClassic : BloomLayout::kBlocked);
     options.hash_seed = 7;
     // Layer 2's cells pass 4 KiB: its counter gets a line of its own.
     CreateGrowAndCheck<ScalableBloomFilter>(options, 7);
@@ -107,6 +107,59 @@ TEST_F(FilterAllocations, ARestoredFilterCountsWhatItAllocates) {
             FilterStatus::kOk);
   EXPECT_EQ(BytesSoFar() - start, restored->memory_bytes());
   EXPECT_EQ(restored->memory_bytes(), grown->memory_bytes());
+}
+
+// What creating a Bloom filter of `options` allocated on this thread.
+testing::Allocations CreateBloom(const ScalableBloomOptions& options,
+                                 std::unique_ptr<ScalableBloomFilter>* filter) {
+  const testing::Allocations before = testing::AllocationsOnThisThread();
+  EXPECT_EQ(ScalableBloomFilter::Create(options, FilterLimits{}, nullptr, filter),
+            FilterStatus::kOk);
+  const testing::Allocations after = testing::AllocationsOnThisThread();
+  return {after.count - before.count, after.bytes - before.bytes};
+}
+
+// A small Bloom filter is one allocation: the filter object, layer 0 and
+// its bits in one line-aligned block, the bits right behind the header, so
+// a lookup in a cold filter misses on adjacent lines, not on three chunks.
+TEST_F(FilterAllocations, ASmallBloomFilterIsOneAllocation) {
+  for (const double rate : {0.01, 0.0001}) {  // blocked, then classic layers
+    SCOPED_TRACE(rate);
+    ScalableBloomOptions options;
+    options.error_rate = rate;
+    options.capacity = 100;
+    options.layout = PreferredBloomLayout(rate, options.expansion);
+    options.hash_seed = 7;
+    std::unique_ptr<ScalableBloomFilter> filter;
+    const testing::Allocations made = CreateBloom(options, &filter);
+    ASSERT_NE(filter, nullptr);
+    EXPECT_EQ(made.count, 1u);
+    EXPECT_EQ(made.bytes, filter->memory_bytes());
+    const char* block = reinterpret_cast<const char*>(filter.get());
+    const char* bits = reinterpret_cast<const char*>(filter->layer(0).words());
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(block) % 64, 0u);
+    EXPECT_EQ(bits - block, 192) << "the header: filter and layer 0, three lines";
+    EXPECT_LE(bits + filter->layer(0).bytes(), block + filter->memory_bytes());
+  }
+}
+
+// Layer 0's bits stay out of the block from 1 MiB on: such an array comes
+// from fresh pages, not a heap chunk written whole (block_words.h); the
+// filter still counts every byte it allocated.
+TEST_F(FilterAllocations, ALargeFirstLayerKeepsItsBitsApart) {
+  ScalableBloomOptions options;
+  options.capacity = 2'000'000;  // ~3 MB of bits at 0.5%
+  options.hash_seed = 7;
+  std::unique_ptr<ScalableBloomFilter> filter;
+  const testing::Allocations made = CreateBloom(options, &filter);
+  ASSERT_NE(filter, nullptr);
+  ASSERT_GE(filter->layer(0).bytes(), uint64_t{1} << 20);
+  // The block and its counter line on the heap; the bits are mapped.
+  EXPECT_EQ(made.count, 2u);
+  EXPECT_EQ(made.bytes + filter->layer(0).bytes(), filter->memory_bytes());
+  const char* block = reinterpret_cast<const char*>(filter.get());
+  const char* bits = reinterpret_cast<const char*>(filter->layer(0).words());
+  EXPECT_TRUE(bits < block || bits >= block + 192);
 }
 
 // A key costs its filter plus what the keyspace holds for it: the entry

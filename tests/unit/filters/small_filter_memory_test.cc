@@ -31,10 +31,10 @@ TEST(SmallFilterMemory, AReserveOf100At1PercentKeepsTo200BytesOfBookkeeping) {
   EXPECT_EQ(filter->Layers().at(0).bytes, 192u) << "3 blocks";
   // Filter 160: the chain's fields (48, without a mutex or shape cache), its
   // first list with its one pointer (32) and layer 0 (64, its counter on
-  // the same line), the rate and hash seed (16); then BloomLayer 16 and
-  // BlockedBloom 24. Was 352 (filter 144, Layer 128), then 216 (filter 72,
-  // Layer 64, List 32 + 8, each its own allocation).
-  EXPECT_LE(Bookkeeping(*filter), 200u);
+  // the same line), the rate and hash seed (16); then BloomLayer 32 with
+  // its BlockedBloom inside: three lines, in one block with the bits.
+  EXPECT_EQ(Bookkeeping(*filter), 192u);
+  EXPECT_EQ(filter->memory_bytes(), 384u);
 }
 
 // Layer 0 and the first list live inside the chain (so inside the filter
