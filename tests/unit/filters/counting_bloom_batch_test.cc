@@ -143,6 +143,33 @@ TEST_P(CountingBatch, RandomBatchesGiveTheSameRepliesAndCountersAsItemByItemAdds
   }
 }
 
+TEST_P(CountingBatch, CountersThroughEveryValueUpToTheMaxMatchItemByItemAdds) {
+  // Few blocks per layer (capacity 8) and a pool of items added hundreds of
+  // times each: every counter the hot items share climbs through half the
+  // max (where a batch's block read stops taking its short cut) to the max,
+  // beside the cold items' counters at 1 or 2, with a comparison after every
+  // batch.
+  const auto batch = MakeFilter(/*capacity=*/8, /*expansion=*/2, bits());
+  const auto single = MakeFilter(/*capacity=*/8, /*expansion=*/2, bits());
+  std::mt19937_64 rng(bits());
+  std::uniform_int_distribution<uint64_t> hot(0, 7), size(1, 120);
+  std::vector<KeyHash> hashes;
+  uint64_t cold = 0;
+  for (int round = 0; round < 80; ++round) {
+    hashes.clear();
+    for (uint64_t n = size(rng); n-- > 0;) {
+      hashes.push_back(rng() % 8 != 0 ? ItemHash("hot", hot(rng)) : ItemHash("cold", cold++));
+    }
+    const Replies expected = AddOneByOne(*single, hashes);
+    ASSERT_EQ(AddAsBatch(*batch, hashes, writes()), expected) << "round " << round;
+    ExpectSameState(*batch, *single);
+    ASSERT_FALSE(HasFailure()) << "round " << round;
+  }
+  // Measured rather than assumed: the hot items' counters reached the max.
+  EXPECT_GT(batch->saturated_counters(), 0u);
+  EXPECT_GE(batch->Count(ItemHash("hot", 0)), batch->max_count());
+}
+
 TEST_P(CountingBatch, ABatchThatGrowsTheFilterMidWayMatchesItemByItemAdds) {
   const auto batch = MakeFilter(/*capacity=*/100, /*expansion=*/2, bits());
   const auto single = MakeFilter(/*capacity=*/100, /*expansion=*/2, bits());
