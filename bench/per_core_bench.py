@@ -261,7 +261,6 @@ def build_report(args, facts, scenarios, results, commands, argvs):
       "with GET's / SET's (RedisBloom's own is not measurable here). Ratios: median over rounds "
       "(min–max), each taken within its round.\n")
     bg_names = [n for n in argvs if n != "redis"]
-    w("## Target 1: CPU per request against the redis references\n")
     header = ["row", "-P", "server", "CPU / ref", "target", "verdict", "user / ref", "sys / ref",
               "p99 / ref", "req/s / ref"]
     rows = []
@@ -279,8 +278,10 @@ def build_report(args, facts, scenarios, results, commands, argvs):
                              sb.ratio_text(per_round_ratios(results, num, den, "sys_us")),
                              sb.ratio_text(per_round_ratios(results, num, den, "p99")),
                              sb.ratio_text(per_round_ratios(results, num, den, "rps"))])
-    w(sb.table(header, rows))
-    w("")
+    if rows:
+        w("## Target 1: CPU per request against the redis references\n")
+        w(sb.table(header, rows))
+        w("")
     multi = [row for row in MULTI_ROWS if any(results.get((n, row[0], p))
                                               for n in bg_names for p in args.pipelines)]
     if multi:

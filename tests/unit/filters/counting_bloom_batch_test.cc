@@ -144,18 +144,20 @@ TEST_P(CountingBatch, RandomBatchesGiveTheSameRepliesAndCountersAsItemByItemAdds
 }
 
 TEST_P(CountingBatch, CountersThroughEveryValueUpToTheMaxMatchItemByItemAdds) {
-  // Few blocks per layer (capacity 8) and a pool of items added hundreds of
-  // times each: every counter the hot items share climbs through half the
-  // max (where a batch's block read stops taking its short cut) to the max,
-  // beside the cold items' counters at 1 or 2, with a comparison after every
-  // batch.
-  const auto batch = MakeFilter(/*capacity=*/8, /*expansion=*/2, bits());
-  const auto single = MakeFilter(/*capacity=*/8, /*expansion=*/2, bits());
+  // 32 hot items added hundreds of times each among cold ones added
+  // once: every counter of a hot item climbs through half the max (where a
+  // batch's block read stops taking its short cut) to the max, with a
+  // comparison after every batch. ~160 blocks in the first layer, so most
+  // hot items have a block to themselves, and a 30% rate gives 2-4 probes,
+  // so some hot item's cells all sit in one lane position of their bytes
+  // (a 4-bit filter's low nibbles, say) beside lanes still at 0.
+  const auto batch = MakeFilter(/*capacity=*/8000, /*expansion=*/2, bits(), FilterLimits{}, 0.3);
+  const auto single = MakeFilter(/*capacity=*/8000, /*expansion=*/2, bits(), FilterLimits{}, 0.3);
   std::mt19937_64 rng(bits());
-  std::uniform_int_distribution<uint64_t> hot(0, 7), size(1, 120);
+  std::uniform_int_distribution<uint64_t> hot(0, 31), size(1, 200);
   std::vector<KeyHash> hashes;
   uint64_t cold = 0;
-  for (int round = 0; round < 80; ++round) {
+  for (int round = 0; round < 200; ++round) {
     hashes.clear();
     for (uint64_t n = size(rng); n-- > 0;) {
       hashes.push_back(rng() % 8 != 0 ? ItemHash("hot", hot(rng)) : ItemHash("cold", cold++));
