@@ -17,6 +17,11 @@ BF.EXISTS costs ~0.8x a GET, BF.ADD ~0.58x a SET): 0.6x RedisBloom is
 0.48x GET's CPU for *.EXISTS and 0.348x SET's for *.ADD. CF.* and CBF.* use
 the same factors (the issue sets them against BF.*'s references).
 
+Two multi-item rows, `BF.MADD bf` and `CBF.MADD cbf` with 100 random items,
+report items per CPU-second against RedisBloom's BF.MADD (estimated from SET
+with server_bench.py's REDISBLOOM_PER_ITEM factor) and, for CBF.MADD, against
+the same binary's BF.MADD (`--only MADD` runs just these, with SET and GET).
+
 Rows alternate between the servers inside every round (the order rotates
 from round to round), and every ratio is taken within a round, so drift on a
 shared machine hits both sides; the report gives the median over rounds
@@ -58,6 +63,14 @@ BLOOMGATE_ROWS = [
     ("cbf.add", "set", "CBF.ADD cbf r", ["CBF.ADD", "cbf", "__rand_int__"]),
     ("cbf.exists", "get", "CBF.EXISTS cbf r", ["CBF.EXISTS", "cbf", "__rand_int__"]),
 ]
+# Multi-item rows (key, redis reference, label, arguments, items per
+# request): items per CPU-second against RedisBloom's BF.MADD, estimated from
+# SET in the same round with server_bench.REDISBLOOM_PER_ITEM's factor, and
+# CBF.MADD against Bloomgate's own BF.MADD.
+MULTI_ROWS = [
+    ("bf.madd100", "set", "BF.MADD bf 100", ["BF.MADD", "bf"] + ["__rand_int__"] * 100, 100),
+    ("cbf.madd100", "set", "CBF.MADD cbf 100", ["CBF.MADD", "cbf"] + ["__rand_int__"] * 100, 100),
+]
 REDIS_ROWS = [
     ("get", None, "GET key:r", ["GET", "key:__rand_int__"]),
     ("set", None, "SET key:r r", ["SET", "key:__rand_int__", "__rand_int__"]),
@@ -97,6 +110,12 @@ def make_scenarios(server_names):
             sc = sb.Scenario(key, name, label, args, keyspace=KEYSPACE)
             sc.row, sc.ref = key, ref
             rows.append(sc)
+        if name != "redis":
+            for key, ref, label, args, items in MULTI_ROWS:
+                sc = sb.Scenario(key, name, label, args, items=items, keyspace=KEYSPACE,
+                                 n_floor=4_000)
+                sc.row, sc.ref = key, ref
+                rows.append(sc)
     return rows
 
 
@@ -117,7 +136,7 @@ def check_state(conns, ran_adds):
         checks = (("bf", ("BF.CARD", "bf")), ("cf", ("CF.INFO", "cf")),
                   ("cbf", ("CBF.CARD", "cbf")))
         for key, command in checks:
-            if f"{key}.add" not in ran_adds:
+            if f"{key}.add" not in ran_adds and f"{key}.madd100" not in ran_adds:
                 continue
             reply = c.call(*command)
             if isinstance(reply, list):  # CF.INFO: "Number of items inserted"
@@ -177,7 +196,7 @@ def run_all(args):
         # Each Bloomgate row next to the same row of the other binary and to
         # its redis reference, the order rotating every round.
         groups = [[sc for sc in scenarios if sc.server == "redis"]]
-        for key, *_ in BLOOMGATE_ROWS:
+        for key, *_ in BLOOMGATE_ROWS + MULTI_ROWS:
             group = [sc for sc in scenarios if sc.server != "redis" and sc.row == key]
             if group:
                 groups.append(group)
@@ -242,7 +261,6 @@ def build_report(args, facts, scenarios, results, commands, argvs):
       "with GET's / SET's (RedisBloom's own is not measurable here). Ratios: median over rounds "
       "(min–max), each taken within its round.\n")
     bg_names = [n for n in argvs if n != "redis"]
-    w("## Target 1: CPU per request against the redis references\n")
     header = ["row", "-P", "server", "CPU / ref", "target", "verdict", "user / ref", "sys / ref",
               "p99 / ref", "req/s / ref"]
     rows = []
@@ -260,12 +278,44 @@ def build_report(args, facts, scenarios, results, commands, argvs):
                              sb.ratio_text(per_round_ratios(results, num, den, "sys_us")),
                              sb.ratio_text(per_round_ratios(results, num, den, "p99")),
                              sb.ratio_text(per_round_ratios(results, num, den, "rps"))])
-    w(sb.table(header, rows))
-    w("")
+    if rows:
+        w("## Target 1: CPU per request against the redis references\n")
+        w(sb.table(header, rows))
+        w("")
+    multi = [row for row in MULTI_ROWS if any(results.get((n, row[0], p))
+                                              for n in bg_names for p in args.pipelines)]
+    if multi:
+        w("## Multi-item rows: items per CPU-second\n")
+        w("RedisBloom's BF.MADD item is estimated as server_bench.py's REDISBLOOM_PER_ITEM "
+          "factor × SET's CPU per request in the same round (the issue's calibration, "
+          f"{sb.REDISBLOOM_PER_ITEM['bf.madd100'][1]:.3f} SETs per item); CBF.MADD is also "
+          "given against Bloomgate's own BF.MADD of the same binary and round.\n")
+        rows = []
+        for key, ref, label, _, items in multi:
+            factor = sb.REDISBLOOM_PER_ITEM[key][1]
+            for p in args.pipelines:
+                theirs = results.get(("redis", ref, p), [])
+                for name in bg_names:
+                    ours = results.get((name, key, p), [])
+                    if not ours:
+                        continue
+                    per_s = [items / r["cpu_us"] * 1e6 for r in ours if r["cpu_us"] > 0]
+                    vs_rb = [factor * t["cpu_us"] / (o["cpu_us"] / items)
+                             for o, t in zip(ours, theirs) if o["cpu_us"] > 0]
+                    vs_bf = per_round_ratios(results, (name, "bf.madd100", p), (name, key, p),
+                                             "cpu_us") if key != "bf.madd100" else []
+                    rows.append([label, str(p), name,
+                                 f"{med(per_s) / 1e6:.2f}M ({min(per_s) / 1e6:.2f}–"
+                                 f"{max(per_s) / 1e6:.2f}M)" if per_s else "",
+                                 f"{med([o['cpu_us'] / items * 1e3 for o in ours]):.0f}",
+                                 sb.ratio_text(vs_rb), sb.ratio_text(vs_bf) if vs_bf else ""])
+        w(sb.table(["row", "-P", "server", "items / CPU-s", "CPU ns / item",
+                    "× RedisBloom BF.MADD (est.)", "× own BF.MADD"], rows))
+        w("")
     if "before" in bg_names:
         w("## After / before (the two Bloomgate binaries, same round)\n")
         rows = []
-        for key, _, label, _ in BLOOMGATE_ROWS:
+        for key, _, label, *_ in BLOOMGATE_ROWS + MULTI_ROWS:
             for p in args.pipelines:
                 num, den = ("bloomgate", key, p), ("before", key, p)
                 cpu = per_round_ratios(results, num, den, "cpu_us")

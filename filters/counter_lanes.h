@@ -37,10 +37,23 @@ struct Lanes {
     return m & kLow;
   }
   static uint64_t Lane(uint64_t word, uint32_t lane) { return (word >> (lane * kBits)) & kMax; }
+
+  // The top bit of every lane (0x8888... or 0x8080...): a word without any
+  // has every counter at most kHalf - 1 (7 or 127), where one increment
+  // cannot reach kMax and v + (kHalf - 1) cannot carry out of its lane.
+  static constexpr uint64_t kHigh = kLow << (kBits - 1);
+  static constexpr uint64_t kBelowHigh = kHigh - kLow;  // 0x7777... or 0x7f7f...
+  // The lanes of `lanes` (a lane mask) that are non-zero in x, for a word x
+  // without kHigh bits: NonZero(x) & lanes in three operations instead of
+  // 2 x kBits. A lane v in [0, 7] (or [0, 127]) plus 7 (127) has its top bit
+  // set iff v >= 1, and stays inside its lane.
+  static uint64_t NonZeroBelowHalf(uint64_t x, uint64_t lanes) {
+    return ((x + kBelowHigh) >> (kBits - 1)) & lanes;
+  }
 };
 
 // An item's distinct cells in one block: one lane mask per word.
-struct CellMasks {
+struct alignas(16) CellMasks {  // 16: read as four 128-bit vectors (ReadBlock)
   uint64_t word[8];
 };
 
@@ -67,14 +80,23 @@ class ProbeCells {
     }
     using L = Lanes<kBits>;
     for (; done_ < probes; ++done_) {
-      const uint32_t cell = static_cast<uint32_t>(x_ >> L::kCellShift);
-      masks_.word[cell / L::kPerWord] |= uint64_t{1} << ((cell % L::kPerWord) * kBits);
+      // Cell c = x >> kCellShift is lane c % kPerWord of word c / kPerWord:
+      // the word is x's top 3 bits for both widths, and the lane's shift
+      // (lane x kBits) is read straight from x, one shift and one mask.
+      const uint64_t word = x_ >> (64 - 3);
+      const uint32_t shift = static_cast<uint32_t>(x_ >> (L::kCellShift - kLaneShiftBits)) &
+                             (64 - kBits);
+      masks_.word[word] |= uint64_t{1} << shift;
       x_ *= kCounterProbeMultiplier;
     }
     return masks_;
   }
 
  private:
+  static constexpr uint32_t kLaneShiftBits = std::countr_zero(kBits);  // log2(kBits): 2 or 3
+  static_assert(Lanes<kBits>::kCellShift + std::countr_zero(Lanes<kBits>::kPerWord) == 64 - 3,
+                "a block's 8 words are picked by the top 3 bits of x");
+
   const uint64_t lo_;
   uint64_t x_;
   uint32_t done_ = 0;

@@ -154,12 +154,22 @@ template <uint32_t kBits, CounterWrites kWrites>
 FilterStatus CountingBloomFilter::AddOne(const Chain::List** list, const KeyHash& h,
                                          bool* was_new, PassCounts* pending,
                                          MemoryRefusal* refusal) {
+  constexpr bool kExclusive = kWrites == CounterWrites::kExclusive;
   *was_new = false;
   internal::ProbeCells<kBits> cells(h.lo);
+  // The layer whose block was read last, if no counter of that block was at
+  // half its max or more: an exclusive writer then increments it with plain
+  // adds (BlockIncrementBelowHalf), nothing having written it since.
+  const Chain::Layer* below_half = nullptr;
   const auto increment = [&](Chain::Layer& layer) {
     const Probe& probe = layer.probe;
-    const uint64_t saturated = BlockedCountingBloom::BlockIncrement<kBits, kWrites>(
-        BlockOf(probe, h), cells.For(probe.probes));
+    const internal::CellMasks& masks = cells.For(probe.probes);
+    if (kExclusive && &layer == below_half) {
+      BlockedCountingBloom::BlockIncrementBelowHalf(BlockOf(probe, h), masks);
+      return;
+    }
+    const uint64_t saturated =
+        BlockedCountingBloom::BlockIncrement<kBits, kWrites>(BlockOf(probe, h), masks);
     if (saturated != 0) layer.cells->NoteSaturated(saturated);
   };
   // The oldest layer that reports the item holds it (see the header), as in
@@ -167,14 +177,25 @@ FilterStatus CountingBloomFilter::AddOne(const Chain::List** list, const KeyHash
   const Chain::List& seen = **list;
   for (uint32_t i = 0; i < seen.size(); ++i) {
     const Probe& probe = seen[i].probe;
-    if (BlockedCountingBloom::BlockHas<kBits>(BlockOf(probe, h), cells.For(probe.probes))) {
+    const internal::CellMasks& masks = cells.For(probe.probes);
+    bool has;
+    if constexpr (kExclusive) {
+      const BlockedCountingBloom::BlockReading read =
+          BlockedCountingBloom::ReadBlock<kBits>(BlockOf(probe, h), masks);
+      has = read.has;
+      below_half = read.below_half ? &seen[i] : nullptr;
+    } else {
+      has = BlockedCountingBloom::BlockHas<kBits>(BlockOf(probe, h), masks);
+    }
+    if (has) {
       increment(seen[i]);
       pending->Add(i);
       return FilterStatus::kOk;
     }
   }
   // New to every layer: LayerChain::InsertIntoNewest's loop, with the pass's
-  // uncounted items in the fill check and counted before a growth.
+  // uncounted items in the fill check and counted before a growth (a layer
+  // it appends was not read: below_half names none of its layers).
   for (;;) {
     const uint32_t newest = (*list)->size() - 1;
     Chain::Layer& into = (*list)->newest();
