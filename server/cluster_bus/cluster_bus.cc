@@ -27,6 +27,8 @@ ClusterMessageType CountedType(BusMessageType type) {
     case BusMessageType::kPong: return ClusterMessageType::kPong;
     case BusMessageType::kMeet: return ClusterMessageType::kMeet;
     case BusMessageType::kUpdate: return ClusterMessageType::kUpdate;
+    case BusMessageType::kAuthRequest: return ClusterMessageType::kAuthReq;
+    case BusMessageType::kAuthAck: return ClusterMessageType::kAuthAck;
   }
   return ClusterMessageType::kPing;
 }
