@@ -193,6 +193,15 @@ struct ServerConfig {
   std::string cluster_announce_ip;
   // Whether keys are refused (-CLUSTERDOWN) while some slot has no owner.
   bool cluster_require_full_coverage = true;
+  // Whether keys of read-only commands are still served while the cluster
+  // state is fail (writes get -CLUSTERDOWN ... only accepts read commands).
+  bool cluster_allow_reads_when_down = false;
+  // The replicas a master keeps before one of them may migrate to a master
+  // left without a working replica.
+  uint32_t cluster_migration_barrier = 1;
+  // Whether replicas migrate to orphaned masters, and a master that lost its
+  // last slot becomes a replica of the node that took it.
+  bool cluster_allow_replica_migration = true;
 
   // ACL users, one "<name> <rule> <rule> ..." per entry in Redis's `user`
   // line syntax without the word `user` ("edge on #<sha256> ~edge:*

@@ -15,6 +15,7 @@
 #include "config/server_config.h"
 #include "filters/deferred_free.h"
 #include "filters/generation_preparer.h"
+#include "server/base/clock.h"
 #include "server/base/memory_limit.h"
 #include "server/cluster/cluster_startup.h"
 #include "server/cluster_bus/cluster_bus.h"
@@ -279,6 +280,15 @@ int main(int argc, char** argv) {
       if (!replication_started.load(std::memory_order_acquire)) return false;
       context.replication->Follow(host, port);
       return true;
+    };
+    // As CLIENT PAUSE WRITE and CLIENT UNPAUSE do: expiry (a write) is held too.
+    bus_options.pause_writes = [&context](int64_t end_ms) {
+      context.pause.Pause(PauseMode::kWrite, end_ms, NowMs());
+      context.keyspace.HoldExpiry(context.pause.end_ms());
+    };
+    bus_options.unpause_writes = [&context] {
+      context.keyspace.HoldExpiry(0);
+      context.pause.Unpause();
     };
     cluster_bus = std::make_unique<ClusterBus>(&context.cluster, std::move(bus_options));
     if (!cluster_bus->Start(&error)) {

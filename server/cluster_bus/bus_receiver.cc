@@ -5,6 +5,7 @@
 
 #include "server/cluster_bus/bus_node_flags.h"
 #include "server/cluster_bus/epoch_rules.h"
+#include "server/cluster_bus/failover_roles.h"
 
 namespace bloomgate {
 namespace {
@@ -267,9 +268,14 @@ BusReceiveResult Process(View* view, const BusMessage& message, const BusLinkCon
       owner.config_epoch = message.update.config_epoch;
       int32_t stale = kNoNode;
       bool took_mine = false;
+      const int32_t shard = MyShardMaster(*view);
+      const size_t shard_slots = shard == kNoNode ? 0 : view->SlotCount(shard);
       ApplySlotClaim(view, subject, message.update.config_epoch, message.update.slots, &stale,
                      &took_mine);
-      result.my_claim_changed = took_mine;
+      result.my_claim_changed =
+          FollowNewSlotOwner(view, subject, shard, shard_slots, message.update.slots.count(),
+                             link.allow_replica_migration) ||
+          took_mine;
     }
     result.save = true;
     return result;
@@ -281,7 +287,13 @@ BusReceiveResult Process(View* view, const BusMessage& message, const BusLinkCon
       if (stop_here()) return result;
       if constexpr (kApply) {
         bool took_mine = false;
+        const int32_t shard = MyShardMaster(*view);
+        const size_t shard_slots = shard == kNoNode ? 0 : view->SlotCount(shard);
         ApplySlotClaim(view, sender, message.config_epoch, message.slots, &stale, &took_mine);
+        if (FollowNewSlotOwner(view, sender, shard, shard_slots, message.slots.count(),
+                               link.allow_replica_migration)) {
+          took_mine = true;
+        }
         if (took_mine) result.my_claim_changed = true;
       }
       result.save = true;

@@ -28,6 +28,8 @@
 #include "server/cluster_bus/bus_asio.h"
 #include "server/cluster_bus/bus_link.h"
 #include "server/cluster_bus/bus_receiver.h"
+#include "server/cluster_bus/manual_failover.h"
+#include "server/cluster_bus/replica_migration.h"
 
 namespace bloomgate {
 
@@ -51,6 +53,11 @@ struct ClusterBusOptions {
   // clusterCron calls replicationSetMaster (after a restart from
   // nodes.conf, or when the master's address changes). Null: never.
   std::function<bool(const std::string& host, uint16_t port)> follow_master;
+  // A master's side of CLUSTER FAILOVER: client writes wait until end_ms
+  // (unix ms), then unpaused when the failover ends (CLIENT PAUSE WRITE's
+  // machinery). Null: never paused.
+  std::function<void(int64_t end_ms)> pause_writes;
+  std::function<void()> unpause_writes;
 };
 
 // One row of CLUSTER LINKS (Redis 7.0's fields).
@@ -94,6 +101,14 @@ class ClusterBus {
   // Whether `id` was forgotten less than kBusForgetBanMs ago.
   bool Banned(std::string_view id);
 
+  // CLUSTER FAILOVER [FORCE] on a replica whose master is known (the
+  // command checked it): the handshake with the master (default) or the
+  // election at once (FORCE) runs on the bus's loop, given up after
+  // kManualFailoverTimeoutMs.
+  void StartManualFailover(bool force);
+  // Ends a manual failover in progress (TAKEOVER replaced the master).
+  void ResetManualFailover();
+
  private:
   void Cron();
   void ScheduleCron();
@@ -110,11 +125,20 @@ class ClusterBus {
   void SendUpdate(const std::shared_ptr<BusLink>& link, const std::string& about_id);
   void Send(const std::shared_ptr<BusLink>& link, const BusMessage& message);
   void SetLinkConnected(const std::string& node_id, bool connected);
-  // A digest of myself's claim (config epoch and owned slots); a change
+  // A digest of myself's claim (config epoch, role, master, owned slots); a change
   // makes the next cron PONG every peer.
   uint64_t MyClaimDigest();
   // A replica's link to its master's address (follow_master).
   void FollowMyMaster();
+  // The manual failover's cron step (manual_failover.h).
+  void ManualFailoverCron(int64_t now_ms);
+  // A replica's move to an orphaned master (replica_migration.h).
+  void ReplicaMigrationCron(int64_t now_ms);
+  void UnpauseWrites();
+  // MFSTART from `sender_id`: pause writes if it is a replica of myself.
+  void OnMfStart(const std::string& sender_id);
+  // A message flagged PAUSED: its offset, if it is from myself's master.
+  void OnPausedMaster(const BusMessage& message);
 
   ClusterState* state_;
   ClusterBusOptions options_;
@@ -133,6 +157,8 @@ class ClusterBus {
   uint64_t last_claim_digest_ = 0;
   bool broadcast_due_ = false;
   std::string followed_;  // "host:port" last given to follow_master
+  ManualFailover manual_failover_;
+  ReplicaMigrationMemory migration_memory_;
 
   std::mutex ban_mu_;
   std::map<std::string, int64_t, std::less<>> banned_until_ms_;
