@@ -38,6 +38,8 @@ SYNC_DEADLINE_S = 15 * TIMEOUT_S
 # more; an election up to twice the node timeout after that.
 FAIL_DEADLINE_S = 6 * TIMEOUT_S
 FORCE_DEADLINE_S = 8 * TIMEOUT_S
+# Redis's CLUSTER_SLAVE_MIGRATION_DELAY: an orphan waits this long for a replica.
+MIGRATION_DELAY_S = 5.0
 # A master serving slots is cleared of fail twice the node timeout after.
 CLEAR_DEADLINE_S = 8 * TIMEOUT_S
 
@@ -144,16 +146,22 @@ class ClusterManualFailoverTest(unittest.TestCase):
         key = key_in_slot(slot)
         self.assertEqual(self.client(master).execute_command("BF.ADD", key, "before"), 1)
         self.wait_synced(master, replica)
-        epoch = int(self.client(replica).execute_command("CLUSTER", "INFO").split(
-            "cluster_current_epoch:")[1].split("\r\n")[0])
+        old_epoch = int(next(f for f in node_lines(self.client(replica))
+                             if f[0] == master_id)[6])
         started = time.monotonic()
         self.assertEqual(self.client(replica).execute_command("CLUSTER", "FAILOVER", "TAKEOVER"),
                          "OK")
         self.wait_roles(want_master=replica_id, want_replica_of=(master_id, replica_id))
         print(f"\nTAKEOVER: roles agreed everywhere in {time.monotonic() - started:.2f} s",
               flush=True)
-        line = next(f for f in node_lines(self.client(replica)) if f[0] == replica_id)
-        self.assertGreater(int(line[6]), epoch)  # a config epoch of its own, above all
+        # A config epoch of its own (Redis's bump: currentEpoch + 1 unless
+        # its own is already the highest), above its old master's: every
+        # node prefers its claim; masters' epochs stay distinct.
+        lines = node_lines(self.client(replica))
+        line = next(f for f in lines if f[0] == replica_id)
+        self.assertGreater(int(line[6]), old_epoch)
+        master_epochs = [f[6] for f in lines if "master" in f[2] and len(f) > 8]
+        self.assertEqual(len(set(master_epochs)), 3, master_epochs)
         self.assertEqual(self.client(replica).execute_command("BF.EXISTS", key, "before"), 1)
         self.assertEqual(self.client(replica).execute_command("BF.ADD", key, "after"), 1)
         self.wait_synced(replica, master)
@@ -200,6 +208,45 @@ class ClusterManualFailoverTest(unittest.TestCase):
         wait_until(lambda: all("cluster_state:ok" in self.client(n).execute_command(
                                    "CLUSTER", "INFO") for n in self.live()),
                    CLEAR_DEADLINE_S, interval_s=0.05, what="the cluster ok again")
+
+    def test_06_a_spare_replica_migrates_past_the_barrier(self):
+        # One shard's replica moves to another master: its old master is
+        # orphaned, the other has two replicas.
+        orphan, moved, _ = self.shard(0)
+        donor, _, _ = self.shard(1)
+        for node in self.live():
+            self.assertTrue(self.client(node).config_set("cluster-migration-barrier", "2"))
+        self.assertEqual(self.client(moved).execute_command("CLUSTER", "REPLICATE",
+                                                            donor.node_id), "OK")
+
+        def shape():
+            views = [self.roles(n) for n in self.live()]
+            if any(v != views[0] for v in views):
+                return None
+            masters, replicas = views[0]
+            return sorted(sum(1 for m in replicas.values() if m == master) for master in masters)
+        wait_until(lambda: shape() == [0, 1, 2], AGREE_DEADLINE_S, interval_s=0.05,
+                   what="the replica moved everywhere")
+        # With the barrier at 2 the donor keeps both: past Redis's 5 s delay
+        # (and a cron tick's margin) nothing moves.
+        held_until = time.monotonic() + MIGRATION_DELAY_S + 1.5
+        while time.monotonic() < held_until:
+            self.assertEqual(shape() or [0, 1, 2], [0, 1, 2])
+            time.sleep(0.1)
+        started = time.monotonic()
+        for node in self.live():
+            self.assertTrue(self.client(node).config_set("cluster-migration-barrier", "1"))
+        wait_until(lambda: shape() == [1, 1, 1], AGREE_DEADLINE_S, interval_s=0.05,
+                   what="a replica migrated to the orphaned master")
+        masters, replicas = self.wait_roles()
+        self.assertIn(orphan.node_id, set(replicas.values()))
+        donor_replicas = sorted(r for r, m in replicas.items() if m == donor.node_id)
+        self.assertEqual(len(donor_replicas), 1)
+        print(f"\nreplica migration after the barrier fell: {time.monotonic() - started:.2f} s",
+              flush=True)
+        # The migrated replica syncs from its new master.
+        migrated = self.node_by_id(next(r for r, m in replicas.items() if m == orphan.node_id))
+        self.wait_synced(orphan, migrated)
 
 
 if __name__ == "__main__":
