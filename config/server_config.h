@@ -193,6 +193,13 @@ struct ServerConfig {
   std::string cluster_announce_ip;
   // Whether keys are refused (-CLUSTERDOWN) while some slot has no owner.
   bool cluster_require_full_coverage = true;
+  // A replica whose link to its failed master has been down longer than
+  // repl_ping_replica_period s + cluster_node_timeout x this (beyond the
+  // node timeout itself) does not fail over; 0 = whatever its data's age.
+  uint32_t cluster_replica_validity_factor = 10;
+  // This replica never fails its master over by itself (CLUSTER FAILOVER
+  // still may); the cluster sees it flagged nofailover.
+  bool cluster_replica_no_failover = false;
   // Whether keys of read-only commands are still served while the cluster
   // state is fail (writes get -CLUSTERDOWN ... only accepts read commands).
   bool cluster_allow_reads_when_down = false;

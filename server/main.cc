@@ -281,6 +281,18 @@ int main(int argc, char** argv) {
       context.replication->Follow(host, port);
       return true;
     };
+    // A won election: REPLICAOF NO ONE's path, so the old master's other
+    // replicas continue from this node with PSYNC.
+    bus_options.promote = [&context] { context.replication->Unfollow(); };
+    bus_options.election_settings = [&context] {
+      const ServerConfig current = context.config.Get();
+      ElectionSettings settings;
+      settings.validity_factor = current.cluster_replica_validity_factor;
+      settings.no_failover = current.cluster_replica_no_failover;
+      settings.repl_ping_period_ms = int64_t{current.repl_ping_replica_period} * 1000;
+      settings.data_age_ms = context.replication->DataAgeMs(NowMs());
+      return settings;
+    };
     // As CLIENT PAUSE WRITE and CLIENT UNPAUSE do: expiry (a write) is held too.
     bus_options.pause_writes = [&context](int64_t end_ms) {
       context.pause.Pause(PauseMode::kWrite, end_ms, NowMs());

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "server/cluster_bus/cluster_bus.h"
-#include "server/cluster_bus/failover_roles.h"
+#include "server/cluster_bus/replica_election.h"
 #include "server/commands/arg_parser.h"
 #include "server/commands/cluster/cluster_commands.h"
 #include "server/commands/command_context.h"
@@ -34,23 +34,18 @@ std::string_view FailoverRefusal(const ClusterView& view, FailoverMode mode) {
 // TAKEOVER (Redis's clusterBumpConfigEpochWithoutConsensus then
 // clusterFailoverReplaceYourMaster): no vote; a new config epoch of its own
 // makes this node's claim win over its master's everywhere. The bus's cron
-// sees the changed claim and PONGs every peer within a tick.
+// sees the changed claim and PONGs every peer within a tick. The command
+// checked the role already.
 void TakeOver(CommandContext& ctx, ClusterBus& bus) {
-  bool replaced = false;
-  std::string_view refusal;
-  const std::string save_error = ctx.server.cluster.Update([&](ClusterView& view) {
-    refusal = FailoverRefusal(view, FailoverMode::kTakeover);
-    if (!refusal.empty()) return false;
-    view.BumpEpochWithoutConsensus();
-    replaced = ReplaceMyMaster(&view);
-    return true;
-  });
-  if (!refusal.empty()) {
-    ctx.Fail(refusal);
-    return;
-  }
   spdlog::warn("Taking over the master (user request).");
-  if (replaced) ctx.server.replication->Unfollow();
+  // Replication first, as an election's winner does: a write routed here
+  // once the view names this node master must not be refused as a replica's.
+  ctx.server.replication->Unfollow();
+  const std::string save_error = ctx.server.cluster.Update([](ClusterView& view) {
+    if (view.MasterOf(view.myself) == kNoNode) return false;
+    view.BumpEpochWithoutConsensus();
+    return ReplaceMyMaster(&view, view.me().config_epoch);
+  });
   bus.ResetManualFailover();
   if (!save_error.empty()) {
     ctx.Fail(errors::ClusterSaveConfigFailed(save_error));
@@ -88,9 +83,6 @@ void CmdClusterFailover(CommandContext& ctx) {
     TakeOver(ctx, *bus);
     return;
   }
-  // The default form and FORCE need the replica election.
-  ctx.Fail(errors::kSyntax);
-  return;
   spdlog::warn(mode == FailoverMode::kForce ? "Forced failover user request accepted."
                                             : "Manual failover user request accepted.");
   bus->StartManualFailover(/*force=*/mode == FailoverMode::kForce);

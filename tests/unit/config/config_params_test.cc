@@ -88,7 +88,8 @@ TEST(ConfigParams, TableHasOneRowPerSettingWithRedisStyleNames) {
                        "replica-priority", "replica-announce-ip", "replica-announce-port",
                        "replica-announced", "min-replicas-to-write", "min-replicas-max-lag",
                        "cluster-enabled", "cluster-config-file", "cluster-port", "cluster-node-timeout", "cluster-announce-ip",
-                       "cluster-require-full-coverage", "cluster-allow-reads-when-down",
+                       "cluster-require-full-coverage", "cluster-replica-validity-factor",
+                       "cluster-replica-no-failover", "cluster-allow-reads-when-down",
                        "cluster-migration-barrier", "cluster-allow-replica-migration"}));
 }
 
@@ -244,6 +245,8 @@ TEST(SetConfigValue, EachKeySetsItsField) {
       {"cluster-node-timeout", "5000", "5000"},
       {"cluster-announce-ip", "10.0.0.7", "10.0.0.7"},
       {"cluster-require-full-coverage", "no", "no"},
+      {"cluster-replica-validity-factor", "0", "0"},
+      {"cluster-replica-no-failover", "yes", "yes"},
       {"cluster-allow-reads-when-down", "yes", "yes"},
       {"cluster-migration-barrier", "3", "3"},
       {"cluster-allow-replica-migration", "no", "no"},
