@@ -9,7 +9,8 @@ create ... --cluster-replicas 1`:
   master pauses writes, the replica catches up and wins an election, the
   old master follows it, and every write acknowledged with +OK is on the
   new master (the writer follows -MOVED); the failover time is printed;
-- FORCE with the master stopped (SIGSTOP): the replica is elected without
+- FORCE with the master stopped (SIGSTOP) and cluster-replica-no-failover
+  on the replica (no automatic election): the replica is elected without
   it; the master, once running again, follows it;
 - with a shard's master and replica both stopped, the cluster is down:
   keys get -CLUSTERDOWN, and with cluster-allow-reads-when-down yes reads
@@ -169,6 +170,106 @@ class ClusterManualFailoverTest(unittest.TestCase):
         self.assertEqual((role[0], int(role[2])), ("slave", replica.port))
         self.assertFails(f"MOVED {slot} 127.0.0.1:{replica.port}", self.client(master),
                          "BF.ADD", key, "x")
+
+    def test_03_manual_failover_under_writes_loses_no_acknowledged_write(self):
+        master, replica, slot = self.shard(1)
+        master_id, replica_id = master.node_id, replica.node_id
+        key = key_in_slot(slot)
+        acked, errors, redirects = [], [], []
+        stop = threading.Event()
+
+        def write():
+            client = RedirectingClient(master.port)
+            try:
+                i = 0
+                while not stop.is_set():
+                    item = f"item-{i}"
+                    reply = client.call(key, "BF.ADD", key, item)
+                    if isinstance(reply, RespError):
+                        errors.append(str(reply))
+                    else:
+                        acked.append(item)
+                    i += 1
+            finally:
+                redirects.append(client.moved)
+                client.close()
+        writer = threading.Thread(target=write, daemon=True)
+        writer.start()
+        try:
+            wait_until(lambda: len(acked) >= 200 or not writer.is_alive(), AGREE_DEADLINE_S,
+                       what="the writer under way")
+            self.assertTrue(writer.is_alive())
+            started = time.monotonic()
+            self.assertEqual(self.client(replica).execute_command("CLUSTER", "FAILOVER"), "OK")
+            wait_until(lambda: self.client(replica).execute_command("ROLE")[0] == "master",
+                       AGREE_DEADLINE_S, interval_s=0.01, what="the replica promoted")
+            promoted = time.monotonic() - started
+            self.wait_roles(want_master=replica_id, want_replica_of=(master_id, replica_id))
+            agreed = time.monotonic() - started
+            # The writer goes on at the new master.
+            before = len(acked)
+            wait_until(lambda: len(acked) >= before + 200 or not writer.is_alive(),
+                       AGREE_DEADLINE_S, what="writes acknowledged by the new master")
+        finally:
+            stop.set()
+            writer.join(AGREE_DEADLINE_S)
+        self.assertFalse(writer.is_alive())
+        print(f"\nmanual failover under writes: replica promoted in {promoted:.2f} s, "
+              f"roles agreed everywhere in {agreed:.2f} s; {len(acked)} writes acknowledged, "
+              f"{redirects[0]} -MOVED followed, {len(errors)} refused", flush=True)
+        self.assertGreaterEqual(redirects[0], 1)
+        self.assertEqual(errors, [])
+        new_master = self.client(replica)
+        for first in range(0, len(acked), 500):
+            chunk = acked[first:first + 500]
+            self.assertEqual(new_master.execute_command("BF.MEXISTS", key, *chunk),
+                             [1] * len(chunk))
+        info = self.client(replica).execute_command("CLUSTER", "INFO")
+        self.assertIn("cluster_stats_messages_mfstart_sent:1\r\n", info)
+        self.assertIn("cluster_stats_messages_mfstart_received:1\r\n",
+                      self.client(master).execute_command("CLUSTER", "INFO"))
+        # The old master follows the new one and has every write too.
+        self.wait_synced(replica, master)
+        role = self.client(master).execute_command("ROLE")
+        self.assertEqual((role[0], int(role[2])), ("slave", replica.port))
+
+    def test_04_force_with_the_master_stopped(self):
+        master, replica, slot = self.shard(2)
+        master_id, replica_id = master.node_id, replica.node_id
+        key = key_in_slot(slot)
+        self.assertEqual(self.client(master).execute_command("BF.ADD", key, "before"), 1)
+        self.wait_synced(master, replica)
+        others = [n for n in self.live() if n is not master]
+        # No automatic election: only FORCE can make the replica master.
+        self.assertTrue(self.client(replica).config_set("cluster-replica-no-failover", "yes"))
+        os.kill(master.proc.pid, signal.SIGSTOP)
+        master.stopped = True
+        try:
+            def master_failing():
+                line = next(f for f in node_lines(self.client(replica)) if f[0] == master_id)
+                return "fail" in line[2] or "fail?" in line[2]
+            wait_until(master_failing, FAIL_DEADLINE_S, interval_s=0.05,
+                       what="the replica suspecting its master")
+            self.assertFails("Master is down or failed, please use CLUSTER FAILOVER FORCE",
+                             self.client(replica), "CLUSTER", "FAILOVER")
+            started = time.monotonic()
+            self.assertEqual(self.client(replica).execute_command("CLUSTER", "FAILOVER", "FORCE"),
+                             "OK")
+
+            def owned_by_replica():
+                return all(self.roles(n)[0].get(replica_id) for n in others)
+            wait_until(owned_by_replica, FORCE_DEADLINE_S, interval_s=0.05,
+                       what="the replica elected without its master")
+            print(f"\nFORCE with the master stopped: every running node names the replica "
+                  f"master in {time.monotonic() - started:.2f} s", flush=True)
+            self.assertEqual(self.client(replica).execute_command("BF.EXISTS", key, "before"), 1)
+        finally:
+            os.kill(master.proc.pid, signal.SIGCONT)
+            master.stopped = False
+        self.assertTrue(self.client(replica).config_set("cluster-replica-no-failover", "no"))
+        self.wait_roles(want_master=replica_id, want_replica_of=(master_id, replica_id),
+                        deadline_s=CLEAR_DEADLINE_S + AGREE_DEADLINE_S)
+        self.wait_synced(replica, master)
 
     def test_05_allow_reads_when_down(self):
         master, replica, slot = self.shard(2)
