@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include "../cluster_peer.h"
+
 namespace bloomgate {
 namespace replica_migration_test {
 namespace {
@@ -19,14 +21,9 @@ const std::string kR2(40, 'b');  // replica of M1
 const std::string kR3(40, 'c');  // replica of M2
 
 ClusterNode Node(const std::string& id, uint16_t port, const std::string& master) {
-  ClusterNode node;
-  node.id = id;
-  node.ip = "127.0.0.1";
-  node.port = port;
-  node.cport = static_cast<uint16_t>(port + 10000);
-  node.flags = master.empty() ? kNodeMaster : kNodeSlave;
+  ClusterNode node = testing::MasterPeer(id, port);
+  if (!master.empty()) node.flags = kNodeSlave;
   node.master_id = master;
-  node.link_connected = true;
   return node;
 }
 

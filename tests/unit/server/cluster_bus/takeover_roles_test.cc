@@ -7,6 +7,7 @@
 #include "server/cluster_bus/bus_receiver.h"
 #include "server/cluster_bus/bus_sender.h"
 #include "server/cluster_bus/replica_election.h"
+#include "../cluster_peer.h"
 
 namespace bloomgate {
 namespace takeover_roles_test {
@@ -18,13 +19,8 @@ const std::string kMaster(40, 'b');
 const std::string kOther(40, 'c');
 
 ClusterNode Peer(const std::string& id, uint16_t port, uint32_t role) {
-  ClusterNode node;
-  node.id = id;
-  node.ip = "127.0.0.1";
-  node.port = port;
-  node.cport = static_cast<uint16_t>(port + 10000);
+  ClusterNode node = testing::MasterPeer(id, port);
   node.flags = role;
-  node.link_connected = true;
   return node;
 }
 
