@@ -956,6 +956,18 @@ const std::vector<ConfigParam>& BuildTable() {
        /*runtime_settable=*/true, ConfigType::kEnum, "<yes|no>",
        [](C* c, V v, S* e) { return SetYesNo(v, &c->cluster_require_full_coverage, e); },
        [](const C& c) { return std::string(c.cluster_require_full_coverage ? "yes" : "no"); }},
+      {"cluster-replica-validity-factor",
+       "a replica cut off longer than node-timeout x this (+ ping period) never fails over; "
+       "0 = always may",
+       /*runtime_settable=*/true, ConfigType::kInteger, "<0-2147483647>",
+       [](C* c, V v, S* e) {
+         return SetInteger(v, 0, kMaxTimeout, &c->cluster_replica_validity_factor, e);
+       },
+       [](const C& c) { return std::to_string(c.cluster_replica_validity_factor); }},
+      {"cluster-replica-no-failover", "this replica never fails its master over by itself",
+       /*runtime_settable=*/true, ConfigType::kEnum, "<yes|no>",
+       [](C* c, V v, S* e) { return SetYesNo(v, &c->cluster_replica_no_failover, e); },
+       [](const C& c) { return std::string(c.cluster_replica_no_failover ? "yes" : "no"); }},
   };
   return kTable;
 }

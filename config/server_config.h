@@ -193,6 +193,13 @@ struct ServerConfig {
   std::string cluster_announce_ip;
   // Whether keys are refused (-CLUSTERDOWN) while some slot has no owner.
   bool cluster_require_full_coverage = true;
+  // A replica whose link to its failed master has been down longer than
+  // repl_ping_replica_period s + cluster_node_timeout x this (beyond the
+  // node timeout itself) does not fail over; 0 = whatever its data's age.
+  uint32_t cluster_replica_validity_factor = 10;
+  // This replica never fails its master over by itself (CLUSTER FAILOVER
+  // still may); the cluster sees it flagged nofailover.
+  bool cluster_replica_no_failover = false;
 
   // ACL users, one "<name> <rule> <rule> ..." per entry in Redis's `user`
   // line syntax without the word `user` ("edge on #<sha256> ~edge:*

@@ -15,6 +15,7 @@
 #include "config/server_config.h"
 #include "filters/deferred_free.h"
 #include "filters/generation_preparer.h"
+#include "server/base/clock.h"
 #include "server/base/memory_limit.h"
 #include "server/cluster/cluster_startup.h"
 #include "server/cluster_bus/cluster_bus.h"
@@ -279,6 +280,18 @@ int main(int argc, char** argv) {
       if (!replication_started.load(std::memory_order_acquire)) return false;
       context.replication->Follow(host, port);
       return true;
+    };
+    // A won election: REPLICAOF NO ONE's path, so the old master's other
+    // replicas continue from this node with PSYNC.
+    bus_options.promote = [&context] { context.replication->Unfollow(); };
+    bus_options.election_settings = [&context] {
+      const ServerConfig current = context.config.Get();
+      ElectionSettings settings;
+      settings.validity_factor = current.cluster_replica_validity_factor;
+      settings.no_failover = current.cluster_replica_no_failover;
+      settings.repl_ping_period_ms = int64_t{current.repl_ping_replica_period} * 1000;
+      settings.data_age_ms = context.replication->DataAgeMs(NowMs());
+      return settings;
     };
     cluster_bus = std::make_unique<ClusterBus>(&context.cluster, std::move(bus_options));
     if (!cluster_bus->Start(&error)) {

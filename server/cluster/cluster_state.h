@@ -77,6 +77,10 @@ struct ClusterNode {
   // them from the reporters' gossip; only those younger than twice
   // cluster-node-timeout count (COUNT-FAILURE-REPORTS, the fail majority).
   std::vector<std::pair<std::string, int64_t>> failure_reports;
+  // Unix ms when this node (a master) last voted for a replica of this
+  // master in an election (Redis's voted_time): no other replica of it gets
+  // this node's vote for 2 x cluster-node-timeout. Not saved, as in Redis.
+  int64_t voted_time_ms = 0;
 
   bool Has(uint32_t flag) const { return (flags & flag) != 0; }
 };

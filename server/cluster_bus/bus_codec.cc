@@ -19,6 +19,7 @@ constexpr uint16_t kOptionalTagBit = 0x8000;
 // Optional fields this version reads (an older peer skips them).
 constexpr uint16_t kTagReplOffset = kOptionalTagBit | 5;
 constexpr uint16_t kTagFailAbout = kOptionalTagBit | 6;
+constexpr uint16_t kTagMessageFlags = kOptionalTagBit | 7;
 // The bytes before the checksum, which the checksum covers with the body.
 constexpr size_t kChecksummedHeaderBytes = 12;
 // The smallest gossip entry: id, a 1-byte ip and its length, ports, flags, times.
@@ -191,6 +192,8 @@ const char* ToString(BusMessageType type) {
     case BusMessageType::kPong: return "pong";
     case BusMessageType::kMeet: return "meet";
     case BusMessageType::kUpdate: return "update";
+    case BusMessageType::kAuthRequest: return "auth-req";
+    case BusMessageType::kAuthAck: return "auth-ack";
   }
   return "unknown";
 }
@@ -224,7 +227,7 @@ void EncodeBusMessage(const BusMessage& m, std::string* out) {
     uw.PutU64(m.update.config_epoch);
     PutRanges(&uw, m.update.slots);
     PutField(&bw, kTagUpdate, update);
-  } else {
+  } else if (BusTypeHasGossip(m.type)) {
     PutField(&bw, kTagGossip, GossipField(m.gossip));
   }
   if (m.repl_offset != 0) {  // 0 is what its absence means: one encoding per message
@@ -234,6 +237,12 @@ void EncodeBusMessage(const BusMessage& m, std::string* out) {
     PutField(&bw, kTagReplOffset, offset);
   }
   if (!m.fail_about.empty()) PutField(&bw, kTagFailAbout, m.fail_about);
+  if (m.message_flags != 0) {  // as the offset: absent means 0
+    std::string flags;
+    ByteWriter fw(&flags);
+    fw.PutU16(m.message_flags);
+    PutField(&bw, kTagMessageFlags, flags);
+  }
 
   const size_t start = out->size();
   ByteWriter hw(out);
@@ -279,9 +288,11 @@ BusDecodeStatus DecodeBusMessage(std::string_view bytes, BusMessage* m, size_t* 
   *m = BusMessage{};
   m->type = static_cast<BusMessageType>(header.type);
   const bool is_update = m->type == BusMessageType::kUpdate;
+  const bool has_gossip = BusTypeHasGossip(m->type);
   bool seen[5] = {};
   bool seen_offset = false;
   bool seen_fail = false;
+  bool seen_flags = false;
   ByteReader r(body);
   while (r.remaining() > 0) {
     uint16_t tag = 0;
@@ -303,6 +314,14 @@ BusDecodeStatus DecodeBusMessage(std::string_view bytes, BusMessage* m, size_t* 
       seen_fail = true;
       continue;
     }
+    if (tag == kTagMessageFlags) {
+      ByteReader vr(value);
+      if (seen_flags || !vr.GetU16(&m->message_flags) || vr.remaining() != 0) {
+        return BusDecodeStatus::kMalformed;
+      }
+      seen_flags = true;
+      continue;
+    }
     if (tag & kOptionalTagBit) continue;  // a later version's optional field
     if (tag < kTagSender || tag > kTagUpdate || seen[tag]) return BusDecodeStatus::kMalformed;
     seen[tag] = true;
@@ -310,12 +329,13 @@ BusDecodeStatus DecodeBusMessage(std::string_view bytes, BusMessage* m, size_t* 
     switch (tag) {
       case kTagSender: ok = DecodeSender(value, m); break;
       case kTagSlots: ok = DecodeSlots(value, &m->slots); break;
-      case kTagGossip: ok = !is_update && DecodeGossip(value, &m->gossip); break;
+      case kTagGossip: ok = has_gossip && DecodeGossip(value, &m->gossip); break;
       case kTagUpdate: ok = is_update && DecodeUpdate(value, &m->update); break;
     }
     if (!ok) return BusDecodeStatus::kMalformed;
   }
-  if (!seen[kTagSender] || !seen[kTagSlots] || !seen[is_update ? kTagUpdate : kTagGossip]) {
+  if (!seen[kTagSender] || !seen[kTagSlots] || (is_update && !seen[kTagUpdate]) ||
+      (has_gossip && !seen[kTagGossip])) {
     return BusDecodeStatus::kMalformed;
   }
   *consumed = kBusHeaderBytes + header.body_length;

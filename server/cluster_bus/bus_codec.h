@@ -31,6 +31,13 @@
 //                         stream); absent (or from a peer before it): 0
 //   0x8006 fail (optional)  id[40]: Redis's FAIL message, carried by a PONG:
 //                         that node is failing by a majority of masters
+//   0x8007 message flags (optional; sent when not 0)  u16: bit 0 FORCEACK
+//                         (an AUTH_REQUEST of a manual failover), bit 1
+//                         PAUSED (a master paused for a manual failover);
+//                         other bits are a later version's, kept, ignored
+//
+// Types: 0 PING, 1 PONG, 2 MEET (fields 1, 2, 3), 3 UPDATE (1, 2, 4),
+// 4 AUTH_REQUEST and 5 AUTH_ACK (1 and 2 only: a header, as Redis's).
 //
 // Slot ranges rather than Redis's 2,048-byte bitmap: a master of a
 // 100-node cluster holds one or a few ranges, 4 bytes each.

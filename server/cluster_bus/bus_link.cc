@@ -53,6 +53,7 @@ void BusLink::Connect(const std::string& ip, uint16_t port) {
                           boost::system::error_code ignored;
                           self->socket_.set_option(bus::tcp::no_delay(true), ignored);
                           self->connected_ = true;
+                          self->ever_connected_ = true;
                           self->LearnAddresses();
                           if (self->callbacks_.on_connected) self->callbacks_.on_connected(self);
                           if (self->closed_) return;
@@ -65,6 +66,7 @@ void BusLink::Start() {
   boost::system::error_code ignored;
   socket_.set_option(bus::tcp::no_delay(true), ignored);
   connected_ = true;
+  ever_connected_ = true;
   LearnAddresses();
   DoRead();
 }

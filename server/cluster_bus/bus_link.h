@@ -54,6 +54,9 @@ class BusLink : public std::enable_shared_from_this<BusLink> {
 
   Direction direction() const { return direction_; }
   bool connected() const { return connected_; }
+  // The connection came up at some point (an outbound one may close
+  // without ever connecting: refused, unreachable).
+  bool ever_connected() const { return ever_connected_; }
   bool closed() const { return closed_; }
   const std::string& node_id() const { return node_id_; }
   void set_node_id(std::string id) { node_id_ = std::move(id); }
@@ -85,6 +88,7 @@ class BusLink : public std::enable_shared_from_this<BusLink> {
   size_t queued_bytes_ = 0;
   bool writing_ = false;
   bool connected_ = false;
+  bool ever_connected_ = false;
   bool closed_ = false;
   std::string peer_ip_;
   std::string local_ip_;

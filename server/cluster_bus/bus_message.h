@@ -19,8 +19,19 @@ enum class BusMessageType : uint16_t {
   kPong = 1,
   kMeet = 2,    // a PING that asks the receiver to add the sender
   kUpdate = 3,  // "this node owns these slots at this config epoch"
+  // A replica asks every master for its vote in an election (Redis's
+  // FAILOVER_AUTH_REQUEST): its header claims its master's slots at its
+  // master's config epoch, with the election's epoch as currentEpoch.
+  kAuthRequest = 4,
+  kAuthAck = 5,  // a master's vote for the sender of an AUTH_REQUEST
 };
-inline constexpr uint16_t kBusMessageTypeCount = 4;
+inline constexpr uint16_t kBusMessageTypeCount = 6;
+// Whether a message of this type carries a gossip section (PING, PONG,
+// MEET); UPDATE carries an update instead, the others neither.
+inline constexpr bool BusTypeHasGossip(BusMessageType type) {
+  return type == BusMessageType::kPing || type == BusMessageType::kPong ||
+         type == BusMessageType::kMeet;
+}
 const char* ToString(BusMessageType type);
 
 // The node flags a message carries (the bus's own bits, not Redis's).
@@ -34,6 +45,17 @@ enum BusNodeFlag : uint16_t {
   kBusFlagNoFailover = 1 << 6,
 };
 inline constexpr uint16_t kBusKnownFlags = (1 << 7) - 1;
+
+// Message flags (Redis's mflags), any message type: bits of this one
+// message rather than of the sender's node.
+enum BusMessageFlag : uint16_t {
+  // An AUTH_REQUEST of a manual failover: vote even though the master is
+  // not failing (Redis's CLUSTERMSG_FLAG0_FORCEACK).
+  kBusMessageForceAck = 1 << 0,
+  // The sender is a master whose clients are paused for a manual failover:
+  // the offset it sends is final (Redis's CLUSTERMSG_FLAG0_PAUSED).
+  kBusMessagePaused = 1 << 1,
+};
 
 // A node id: 40 lowercase hex characters, as Redis's.
 inline constexpr size_t kBusNodeIdLength = 40;
@@ -77,6 +99,9 @@ struct BusMessage {
   // Redis's FAIL message, as a field of a PONG: the id of a node a majority
   // of masters reported failing; every receiver flags it fail. Empty: none.
   std::string fail_about;
+  // BusMessageFlag bits; bits this version does not define are kept as
+  // they came (a later version's) and mean nothing here. 0: none.
+  uint16_t message_flags = 0;
   std::vector<BusGossipEntry> gossip;  // PING, PONG, MEET
   BusUpdate update;                    // UPDATE only
   bool operator==(const BusMessage&) const = default;

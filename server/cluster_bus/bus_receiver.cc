@@ -5,6 +5,7 @@
 
 #include "server/cluster_bus/bus_node_flags.h"
 #include "server/cluster_bus/epoch_rules.h"
+#include "server/cluster_bus/replica_election.h"
 
 namespace bloomgate {
 namespace {
@@ -210,13 +211,20 @@ BusReceiveResult Process(View* view, const BusMessage& message, const BusLinkCon
     }
   }
 
+  // AUTH_REQUEST and AUTH_ACK are read for their epochs and offset only, as
+  // Redis reads them: a replica's request claims its master's slots, and
+  // no role, address or slot comes from either.
+  const bool header_only = message.type == BusMessageType::kAuthRequest ||
+                           message.type == BusMessageType::kAuthAck;
+
   // The sender's address: the one it announces, else the one the socket
   // shows when none is known yet (a node reached at one address keeps it:
   // a peer's source address on a multi-homed host may differ).
   std::string ip = node->ip;
   if (!message.sender_ip.empty()) ip = message.sender_ip;
   else if (ip.empty()) ip = link.peer_ip;
-  if (node->ip != ip || node->port != message.port || node->cport != message.cport) {
+  if (!header_only &&
+      (node->ip != ip || node->port != message.port || node->cport != message.cport)) {
     if (stop_here()) return result;
     if constexpr (kApply) {
       node->ip = ip;
@@ -229,12 +237,12 @@ BusReceiveResult Process(View* view, const BusMessage& message, const BusLinkCon
 
   // Role: what the sender says it is.
   const uint32_t role = RoleFlagsOf(message.flags);
-  if (role != 0 && (node->flags & kRoleFlags) != role) {
+  if (!header_only && role != 0 && (node->flags & kRoleFlags) != role) {
     if (stop_here()) return result;
     if constexpr (kApply) node->flags = (node->flags & ~kRoleFlags) | role;
     result.save = true;
   }
-  if (node->master_id != message.master_id) {
+  if (!header_only && node->master_id != message.master_id) {
     if (stop_here()) return result;
     if constexpr (kApply) node->master_id = message.master_id;
     result.save = true;
@@ -256,6 +264,7 @@ BusReceiveResult Process(View* view, const BusMessage& message, const BusLinkCon
     if constexpr (kApply) node->config_epoch = message.config_epoch;
     result.save = true;
   }
+  if (header_only) return result;
 
   if (message.type == BusMessageType::kUpdate) {
     const int32_t subject = view->Find(message.update.id);
@@ -264,12 +273,20 @@ BusReceiveResult Process(View* view, const BusMessage& message, const BusLinkCon
     if (owner.config_epoch >= message.update.config_epoch) return result;
     if (stop_here()) return result;
     if constexpr (kApply) {
+      // The owner of a newer claim is a master, whatever this view thought
+      // (a failed-over master that comes back knows its winner as its replica).
+      if (owner.Has(kNodeSlave)) {
+        owner.flags = (owner.flags & ~kNodeSlave) | kNodeMaster;
+        owner.master_id.clear();
+      }
       owner.config_epoch = message.update.config_epoch;
       int32_t stale = kNoNode;
       bool took_mine = false;
+      bool took_from_my_shard = false;
       ApplySlotClaim(view, subject, message.update.config_epoch, message.update.slots, &stale,
-                     &took_mine);
-      result.my_claim_changed = took_mine;
+                     &took_mine, &took_from_my_shard);
+      const bool follows = FollowClaimerIfShardEmptied(view, subject, took_from_my_shard);
+      result.my_claim_changed = took_mine || follows;
     }
     result.save = true;
     return result;
@@ -281,8 +298,13 @@ BusReceiveResult Process(View* view, const BusMessage& message, const BusLinkCon
       if (stop_here()) return result;
       if constexpr (kApply) {
         bool took_mine = false;
-        ApplySlotClaim(view, sender, message.config_epoch, message.slots, &stale, &took_mine);
+        bool took_from_my_shard = false;
+        ApplySlotClaim(view, sender, message.config_epoch, message.slots, &stale, &took_mine,
+                       &took_from_my_shard);
         if (took_mine) result.my_claim_changed = true;
+        if (FollowClaimerIfShardEmptied(view, sender, took_from_my_shard)) {
+          result.my_claim_changed = true;
+        }
       }
       result.save = true;
     }
@@ -388,15 +410,23 @@ BusReceiveResult Process(View* view, const BusMessage& message, const BusLinkCon
 }  // namespace
 
 bool ApplySlotClaim(ClusterView* view, int32_t claimer, uint64_t claim_epoch,
-                    const BusSlotBitmap& slots, int32_t* stale_owner, bool* took_mine) {
+                    const BusSlotBitmap& slots, int32_t* stale_owner, bool* took_mine,
+                    bool* took_from_my_shard) {
   *stale_owner = kNoNode;
   *took_mine = false;
+  if (took_from_my_shard != nullptr) *took_from_my_shard = false;
+  // Myself's shard: myself, or the master myself replicates.
+  const int32_t my_shard =
+      view->me().Has(kNodeMaster) ? view->myself : view->MasterOf(view->myself);
   bool moved = false;
   // Only the claimed slots (libstdc++'s set-bit scan): a master of a
   // 100-node cluster claims ~164 of the 16,384.
   for (size_t slot = slots._Find_first(); slot < slots.size(); slot = slots._Find_next(slot)) {
     if (!ClaimTakes(*view, claimer, claim_epoch, slot, stale_owner)) continue;
     if (view->owner[slot] == view->myself) *took_mine = true;
+    if (took_from_my_shard != nullptr && my_shard != kNoNode && view->owner[slot] == my_shard) {
+      *took_from_my_shard = true;
+    }
     view->owner[slot] = claimer;
     moved = true;
   }

@@ -1,5 +1,7 @@
 // What a received bus message does to this node's view of the cluster:
-// Redis's clusterProcessPacket for PING, PONG, MEET, UPDATE and FAIL, with
+// Redis's clusterProcessPacket for PING, PONG, MEET, UPDATE and FAIL (and
+// the epochs of AUTH_REQUEST and AUTH_ACK; their votes are
+// replica_election's), with
 // its failure detection: failure reports read from the gossip of masters,
 // a node flagged fail once a majority of masters report it within twice
 // the node timeout, fail? and fail cleared on a PONG as Redis clears them. Pure over a ClusterView (no sockets, no clock reads),
@@ -82,8 +84,12 @@ BusReceiveResult ReceiveBusMessage(ClusterState* state, const BusMessage& messag
 // rule lets it (unowned, or owned at a lower config epoch; never a slot this
 // node is importing). Returns whether anything moved; *stale_owner is set to
 // an owner whose higher epoch kept a slot the claimer claims (kNoNode: none),
-// *took_mine to whether a slot of myself's moved.
+// *took_mine to whether a slot of myself's moved, *took_from_my_shard (if
+// given) to whether a slot of myself's shard (myself, or myself's master)
+// moved: replica_election's FollowClaimerIfShardEmptied then decides
+// whether myself follows the claimer.
 bool ApplySlotClaim(ClusterView* view, int32_t claimer, uint64_t claim_epoch,
-                    const BusSlotBitmap& slots, int32_t* stale_owner, bool* took_mine);
+                    const BusSlotBitmap& slots, int32_t* stale_owner, bool* took_mine,
+                    bool* took_from_my_shard = nullptr);
 
 }  // namespace bloomgate

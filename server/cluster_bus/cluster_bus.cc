@@ -27,6 +27,8 @@ ClusterMessageType CountedType(BusMessageType type) {
     case BusMessageType::kPong: return ClusterMessageType::kPong;
     case BusMessageType::kMeet: return ClusterMessageType::kMeet;
     case BusMessageType::kUpdate: return ClusterMessageType::kUpdate;
+    case BusMessageType::kAuthRequest: return ClusterMessageType::kAuthReq;
+    case BusMessageType::kAuthAck: return ClusterMessageType::kAuthAck;
   }
   return ClusterMessageType::kPing;
 }
@@ -187,6 +189,14 @@ void ClusterBus::OnMessage(const std::shared_ptr<BusLink>& link, const BusMessag
       return;
     }
   }
+  if (message.type == BusMessageType::kAuthRequest) {
+    OnVoteRequest(link, message);
+    return;
+  }
+  if (message.type == BusMessageType::kAuthAck) {
+    OnVote(message);
+    return;
+  }
   if (message.type == BusMessageType::kPing || message.type == BusMessageType::kMeet) {
     SendHeartbeat(link, BusMessageType::kPong);
   }
@@ -217,11 +227,12 @@ void ClusterBus::OnClosed(const std::shared_ptr<BusLink>& link) {
   auto it = to_links_.find(link->node_id());
   if (it != to_links_.end() && it->second == link) {
     to_links_.erase(it);
-    SetLinkConnected(link->node_id(), false);
+    SetLinkConnected(link->node_id(), false, !link->ever_connected());
   }
 }
 
-void ClusterBus::SetLinkConnected(const std::string& node_id, bool connected) {
+void ClusterBus::SetLinkConnected(const std::string& node_id, bool connected,
+                                  bool unreachable) {
   // Not saved: the link state is not part of cluster-config-file's claims.
   state_->Update([&](ClusterView& view) {
     const int32_t index = view.Find(node_id);
@@ -229,6 +240,12 @@ void ClusterBus::SetLinkConnected(const std::string& node_id, bool connected) {
     ClusterNode& node = view.nodes[static_cast<size_t>(index)];
     // A pending PING's time survives the link: it is what fail? is judged by.
     node.link_connected = connected;
+    // A node that refuses the connection is not reachable: its failure
+    // detection starts now, as if a PING had been sent (Redis's
+    // clusterNodeCronHandleReconnect on a failed connect); its PONG clears it.
+    if (unreachable && node.ping_sent_ms == 0 && !node.Has(kNodeHandshake)) {
+      node.ping_sent_ms = NowMs();
+    }
     return false;
   });
 }
@@ -443,6 +460,7 @@ void ClusterBus::Cron() {
     }
   }
 
+  HandleElection();
   FollowMyMaster();
 
   std::lock_guard lock(ban_mu_);
@@ -469,6 +487,177 @@ void ClusterBus::FollowMyMaster() {
   const std::string target = host + ":" + std::to_string(port);
   if (target == followed_) return;
   if (options_.follow_master(host, port)) followed_ = target;
+}
+
+void ClusterBus::BroadcastPong(const std::set<std::string>* only) {
+  for (auto& [id, link] : to_links_) {
+    if (!link->connected() || (only != nullptr && only->count(id) == 0)) continue;
+    SendHeartbeat(link, BusMessageType::kPong);
+  }
+}
+
+void ClusterBus::SyncNoFailoverFlag(bool no_failover) {
+  // Redis's clusterUpdateMyselfFlags: the flag tells the other replicas
+  // not to count this one in their rank; its change is saved and, through
+  // the claim digest, told to every peer.
+  const bool flagged = state_->Read(
+      [](const ClusterView& view) { return view.me().Has(kNodeNoFailover); });
+  if (flagged == no_failover) return;
+  state_->Update([no_failover](ClusterView& view) {
+    ClusterNode& me = view.me();
+    if (me.Has(kNodeNoFailover) == no_failover) return false;
+    me.flags = no_failover ? (me.flags | kNodeNoFailover) : (me.flags & ~kNodeNoFailover);
+    return true;
+  });
+}
+
+void ClusterBus::HandleElection() {
+  const ElectionSettings settings =
+      options_.election_settings ? options_.election_settings() : ElectionSettings{};
+  SyncNoFailoverFlag(settings.no_failover);
+  ElectionInputs in;
+  in.now_ms = NowMs();
+  in.node_timeout_ms = options_.node_timeout_ms;
+  in.my_offset = options_.repl_offset ? static_cast<int64_t>(options_.repl_offset()) : 0;
+  in.data_age_ms = settings.data_age_ms;
+  in.repl_ping_period_ms = settings.repl_ping_period_ms;
+  in.validity_factor = settings.validity_factor;
+  in.no_failover = settings.no_failover;
+  in.random_delay_ms = std::uniform_int_distribution<int64_t>(0, 499)(random_);
+  ElectionAction action =
+      state_->Read([&](const ClusterView& view) { return election_.Tick(view, in); });
+  if (election_.wait() != logged_wait_) {
+    logged_wait_ = election_.wait();
+    if (logged_wait_ == ElectionWait::kDataTooOld) {
+      spdlog::warn("cluster: not failing over: my data is too old (disconnected from my master "
+                   "for {} ms; cluster-replica-validity-factor {})",
+                   in.data_age_ms, in.validity_factor);
+    } else if (logged_wait_ == ElectionWait::kExpired) {
+      spdlog::warn("cluster: the failover election for epoch {} expired with {} votes",
+                   election_.epoch(), election_.votes());
+    }
+  }
+  if (action == ElectionAction::kScheduled) {
+    spdlog::warn("cluster: start of election delayed for {} ms (rank #{}, offset {}){}",
+                 election_.auth_time_ms() - in.now_ms, election_.rank(), in.my_offset,
+                 election_.manual() ? ", manual failover" : "");
+    // The other replicas of my master hear my offset now and rank
+    // themselves against it (Redis's CLUSTER_BROADCAST_LOCAL_SLAVES).
+    std::set<std::string> siblings = state_->Read([](const ClusterView& view) {
+      std::set<std::string> ids;
+      const std::string& master_id = view.me().master_id;
+      for (const ClusterNode& node : view.nodes) {
+        if (node.Has(kNodeSlave) && node.master_id == master_id && node.id != view.me().id) {
+          ids.insert(node.id);
+        }
+      }
+      return ids;
+    });
+    BroadcastPong(&siblings);
+    // A manual one has no delay: its votes are asked for at once.
+    if (!election_.manual()) return;
+    action = state_->Read([&](const ClusterView& view) { return election_.Tick(view, in); });
+  }
+  if (action == ElectionAction::kRequestVotes) RequestVotes();
+  if (action == ElectionAction::kPromote) PromoteMyself();
+}
+
+void ClusterBus::RequestVotes() {
+  uint64_t epoch = 0;
+  // Saved durably (currentEpoch moved) before any request goes out.
+  const std::string failure = state_->Update([&epoch](ClusterView& view) {
+    epoch = ++view.current_epoch;
+    return true;
+  });
+  if (!failure.empty()) spdlog::warn("cluster bus: cannot save the cluster config: {}", failure);
+  election_.VotesRequested(epoch);
+  BusMessage request = state_->Read([this](const ClusterView& view) {
+    return DescribeMyself(view, BusMessageType::kAuthRequest, options_.announce_ip);
+  });
+  request.current_epoch = epoch;
+  if (options_.repl_offset) request.repl_offset = options_.repl_offset();
+  if (election_.manual()) request.message_flags |= kBusMessageForceAck;
+  spdlog::warn("cluster: starting a failover election for epoch {}{}", epoch,
+               election_.manual() ? " (manual failover)" : "");
+  for (auto& [id, link] : to_links_) {
+    if (link->connected()) Send(link, request);
+  }
+}
+
+void ClusterBus::PromoteMyself() {
+  const uint64_t epoch = election_.epoch();
+  spdlog::warn("cluster: failover election won for epoch {} with {} votes: I'm the new master",
+               epoch, election_.votes());
+  // Replication first: a write routed here once the view names this node
+  // master must not be refused as a replica's.
+  if (options_.promote) options_.promote();
+  const std::string failure = state_->Update(
+      [epoch](ClusterView& view) { return ReplaceMyMaster(&view, epoch); });
+  if (!failure.empty()) spdlog::warn("cluster bus: cannot save the cluster config: {}", failure);
+  election_.Finish();
+  followed_.clear();
+  last_claim_digest_ = MyClaimDigest();
+  broadcast_due_ = false;
+  BroadcastPong();
+}
+
+void ClusterBus::OnVoteRequest(const std::shared_ptr<BusLink>& link, const BusMessage& request) {
+  const int64_t now = NowMs();
+  VoteRefusal refusal = VoteRefusal::kNotAVoter;
+  uint64_t epoch = 0;
+  // lastVoteEpoch moved: Update returns once the view is fsynced, and only
+  // then does the vote leave (a node that crashes after voting never votes
+  // twice in one epoch).
+  const std::string failure = state_->Update([&](ClusterView& view) {
+    refusal = CastFailoverVote(&view, request, now, options_.node_timeout_ms);
+    epoch = view.current_epoch;
+    return refusal == VoteRefusal::kGranted;
+  });
+  if (refusal != VoteRefusal::kGranted) {
+    // A replica asks every node: only a master serving slots has a say.
+    if (refusal != VoteRefusal::kNotAVoter) {
+      spdlog::warn("cluster: failover auth denied to {}: {}", request.sender_id,
+                   ToString(refusal));
+    }
+    return;
+  }
+  if (!failure.empty()) {
+    spdlog::warn("cluster: failover auth for {} not sent: cannot save the cluster config: {}",
+                 request.sender_id, failure);
+    return;
+  }
+  BusMessage ack = state_->Read([this](const ClusterView& view) {
+    return DescribeMyself(view, BusMessageType::kAuthAck, options_.announce_ip);
+  });
+  if (options_.repl_offset) ack.repl_offset = options_.repl_offset();
+  spdlog::warn("cluster: failover auth granted to {} for epoch {}", request.sender_id, epoch);
+  Send(link, ack);
+}
+
+void ClusterBus::OnVote(const BusMessage& ack) {
+  // Only a master serving slots counts: the quorum is a majority of them.
+  const bool voter = state_->Read([&](const ClusterView& view) {
+    const int32_t index = view.Find(ack.sender_id);
+    return index != kNoNode && view.nodes[static_cast<size_t>(index)].Has(kNodeMaster) &&
+           view.SlotCount(index) > 0;
+  });
+  if (!voter) return;
+  election_.OnAck(ack.sender_id, ack.current_epoch);
+  HandleElection();  // a majority may be there now
+}
+
+bool ClusterBus::StartManualElection(int64_t deadline_ms) {
+  if (!running_) return false;
+  const bool eligible = state_->Read([](const ClusterView& view) {
+    const int32_t master = view.MasterOf(view.myself);
+    return view.me().Has(kNodeSlave) && master != kNoNode && view.SlotCount(master) > 0;
+  });
+  if (!eligible) return false;
+  bus::asio::post(loop_, [this, deadline_ms] {
+    election_.StartManual(deadline_ms);
+    HandleElection();
+  });
+  return true;
 }
 
 MeetOutcome ClusterBus::Meet(std::string_view ip_text, uint16_t port, uint16_t cport) {

@@ -6,6 +6,11 @@
 // a few others, and what arrives is applied to the cluster room's view
 // (bus_receiver.h), which saves cluster-config-file when it changes.
 //
+// A replica whose master is flagged fail runs Redis's election from the
+// cron (replica_election.h): AUTH_REQUEST to every node, the masters'
+// AUTH_ACKs counted, and on winning it takes its master's slots, stops
+// following it (ClusterBusOptions::promote) and PONGs every node.
+//
 // Nodes join only through MEET (CLUSTER MEET, or a node a known peer
 // gossiped about): a PING from a node that was not met is dropped and its
 // link closed, as Redis does.
@@ -28,6 +33,7 @@
 #include "server/cluster_bus/bus_asio.h"
 #include "server/cluster_bus/bus_link.h"
 #include "server/cluster_bus/bus_receiver.h"
+#include "server/cluster_bus/replica_election.h"
 
 namespace bloomgate {
 
@@ -51,6 +57,14 @@ struct ClusterBusOptions {
   // clusterCron calls replicationSetMaster (after a restart from
   // nodes.conf, or when the master's address changes). Null: never.
   std::function<bool(const std::string& host, uint16_t port)> follow_master;
+  // Makes this node a primary that follows no one (the replication room's
+  // Unfollow: REPLICAOF NO ONE's path, so the old master's other replicas
+  // continue with PSYNC). Called on the bus's thread once this node won an
+  // election, before the view names it master. Null: never.
+  std::function<void()> promote;
+  // What a replica's election reads each cron tick (config and the
+  // replication link's age). Null: Redis's defaults and a data age of 0.
+  std::function<ElectionSettings()> election_settings;
 };
 
 // One row of CLUSTER LINKS (Redis 7.0's fields).
@@ -94,6 +108,21 @@ class ClusterBus {
   // Whether `id` was forgotten less than kBusForgetBanMs ago.
   bool Banned(std::string_view id);
 
+  // A manual failover's election (CLUSTER FAILOVER, once this replica's
+  // offset has reached its paused master's; or at once for FORCE). Within
+  // a cron tick (100 ms) the bus bumps currentEpoch and sends AUTH_REQUEST
+  // with FORCEACK to every node, without the conditions of an automatic
+  // election (master flagged fail, cluster-replica-no-failover, the data's
+  // age, the rank's delay); the masters' votes are counted as for an
+  // automatic one for max(2 x node timeout, 2 s). Won: this node takes its
+  // master's slots at the election's epoch, calls options' promote and
+  // PONGs every node (CLUSTER NODES then shows it master). Not won by
+  // `deadline_ms` (unix ms, the manual failover's own timeout): the
+  // election stops counting as manual and, with the master up, ends.
+  // False, nothing started, when myself is not a replica of a known
+  // master serving slots or the bus is not running. Any thread.
+  bool StartManualElection(int64_t deadline_ms);
+
  private:
   void Cron();
   void ScheduleCron();
@@ -109,12 +138,25 @@ class ClusterBus {
                      const std::string& fail_about = "");
   void SendUpdate(const std::shared_ptr<BusLink>& link, const std::string& about_id);
   void Send(const std::shared_ptr<BusLink>& link, const BusMessage& message);
-  void SetLinkConnected(const std::string& node_id, bool connected);
+  // `unreachable`: an outbound link closed before it ever connected.
+  void SetLinkConnected(const std::string& node_id, bool connected, bool unreachable = false);
   // A digest of myself's claim (config epoch and owned slots); a change
   // makes the next cron PONG every peer.
   uint64_t MyClaimDigest();
   // A replica's link to its master's address (follow_master).
   void FollowMyMaster();
+  // Redis's clusterHandleSlaveFailover: one step of the election (cron,
+  // an AUTH_ACK, a manual start).
+  void HandleElection();
+  void RequestVotes();
+  void PromoteMyself();
+  // An AUTH_REQUEST: vote if Redis's rules allow, saved before the ACK.
+  void OnVoteRequest(const std::shared_ptr<BusLink>& link, const BusMessage& request);
+  void OnVote(const BusMessage& ack);
+  // PONG to every connected node; `only` non-empty: to those ids only.
+  void BroadcastPong(const std::set<std::string>* only = nullptr);
+  // cluster-replica-no-failover, as myself's nofailover flag.
+  void SyncNoFailoverFlag(bool no_failover);
 
   ClusterState* state_;
   ClusterBusOptions options_;
@@ -133,6 +175,8 @@ class ClusterBus {
   uint64_t last_claim_digest_ = 0;
   bool broadcast_due_ = false;
   std::string followed_;  // "host:port" last given to follow_master
+  ReplicaElection election_;
+  ElectionWait logged_wait_ = ElectionWait::kNone;
 
   std::mutex ban_mu_;
   std::map<std::string, int64_t, std::less<>> banned_until_ms_;

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <random>
 
@@ -124,6 +125,14 @@ void Replication::Follow(const std::string& host, uint16_t port) {
   const uint64_t generation = link_generation_.load(std::memory_order_acquire);
   spdlog::info("following the primary at {}:{}", host, port);
   link_thread_ = std::thread([this, generation, host, port] { LinkLoop(generation, host, port); });
+}
+
+int64_t Replication::DataAgeMs(int64_t now_ms) const {
+  if (!is_replica()) return 0;
+  const bool up = link_state_.load(std::memory_order_acquire) == LinkState::kConnected;
+  const int64_t since = up ? last_io_ms_.load(std::memory_order_relaxed)
+                           : link_down_since_ms_.load(std::memory_order_relaxed);
+  return since == 0 ? 0 : std::max<int64_t>(now_ms - since, 0);
 }
 
 void Replication::Unfollow() {

@@ -109,6 +109,10 @@ class Replication : private JournalSubscriber {
   // of the old primary continue with PSYNC.
   void Unfollow();
   bool is_replica() const { return replica_.load(std::memory_order_acquire); }
+  // A replica's data age (Redis's, for cluster-replica-validity-factor):
+  // ms since its link last heard the primary while the link is up, since
+  // the link went down otherwise; 0 for a primary.
+  int64_t DataAgeMs(int64_t now_ms) const;
   // A client's write is refused with -READONLY.
   bool refuses_writes() const;
 

@@ -88,7 +88,8 @@ TEST(ConfigParams, TableHasOneRowPerSettingWithRedisStyleNames) {
                        "replica-priority", "replica-announce-ip", "replica-announce-port",
                        "replica-announced", "min-replicas-to-write", "min-replicas-max-lag",
                        "cluster-enabled", "cluster-config-file", "cluster-port", "cluster-node-timeout", "cluster-announce-ip",
-                       "cluster-require-full-coverage"}));
+                       "cluster-require-full-coverage", "cluster-replica-validity-factor",
+                       "cluster-replica-no-failover"}));
 }
 
 TEST(ConfigParams, EveryRowHasADescriptionHintSetterAndGetter) {
@@ -243,6 +244,8 @@ TEST(SetConfigValue, EachKeySetsItsField) {
       {"cluster-node-timeout", "5000", "5000"},
       {"cluster-announce-ip", "10.0.0.7", "10.0.0.7"},
       {"cluster-require-full-coverage", "no", "no"},
+      {"cluster-replica-validity-factor", "0", "0"},
+      {"cluster-replica-no-failover", "yes", "yes"},
   };
   // Rows with one accepted value, the default: what a Redis client asks for,
   // answered (RowsWithOneValueRefuseEveryOther).

@@ -53,10 +53,13 @@ BusDecodeStatus Decode(const std::string& bytes, BusMessage* m = nullptr) {
 }
 
 TEST(BusCodec, RoundTripsEveryType) {
-  for (BusMessageType type : {BusMessageType::kPing, BusMessageType::kPong,
-                              BusMessageType::kMeet, BusMessageType::kUpdate}) {
+  for (BusMessageType type :
+       {BusMessageType::kPing, BusMessageType::kPong, BusMessageType::kMeet,
+        BusMessageType::kUpdate, BusMessageType::kAuthRequest, BusMessageType::kAuthAck}) {
     BusMessage m = SamplePing();
     m.type = type;
+    if (!BusTypeHasGossip(type)) m.gossip.clear();
+    if (type == BusMessageType::kAuthRequest) m.message_flags = kBusMessageForceAck;
     if (type == BusMessageType::kUpdate) {
       m.gossip.clear();
       m.update.id = kIdB;
@@ -133,7 +136,7 @@ TEST(BusCodec, RefusesAnotherVersion) {
 
 TEST(BusCodec, RefusesAnUnknownType) {
   std::string bytes = Encode(SamplePing());
-  bytes[6] = '\x04';
+  bytes[6] = '\x06';
   Reseal(&bytes);
   EXPECT_EQ(Decode(bytes), BusDecodeStatus::kUnknownType);
 }
@@ -235,6 +238,76 @@ TEST(BusCodec, CarriesAFailAboutANode) {
   const Fields f = SampleFields();
   const std::string base = Field(1, f.sender) + Field(2, f.slots) + Field(3, f.gossip);
   EXPECT_EQ(Decode(Message(BusMessageType::kPong, base + Field(0x8006, "not an id"))),
+            BusDecodeStatus::kMalformed);
+}
+
+// AUTH_REQUEST and AUTH_ACK are a header only: sender and slots, as
+// Redis's carry no gossip.
+TEST(BusCodec, AuthMessagesAreAHeaderOnly) {
+  const Fields f = SampleFields();
+  for (BusMessageType type : {BusMessageType::kAuthRequest, BusMessageType::kAuthAck}) {
+    BusMessage m;
+    ASSERT_EQ(Decode(Message(type, Field(1, f.sender) + Field(2, f.slots)), &m),
+              BusDecodeStatus::kOk);
+    EXPECT_EQ(m.type, type);
+    EXPECT_TRUE(m.gossip.empty());
+    EXPECT_EQ(Decode(Message(type, Field(1, f.sender) + Field(2, f.slots) + Field(3, f.gossip))),
+              BusDecodeStatus::kMalformed);
+    BusMessage update = SamplePing();
+    update.type = BusMessageType::kUpdate;
+    update.gossip.clear();
+    update.update.id = kIdB;
+    const std::string update_bytes = Encode(update);
+    ByteReader r(std::string_view(update_bytes).substr(kBusHeaderBytes));
+    std::string update_field;
+    for (int i = 0; i < 3; ++i) {
+      uint16_t tag = 0;
+      std::string_view value;
+      r.GetU16(&tag);
+      r.GetString(&value);
+      if (tag == 4) update_field.assign(value);
+    }
+    ASSERT_FALSE(update_field.empty());
+    EXPECT_EQ(Decode(Message(type, Field(1, f.sender) + Field(2, f.slots) +
+                                       Field(4, update_field))),
+              BusDecodeStatus::kMalformed);
+    EXPECT_EQ(Decode(Message(type, Field(1, f.sender))), BusDecodeStatus::kMalformed);
+  }
+}
+
+TEST(BusCodec, CarriesMessageFlagsAndZeroWithoutThem) {
+  const Fields f = SampleFields();
+  const std::string base = Field(1, f.sender) + Field(2, f.slots);
+  std::string flags;
+  ByteWriter(&flags).PutU16(kBusMessageForceAck | kBusMessagePaused);
+  BusMessage m;
+  ASSERT_EQ(Decode(Message(BusMessageType::kAuthRequest, base + Field(0x8007, flags)), &m),
+            BusDecodeStatus::kOk);
+  EXPECT_EQ(m.message_flags, kBusMessageForceAck | kBusMessagePaused);
+  EXPECT_EQ(Encode(m), Message(BusMessageType::kAuthRequest, base + Field(0x8007, flags)));
+  // A later version's bit is kept as it came (and means nothing here).
+  std::string later;
+  ByteWriter(&later).PutU16(0x8000);
+  ASSERT_EQ(Decode(Message(BusMessageType::kAuthRequest, base + Field(0x8007, later)), &m),
+            BusDecodeStatus::kOk);
+  EXPECT_EQ(m.message_flags, 0x8000);
+  // On any type: a PING of a paused master.
+  BusMessage paused = SamplePing();
+  paused.message_flags = kBusMessagePaused;
+  ASSERT_EQ(Decode(Encode(paused), &m), BusDecodeStatus::kOk);
+  EXPECT_EQ(m, paused);
+  // Absent: 0, and 0 is sent as no field.
+  ASSERT_EQ(Decode(Message(BusMessageType::kAuthAck, base), &m), BusDecodeStatus::kOk);
+  EXPECT_EQ(m.message_flags, 0);
+  EXPECT_EQ(Encode(m), Message(BusMessageType::kAuthAck, base));
+  // Twice, or not two bytes: refused.
+  EXPECT_EQ(Decode(Message(BusMessageType::kAuthRequest,
+                           base + Field(0x8007, flags) + Field(0x8007, flags))),
+            BusDecodeStatus::kMalformed);
+  EXPECT_EQ(Decode(Message(BusMessageType::kAuthRequest, base + Field(0x8007, "\x01"))),
+            BusDecodeStatus::kMalformed);
+  EXPECT_EQ(Decode(Message(BusMessageType::kAuthRequest,
+                           base + Field(0x8007, std::string("\x01\x00\x00", 3)))),
             BusDecodeStatus::kMalformed);
 }
 
