@@ -9,7 +9,7 @@ counted a replica (True / False / None: not known, see
 node/ioredis_cluster.js's write_wait).
 
     ledger = Ledger()
-    writers = [RedisPyWriter(seed, tags, ledger), IoredisWriter(seed, tags, ledger)]
+    writers = start_writers([n.address for n in cluster.nodes], tags, ledger)
     ... fault ...
     report = check_writes(cluster, ledger)   # report.missing_waited must be []
 
@@ -38,6 +38,9 @@ WAIT_MS = 500
 # A writer's pause after a refused write, so a dead master is not hammered.
 RETRY_PAUSE_S = 0.02
 CHECK_BATCH = 1000
+# An ioredis write blocks while its node is SIGSTOPped (no command timeout),
+# past the node timeout; a longer silence ends its process (see write()).
+ANSWER_DEADLINE_S = 6.0
 
 Write = collections.namedtuple("Write", "key client node acked_at waited")
 
@@ -92,6 +95,7 @@ class Writer(threading.Thread):
         self.sent = 0
         self.errors = 0
         self.last_error = None
+        self.restarts = 0
 
     def run(self):
         while not self.stopping.is_set():
@@ -116,7 +120,7 @@ class Writer(threading.Thread):
 
     def summary(self):
         return (f"{self.client_name}: {self.sent} sent, {self.errors} errors "
-                f"(last {self.last_error!r})")
+                f"(last {self.last_error!r}), {self.restarts} clients made anew")
 
 
 class RedisPyWriter(Writer):
@@ -125,17 +129,33 @@ class RedisPyWriter(Writer):
     error. WAIT goes to the node the map names after the write: one thread
     takes one connection of that node's pool, the one the write used (the
     pool hands back its most recently released connection). wait=False:
-    no WAIT (waited False)."""
+    no WAIT (waited False). redis-py 4.3's slot map reload can fail for good
+    once a node it knew is gone (RedisClusterException "cannot pickle
+    '_thread.lock' object"): the client is then made anew from the next of
+    `seeds`, as an application would."""
 
-    def __init__(self, seed, tags, ledger, name="redis-py", wait=True):
+    def __init__(self, seeds, tags, ledger, name="redis-py", wait=True):
         super().__init__(name, tags, ledger)
         self.wait = wait
+        self.seeds = seeds
+        self.rc = self.connect(seeds[0])
+
+    @staticmethod
+    def connect(seed):
         host, port = seed.split(":")
-        self.rc = RedisCluster(host=host, port=int(port), decode_responses=True,
-                               socket_timeout=2, socket_connect_timeout=1)
+        return RedisCluster(host=host, port=int(port), decode_responses=True,
+                            socket_timeout=2, socket_connect_timeout=1)
 
     def write(self, key):
-        self.rc.execute_command("BF.ADD", key, "x")
+        if self.rc is None:
+            self.restarts += 1
+            self.rc = self.connect(self.seeds[self.restarts % len(self.seeds)])
+        try:
+            self.rc.execute_command("BF.ADD", key, "x")
+        except redis.exceptions.RedisClusterException:
+            self.rc.close()
+            self.rc = None
+            raise
         node = self.rc.get_node_from_key(key)
         if not self.wait:
             return f"{node.host}:{node.port}", False
@@ -147,21 +167,35 @@ class RedisPyWriter(Writer):
         return f"{node.host}:{node.port}", waited
 
     def close(self):
-        self.rc.close()
+        if self.rc is not None:
+            self.rc.close()
 
 
 class IoredisWriter(Writer):
     """ioredis's Cluster in its own process (node/ioredis_cluster.js's
-    write_wait). wait=False: no WAIT (waited False)."""
+    write_wait), started from the first of `seeds`; a process that has to
+    be replaced starts from the next (the first may be down by then).
+    wait=False: no WAIT (waited False)."""
 
-    def __init__(self, seed, tags, ledger, name="ioredis", wait=True):
+    def __init__(self, seeds, tags, ledger, name="ioredis", wait=True):
         super().__init__(name, tags, ledger)
         self.wait = wait
-        self.proc = NodeClusterClient("ioredis", seed)
+        self.seeds = seeds
+        self.proc = NodeClusterClient("ioredis", seeds[0])
 
     def write(self, key):
-        answer = self.proc.request(op="write_wait", key=key, args=["BF.ADD", key, "x"],
-                                   replicas=1 if self.wait else None, timeout=WAIT_MS)
+        try:
+            answer = self.proc.request(op="write_wait", key=key, args=["BF.ADD", key, "x"],
+                                       replicas=1 if self.wait else None, timeout=WAIT_MS,
+                                       deadline_s=ANSWER_DEADLINE_S)
+        except AssertionError:
+            # No answer in time: a late one would be read as the next
+            # request's, so this process is done; the write stays unknown
+            # (not in the ledger).
+            self.proc.close()
+            self.restarts += 1
+            self.proc = NodeClusterClient("ioredis", self.seeds[self.restarts % len(self.seeds)])
+            raise
         if not self.wait:
             return answer["node"], False
         waited = None if answer["waited"] is None else int(answer["waited"]) >= 1
@@ -171,12 +205,12 @@ class IoredisWriter(Writer):
         self.proc.close()
 
 
-def start_writers(seed, tags, ledger, wait=True):
+def start_writers(seeds, tags, ledger, wait=True):
     """A redis-py writer and, when the Node clients are installed, an
-    ioredis one, both started."""
-    writers = [RedisPyWriter(seed, tags, ledger, wait=wait)]
+    ioredis one, both started from the first of `seeds` (addresses)."""
+    writers = [RedisPyWriter(seeds, tags, ledger, wait=wait)]
     if node_clients.installed_reason() is None:
-        writers.append(IoredisWriter(seed, tags, ledger, wait=wait))
+        writers.append(IoredisWriter(seeds, tags, ledger, wait=wait))
     for writer in writers:
         writer.start()
     return writers
@@ -219,7 +253,7 @@ def claims_master(client):
     return set()
 
 
-def quick_client(node, timeout_s=0.5):
+def node_client(node, timeout_s=5.0):
     return node.client(decode_responses=True, socket_timeout=timeout_s,
                        socket_connect_timeout=timeout_s)
 
@@ -228,51 +262,71 @@ def node_alive(node):
     return node.proc is not None and node.alive()
 
 
-def healthy(cluster, masters=3, stopped=()):
-    """Every node runs and sees every other connected, none flagged fail or
-    fail?; all agree on the slot owners; `masters` masters hold all 16384
-    slots, each with a replica whose link is up; cluster_state ok."""
+def unhealthy(cluster, masters=3, stopped=()):
+    """Why the cluster is not healthy yet, or None when it is: every node
+    runs and sees every other connected, none flagged fail or fail?; all
+    agree on the slot owners; `masters` masters hold all 16384 slots, each
+    followed by a replica whose link is up; cluster_state ok everywhere."""
     nodes = cluster.nodes
-    if any(not node_alive(n) or n in stopped for n in nodes):
-        return False
+    down = [n.port for n in nodes if not node_alive(n) or n in stopped]
+    if down:
+        return f"nodes {down} not running"
     try:
-        clients = [quick_client(n) for n in nodes]
-        views = [node_lines(c) for c in clients]
-        for lines in views:
-            if len(lines) != len(nodes) or any(
-                    f[7] != "connected" or {"fail", "fail?", "handshake", "noaddr"} &
-                    set(f[2].split(",")) for f in lines):
-                return False
+        clients = [node_client(n) for n in nodes]
+        for node, client in zip(nodes, clients):
+            lines = node_lines(client)
+            if len(lines) != len(nodes):
+                return f"{node.port} knows {len(lines)} nodes"
+            for f in lines:
+                bad = {"fail", "fail?", "handshake", "noaddr"} & set(f[2].split(","))
+                if f[7] != "connected" or bad:
+                    return f"{node.port} sees {port_of(f)} {f[7]} {f[2]}"
         owners = [master_ports(c) for c in clients]
-        if any(o != owners[0] for o in owners) or None in owners[0]:
-            return False
-        if len(set(owners[0])) != masters:
-            return False
+        for node, o in zip(nodes, owners):
+            if o != owners[0]:
+                return f"{node.port} and {nodes[0].port} disagree on the slots' owners"
+        if None in owners[0] or len(set(owners[0])) != masters:
+            return f"slot owners {sorted(set(owners[0]), key=str)}"
         master_set = set(owners[0])
         followed = set()
         for node, c in zip(nodes, clients):
             info = c.info("replication")
             if node.port in master_set:
                 if info["role"] != "master":
-                    return False
+                    return f"{node.port} holds slots but is {info['role']}"
+            elif info["role"] != "slave" or info.get("master_link_status") != "up":
+                return f"{node.port} is {info['role']}, link {info.get('master_link_status')}"
             else:
-                if info["role"] != "slave" or info.get("master_link_status") != "up":
-                    return False
                 followed.add(int(info["master_port"]))
         if followed != master_set:
-            return False
-        return all("cluster_state:ok" in c.execute_command("CLUSTER", "INFO") for c in clients)
-    except (redis.exceptions.RedisError, OSError):
-        return False
+            return f"masters {sorted(master_set)}, followed {sorted(followed)}"
+        for node, c in zip(nodes, clients):
+            if "cluster_state:ok" not in c.execute_command("CLUSTER", "INFO"):
+                return f"{node.port}: cluster_state not ok"
+        return None
+    except (redis.exceptions.RedisError, OSError) as e:
+        return repr(e)
+
+
+def healthy(cluster, masters=3, stopped=()):
+    return unhealthy(cluster, masters, stopped) is None
 
 
 def wait_healthy(cluster, deadline_s, masters=3, what="the cluster healthy"):
-    wait_until(lambda: healthy(cluster, masters), deadline_s, interval_s=0.05, what=what)
+    last = []
+
+    def ok():
+        last[:] = [unhealthy(cluster, masters)]
+        return last[0] is None
+    try:
+        wait_until(ok, deadline_s, interval_s=0.05, what=what)
+    except AssertionError as e:
+        raise AssertionError(f"{e}: {last[0]}") from None
 
 
 def shard_of(cluster, master):
     """(master id, its replica nodes) as `master` sees it."""
-    client = quick_client(master)
+    client = node_client(master)
     view = roles(client)
     my_id = client.execute_command("CLUSTER", "MYID")
     replicas = [p for i, (p, flags, of, _, _) in view.items() if of == my_id]
@@ -286,7 +340,7 @@ def node_on(cluster, port):
 def current_masters(cluster):
     """The nodes that hold slots, as the first live node sees it."""
     observer = next(n for n in cluster.nodes if node_alive(n))
-    return [node_on(cluster, p) for p in sorted(set(master_ports(quick_client(observer))))]
+    return [node_on(cluster, p) for p in sorted(set(master_ports(node_client(observer))))]
 
 
 def wait_promoted(cluster, slots, candidates, deadline_s, what):
@@ -299,7 +353,7 @@ def wait_promoted(cluster, slots, candidates, deadline_s, what):
             if not node_alive(node):
                 continue
             try:
-                if slots <= claims_master(quick_client(node)):
+                if slots <= claims_master(node_client(node)):
                     found.append((node, time.monotonic()))
                     return True
             except (redis.exceptions.RedisError, OSError):
@@ -359,7 +413,7 @@ def check_writes(cluster, ledger):
     Keys of one tag share a slot: one EXISTS counts CHECK_BATCH of them, and
     only a batch that comes short is asked key by key."""
     writes = ledger.snapshot()
-    observer = quick_client(next(n for n in cluster.nodes if node_alive(n)), timeout_s=10)
+    observer = node_client(next(n for n in cluster.nodes if node_alive(n)), timeout_s=10)
     owners = master_ports(observer)
     by_slot = collections.defaultdict(list)
     for write in writes:
@@ -421,16 +475,23 @@ class SlotSampler(threading.Thread):
     (running, not SIGSTOPped) round after round until stop(). Per view: a
     slot on two lines of CLUSTER NODES, or on two ranges of CLUSTER SLOTS,
     or CLUSTER SLOTS and CLUSTER NODES naming different owners, is recorded
-    in `view_errors`. Across the views of one round: two nodes that each say
-    (myself,master) they serve one slot are recorded in `dual_masters` as
-    (time, first slot, ports)."""
+    in `view_errors`. Across the views of one round, two nodes that each say
+    (myself,master) they serve one slot: a node just SIGCONTed (in
+    `resumed`, {port: monotonic time}) may still say so under its old
+    config epoch until the first ping it reads tells it otherwise, as a
+    Redis node does; that is recorded in `stale_claims` as (seconds after
+    its SIGCONT, slot, its port, its epoch, the other's port and epoch).
+    Any other double claim, or one under equal epochs, is recorded in
+    `dual_masters` as (time, slot, ports, epochs)."""
 
     def __init__(self, cluster, stopped):
         super().__init__(daemon=True, name="slot-sampler")
         self.cluster = cluster
         self.stopped = stopped  # a set the test keeps: nodes not to ask now
+        self.resumed = {}
         self.stopping = threading.Event()
         self.clients = {}
+        self.stale_claims = []
         self.rounds = 0
         self.views = 0
         self.view_errors = []
@@ -438,7 +499,7 @@ class SlotSampler(threading.Thread):
 
     def client(self, node):
         if node.port not in self.clients:
-            self.clients[node.port] = quick_client(node, timeout_s=0.3)
+            self.clients[node.port] = node_client(node, timeout_s=0.3)
         return self.clients[node.port]
 
     def run(self):
@@ -451,29 +512,47 @@ class SlotSampler(threading.Thread):
                     client = self.client(node)
                     lines = node_lines(client)
                     slots_reply = client.execute_command("CLUSTER", "SLOTS")
+                    after = node_lines(client)
                 except (redis.exceptions.RedisError, OSError):
                     self.clients.pop(node.port).close()
                     continue
                 self.views += 1
-                self.check_view(node, lines, slots_reply)
+                self.check_view(node, lines, slots_reply, after)
                 for fields in lines:
                     if "myself" in fields[2].split(",") and "master" in fields[2]:
-                        claims += [(a, b, node.port) for a, b in line_ranges(fields)]
+                        claims += [(a, b, node.port, int(fields[6]))
+                                   for a, b in line_ranges(fields)]
             self.rounds += 1
-            both = overlaps(claims)
-            if both:
-                self.dual_masters.append((time.monotonic(), both[1][0],
-                                          (both[0][2], both[1][2])))
+            self.check_claims(claims)
 
-    def check_view(self, node, lines, slots_reply):
+    def check_claims(self, claims):
+        both = overlaps(claims)
+        if not both:
+            return
+        now = time.monotonic()
+        (_, _, port_a, epoch_a), (slot, _, port_b, epoch_b) = both
+        for stale, epoch, other, other_epoch in ((port_a, epoch_a, port_b, epoch_b),
+                                                 (port_b, epoch_b, port_a, epoch_a)):
+            if stale in self.resumed and epoch < other_epoch:
+                self.stale_claims.append((now - self.resumed[stale], slot, stale, epoch, other,
+                                          other_epoch))
+                return
+        self.dual_masters.append((now, slot, (port_a, port_b), (epoch_a, epoch_b)))
+
+    def check_view(self, node, lines, slots_reply, after):
+        """CLUSTER NODES read before and after CLUSTER SLOTS: the two replies
+        are compared only when the owners did not change in between."""
         nodes_ranges = [(a, b, port_of(f)) for f in lines for a, b in line_ranges(f)]
+        after_ranges = [(a, b, port_of(f)) for f in after for a, b in line_ranges(f)]
         slots_ranges = [(int(r[0]), int(r[1]), int(r[2][1])) for r in slots_reply]
         for what, ranges in (("CLUSTER NODES", nodes_ranges), ("CLUSTER SLOTS", slots_ranges)):
             both = overlaps(ranges)
             if both:
                 self.view_errors.append((node.port, f"{what} gives a slot twice: {both}"))
-        if merged(nodes_ranges) != merged(slots_ranges):
-            self.view_errors.append((node.port, "CLUSTER SLOTS and CLUSTER NODES differ"))
+        steady = merged(nodes_ranges)
+        if steady == merged(after_ranges) and steady != merged(slots_ranges):
+            self.view_errors.append((node.port, f"CLUSTER SLOTS {merged(slots_ranges)} against "
+                                                f"CLUSTER NODES {steady}"))
 
     def stop(self):
         self.stopping.set()

@@ -55,7 +55,9 @@ async function writeWait({ key, args, replicas, timeout }) {
   }
   const instance = cluster.connectionPool.getInstanceByKey(node);
   if (!instance) return { reply, node, waited: null };
-  return { reply, node, waited: await instance.call('WAIT', String(replicas), String(timeout)) };
+  // Refused (the node was demoted meanwhile): the write stands, unwaited.
+  const waited = await instance.call('WAIT', String(replicas), String(timeout)).catch(() => 0);
+  return { reply, node, waited };
 }
 
 const handlers = {
