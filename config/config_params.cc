@@ -968,6 +968,21 @@ const std::vector<ConfigParam>& BuildTable() {
        /*runtime_settable=*/true, ConfigType::kEnum, "<yes|no>",
        [](C* c, V v, S* e) { return SetYesNo(v, &c->cluster_replica_no_failover, e); },
        [](const C& c) { return std::string(c.cluster_replica_no_failover ? "yes" : "no"); }},
+      {"cluster-allow-reads-when-down", "serve read-only commands while the cluster state is fail",
+       /*runtime_settable=*/true, ConfigType::kEnum, "<yes|no>",
+       [](C* c, V v, S* e) { return SetYesNo(v, &c->cluster_allow_reads_when_down, e); },
+       [](const C& c) { return std::string(c.cluster_allow_reads_when_down ? "yes" : "no"); }},
+      {"cluster-migration-barrier", "replicas a master keeps before one migrates to an orphaned master",
+       /*runtime_settable=*/true, ConfigType::kInteger, "<0-2147483647>",
+       [](C* c, V v, S* e) {
+         return SetInteger(v, 0, std::numeric_limits<int32_t>::max(), &c->cluster_migration_barrier,
+                           e);
+       },
+       [](const C& c) { return std::to_string(c.cluster_migration_barrier); }},
+      {"cluster-allow-replica-migration", "replicas may migrate to masters left without one",
+       /*runtime_settable=*/true, ConfigType::kEnum, "<yes|no>",
+       [](C* c, V v, S* e) { return SetYesNo(v, &c->cluster_allow_replica_migration, e); },
+       [](const C& c) { return std::string(c.cluster_allow_replica_migration ? "yes" : "no"); }},
   };
   return kTable;
 }

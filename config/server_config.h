@@ -200,6 +200,15 @@ struct ServerConfig {
   // This replica never fails its master over by itself (CLUSTER FAILOVER
   // still may); the cluster sees it flagged nofailover.
   bool cluster_replica_no_failover = false;
+  // Whether keys of read-only commands are still served while the cluster
+  // state is fail (writes get -CLUSTERDOWN ... only accepts read commands).
+  bool cluster_allow_reads_when_down = false;
+  // The replicas a master keeps before one of them may migrate to a master
+  // left without a working replica.
+  uint32_t cluster_migration_barrier = 1;
+  // Whether replicas migrate to orphaned masters, and a master that lost its
+  // last slot becomes a replica of the node that took it.
+  bool cluster_allow_replica_migration = true;
 
   // ACL users, one "<name> <rule> <rule> ..." per entry in Redis's `user`
   // line syntax without the word `user` ("edge on #<sha256> ~edge:*

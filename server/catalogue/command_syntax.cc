@@ -53,6 +53,7 @@ const std::vector<CommandSyntax>& CommandSyntaxTable() {
       {"cluster|countkeysinslot", "slot", "slot:integer"},
       {"cluster|delslots", "slot [slot ...]", "slot:integer"},
       {"cluster|delslotsrange", "start-slot end-slot [start-slot end-slot ...]", "start-slot:integer end-slot:integer"},
+      {"cluster|failover", "[FORCE|TAKEOVER]", ""},
       {"cluster|flushslots", "", ""},
       {"cluster|forget", "node-id", ""},
       {"cluster|getkeysinslot", "slot count", "slot:integer count:integer"},

@@ -233,6 +233,25 @@ class ClusterState {
   // cluster-require-full-coverage (CONFIG SET): recomputes the state.
   void SetRequireFullCoverage(bool require);
 
+  // cluster-allow-reads-when-down (CONFIG SET): whether the routing gate
+  // serves read-only commands while the state is fail.
+  void SetAllowReadsWhenDown(bool allow) {
+    allow_reads_when_down_.store(allow, std::memory_order_relaxed);
+  }
+  bool allow_reads_when_down() const {
+    return allow_reads_when_down_.load(std::memory_order_relaxed);
+  }
+  // cluster-migration-barrier and cluster-allow-replica-migration (CONFIG
+  // SET), read by the bus's cron and receiver.
+  void SetReplicaMigration(uint32_t barrier, bool allow) {
+    migration_barrier_.store(barrier, std::memory_order_relaxed);
+    allow_replica_migration_.store(allow, std::memory_order_relaxed);
+  }
+  uint32_t migration_barrier() const { return migration_barrier_.load(std::memory_order_relaxed); }
+  bool allow_replica_migration() const {
+    return allow_replica_migration_.load(std::memory_order_relaxed);
+  }
+
   // At start-up, before serving: turns the cluster on with `view` (loaded
   // or fresh) and where changes are saved (null: nowhere, as in tests).
   void Enable(ClusterView view, Saver saver);
@@ -290,6 +309,9 @@ class ClusterState {
   ClusterView view_;
   std::atomic<bool> enabled_{false};
   bool require_full_coverage_ = true;  // under mu_
+  std::atomic<bool> allow_reads_when_down_{false};
+  std::atomic<uint32_t> migration_barrier_{1};
+  std::atomic<bool> allow_replica_migration_{true};
   std::atomic<uint64_t> version_{0};
   Saver saver_;
   // Serialises saves; a save of an older version than the last one written

@@ -194,6 +194,7 @@ const char* ToString(BusMessageType type) {
     case BusMessageType::kUpdate: return "update";
     case BusMessageType::kAuthRequest: return "auth-req";
     case BusMessageType::kAuthAck: return "auth-ack";
+    case BusMessageType::kMfStart: return "mfstart";
   }
   return "unknown";
 }

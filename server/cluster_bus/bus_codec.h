@@ -37,7 +37,8 @@
 //                         other bits are a later version's, kept, ignored
 //
 // Types: 0 PING, 1 PONG, 2 MEET (fields 1, 2, 3), 3 UPDATE (1, 2, 4),
-// 4 AUTH_REQUEST and 5 AUTH_ACK (1 and 2 only: a header, as Redis's).
+// 4 AUTH_REQUEST and 5 AUTH_ACK (1 and 2 only: a header, as Redis's),
+// 6 MFSTART (1 and 2 only).
 //
 // Slot ranges rather than Redis's 2,048-byte bitmap: a master of a
 // 100-node cluster holds one or a few ranges, 4 bytes each.

@@ -24,8 +24,11 @@ enum class BusMessageType : uint16_t {
   // master's config epoch, with the election's epoch as currentEpoch.
   kAuthRequest = 4,
   kAuthAck = 5,  // a master's vote for the sender of an AUTH_REQUEST
+  // A replica asks its master to pause writes for CLUSTER FAILOVER
+  // (Redis's MFSTART): a header only.
+  kMfStart = 6,
 };
-inline constexpr uint16_t kBusMessageTypeCount = 6;
+inline constexpr uint16_t kBusMessageTypeCount = 7;
 // Whether a message of this type carries a gossip section (PING, PONG,
 // MEET); UPDATE carries an update instead, the others neither.
 inline constexpr bool BusTypeHasGossip(BusMessageType type) {

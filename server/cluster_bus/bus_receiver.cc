@@ -24,6 +24,23 @@ bool ShouldMeet(const ClusterView& view, const BusGossipEntry& entry) {
   return true;
 }
 
+// With cluster-allow-replica-migration off, myself follows a claimer that
+// emptied its shard only when every slot the claimer claims came from that
+// shard (Redis's clusterUpdateSlotsConfigWith: a master emptied by a
+// reshard toward a node holding other slots stays an empty master).
+// SlotsOfMyShardIfNeeded: what myself's shard holds before the claim (only
+// counted when the setting is off).
+size_t SlotsOfMyShardIfNeeded(const ClusterView& view, const BusLinkContext& link) {
+  if (link.allow_replica_migration) return 0;
+  const int32_t shard = view.me().Has(kNodeMaster) ? view.myself : view.MasterOf(view.myself);
+  return shard == kNoNode ? 0 : view.SlotCount(shard);
+}
+
+bool MayFollowClaimer(const BusLinkContext& link, size_t shard_slots_before,
+                      const BusSlotBitmap& claimed) {
+  return link.allow_replica_migration || claimed.count() == shard_slots_before;
+}
+
 // Whether a claim on `slot` takes it from its owner; *stale_owner is set
 // when the owner's higher epoch keeps it.
 bool ClaimTakes(const ClusterView& view, int32_t claimer, uint64_t claim_epoch, size_t slot,
@@ -283,9 +300,12 @@ BusReceiveResult Process(View* view, const BusMessage& message, const BusLinkCon
       int32_t stale = kNoNode;
       bool took_mine = false;
       bool took_from_my_shard = false;
+      const size_t shard_slots = SlotsOfMyShardIfNeeded(*view, link);
       ApplySlotClaim(view, subject, message.update.config_epoch, message.update.slots, &stale,
                      &took_mine, &took_from_my_shard);
-      const bool follows = FollowClaimerIfShardEmptied(view, subject, took_from_my_shard);
+      const bool follows =
+          MayFollowClaimer(link, shard_slots, message.update.slots) &&
+          FollowClaimerIfShardEmptied(view, subject, took_from_my_shard);
       result.my_claim_changed = took_mine || follows;
     }
     result.save = true;
@@ -299,10 +319,12 @@ BusReceiveResult Process(View* view, const BusMessage& message, const BusLinkCon
       if constexpr (kApply) {
         bool took_mine = false;
         bool took_from_my_shard = false;
+        const size_t shard_slots = SlotsOfMyShardIfNeeded(*view, link);
         ApplySlotClaim(view, sender, message.config_epoch, message.slots, &stale, &took_mine,
                        &took_from_my_shard);
         if (took_mine) result.my_claim_changed = true;
-        if (FollowClaimerIfShardEmptied(view, sender, took_from_my_shard)) {
+        if (MayFollowClaimer(link, shard_slots, message.slots) &&
+            FollowClaimerIfShardEmptied(view, sender, took_from_my_shard)) {
           result.my_claim_changed = true;
         }
       }

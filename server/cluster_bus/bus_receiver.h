@@ -32,6 +32,9 @@ struct BusLinkContext {
   // cluster-node-timeout: failure reports are valid for twice it, and a
   // failed master serving slots is cleared no sooner than twice it.
   int64_t node_timeout_ms = 15'000;
+  // cluster-allow-replica-migration: a master whose last slot moved to a
+  // node holding other slots too becomes its replica only when set.
+  bool allow_replica_migration = true;
 };
 
 struct BusReceiveResult {

@@ -29,6 +29,7 @@ ClusterMessageType CountedType(BusMessageType type) {
     case BusMessageType::kUpdate: return ClusterMessageType::kUpdate;
     case BusMessageType::kAuthRequest: return ClusterMessageType::kAuthReq;
     case BusMessageType::kAuthAck: return ClusterMessageType::kAuthAck;
+    case BusMessageType::kMfStart: return ClusterMessageType::kMfStart;
   }
   return ClusterMessageType::kPing;
 }
@@ -162,6 +163,7 @@ void ClusterBus::OnMessage(const std::shared_ptr<BusLink>& link, const BusMessag
   if (link->direction() == BusLink::Direction::kTo) context.outbound_node_id = link->node_id();
   context.announce_ip_set = !options_.announce_ip.empty();
   context.node_timeout_ms = options_.node_timeout_ms;
+  context.allow_replica_migration = state_->allow_replica_migration();
   if (!message.fail_about.empty()) state_->counters().CountReceived(ClusterMessageType::kFail);
   std::string failure;
   const BusReceiveResult result = ReceiveBusMessage(
@@ -199,6 +201,10 @@ void ClusterBus::OnMessage(const std::shared_ptr<BusLink>& link, const BusMessag
   }
   if (message.type == BusMessageType::kPing || message.type == BusMessageType::kMeet) {
     SendHeartbeat(link, BusMessageType::kPong);
+  }
+  if (message.type == BusMessageType::kMfStart) OnMfStart(result.sender_id);
+  if ((message.message_flags & kBusMessagePaused) != 0 && manual_failover_.in_progress()) {
+    OnPausedMaster(message);
   }
   if (result.update_about) SendUpdate(link, *result.update_about);
   if (!result.fail_broadcast.empty()) {
@@ -281,6 +287,8 @@ void ClusterBus::SendHeartbeat(const std::shared_ptr<BusLink>& link, BusMessageT
     });
   }
   if (options_.repl_offset) message.repl_offset = options_.repl_offset();
+  // Redis's CLUSTERMSG_FLAG0_PAUSED: a master paused for a manual failover.
+  if (manual_failover_.SaysPaused(now)) message.message_flags |= kBusMessagePaused;
   message.fail_about = fail_about;
   if (!fail_about.empty()) state_->counters().CountSent(ClusterMessageType::kFail);
   Send(link, message);
@@ -306,6 +314,8 @@ uint64_t ClusterBus::MyClaimDigest() {
     };
     mix(view.me().config_epoch);
     mix(view.me().flags);
+    // Whom a replica follows: a failover or a migration is heard at once.
+    mix(std::hash<std::string>{}(view.me().master_id));
     for (size_t slot = 0; slot < view.owner.size(); ++slot) {
       if (view.owner[slot] == view.myself) mix(slot);
     }
@@ -460,7 +470,9 @@ void ClusterBus::Cron() {
     }
   }
 
+  ManualFailoverCron(now);
   HandleElection();
+  ReplicaMigrationCron(now);
   FollowMyMaster();
 
   std::lock_guard lock(ban_mu_);
@@ -658,6 +670,112 @@ bool ClusterBus::StartManualElection(int64_t deadline_ms) {
     HandleElection();
   });
   return true;
+}
+
+void ClusterBus::UnpauseWrites() {
+  if (options_.unpause_writes) options_.unpause_writes();
+}
+
+void ClusterBus::StartManualFailover(bool force) {
+  bus::asio::post(loop_, [this, force] {
+    if (manual_failover_.StartOnReplica(force, NowMs())) UnpauseWrites();
+    if (force) return;
+    // Redis's clusterSendMFStart: a header, to the master's link.
+    std::string master_id;
+    BusMessage message;
+    state_->Read([&](const ClusterView& view) {
+      const int32_t master = view.MasterOf(view.myself);
+      if (master == kNoNode) return 0;
+      master_id = view.nodes[static_cast<size_t>(master)].id;
+      message = DescribeMyself(view, BusMessageType::kMfStart, options_.announce_ip);
+      return 0;
+    });
+    auto it = to_links_.find(master_id);
+    if (master_id.empty() || it == to_links_.end() || !it->second->connected()) return;
+    Send(it->second, message);
+  });
+}
+
+void ClusterBus::OnMfStart(const std::string& sender_id) {
+  // Only from a replica of myself, a master (Redis's MFSTART handling).
+  const bool mine = state_->Read([&](const ClusterView& view) {
+    const int32_t sender = view.Find(sender_id);
+    return view.me().Has(kNodeMaster) && sender != kNoNode &&
+           view.nodes[static_cast<size_t>(sender)].Has(kNodeSlave) &&
+           view.nodes[static_cast<size_t>(sender)].master_id == view.me().id;
+  });
+  if (!mine) return;
+  const int64_t pause_end = manual_failover_.StartOnMaster(sender_id, NowMs());
+  spdlog::info("Manual failover requested by replica {}.", sender_id);
+  if (options_.pause_writes) options_.pause_writes(pause_end);
+}
+
+void ClusterBus::OnPausedMaster(const BusMessage& message) {
+  const bool from_my_master = state_->Read([&](const ClusterView& view) {
+    const int32_t master = view.MasterOf(view.myself);
+    return master != kNoNode && view.nodes[static_cast<size_t>(master)].id == message.sender_id;
+  });
+  if (from_my_master) manual_failover_.OnMasterPaused(message.repl_offset);
+}
+
+void ClusterBus::ResetManualFailover() {
+  bus::asio::post(loop_, [this] {
+    if (manual_failover_.Reset()) UnpauseWrites();
+  });
+}
+
+void ClusterBus::ManualFailoverCron(int64_t now_ms) {
+  if (!manual_failover_.in_progress()) return;
+  const bool i_am_master =
+      state_->Read([](const ClusterView& view) { return view.me().Has(kNodeMaster); });
+  const uint64_t offset = options_.repl_offset ? options_.repl_offset() : 0;
+  const ManualFailover::Step step = manual_failover_.Tick(now_ms, i_am_master, offset);
+  if (step.timed_out) spdlog::warn("Manual failover timed out.");
+  if (step.unpause_writes) UnpauseWrites();
+  // Redis's clusterHandleManualFailover: caught up (or FORCE), the
+  // election starts at once with FORCEACK, until the failover's deadline.
+  if (step.start_election) {
+    spdlog::warn("All master replication stream processed, manual failover can start.");
+    if (!StartManualElection(manual_failover_.end_ms())) {
+      spdlog::warn("Manual failover: no election, myself is no replica of a master with slots.");
+    }
+  }
+  // A paused master tells its replica its final offset at every tick
+  // rather than waiting for the next regular PING.
+  if (manual_failover_.SaysPaused(now_ms)) {
+    auto it = to_links_.find(manual_failover_.replica_id());
+    if (it != to_links_.end() && it->second->connected()) {
+      SendHeartbeat(it->second, BusMessageType::kPing);
+    }
+  }
+}
+
+void ClusterBus::ReplicaMigrationCron(int64_t now_ms) {
+  const uint32_t barrier = state_->migration_barrier();
+  const bool allow = state_->allow_replica_migration();
+  std::string target;
+  state_->Read([&](const ClusterView& view) {
+    const int32_t index = ReplicaMigrationTarget(view, barrier, allow, now_ms, &migration_memory_);
+    if (index != kNoNode) target = view.nodes[static_cast<size_t>(index)].id;
+    return 0;
+  });
+  if (target.empty()) return;
+  bool moved = false;
+  state_->Update([&](ClusterView& view) {
+    const int32_t index = view.Find(target);
+    ClusterNode& me = view.me();
+    if (index == kNoNode || !me.Has(kNodeSlave) ||
+        !view.nodes[static_cast<size_t>(index)].Has(kNodeMaster)) {
+      return false;
+    }
+    me.master_id = target;
+    moved = true;
+    return true;
+  });
+  if (!moved) return;
+  spdlog::info("Migrating to orphaned master {}", target);
+  if (manual_failover_.Reset()) UnpauseWrites();
+  migration_memory_.orphaned_since_ms.clear();
 }
 
 MeetOutcome ClusterBus::Meet(std::string_view ip_text, uint16_t port, uint16_t cport) {

@@ -34,6 +34,8 @@
 #include "server/cluster_bus/bus_link.h"
 #include "server/cluster_bus/bus_receiver.h"
 #include "server/cluster_bus/replica_election.h"
+#include "server/cluster_bus/manual_failover.h"
+#include "server/cluster_bus/replica_migration.h"
 
 namespace bloomgate {
 
@@ -65,6 +67,11 @@ struct ClusterBusOptions {
   // What a replica's election reads each cron tick (config and the
   // replication link's age). Null: Redis's defaults and a data age of 0.
   std::function<ElectionSettings()> election_settings;
+  // A master's side of CLUSTER FAILOVER: client writes wait until end_ms
+  // (unix ms), then unpaused when the failover ends (CLIENT PAUSE WRITE's
+  // machinery). Null: never paused.
+  std::function<void(int64_t end_ms)> pause_writes;
+  std::function<void()> unpause_writes;
 };
 
 // One row of CLUSTER LINKS (Redis 7.0's fields).
@@ -122,6 +129,13 @@ class ClusterBus {
   // False, nothing started, when myself is not a replica of a known
   // master serving slots or the bus is not running. Any thread.
   bool StartManualElection(int64_t deadline_ms);
+  // CLUSTER FAILOVER [FORCE] on a replica whose master is known (the
+  // command checked it): the handshake with the master (default) or the
+  // election at once (FORCE) runs on the bus's loop, given up after
+  // kManualFailoverTimeoutMs.
+  void StartManualFailover(bool force);
+  // Ends a manual failover in progress (TAKEOVER replaced the master).
+  void ResetManualFailover();
 
  private:
   void Cron();
@@ -140,7 +154,7 @@ class ClusterBus {
   void Send(const std::shared_ptr<BusLink>& link, const BusMessage& message);
   // `unreachable`: an outbound link closed before it ever connected.
   void SetLinkConnected(const std::string& node_id, bool connected, bool unreachable = false);
-  // A digest of myself's claim (config epoch and owned slots); a change
+  // A digest of myself's claim (config epoch, role, master, owned slots); a change
   // makes the next cron PONG every peer.
   uint64_t MyClaimDigest();
   // A replica's link to its master's address (follow_master).
@@ -157,6 +171,15 @@ class ClusterBus {
   void BroadcastPong(const std::set<std::string>* only = nullptr);
   // cluster-replica-no-failover, as myself's nofailover flag.
   void SyncNoFailoverFlag(bool no_failover);
+  // The manual failover's cron step (manual_failover.h).
+  void ManualFailoverCron(int64_t now_ms);
+  // A replica's move to an orphaned master (replica_migration.h).
+  void ReplicaMigrationCron(int64_t now_ms);
+  void UnpauseWrites();
+  // MFSTART from `sender_id`: pause writes if it is a replica of myself.
+  void OnMfStart(const std::string& sender_id);
+  // A message flagged PAUSED: its offset, if it is from myself's master.
+  void OnPausedMaster(const BusMessage& message);
 
   ClusterState* state_;
   ClusterBusOptions options_;
@@ -177,6 +200,8 @@ class ClusterBus {
   std::string followed_;  // "host:port" last given to follow_master
   ReplicaElection election_;
   ElectionWait logged_wait_ = ElectionWait::kNone;
+  ManualFailover manual_failover_;
+  ReplicaMigrationMemory migration_memory_;
 
   std::mutex ban_mu_;
   std::map<std::string, int64_t, std::less<>> banned_until_ms_;

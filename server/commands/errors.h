@@ -581,6 +581,16 @@ inline constexpr std::string_view kTryAgain =
     "TRYAGAIN Multiple keys request during rehashing of slot";
 inline constexpr std::string_view kClusterDown = "CLUSTERDOWN The cluster is down";
 inline constexpr std::string_view kSlotNotServed = "CLUSTERDOWN Hash slot not served";
+// cluster-allow-reads-when-down: a write while the cluster is down.
+inline constexpr std::string_view kClusterDownReadOnly =
+    "CLUSTERDOWN The cluster is down and only accepts read commands";
+// CLUSTER FAILOVER (Redis 7.0's texts).
+inline constexpr std::string_view kFailoverOnMaster =
+    "ERR You should send CLUSTER FAILOVER to a replica";
+inline constexpr std::string_view kFailoverMasterUnknown =
+    "ERR I'm a replica but my master is unknown to me";
+inline constexpr std::string_view kFailoverMasterDown =
+    "ERR Master is down or failed, please use CLUSTER FAILOVER FORCE";
 inline std::string SlotAlreadyUnassigned(int slot) {
   return "ERR Slot " + std::to_string(slot) + " is already unassigned";
 }

@@ -118,6 +118,9 @@ std::optional<std::string> ServerContext::LoadConfiguredUsers(
 void ServerContext::ApplyConfig(const ServerConfig& current) {
   if (replication) replication->ApplyConfig(current);
   cluster.SetRequireFullCoverage(current.cluster_require_full_coverage);
+  cluster.SetAllowReadsWhenDown(current.cluster_allow_reads_when_down);
+  cluster.SetReplicaMigration(current.cluster_migration_barrier,
+                              current.cluster_allow_replica_migration);
   acl.ApplyRequirepass(current.requirepass);
   acl.SetPubSubDefault(current.acl_pubsub_default_all_channels);
   acl_log.SetMaxEntries(current.acllog_max_len);

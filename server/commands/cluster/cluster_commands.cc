@@ -11,6 +11,7 @@
 #include "server/cluster/cluster_state.h"
 #include "server/commands/arg_parser.h"
 #include "server/commands/cluster/cluster_bus_commands.h"
+#include "server/commands/cluster/cluster_failover_command.h"
 #include "server/commands/cluster/slot_keys_commands.h"
 #include "server/commands/command_context.h"
 #include "server/commands/errors.h"
@@ -718,6 +719,7 @@ std::vector<CommandSpec> ClusterCommands() {
   // Other rooms' CLUSTER rows join here, one line each.
   std::ranges::move(ClusterBusSubcommands(), std::back_inserter(subcommands));
   std::ranges::move(ClusterSlotKeysSubcommands(), std::back_inserter(subcommands));
+  std::ranges::move(ClusterFailoverSubcommands(), std::back_inserter(subcommands));
   CommandSpec help = HelpSubcommand("cluster", "5.0.0");
   help.handler = CmdClusterHelp;
   subcommands.push_back(std::move(help));

@@ -51,6 +51,7 @@ bool ClusterServes(ServerContext& server, const ClientState& client,
   // RESTORE-ASKING is Redis's one command flagged ASKING: what MIGRATE sends.
   const bool asking = client.cluster_asking ||
                       (commands.size() == 1 && commands[0].spec->full_name == "restore-asking");
+  const bool allow_reads_when_down = server.cluster.allow_reads_when_down();
   return server.cluster.Read([&](const ClusterView& view) {
     const int32_t owner = view.owner[slot];
     if (owner == kNoNode) {
@@ -59,9 +60,17 @@ bool ClusterServes(ServerContext& server, const ClientState& client,
     }
     const bool migrating = owner == view.myself && view.migrating_to[slot] != kNoNode;
     const bool importing = !migrating && view.importing_from[slot] != kNoNode;
+    // A cluster down serves nothing, or with cluster-allow-reads-when-down
+    // only reads (Redis 7.0's getNodeByQuery).
     if (!view.state_ok) {
-      *error = errors::kClusterDown;
-      return false;
+      if (!allow_reads_when_down) {
+        *error = errors::kClusterDown;
+        return false;
+      }
+      if (write) {
+        *error = errors::kClusterDownReadOnly;
+        return false;
+      }
     }
     // MIGRATE moves the keys of an open slot itself: it runs here, whichever
     // of them are still here (Redis's rule).

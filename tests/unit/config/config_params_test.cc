@@ -89,7 +89,8 @@ TEST(ConfigParams, TableHasOneRowPerSettingWithRedisStyleNames) {
                        "replica-announced", "min-replicas-to-write", "min-replicas-max-lag",
                        "cluster-enabled", "cluster-config-file", "cluster-port", "cluster-node-timeout", "cluster-announce-ip",
                        "cluster-require-full-coverage", "cluster-replica-validity-factor",
-                       "cluster-replica-no-failover"}));
+                       "cluster-replica-no-failover", "cluster-allow-reads-when-down",
+                       "cluster-migration-barrier", "cluster-allow-replica-migration"}));
 }
 
 TEST(ConfigParams, EveryRowHasADescriptionHintSetterAndGetter) {
@@ -246,6 +247,9 @@ TEST(SetConfigValue, EachKeySetsItsField) {
       {"cluster-require-full-coverage", "no", "no"},
       {"cluster-replica-validity-factor", "0", "0"},
       {"cluster-replica-no-failover", "yes", "yes"},
+      {"cluster-allow-reads-when-down", "yes", "yes"},
+      {"cluster-migration-barrier", "3", "3"},
+      {"cluster-allow-replica-migration", "no", "no"},
   };
   // Rows with one accepted value, the default: what a Redis client asks for,
   // answered (RowsWithOneValueRefuseEveryOther).

@@ -55,7 +55,8 @@ BusDecodeStatus Decode(const std::string& bytes, BusMessage* m = nullptr) {
 TEST(BusCodec, RoundTripsEveryType) {
   for (BusMessageType type :
        {BusMessageType::kPing, BusMessageType::kPong, BusMessageType::kMeet,
-        BusMessageType::kUpdate, BusMessageType::kAuthRequest, BusMessageType::kAuthAck}) {
+        BusMessageType::kUpdate, BusMessageType::kAuthRequest, BusMessageType::kAuthAck,
+        BusMessageType::kMfStart}) {
     BusMessage m = SamplePing();
     m.type = type;
     if (!BusTypeHasGossip(type)) m.gossip.clear();
@@ -136,7 +137,7 @@ TEST(BusCodec, RefusesAnotherVersion) {
 
 TEST(BusCodec, RefusesAnUnknownType) {
   std::string bytes = Encode(SamplePing());
-  bytes[6] = '\x06';
+  bytes[6] = '\x07';
   Reseal(&bytes);
   EXPECT_EQ(Decode(bytes), BusDecodeStatus::kUnknownType);
 }
@@ -241,11 +242,12 @@ TEST(BusCodec, CarriesAFailAboutANode) {
             BusDecodeStatus::kMalformed);
 }
 
-// AUTH_REQUEST and AUTH_ACK are a header only: sender and slots, as
-// Redis's carry no gossip.
+// AUTH_REQUEST, AUTH_ACK and MFSTART are a header only: sender and
+// slots, as Redis's carry no gossip.
 TEST(BusCodec, AuthMessagesAreAHeaderOnly) {
   const Fields f = SampleFields();
-  for (BusMessageType type : {BusMessageType::kAuthRequest, BusMessageType::kAuthAck}) {
+  for (BusMessageType type :
+       {BusMessageType::kAuthRequest, BusMessageType::kAuthAck, BusMessageType::kMfStart}) {
     BusMessage m;
     ASSERT_EQ(Decode(Message(type, Field(1, f.sender) + Field(2, f.slots)), &m),
               BusDecodeStatus::kOk);

@@ -289,6 +289,66 @@ TEST_F(ClusterCommandsTest, AnUnservedSlotOrAFailedStateIsClusterDown) {
   EXPECT_EQ(s.Run({"BF.ADD", KeyInSlot(100), "x"}), Int(1));
 }
 
+// cluster-allow-reads-when-down: with the state fail, reads of owned slots
+// are served and writes refused with Redis's read-only text; a transaction
+// holding a write is refused whole.
+TEST_F(ClusterCommandsTest, AllowReadsWhenDownServesOnlyReads) {
+  AddPeerOwningTheRest();
+  Session s(server_.get());
+  const std::string key = KeyInSlot(100);
+  EXPECT_EQ(s.Run({"BF.ADD", key, "x"}), Int(1));
+  server_->cluster.Update([](ClusterView& view) {
+    view.nodes[static_cast<size_t>(view.Find(kPeer))].flags |= kNodeFail;
+    return true;
+  });
+  EXPECT_EQ(s.Run({"BF.EXISTS", key, "x"}), Err(errors::kClusterDown));
+  EXPECT_EQ(s.Run({"CONFIG", "GET", "cluster-allow-reads-when-down"}),
+            Arr(2) + Bulk("cluster-allow-reads-when-down") + Bulk("no"));
+  EXPECT_EQ(s.Run({"CONFIG", "SET", "cluster-allow-reads-when-down", "yes"}), kOk);
+  EXPECT_EQ(s.Run({"BF.EXISTS", key, "x"}), Int(1));
+  EXPECT_EQ(s.Run({"BF.ADD", key, "y"}), Err(errors::kClusterDownReadOnly));
+  EXPECT_EQ(s.Run({"MULTI"}), kOk);
+  EXPECT_EQ(s.Run({"BF.EXISTS", key, "x"}), Simple("QUEUED"));
+  EXPECT_EQ(s.Run({"BF.ADD", key, "y"}), Err(errors::kClusterDownReadOnly));
+  EXPECT_EQ(s.Run({"EXEC"}),
+            Err("EXECABORT Transaction discarded because of previous errors."));
+  EXPECT_EQ(s.Run({"CONFIG", "SET", "cluster-allow-reads-when-down", "no"}), kOk);
+  EXPECT_EQ(s.Run({"BF.EXISTS", key, "x"}), Err(errors::kClusterDown));
+}
+
+// CLUSTER FAILOVER's checks, Redis's texts in its order; without a bus
+// (an in-process server) an accepted one says the bus is down.
+TEST_F(ClusterCommandsTest, FailoverChecksRoleMasterAndItsHealth) {
+  AddPeerOwningTheRest();
+  Session s(server_.get());
+  EXPECT_EQ(s.Run({"CLUSTER", "FAILOVER", "NOW"}), Err(errors::kSyntax));
+  EXPECT_EQ(s.Run({"CLUSTER", "FAILOVER"}), Err(errors::kFailoverOnMaster));
+  EXPECT_EQ(s.Run({"CLUSTER", "FAILOVER", "TAKEOVER"}), Err(errors::kFailoverOnMaster));
+  EXPECT_EQ(s.Run({"CLUSTER", "FAILOVER", "FORCE", "X"}), WrongArity("cluster|failover"));
+  server_->cluster.Update([](ClusterView& view) {
+    for (int32_t& owner : view.owner) {
+      if (owner == view.myself) owner = view.Find(kPeer);
+    }
+    view.me().flags = (view.me().flags & ~kNodeMaster) | kNodeSlave;
+    view.me().master_id = std::string(40, 'f');
+    return true;
+  });
+  EXPECT_EQ(s.Run({"CLUSTER", "FAILOVER", "FORCE"}), Err(errors::kFailoverMasterUnknown));
+  server_->cluster.Update([](ClusterView& view) {
+    view.me().master_id = std::string(kPeer);
+    view.nodes[static_cast<size_t>(view.Find(kPeer))].flags |= kNodePFail;
+    return true;
+  });
+  EXPECT_EQ(s.Run({"CLUSTER", "FAILOVER"}), Err(errors::kFailoverMasterDown));
+  EXPECT_EQ(s.Run({"CLUSTER", "FAILOVER", "force"}), Err(errors::kClusterBusDown));
+  server_->cluster.Update([](ClusterView& view) {
+    view.nodes[static_cast<size_t>(view.Find(kPeer))].flags &= ~kNodePFail;
+    view.nodes[static_cast<size_t>(view.Find(kPeer))].link_connected = false;
+    return true;
+  });
+  EXPECT_EQ(s.Run({"CLUSTER", "FAILOVER"}), Err(errors::kFailoverMasterDown));
+}
+
 TEST_F(ClusterCommandsTest, AMigratingSlotAsksForMissingKeys) {
   AddPeerOwningTheRest();
   Session s(server_.get());
