@@ -476,11 +476,12 @@ class SlotSampler(threading.Thread):
     slot on two lines of CLUSTER NODES, or on two ranges of CLUSTER SLOTS,
     or CLUSTER SLOTS and CLUSTER NODES naming different owners, is recorded
     in `view_errors`. Across the views of one round, two nodes that each say
-    (myself,master) they serve one slot: a node just SIGCONTed (in
-    `resumed`, {port: monotonic time}) may still say so under its old
-    config epoch until the first ping it reads tells it otherwise, as a
-    Redis node does; that is recorded in `stale_claims` as (seconds after
-    its SIGCONT, slot, its port, its epoch, the other's port and epoch).
+    (myself,master) they serve one slot: a node just SIGCONTed, restarted
+    or replaced by CLUSTER FAILOVER (in `resumed`, {port: monotonic time})
+    may still say so under its old config epoch until the first ping it
+    reads tells it otherwise, as a Redis node does; that is recorded in
+    `stale_claims` as (seconds after that time, slot, its port, its epoch,
+    the other's port and epoch).
     Any other double claim, or one under equal epochs, is recorded in
     `dual_masters` as (time, slot, ports, epochs)."""
 

@@ -279,6 +279,9 @@ class ClusterFailoverTest(unittest.TestCase):
     def test_3_cluster_failover_under_load_loses_nothing(self):
         master, master_id, slots, replica = self.a_master(2)
         started = time.monotonic()
+        # The master, paused for writes, says it serves its slots (under its
+        # older epoch) until the new master's PONG reaches it.
+        self.sampler.resumed[master.port] = started
         try:
             reply = fs.node_client(replica, timeout_s=10).execute_command("CLUSTER", "FAILOVER")
         except redis.exceptions.ResponseError as e:
