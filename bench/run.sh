@@ -134,6 +134,12 @@ if [[ $mode == smoke ]]; then
   # redis-benchmark --cluster; fails if a key is missing after a move or a node dies.
   run_logged "$out/cluster.txt" /usr/bin/python3 bench/cluster_bench.py --smoke --bin "$bin"
   tail -n 1 "$out/cluster.txt"
+  echo "== cluster_failover_bench.py --smoke (output in $out)"
+  # Six nodes: one kill -9, one SIGSTOP and one CLUSTER FAILOVER under two
+  # writers, 2 s bus windows (~30 s); fails if a manual failover loses a write.
+  run_logged "$out/cluster-failover.txt" /usr/bin/python3 bench/cluster_failover_bench.py \
+    --smoke --bin "$bin"
+  tail -n 6 "$out/cluster-failover.txt"
   echo "bench smoke: OK ($((SECONDS - started)) s)"
   exit 0
 fi

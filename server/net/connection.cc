@@ -1,6 +1,9 @@
 #include "server/net/connection.h"
 
 #include <spdlog/spdlog.h>
+#include <sys/socket.h>
+
+#include <cerrno>
 
 #include <algorithm>
 #include <chrono>
@@ -677,12 +680,15 @@ void StreamConnection<Stream>::ParkForPause() {
   socket().async_wait(tcp::socket::wait_read, [self, generation](
                                                   const boost::system::error_code& ec) {
     if (ec || !self->paused_ || self->pause_generation_ != generation) return;
+    // Never a blocking peek on the loop: asio's receive() on a socket the
+    // user has not set non-blocking polls until data comes when the
+    // readiness it was woken for is gone, stalling every client of this loop
+    // until the parked one sends something.
     char byte = 0;
-    boost::system::error_code peek_error;
-    size_t peeked =
-        self->socket().receive(asio::buffer(&byte, 1), tcp::socket::message_peek, peek_error);
-    if (peek_error == asio::error::would_block) return;
-    if (peek_error || peeked == 0) self->Close();
+    const ssize_t peeked =
+        ::recv(self->socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (peeked < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
+    if (peeked <= 0) self->Close();
   });
 }
 

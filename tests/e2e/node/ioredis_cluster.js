@@ -5,10 +5,12 @@
 // Ops: call (cluster.call), batch (commands sent at once, each routed on its
 // own), pipeline (its explicit pipeline, which must stay on one node), multi
 // (MULTI/EXEC), bench (bench_direct: a plain client to one node).
+// write_wait: a write, then WAIT on the connection that ran it (see writeWait).
 // Not enableAutoPipelining: it groups call()'s commands by the slot of their
 // first argument, the command's name, not its key.
 'use strict';
 const Redis = require('ioredis');
+const calculateSlot = require('cluster-key-slot');
 const { serve, timeRequests } = require('./line_driver');
 
 const [host, port] = process.argv[2].split(':');
@@ -17,6 +19,8 @@ const cluster = new Redis.Cluster([{ host, port: Number(port) }], {
   redisOptions: { connectTimeout: 5000, maxRetriesPerRequest: 1 },
 });
 cluster.on('error', (err) => process.stderr.write(`cluster error: ${err.message}\n`));
+let refreshes = 0;
+cluster.on('refresh', () => { refreshes += 1; });
 
 function send({ args }) {
   return cluster.call(...args.map(String));
@@ -30,7 +34,34 @@ async function batch(commands) {
   return settled.map((s) => (s.status === 'fulfilled' ? s.value : { error: s.reason.message }));
 }
 
+// The write goes in one pipeline behind EXISTS of its key, a command ioredis
+// routes by key, so the pipeline goes to the key's node and is sent again
+// where -MOVED says. WAIT counts only the writes of its own connection: it
+// goes to the node the slot map named when the write was sent, and only
+// when neither a -MOVED nor a refresh changed that map meanwhile (else the
+// write may have run elsewhere, and `waited` is null: unknown). Without
+// `replicas` there is no WAIT (`waited` null).
+async function writeWait({ key, args, replicas, timeout }) {
+  const slot = calculateSlot(key);
+  const owner = () => (cluster.slots[slot] || [])[0];
+  const before = { node: owner(), refreshes };
+  const results = await cluster.pipeline([['exists', key], ['call', ...args.map(String)]]).exec();
+  const [err, reply] = results[1];
+  if (err) throw err;
+  const node = owner();
+  if (replicas === undefined || replicas === null) return { reply, node: node || null, waited: null };
+  if (node === undefined || node !== before.node || refreshes !== before.refreshes) {
+    return { reply, node: node || null, waited: null };
+  }
+  const instance = cluster.connectionPool.getInstanceByKey(node);
+  if (!instance) return { reply, node, waited: null };
+  // Refused (the node was demoted meanwhile): the write stands, unwaited.
+  const waited = await instance.call('WAIT', String(replicas), String(timeout)).catch(() => 0);
+  return { reply, node, waited };
+}
+
 const handlers = {
+  write_wait: (r) => writeWait(r),
   call: (r) => send(r),
   batch: (r) => batch(r.commands),
   pipeline: async (r) => replies(await cluster.pipeline(r.commands.map((c) => ['call', ...c.args.map(String)])).exec()),
