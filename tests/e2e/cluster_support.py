@@ -14,6 +14,7 @@ whatever state the test left it in. RedirectingClient routes commands as
 Redis Cluster clients do (-MOVED, -ASK) and counts every redirect.
 """
 import os
+import signal
 import shutil
 import subprocess
 import tempfile
@@ -331,5 +332,14 @@ def create_for_class(test_class, prefix, nodes, *create_args, node_timeout_ms=NO
 
 
 def stop_for_class(test_class):
+    # A node a test stopped (SIGSTOP) and failed to continue cannot stop.
+    for node in test_class.cluster.nodes:
+        if node.alive():
+            os.kill(node.proc.pid, signal.SIGCONT)
     test_class.cluster.stop()
     test_class.tmp.cleanup()
+
+
+def info_fields(client, section):
+    """INFO's section as redis-py parses it, every value as text."""
+    return {k: str(v) for k, v in client.info(section).items()}

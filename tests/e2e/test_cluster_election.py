@@ -28,7 +28,8 @@ import unittest
 import redis
 
 from harness import wait_until
-from cluster_support import REDIS_CLI, LocalCluster, cli, key_slot, node_lines, slot_owners
+from cluster_support import (REDIS_CLI, LocalCluster, cli, key_slot, node_lines, slot_owners,
+                             stop_for_class)
 
 NODE_TIMEOUT_MS = 1000
 TIMEOUT_S = NODE_TIMEOUT_MS / 1000
@@ -59,11 +60,7 @@ class ClusterElectionTest(unittest.TestCase):
 
     @classmethod
     def tearDownClass(cls):
-        for node in cls.nodes:
-            if node.alive():
-                os.kill(node.proc.pid, signal.SIGCONT)  # a stopped node cannot stop
-        cls.cluster.stop()
-        cls.tmp.cleanup()
+        stop_for_class(cls)
 
     def client(self, node):
         return node.client(decode_responses=True)

@@ -33,9 +33,6 @@ class ClusterFailureTest(unittest.TestCase):
 
     @classmethod
     def tearDownClass(cls):
-        for node in cls.nodes:
-            if node.alive():
-                os.kill(node.proc.pid, signal.SIGCONT)  # a stopped node cannot stop
         stop_for_class(cls)
 
     def client(self, node):

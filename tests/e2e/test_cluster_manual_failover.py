@@ -27,7 +27,7 @@ import unittest
 
 from harness import RespError, wait_until
 from cluster_support import (NODE_TIMEOUT_MS, REDIS_CLI, RedirectingClient, create_for_class,
-                             key_in_slot, node_lines, stop_for_class)
+                             info_fields, key_in_slot, node_lines, stop_for_class)
 
 TIMEOUT_S = NODE_TIMEOUT_MS / 1000
 # Roles agreed after a failover: a PONG broadcast, the old master's
@@ -45,9 +45,6 @@ MIGRATION_DELAY_S = 5.0
 CLEAR_DEADLINE_S = 8 * TIMEOUT_S
 
 
-def info_fields(client, section):
-    return {k: str(v) for k, v in client.info(section).items()}
-
 
 @unittest.skipIf(REDIS_CLI is None, "redis-cli is not installed")
 class ClusterManualFailoverTest(unittest.TestCase):
@@ -57,9 +54,6 @@ class ClusterManualFailoverTest(unittest.TestCase):
 
     @classmethod
     def tearDownClass(cls):
-        for node in cls.nodes:
-            if node.alive():
-                os.kill(node.proc.pid, signal.SIGCONT)  # a stopped node cannot stop
         stop_for_class(cls)
 
     def client(self, node):

@@ -13,15 +13,12 @@ INFO replication); redis-cli runs as a subprocess with one.
 import unittest
 
 from harness import wait_until
-from cluster_support import REDIS_CLI, cli, create_for_class, node_lines, stop_for_class
+from cluster_support import (REDIS_CLI, cli, create_for_class, info_fields, node_lines,
+                             stop_for_class)
 
 AGREE_DEADLINE_S = 30.0
 SYNC_DEADLINE_S = 30.0
 
-
-def info_fields(client, section):
-    """INFO's section as redis-py parses it, every value as text."""
-    return {k: str(v) for k, v in client.info(section).items()}
 
 
 @unittest.skipIf(REDIS_CLI is None, "redis-cli is not installed")
