@@ -293,14 +293,13 @@ int main(int argc, char** argv) {
       settings.data_age_ms = context.replication->DataAgeMs(NowMs());
       return settings;
     };
-    // As CLIENT PAUSE WRITE and CLIENT UNPAUSE do: expiry (a write) is held too.
+    // The failover's own pause (Redis's PAUSE_DURING_FAILOVER): its end
+    // leaves a client's CLIENT PAUSE in place, and CLIENT UNPAUSE leaves it.
     bus_options.pause_writes = [&context](int64_t end_ms) {
-      context.pause.Pause(PauseMode::kWrite, end_ms, NowMs());
-      context.keyspace.HoldExpiry(context.pause.end_ms());
+      context.PauseClients(PausePurpose::kFailover, PauseMode::kWrite, end_ms, NowMs());
     };
     bus_options.unpause_writes = [&context] {
-      context.keyspace.HoldExpiry(0);
-      context.pause.Unpause();
+      context.UnpauseClients(PausePurpose::kFailover);
     };
     cluster_bus = std::make_unique<ClusterBus>(&context.cluster, std::move(bus_options));
     if (!cluster_bus->Start(&error)) {

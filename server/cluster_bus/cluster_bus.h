@@ -69,7 +69,8 @@ struct ClusterBusOptions {
   std::function<ElectionSettings()> election_settings;
   // A master's side of CLUSTER FAILOVER: client writes wait until end_ms
   // (unix ms), then unpaused when the failover ends (CLIENT PAUSE WRITE's
-  // machinery). Null: never paused.
+  // machinery, as a pause of its own: CLIENT UNPAUSE leaves it, and its end
+  // leaves a client's). Null: never paused.
   std::function<void(int64_t end_ms)> pause_writes;
   std::function<void()> unpause_writes;
 };

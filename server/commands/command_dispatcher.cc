@@ -89,7 +89,8 @@ void FeedMonitors(ServerContext& server, const ClientState& client, const Comman
       server.client_output_buffer_limit());
 }
 
-// Whether CLIENT PAUSE holds this command now. WRITE: rows that may write,
+// Whether the strictest pause in force (CLIENT PAUSE's, a manual failover's)
+// holds this command now. WRITE: rows that may write,
 // and EXEC of a transaction that queued one; ALL: everything but CLIENT
 // UNPAUSE (Redis 7 holds that too, so only the timeout could end a pause
 // ALL; Bloomgate lets the operator end it).

@@ -115,6 +115,30 @@ std::optional<std::string> ServerContext::LoadConfiguredUsers(
   return std::nullopt;
 }
 
+void ServerContext::PauseClients(PausePurpose purpose, PauseMode mode, int64_t end_ms,
+                                 int64_t now_ms) {
+  pause.Pause(purpose, mode, end_ms, now_ms);
+  HoldExpiryForPauses();
+}
+
+void ServerContext::UnpauseClients(PausePurpose purpose) {
+  pause.Unpause(purpose);
+  HoldExpiryForPauses();
+}
+
+void ServerContext::HoldExpiryForPauses() {
+  // A client's PAUSE and the failover's may change on two threads at once:
+  // store until the end read back is still the pause's, so the last store
+  // is never a stale end read before the other thread's change.
+  int64_t end_ms = pause.end_ms();
+  for (;;) {
+    keyspace.HoldExpiry(end_ms);
+    const int64_t now_end_ms = pause.end_ms();
+    if (now_end_ms == end_ms) return;
+    end_ms = now_end_ms;
+  }
+}
+
 void ServerContext::ApplyConfig(const ServerConfig& current) {
   if (replication) replication->ApplyConfig(current);
   cluster.SetRequireFullCoverage(current.cluster_require_full_coverage);

@@ -69,6 +69,11 @@ class ServerContext {
   // (memory caps, the default user's requirepass); called at start-up and
   // after CONFIG SET.
   void ApplyConfig(const ServerConfig& config);
+  // Pauses clients for `purpose` (CLIENT PAUSE, a manual failover) or ends
+  // that purpose's pause only; either way expiry (a write) stays held until
+  // the last pause in force ends, as Redis holds it.
+  void PauseClients(PausePurpose purpose, PauseMode mode, int64_t end_ms, int64_t now_ms);
+  void UnpauseClients(PausePurpose purpose);
   FilterLimits filter_limits() const {
     FilterLimits limits;
     limits.max_filter_bytes = max_filter_bytes_.load(std::memory_order_relaxed);
@@ -135,7 +140,8 @@ class ServerContext {
   AclLog acl_log;
   ServerStats stats;
   ClientRegistry clients;
-  // CLIENT PAUSE's mode, end and parked connections (client_pause.h).
+  // The pauses (CLIENT PAUSE's, a manual failover's) and parked connections
+  // (client_pause.h); set and ended through PauseClients / UnpauseClients.
   ClientPause pause;
   // MONITOR's connections (monitor_feed.h).
   MonitorFeed monitors;
@@ -182,6 +188,8 @@ class ServerContext {
   size_t worker_threads = 0;
 
  private:
+  // Keeps the keyspace's expiry hold at the end of the last pause in force.
+  void HoldExpiryForPauses();
   std::atomic<uint64_t> max_filter_bytes_{0};
   std::atomic<uint64_t> client_output_buffer_limit_{0};
   std::atomic<uint32_t> notify_keyspace_events_{0};

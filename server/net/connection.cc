@@ -661,12 +661,13 @@ void StreamConnection<Stream>::ParkForPause() {
       client_.info && server_.replication->Waiting(client_.info.get(), &wait_deadline_ms);
   pause_waiter_ = waiting_for_acks_ ? server_.replication->AddAckWaiter(resume)
                                     : server_.pause.AddWaiter(resume);
-  // The end as of now; a later PAUSE that extends it parks the command again.
+  // The next end as of now (the mode may soften then); a later PAUSE that
+  // extends it parks the command again.
   // At most an hour at a time: PAUSE accepts ends near INT64_MAX ms, which
   // would overflow the timer's nanoseconds (and fire at once, every time).
   // Waking hourly to find the pause still on just parks again.
   constexpr int64_t kMaxPauseWaitMs = 3'600'000;
-  const int64_t end_ms = !waiting_for_acks_        ? server_.pause.end_ms()
+  const int64_t end_ms = !waiting_for_acks_        ? server_.pause.NextEndAfter(NowMs())
                          : wait_deadline_ms == 0 ? NowMs() + kMaxPauseWaitMs
                                                  : wait_deadline_ms;
   const int64_t wait_ms = std::clamp<int64_t>(end_ms - NowMs(), 0, kMaxPauseWaitMs);

@@ -434,16 +434,14 @@ void CmdClientPause(CommandContext& ctx) {
     ctx.Fail(errors::kTimeoutOutOfRange);
     return;
   }
-  ClientPause& pause = ctx.server.pause;
-  pause.Pause(mode, ctx.now_ms + timeout_ms, ctx.now_ms);
-  ctx.server.keyspace.HoldExpiry(pause.end_ms());
+  ctx.server.PauseClients(PausePurpose::kClientCommand, mode, ctx.now_ms + timeout_ms, ctx.now_ms);
   ctx.reply.Ok();
 }
 
-// CLIENT UNPAUSE: ends any pause at once and wakes the parked clients.
+// CLIENT UNPAUSE: ends the clients' pause at once and wakes the parked
+// clients; a manual failover's pause stays (it guards against lost writes).
 void CmdClientUnpause(CommandContext& ctx) {
-  ctx.server.keyspace.HoldExpiry(0);
-  ctx.server.pause.Unpause();
+  ctx.server.UnpauseClients(PausePurpose::kClientCommand);
   ctx.reply.Ok();
 }
 

@@ -21,10 +21,13 @@ using testing::MakeServer;
 using testing::Session;
 using testing::Simple;
 
+constexpr PausePurpose kClient = PausePurpose::kClientCommand;
+constexpr PausePurpose kFailover = PausePurpose::kFailover;
+
 TEST(ClientPause, AModeHoldsUntilItsEnd) {
   ClientPause pause;
   EXPECT_FALSE(pause.engaged());
-  pause.Pause(PauseMode::kWrite, /*end_ms=*/200, /*now_ms=*/100);
+  pause.Pause(kClient, PauseMode::kWrite, /*end_ms=*/200, /*now_ms=*/100);
   EXPECT_TRUE(pause.engaged());
   EXPECT_EQ(pause.ModeAt(199), PauseMode::kWrite);
   EXPECT_EQ(pause.ModeAt(200), PauseMode::kNone);
@@ -34,39 +37,112 @@ TEST(ClientPause, AModeHoldsUntilItsEnd) {
 
 TEST(ClientPause, ALaterPauseKeepsTheLaterEndAndTheStricterMode) {
   ClientPause pause;
-  pause.Pause(PauseMode::kAll, 300, 100);
-  pause.Pause(PauseMode::kWrite, 150, 110);  // shorter and milder: changes nothing
+  pause.Pause(kClient, PauseMode::kAll, 300, 100);
+  pause.Pause(kClient, PauseMode::kWrite, 150, 110);  // shorter and milder: changes nothing
   EXPECT_EQ(pause.ModeAt(290), PauseMode::kAll);
-  pause.Pause(PauseMode::kWrite, 500, 120);  // longer: extends, stays ALL
+  pause.Pause(kClient, PauseMode::kWrite, 500, 120);  // longer: extends, stays ALL
   EXPECT_EQ(pause.end_ms(), 500);
   EXPECT_EQ(pause.ModeAt(490), PauseMode::kAll);
 }
 
 TEST(ClientPause, APauseAfterTheLastOneEndedStartsAfresh) {
   ClientPause pause;
-  pause.Pause(PauseMode::kAll, 200, 100);
-  pause.Pause(PauseMode::kWrite, 400, 250);
+  pause.Pause(kClient, PauseMode::kAll, 200, 100);
+  pause.Pause(kClient, PauseMode::kWrite, 400, 250);
   EXPECT_EQ(pause.ModeAt(300), PauseMode::kWrite);
 }
 
 TEST(ClientPause, UnpauseEndsItAndWakesEveryWaiterOnce) {
   ClientPause pause;
-  pause.Pause(PauseMode::kAll, 1000, 0);
+  pause.Pause(kClient, PauseMode::kAll, 1000, 0);
   int woken = 0;
   pause.AddWaiter([&] { ++woken; });
   uint64_t gone = pause.AddWaiter([&] { woken += 100; });
   pause.AddWaiter([&] { ++woken; });
   pause.RemoveWaiter(gone);  // closed while parked
   EXPECT_EQ(pause.waiting(), 2u);
-  pause.Unpause();
+  pause.Unpause(kClient);
   EXPECT_EQ(woken, 2);
   EXPECT_EQ(pause.waiting(), 0u);
   EXPECT_EQ(pause.ModeAt(10), PauseMode::kNone);
-  pause.Unpause();
+  pause.Unpause(kClient);
   EXPECT_EQ(woken, 2);
 }
 
 // ------------------------------------------------------- the dispatcher ---
+
+TEST(ClientPause, AFailoverPauseSurvivesClientUnpause) {
+  ClientPause pause;
+  pause.Pause(kFailover, PauseMode::kWrite, 1000, 0);
+  pause.Pause(kClient, PauseMode::kAll, 500, 0);
+  int woken = 0;
+  pause.AddWaiter([&] { ++woken; });
+  pause.Unpause(kClient);
+  EXPECT_EQ(woken, 1) << "a parked read may run now; a parked write parks again";
+  EXPECT_TRUE(pause.engaged());
+  EXPECT_EQ(pause.ModeAt(10), PauseMode::kWrite);
+  EXPECT_EQ(pause.ModeAt(kClient, 10), PauseMode::kNone);
+  EXPECT_EQ(pause.end_ms(), 1000);
+}
+
+TEST(ClientPause, TheFailoversEndLeavesAClientPauseInPlace) {
+  ClientPause pause;
+  pause.Pause(kClient, PauseMode::kWrite, 2000, 0);
+  pause.Pause(kFailover, PauseMode::kWrite, 1000, 0);
+  pause.Unpause(kFailover);
+  EXPECT_EQ(pause.ModeAt(1500), PauseMode::kWrite);
+  EXPECT_EQ(pause.ModeAt(kFailover, 10), PauseMode::kNone);
+  EXPECT_EQ(pause.end_ms(), 2000);
+  pause.Unpause(kClient);
+  EXPECT_FALSE(pause.engaged());
+  EXPECT_EQ(pause.end_ms(), 0);
+}
+
+TEST(ClientPause, TheCombinedModeIsTheStrictestAndEachEndsAtItsOwnTime) {
+  ClientPause pause;
+  pause.Pause(kClient, PauseMode::kAll, 300, 0);
+  pause.Pause(kFailover, PauseMode::kWrite, 500, 0);
+  // One purpose's pause never merges into the other's.
+  EXPECT_EQ(pause.ModeAt(kFailover, 10), PauseMode::kWrite);
+  EXPECT_EQ(pause.ModeAt(299), PauseMode::kAll);
+  EXPECT_EQ(pause.NextEndAfter(10), 300) << "a parked read wakes when ALL ends";
+  EXPECT_EQ(pause.end_ms(), 500) << "expiry is held until the last pause ends";
+  EXPECT_EQ(pause.ModeAt(300), PauseMode::kWrite);
+  EXPECT_EQ(pause.NextEndAfter(300), 500);
+  pause.ClearIfEnded(300);
+  EXPECT_TRUE(pause.engaged());
+  EXPECT_EQ(pause.ModeAt(499), PauseMode::kWrite);
+  EXPECT_EQ(pause.ModeAt(500), PauseMode::kNone);
+  pause.ClearIfEnded(500);
+  EXPECT_FALSE(pause.engaged());
+  EXPECT_EQ(pause.NextEndAfter(500), 0);
+}
+
+TEST(ClientPauseDispatch, ClientUnpauseLeavesTheFailoversPause) {
+  auto server = MakeServer();
+  Session s(server.get());
+  server->PauseClients(PausePurpose::kFailover, PauseMode::kWrite, NowMs() + 100000, NowMs());
+  ASSERT_EQ(s.Run({"CLIENT", "PAUSE", "100000", "ALL"}), Simple("OK"));
+  ASSERT_EQ(s.Run({"CLIENT", "UNPAUSE"}), Simple("OK"));
+  EXPECT_EQ(server->pause.ModeAt(NowMs()), PauseMode::kWrite);
+  EXPECT_EQ(s.Run({"BF.ADD", "f", "x"}), "");
+  EXPECT_EQ(s.last_outcome(), CommandOutcome::kPaused);
+  EXPECT_EQ(s.Run({"PING"}), Simple("PONG")) << "the client's ALL is gone";
+}
+
+TEST(ClientPauseExpiry, TheFailoversEndKeepsTheClientPausesHold) {
+  auto server = MakeServer();
+  Session s(server.get());
+  server->keyspace.Put("k", testing::MakeBloomEntry(), /*expire_at_ms=*/NowMs() - 1);
+  server->PauseClients(PausePurpose::kFailover, PauseMode::kWrite, NowMs() + 100000, NowMs());
+  ASSERT_EQ(s.Run({"CLIENT", "PAUSE", "100000", "WRITE"}), Simple("OK"));
+  server->UnpauseClients(PausePurpose::kFailover);
+  EXPECT_EQ(s.Run({"EXISTS", "k"}), Int(0));
+  EXPECT_EQ(server->keyspace.Size(), 1u) << "expiry stays held by the client's pause";
+  ASSERT_EQ(s.Run({"CLIENT", "UNPAUSE"}), Simple("OK"));
+  EXPECT_EQ(s.Run({"EXISTS", "k"}), Int(0));
+  EXPECT_EQ(server->keyspace.Size(), 0u);
+}
 
 TEST(ClientPauseDispatch, WriteModeHoldsWritesOnlyAndNothingRuns) {
   auto server = MakeServer();
