@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <stdexcept>
 
+#include "server/base/clock.h"
 #include "server/cluster/cluster_config_file.h"
 
 namespace bloomgate {
@@ -73,7 +74,11 @@ uint64_t ClusterView::MaxEpoch() const {
   return max;
 }
 
-void ClusterView::RefreshHealth(bool require_full_coverage) {
+int64_t ClusterRejoinDelayMs(int64_t node_timeout_ms) {
+  return std::clamp(node_timeout_ms, kClusterMinRejoinDelayMs, kClusterMaxRejoinDelayMs);
+}
+
+void ClusterView::RefreshHealth(bool require_full_coverage, const HealthClock* clock) {
   bool ok = true;
   std::vector<bool> serving(nodes.size(), false);
   for (size_t slot = 0; slot < kClusterSlots; ++slot) {
@@ -92,7 +97,14 @@ void ClusterView::RefreshHealth(bool require_full_coverage) {
     if (!nodes[i].Has(kNodeFail) && !nodes[i].Has(kNodePFail)) ++reachable;
   }
   size = masters;
-  if (reachable < masters / 2 + 1) ok = false;
+  if (reachable < masters / 2 + 1) {
+    ok = false;
+    if (clock) among_minority_ms = clock->now_ms;
+  }
+  if (clock && ok && !state_ok && myself != kNoNode && me().Has(kNodeMaster)) {
+    if (clock->now_ms - clock->started_ms < kClusterWritableDelayMs) return;
+    if (clock->now_ms - among_minority_ms < clock->rejoin_delay_ms) return;
+  }
   state_ok = ok;
 }
 
@@ -271,7 +283,32 @@ void ClusterState::Enable(ClusterView view, Saver saver) {
 void ClusterState::SetRequireFullCoverage(bool require) {
   std::unique_lock lock(mu_);
   require_full_coverage_ = require;
-  view_.RefreshHealth(require);
+  view_.RefreshHealth(require, HealthClockAt(NowMs()));
+}
+
+void ClusterState::StartHealthDelays(int64_t now_ms, int64_t rejoin_delay_ms) {
+  std::unique_lock lock(mu_);
+  health_clock_ = HealthClock{.now_ms = now_ms, .started_ms = now_ms,
+                              .rejoin_delay_ms = rejoin_delay_ms};
+  view_.state_ok = false;
+  view_.RefreshHealth(require_full_coverage_, HealthClockAt(now_ms));
+}
+
+void ClusterState::RefreshHealthAt(int64_t now_ms) {
+  {
+    std::shared_lock lock(mu_);
+    if (view_.state_ok) return;
+  }
+  std::unique_lock lock(mu_);
+  const bool was_ok = view_.state_ok;
+  view_.RefreshHealth(require_full_coverage_, HealthClockAt(now_ms));
+  if (view_.state_ok != was_ok) version_.fetch_add(1, std::memory_order_acq_rel);
+}
+
+const HealthClock* ClusterState::HealthClockAt(int64_t now_ms) {
+  if (!health_clock_) return nullptr;
+  health_clock_->now_ms = now_ms;
+  return &*health_clock_;
 }
 
 ClusterView ClusterState::Snapshot() const {
@@ -288,7 +325,7 @@ std::string ClusterState::Update(const std::function<bool(ClusterView&)>& fn) {
   {
     std::unique_lock lock(mu_);
     if (!fn(view_)) return {};
-    view_.RefreshHealth(require_full_coverage_);
+    view_.RefreshHealth(require_full_coverage_, HealthClockAt(NowMs()));
     version_.fetch_add(1, std::memory_order_acq_rel);
     if (!saver_) return {};
   }

@@ -87,6 +87,27 @@ struct ClusterNode {
 
 inline constexpr int32_t kNoNode = -1;
 
+// Redis 7.0's delays before a master's state goes (back) to ok
+// (clusterUpdateState): a master just started keeps the state fail for
+// 2 s, time to hear from the others' gossip that its replica replaced it
+// while it was down, before it takes writes that would be lost; a master
+// that was in the minority waits the node timeout, clamped to
+// [0.5 s, 5 s], after it reaches the majority again, time to hear of a
+// promotion made meanwhile.
+inline constexpr int64_t kClusterWritableDelayMs = 2000;
+inline constexpr int64_t kClusterMinRejoinDelayMs = 500;
+inline constexpr int64_t kClusterMaxRejoinDelayMs = 5000;
+int64_t ClusterRejoinDelayMs(int64_t node_timeout_ms);
+
+// The clock RefreshHealth applies those delays with: now, when the state
+// was first computed with them (Redis's first_call_time), and the rejoin
+// delay (ClusterRejoinDelayMs).
+struct HealthClock {
+  int64_t now_ms = 0;
+  int64_t started_ms = 0;
+  int64_t rejoin_delay_ms = 0;
+};
+
 // The whole view. Copyable: commands that render it take a copy (about
 // 200 KB, three slot tables) and format without the lock.
 struct ClusterView {
@@ -104,6 +125,9 @@ struct ClusterView {
   // the masters serving at least one slot.
   bool state_ok = false;
   int32_t size = 0;
+  // Unix ms when the reachable masters were last found fewer than a
+  // majority (Redis's among_minority_time); 0 = never.
+  int64_t among_minority_ms = 0;
 
   ClusterView() {
     owner.fill(kNoNode);
@@ -134,8 +158,11 @@ struct ClusterView {
   // Recomputes state_ok and size. Redis 7.0's rule: the state is fail when
   // `require_full_coverage` and a slot has no owner or a failed one, or
   // when fewer than size / 2 + 1 slot-serving masters are reachable (not
-  // flagged fail or fail?).
-  void RefreshHealth(bool require_full_coverage);
+  // flagged fail or fail?). With a clock, a master does not go from fail to
+  // ok before kClusterWritableDelayMs after clock->started_ms, nor before
+  // clock->rejoin_delay_ms after among_minority_ms; without one (no bus
+  // runs: tests, the start-up load) the state follows the rule at once.
+  void RefreshHealth(bool require_full_coverage, const HealthClock* clock = nullptr);
   // Redis's clusterBumpConfigEpochWithoutConsensus: unless myself already
   // holds the highest epoch (and it is not 0), currentEpoch + 1 becomes
   // myself's config epoch. Whether it moved (CLUSTER BUMPEPOCH's BUMPED).
@@ -277,6 +304,13 @@ class ClusterState {
   // saved, or nothing to save). fn must not call back into this object.
   std::string Update(const std::function<bool(ClusterView&)>& fn);
 
+  // The bus, at its start: from now on the state goes to ok only after
+  // Redis's delays (HealthClock), starting from fail as Redis's does.
+  void StartHealthDelays(int64_t now_ms, int64_t rejoin_delay_ms);
+  // The bus's cron: while the state is fail, recomputes it at `now_ms`, so
+  // it turns ok once a delay is over (Redis's clusterCron does the same).
+  void RefreshHealthAt(int64_t now_ms);
+
   // Saves the current view now (CLUSTER SAVECONFIG); the failure's text or
   // empty.
   std::string Save();
@@ -300,6 +334,9 @@ class ClusterState {
     bool operator==(const Epochs&) const = default;
   };
   static Epochs EpochsOf(const ClusterView& view);
+  // health_clock_ set to `now_ms`, or null before StartHealthDelays; under
+  // the exclusive hold of mu_.
+  const HealthClock* HealthClockAt(int64_t now_ms);
   // Renders the view as it is now under the shared lock and saves it,
   // fsynced if `force_durable` or an epoch moved.
   std::string SaveCurrent(bool force_durable);
@@ -309,6 +346,7 @@ class ClusterState {
   ClusterView view_;
   std::atomic<bool> enabled_{false};
   bool require_full_coverage_ = true;  // under mu_
+  std::optional<HealthClock> health_clock_;  // under mu_; set by StartHealthDelays
   std::atomic<bool> allow_reads_when_down_{false};
   std::atomic<uint32_t> migration_barrier_{1};
   std::atomic<bool> allow_replica_migration_{true};

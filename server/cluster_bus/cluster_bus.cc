@@ -86,6 +86,7 @@ bool ClusterBus::Start(std::string* error) {
     view.me().cport = options_.cport;
     return true;
   });
+  state_->StartHealthDelays(NowMs(), ClusterRejoinDelayMs(options_.node_timeout_ms));
   for (auto& acceptor : acceptors_) DoAccept(*acceptor);
   last_claim_digest_ = MyClaimDigest();
   running_ = true;
@@ -469,6 +470,9 @@ void ClusterBus::Cron() {
       if (link->connected()) SendHeartbeat(link, BusMessageType::kPong);
     }
   }
+
+  // A delay before the state may turn ok is measured here (HealthClock).
+  state_->RefreshHealthAt(now);
 
   ManualFailoverCron(now);
   HandleElection();

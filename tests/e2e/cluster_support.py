@@ -29,6 +29,13 @@ AGREE_DEADLINE_S = 30.0
 # Short enough that the node-timeout/2 ping rule runs within a test.
 NODE_TIMEOUT_MS = 2000
 SLOTS = 16384
+# A master keeps cluster_state:fail for 2 s after its start (Redis's
+# writable delay), and for the node timeout clamped to [0.5 s, 5 s] after
+# it leaves a minority: a test waits for cluster_state:ok this much longer
+# than for agreement before it sends a restarted node keys.
+WRITABLE_DELAY_S = 2.0
+MAX_REJOIN_DELAY_S = 5.0
+STATE_OK_DEADLINE_S = AGREE_DEADLINE_S + WRITABLE_DELAY_S + MAX_REJOIN_DELAY_S
 
 
 def free_port_pair():
@@ -104,6 +111,12 @@ def line_slots(fields):
         if not part.startswith("["):
             first, _, last = part.partition("-")
             yield from range(int(first), int(last or first) + 1)
+
+
+def wait_state_ok(client, deadline_s=STATE_OK_DEADLINE_S, what="cluster_state:ok"):
+    """Until `client`'s node says cluster_state:ok (CLUSTER INFO)."""
+    wait_until(lambda: "cluster_state:ok" in client.execute_command("CLUSTER", "INFO"),
+               deadline_s, interval_s=0.05, what=what)
 
 
 def signature(client):
@@ -209,7 +222,14 @@ class LocalCluster:
         text = out.stdout + out.stderr
         if out.returncode != 0 or "[OK] All nodes agree about slots configuration." not in text:
             raise AssertionError(f"redis-cli --cluster create failed:\n{text}")
+        self.wait_state_ok()
         return out
+
+    def wait_state_ok(self, deadline_s=STATE_OK_DEADLINE_S):
+        """Every live node says cluster_state:ok: none still waits out a
+        delay after its start or a minority."""
+        for client in self.clients():
+            wait_state_ok(client, deadline_s)
 
     def clients(self):
         return [n.client(decode_responses=True) for n in self.nodes if n.alive()]

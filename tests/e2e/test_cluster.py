@@ -13,8 +13,8 @@ import subprocess
 import tempfile
 import unittest
 
-from cluster_support import key_in_slot
-from harness import BloomgateServer, PersistentServer, free_port, parse_info
+from cluster_support import STATE_OK_DEADLINE_S, key_in_slot
+from harness import BloomgateServer, PersistentServer, free_port, parse_info, wait_until
 
 NODE_ID = re.compile(r"^[0-9a-f]{40}$")
 
@@ -81,6 +81,10 @@ class ClusterNodeTest(unittest.TestCase):
             self.assertEqual(c.call("BF.ADD", mine, "x"), "CLUSTERDOWN The cluster is down")
             self.assertEqual(c.call("BF.ADD", unowned, "x"), "CLUSTERDOWN Hash slot not served")
             self.assertEqual(c.call("CONFIG", "SET", "cluster-require-full-coverage", "no"), "OK")
+            # A master keeps the state fail for 2 s after its start (Redis's
+            # writable delay).
+            wait_until(lambda: parse_info(c.call("CLUSTER", "INFO").decode())["cluster_state"] ==
+                       "ok", STATE_OK_DEADLINE_S, interval_s=0.05, what="cluster_state:ok")
             self.assertEqual(c.call("BF.ADD", mine, "x"), 1)
             self.assertEqual(c.call("DEL", mine, key_in_slot(101)),
                              "CROSSSLOT Keys in request don't hash to the same slot")

@@ -9,6 +9,9 @@ three replicas made a cluster by `redis-cli --cluster create
 - the killed master restarted: it learns it lost its slots, becomes a
   replica of the new master and syncs (a key deleted meanwhile is gone
   from it, a key added meanwhile is there: its data is the new master's);
+  restarted while every other node is stopped, it answers a write for its
+  old slots -CLUSTERDOWN for 2 s (Redis's writable delay), never an ack
+  that the new master's data would then erase;
 - the minority rule: a master that cannot reach a majority of the masters
   (the two others stopped with SIGSTOP: nobody can fail them, a majority is
   missing) refuses keys with -CLUSTERDOWN once the node timeout passes, and
@@ -28,8 +31,8 @@ import unittest
 import redis
 
 from harness import wait_until
-from cluster_support import (REDIS_CLI, LocalCluster, cli, key_slot, node_lines, slot_owners,
-                             stop_for_class)
+from cluster_support import (REDIS_CLI, WRITABLE_DELAY_S, LocalCluster, cli, key_slot,
+                             node_lines, slot_owners, stop_for_class)
 
 NODE_TIMEOUT_MS = 1000
 TIMEOUT_S = NODE_TIMEOUT_MS / 1000
@@ -93,6 +96,12 @@ class ClusterElectionTest(unittest.TestCase):
                 if len(lines) != 6 or any(f[7] != "connected" for f in lines):
                     return False
                 if any("fail" in f[2].split(",") or "fail?" in f[2].split(",") for f in lines):
+                    return False
+                # No report of a past fail? lingers (they count for 2 x the
+                # node timeout): the next test's fail majority starts afresh.
+                client = self.client(node)
+                if any(client.execute_command("CLUSTER", "COUNT-FAILURE-REPORTS", f[0])
+                       for f in lines):
                     return False
                 masters = frozenset(f[0] for f in lines if "master" in f[2] and len(f) > 8)
                 replicas = frozenset((f[0], f[3]) for f in lines if "slave" in f[2])
@@ -198,9 +207,42 @@ class ClusterElectionTest(unittest.TestCase):
         for key in added:
             self.assertEqual(rc.execute_command("BF.ADD", key, "item"), 1)
 
-        # The old master returns: a replica of the new one, with its data.
-        master.start()
+        # The old master returns while every other node is stopped
+        # (SIGSTOP): nothing tells it it was replaced, its nodes.conf says it
+        # owns its slots and every peer is fine, and no peer can be found
+        # unreachable before a ping goes unanswered for the node timeout.
+        # For the 2 s after its start (Redis's writable delay) it must not
+        # acknowledge a write for its old slots, which the new master owns:
+        # the write would be lost. Every probe below reaches it less than
+        # 2 s after start() was called, so less than 2 s after its start.
+        others = self.live()
+        answers = []
+        for node in others:
+            os.kill(node.proc.pid, signal.SIGSTOP)
+        try:
+            start_called = time.monotonic()
+            master.start()
+            probe = self.client(master)
+            while True:
+                try:
+                    reply = probe.execute_command("BF.ADD", keys[1], "written-after-restart")
+                except redis.exceptions.ResponseError as e:
+                    reply = str(e)
+                at = time.monotonic() - start_called
+                if at >= WRITABLE_DELAY_S:
+                    break
+                answers.append((round(at, 3), reply))
+                time.sleep(0.02)
+        finally:
+            for node in others:
+                os.kill(node.proc.pid, signal.SIGCONT)
+        # The first answer came before any peer could look unreachable (the
+        # node timeout): without the delay it would have been an ack.
+        self.assertTrue(answers, "no probe answered within 2 s of the start")
+        self.assertLess(answers[0][0], TIMEOUT_S, answers[:3])
+        self.assertEqual({a for _, a in answers}, {"CLUSTERDOWN The cluster is down"}, answers)
 
+        # Then it hears of the new master: a replica of it, with its data.
         def demoted():
             lines = self.lines_by_id(master)
             mine = lines[master_id]

@@ -335,6 +335,9 @@ class ReshardingUnderWritersTest(unittest.TestCase):
         out = cli("--cluster", "add-node", fourth.address, nodes[0].address)
         self.assertIn("[OK] New node added correctly.", out.stdout, out.stdout + out.stderr)
         self.cluster.wait_agreement(holders=3)
+        # A master keeps cluster_state:fail for 2 s after its start (Redis's
+        # writable delay) and refuses the migrated keys meanwhile.
+        self.cluster.wait_state_ok()
         moved, *_ = self.redis_cli_moves("rebalance (4th master)", "rebalance", nodes[0].address,
                                          "--cluster-use-empty-masters", slots=16384 // 4)
         ids[fourth] = fourth.my_id()

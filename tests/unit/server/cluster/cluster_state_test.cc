@@ -341,6 +341,77 @@ TEST(ClusterStateTest, StateIsOkOnlyWithFullCoverageAndAReachableMajority) {
   EXPECT_FALSE(view.state_ok);
 }
 
+TEST(ClusterStateTest, AMasterJustStartedStaysFailForTheWritableDelay) {
+  ClusterView view = ThreeNodeView();
+  constexpr int64_t kStart = 1'000'000;
+  HealthClock clock{.now_ms = kStart, .started_ms = kStart, .rejoin_delay_ms = 500};
+  view.RefreshHealth(/*require_full_coverage=*/false, &clock);
+  EXPECT_FALSE(view.state_ok);  // it may have been replaced while it was down
+  clock.now_ms = kStart + kClusterWritableDelayMs - 1;
+  view.RefreshHealth(false, &clock);
+  EXPECT_FALSE(view.state_ok);
+  clock.now_ms = kStart + kClusterWritableDelayMs;
+  view.RefreshHealth(false, &clock);
+  EXPECT_TRUE(view.state_ok);
+  // A replica serves no writes: it goes ok at once.
+  ClusterView replica = ThreeNodeView();
+  replica.me().flags = kNodeMyself | kNodeSlave;
+  replica.me().master_id = std::string(kPeerA);
+  clock.now_ms = kStart;
+  replica.RefreshHealth(false, &clock);
+  EXPECT_TRUE(replica.state_ok);
+}
+
+TEST(ClusterStateTest, AMasterBackFromTheMinorityWaitsTheRejoinDelay) {
+  EXPECT_EQ(ClusterRejoinDelayMs(100), kClusterMinRejoinDelayMs);
+  EXPECT_EQ(ClusterRejoinDelayMs(1500), 1500);
+  EXPECT_EQ(ClusterRejoinDelayMs(15000), kClusterMaxRejoinDelayMs);
+  ClusterView view = ThreeNodeView();
+  constexpr int64_t kStart = 1'000'000;
+  HealthClock clock{.now_ms = kStart + 10'000, .started_ms = kStart, .rejoin_delay_ms = 1500};
+  view.RefreshHealth(/*require_full_coverage=*/false, &clock);
+  ASSERT_TRUE(view.state_ok);
+  // The other master is unreachable: the minority, fail at once.
+  ClusterNode& peer = view.nodes[static_cast<size_t>(view.Find(kPeerA))];
+  peer.flags |= kNodePFail;
+  clock.now_ms += 100;
+  view.RefreshHealth(false, &clock);
+  EXPECT_FALSE(view.state_ok);
+  const int64_t last_minority = clock.now_ms + 3000;
+  clock.now_ms = last_minority;
+  view.RefreshHealth(false, &clock);  // still the minority: the wait starts here
+  peer.flags &= ~kNodePFail;
+  clock.now_ms = last_minority + 1499;
+  view.RefreshHealth(false, &clock);
+  EXPECT_FALSE(view.state_ok);
+  clock.now_ms = last_minority + 1500;
+  view.RefreshHealth(false, &clock);
+  EXPECT_TRUE(view.state_ok);
+  // Without a clock (no bus runs) the rule applies at once.
+  peer.flags |= kNodePFail;
+  view.RefreshHealth(false);
+  peer.flags &= ~kNodePFail;
+  view.RefreshHealth(false);
+  EXPECT_TRUE(view.state_ok);
+}
+
+TEST(ClusterStateTest, TheCronTurnsTheStateOkOnceTheDelayIsOver) {
+  ClusterState state;
+  ClusterView view = ThreeNodeView();
+  for (size_t s = 10923; s < kClusterSlots; ++s) view.owner[s] = view.myself;
+  state.Enable(view, nullptr);
+  ASSERT_TRUE(state.Snapshot().state_ok);
+  constexpr int64_t kStart = 1'000'000;
+  state.StartHealthDelays(kStart, ClusterRejoinDelayMs(15000));
+  EXPECT_FALSE(state.Snapshot().state_ok);
+  const uint64_t version = state.version();
+  state.RefreshHealthAt(kStart + kClusterWritableDelayMs - 1);
+  EXPECT_FALSE(state.Snapshot().state_ok);
+  state.RefreshHealthAt(kStart + kClusterWritableDelayMs);
+  EXPECT_TRUE(state.Snapshot().state_ok);
+  EXPECT_GT(state.version(), version);  // readers' copies are stale
+}
+
 class ClusterStartupTest : public ::testing::Test {
  protected:
   void SetUp() override {
