@@ -4,7 +4,7 @@
 # crash, leak, timeout or out-of-memory; a failing input is kept in
 # <build dir>/artifacts/<target>/.
 #
-#   scripts/fuzz.sh                  every target for 20 s, 2 at a time (CI)
+#   scripts/fuzz.sh                  every target for 20 s, 2 at a time (CI: --time 15)
 #   scripts/fuzz.sh --time 3600 --jobs 2 snapshot_fuzz commands_fuzz
 #   scripts/fuzz.sh --seeds          rewrites tests/fuzz/corpus/ from the real writers
 #
