@@ -118,8 +118,9 @@ nice -n 19 bash -c "while kill -0 $tsan_build 2>/dev/null; do sleep 1; done; \
   cmake --build build-fuzz --parallel $jobs --target ${clang_targets[*]}" >build/clang-build.log 2>&1 &
 clang_build=$!
 trap 'kill "$tsan_build" "$clang_build" 2>/dev/null || true' EXIT
-# The soak's writers run 60 s here (80 by default): 3-4 kill -9 rounds.
-BLOOMGATE_SOAK_SECONDS=60 run_ctest --test-dir build
+# The soak's writers run 40 s here (80 by default): 2 kill -9 rounds, one
+# with appendfsync always and one with everysec; the TSan stage runs 2 more.
+BLOOMGATE_SOAK_SECONDS=40 run_ctest --test-dir build
 stage_done
 
 echo "== Benchmark smoke runs (output in build/bench-smoke)"
