@@ -21,6 +21,12 @@ inline int64_t NowMs() {
 // again, which is all that survives a stop.
 int64_t WindowClockMs();
 
+// The window clock at `steady_now`, a steady_clock reading the caller already
+// holds: the dispatcher times each command with one and derives the
+// command's window clock from it rather than reading the clock again (a
+// clock read is ~22 ns, 3% of a pipelined BF.EXISTS).
+int64_t WindowClockAt(std::chrono::steady_clock::time_point steady_now);
+
 // Tests: replaces the window clock with `clock` (nullptr restores the real
 // one). Not for use while commands run on other threads.
 void SetWindowClockForTesting(int64_t (*clock)());

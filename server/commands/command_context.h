@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -12,6 +13,7 @@
 
 #include "filters/filter_status.h"
 #include "filters/memory_refusal.h"
+#include "server/base/clock.h"
 #include "server/clients/client_state.h"
 #include "server/context/server_context.h"
 #include "server/keyspace/filter_maker.h"
@@ -47,6 +49,14 @@ struct CommandContext {
   ClientState& client;
   ServerContext& server;
   int64_t now_ms;
+  // The window clock (base/clock.h) the command's windowed filters age by:
+  // set by the dispatcher from the reading that times the command, read
+  // here only for a context built elsewhere (tests).
+  std::optional<int64_t> window_clock_ms;
+  int64_t WindowNowMs() {
+    if (!window_clock_ms) window_clock_ms = WindowClockMs();
+    return *window_clock_ms;
+  }
   // What the journal records when this write succeeds (server/durability/journal.h):
   // by default the command as sent. A handler sets skip_journal when it
   // journaled the write itself (RESERVE: its creation record says it all;

@@ -11,7 +11,6 @@
 #include <vector>
 
 #include "filters/key_hash.h"
-#include "server/base/clock.h"
 #include "server/catalogue/command_table.h"
 #include "server/catalogue/filter_family.h"
 #include "server/commands/bloom/bloom_merge.h"
@@ -240,7 +239,7 @@ bool MayContain(const EntryPtr& entry, std::string_view item, int64_t now_ms) {
 void CmdExists(CommandContext& ctx) {
   EntryPtr entry;
   if (!FindForRead(ctx, &entry)) return;
-  ctx.reply.Bool(MayContain(entry, ctx.args[2], WindowClockMs()));
+  ctx.reply.Bool(MayContain(entry, ctx.args[2], ctx.WindowNowMs()));
 }
 
 // BF.MEXISTS key item [item ...]
@@ -258,7 +257,7 @@ void CmdMExists(CommandContext& ctx) {
     }
     return;
   }
-  const int64_t now = WindowClockMs();
+  const int64_t now = ctx.WindowNowMs();
   for (std::string_view item : items) ctx.reply.Bool(MayContain(entry, item, now));
 }
 
@@ -271,7 +270,7 @@ void CmdCard(CommandContext& ctx) {
   if (entry == nullptr) {
     card = 0;
   } else if (const WindowedBloomFilter* windowed = entry->get<WindowedBloomFilter>()) {
-    card = static_cast<int64_t>(windowed->ItemsAt(WindowClockMs()));
+    card = static_cast<int64_t>(windowed->ItemsAt(ctx.WindowNowMs()));
   } else {
     card = static_cast<int64_t>(entry->bloom()->items());
   }

@@ -14,7 +14,6 @@
 #include <vector>
 
 #include "filters/key_hash.h"
-#include "server/base/clock.h"
 #include "server/catalogue/command_table.h"
 #include "server/catalogue/filter_family.h"
 #include "server/commands/bloom/bloom_merge.h"
@@ -235,7 +234,7 @@ void CmdExists(CommandContext& ctx) {
   const WindowedCountingBloomFilter* windowed = nullptr;
   if (!FindForRead(ctx, &holder, &filter, &windowed)) return;
   if (windowed != nullptr) {
-    ctx.reply.Bool(windowed->MayContain(windowed->Hash(ctx.args[2]), WindowClockMs()));
+    ctx.reply.Bool(windowed->MayContain(windowed->Hash(ctx.args[2]), ctx.WindowNowMs()));
     return;
   }
   ctx.reply.Bool(filter != nullptr && filter->MayContain(filter->Hash(ctx.args[2])));
@@ -248,7 +247,7 @@ void CmdMExists(CommandContext& ctx) {
   const WindowedCountingBloomFilter* windowed = nullptr;
   if (!FindForRead(ctx, &holder, &filter, &windowed)) return;
   auto items = ctx.args.subspan(2);
-  const int64_t now = WindowClockMs();
+  const int64_t now = ctx.WindowNowMs();
   ctx.reply.ArrayHeader(items.size());
   for (std::string_view item : items) {
     if (windowed != nullptr) {
@@ -269,7 +268,7 @@ void CmdCount(CommandContext& ctx) {
   if (windowed != nullptr) {
     // Summed over the live generations: the occurrences within the window.
     ctx.reply.Integer(static_cast<int64_t>(
-        windowed->Count(windowed->Hash(ctx.args[2]), WindowClockMs())));
+        windowed->Count(windowed->Hash(ctx.args[2]), ctx.WindowNowMs())));
     return;
   }
   ctx.reply.Integer(
@@ -283,7 +282,7 @@ void CmdCard(CommandContext& ctx) {
   const WindowedCountingBloomFilter* windowed = nullptr;
   if (!FindForRead(ctx, &holder, &filter, &windowed)) return;
   if (windowed != nullptr) {
-    ctx.reply.Integer(static_cast<int64_t>(windowed->ItemsAt(WindowClockMs())));
+    ctx.reply.Integer(static_cast<int64_t>(windowed->ItemsAt(ctx.WindowNowMs())));
     return;
   }
   ctx.reply.Integer(filter == nullptr ? 0 : static_cast<int64_t>(filter->items()));

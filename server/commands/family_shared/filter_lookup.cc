@@ -9,13 +9,18 @@
 namespace bloomgate {
 
 FilterStore StoreFor(CommandContext& ctx) {
-  FilterStore store = StoreOf(ctx.server, ctx.client.journal, ctx.now_ms,
+  FilterStore store = StoreAt(ctx.server, ctx.client.journal, ctx.now_ms, ctx.WindowNowMs(),
                               /*write=*/(ctx.spec.flags & kCmdWrite) != 0);
   store.counters = &ctx.counters();
   return store;
 }
 
 FilterStore StoreOf(ServerContext& server, JournalSession& session, int64_t now_ms, bool write) {
+  return StoreAt(server, session, now_ms, WindowClockMs(), write);
+}
+
+FilterStore StoreAt(ServerContext& server, JournalSession& session, int64_t now_ms,
+                    int64_t window_now_ms, bool write) {
   return FilterStore{.keyspace = server.keyspace,
                      .config = server.config,
                      .limits = server.filter_limits(),
@@ -23,7 +28,7 @@ FilterStore StoreOf(ServerContext& server, JournalSession& session, int64_t now_
                      .journal = server.journal,
                      .session = session,
                      .now_ms = now_ms,
-                     .window_now_ms = WindowClockMs(),
+                     .window_now_ms = window_now_ms,
                      .write = write,
                      .counters = nullptr,
                      .admission = session.policy().judged_by_limits ? Admission::kClient

@@ -52,8 +52,12 @@ struct FilterStore {
 // The store of a running command: its server, client session, time, and
 // whether its row is a write.
 FilterStore StoreFor(CommandContext& ctx);
-// A store outside any command (tests): `write` as a write command would.
+// A store outside any command (tests): `write` as a write command would,
+// at the window clock read now.
 FilterStore StoreOf(ServerContext& server, JournalSession& session, int64_t now_ms, bool write);
+// The same at a given window clock.
+FilterStore StoreAt(ServerContext& server, JournalSession& session, int64_t now_ms,
+                    int64_t window_now_ms, bool write);
 
 enum class Lookup : uint8_t {
   kFound,

@@ -20,7 +20,7 @@ namespace bloomgate {
 // judged at the newer of the clock's generation and the current one.
 void ReplyWindowedInfo(CommandContext& ctx, const KeyEntry& entry,
                        const WindowedBloomFilter& filter) {
-  const int64_t now = WindowClockMs();
+  const int64_t now = ctx.WindowNowMs();
   ReplyWindowInfo(ctx, entry, filter, now,
                   std::max(filter.GenerationAt(now), filter.current_generation()));
 }

@@ -19,7 +19,7 @@ namespace bloomgate {
 // windowed Bloom filter, its live generations judged as lookups judge them.
 void ReplyWindowedCountingInfo(CommandContext& ctx, const KeyEntry& entry,
                                const WindowedCountingBloomFilter& filter) {
-  const int64_t now = WindowClockMs();
+  const int64_t now = ctx.WindowNowMs();
   ReplyWindowInfo(ctx, entry, filter, now, filter.LookupAt(now));
 }
 

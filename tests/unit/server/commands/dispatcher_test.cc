@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
+#include "server/base/clock.h"
 #include "server/commands/errors.h"
 #include "../session.h"
 
@@ -313,6 +315,37 @@ TEST(Dispatcher, CommandStripesFollowTheKeyPositions) {
   CommandStripes(*server->commands.Find("keys"), keys, &stripes, &all);
   EXPECT_TRUE(all);
   EXPECT_TRUE(stripes.empty());
+}
+
+
+// The window clock is read once per command, by the dispatcher, and every
+// part of the command sees that one reading: the store, the handler, a
+// windowed filter's generations.
+int window_clock_reads = 0;
+int64_t CountingWindowClock() {
+  ++window_clock_reads;
+  return 1'000'000;
+}
+
+TEST(Dispatcher, ACommandReadsTheWindowClockOnce) {
+  auto server = MakeServer();
+  Session s(server.get());
+  SetWindowClockForTesting(CountingWindowClock);
+  EXPECT_EQ(s.Run({"BF.RESERVE", "w", "0.01", "1000", "WINDOW", "60"}), "+OK\r\n");
+  EXPECT_EQ(s.Run({"CBF.RESERVE", "c", "0.01", "1000", "WINDOW", "60"}), "+OK\r\n");
+  const std::vector<std::vector<std::string>> commands = {
+      {"BF.ADD", "w", "a"},     {"BF.EXISTS", "w", "a"},  {"BF.MEXISTS", "w", "a", "b"},
+      {"BF.CARD", "w"},         {"BF.ADD", "plain", "a"}, {"BF.EXISTS", "plain", "a"},
+      {"CBF.ADD", "c", "a"},    {"CBF.EXISTS", "c", "a"}, {"CBF.COUNT", "c", "a"},
+      {"CBF.MEXISTS", "c", "a"}, {"CBF.CARD", "c"},       {"BF.INFO", "w"}};
+  for (const auto& command : commands) {
+    window_clock_reads = 0;
+    s.Run(command);
+    EXPECT_EQ(window_clock_reads, 1) << command[0] << " " << command[1];
+  }
+  // The reading is what the filter ages by: an item added at it is found there.
+  EXPECT_EQ(s.Run({"BF.EXISTS", "w", "a"}), ":1\r\n");
+  SetWindowClockForTesting(nullptr);
 }
 
 }  // namespace
