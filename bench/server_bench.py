@@ -15,6 +15,8 @@ Usage (from the repository root):
   bench/server_bench.py                     # full run, ~3 s per row, 3 rounds
   bench/server_bench.py --smoke             # every scenario with tiny -n, for CI
   BLOOMGATE_BIN=build/server/bloomgate bench/server_bench.py --bin PATH --rounds 1
+  bench/server_bench.py --baseline /tmp/before/bloomgate   # every Bloomgate row also on a
+                                            # "before" build, in turn within each round
 
 The full run prints a table and writes it, with the machine and the exact
 commands, to bench/results/server-<date>.md (--out to change, --no-write to
@@ -321,11 +323,24 @@ def main_scenarios(cf_commands):
     return rows
 
 
-def keyspace_scenario(count):
+def keyspace_scenario(count, server="bloomgate"):
     # Key and item are both drawn from [0, count): with one filter the item
     # repeats too, so the 1-filter row is the hottest possible case.
-    return Scenario(f"keyspace{count}", "bloomgate", f"BF.EXISTS over {count:,} filters",
+    return Scenario(f"keyspace{count}", server, f"BF.EXISTS over {count:,} filters",
                     ["BF.EXISTS", "ks:__rand_int__", "__rand_int__"], keyspace=count)
+
+
+def with_baseline_rows(scenarios):
+    """Every Bloomgate row followed by the same row on the "before" build,
+    so the two take turns within each round."""
+    out = []
+    for sc in scenarios:
+        out.append(sc)
+        if sc.server == "bloomgate":
+            out.append(Scenario(sc.key.split(":", 1)[1], "before", sc.label, sc.args,
+                                items=sc.items, keyspace=sc.keyspace, n_floor=sc.n_floor,
+                                optional=sc.optional))
+    return out
 
 
 def keyspace_key(i):
@@ -399,10 +414,16 @@ class Bench:
 
 # ---------------------------------------------------------------------------
 
-def setup_round(conns, known):
+def setup_round(conns, known, filter_servers):
     for c in conns.values():
         c.call("FLUSHALL")
-    bg = conns["bloomgate"]
+    extra = 2
+    for name in filter_servers:
+        extra = reserve_filters(conns[name], known)
+    return extra
+
+
+def reserve_filters(bg, known):
     bg.call("BF.RESERVE", "bf", "0.01", "10000000")
     # -r 1,000,000 distinct items at most: both hold them without growing.
     # A refusal here only loses those (optional) rows, which then fail.
@@ -511,10 +532,22 @@ def run_all(args):
         "bloomgate": Server("bloomgate", bg_argv, bg_port, os.path.join(tmp, "bloomgate.log")),
         "redis": Server("redis-server", redis_argv, redis_port, os.path.join(tmp, "redis.log")),
     }
+    if args.baseline:
+        # The "before" build: same flags, its own port and data directory.
+        before_port = free_port()
+        before_dir = os.path.join(tmp, "before")
+        os.makedirs(before_dir)
+        before_argv = [os.path.abspath(args.baseline)] + bg_argv[1:]
+        before_argv[before_argv.index("--port") + 1] = str(before_port)
+        before_argv[before_argv.index("--dir") + 1] = before_dir
+        servers["before"] = Server("bloomgate (before)", before_argv, before_port,
+                                   os.path.join(tmp, "before.log"))
     facts = machine_facts()
     facts["date"] = time.strftime("%Y-%m-%d %H:%M:%S %Z")
     facts["load_start"] = os.getloadavg()
     facts["bloomgate"] = version_of([bin_path, "--version"])
+    if args.baseline:
+        facts["before"] = version_of([os.path.abspath(args.baseline), "--version"])
     facts["redis"] = version_of([args.redis_server, "--version"])
     facts["redis_benchmark"] = version_of([shutil.which(args.redis_benchmark), "--version"])
 
@@ -531,11 +564,14 @@ def run_all(args):
         if args.only:
             pattern = re.compile(args.only)
             scenarios = [sc for sc in scenarios if pattern.search(sc.label)]
+        if args.baseline:
+            scenarios = with_baseline_rows(scenarios)
         counts = args.keyspace_counts
         bench = Bench(args, servers)
         sizes = {}
+        filter_servers = ["bloomgate", "before"] if args.baseline else ["bloomgate"]
         for rnd in range(args.rounds):
-            extra_keys = setup_round(conns, known)
+            extra_keys = setup_round(conns, known, filter_servers)
             for pipeline in args.pipelines:
                 for sc in scenarios:
                     try:
@@ -560,24 +596,29 @@ def run_all(args):
             # each row runs with exactly that many ks:* filters present.
             have = 0
             for count in counts:
-                create_keyspace(conns["bloomgate"], have, count)
+                for name in filter_servers:
+                    create_keyspace(conns[name], have, count)
                 have = count
-                sc = keyspace_scenario(count)
                 for pipeline in args.pipelines:
-                    if (sc.key, pipeline) not in sizes:
-                        ref = ("bloomgate:keyspace%d" % counts[0], pipeline)
-                        if args.smoke:
-                            sizes[(sc.key, pipeline)] = args.smoke_requests
-                        elif ref in sizes:
-                            sizes[(sc.key, pipeline)] = sizes[ref]
-                        else:
-                            sizes[(sc.key, pipeline)] = bench.calibrate(sc, pipeline)
-                    r = bench.run(sc, pipeline, int(sizes[(sc.key, pipeline)]))
-                    keyspace_results.setdefault((count, pipeline), []).append(r)
-                    print(f"round {rnd + 1}/{args.rounds} -P {pipeline:<2} bloomgate "
-                          f"{sc.label:30} {r['rps']:>12,.0f} req/s  p99 {r['p99']:.3f} ms  "
-                          f"CPU {r['cpu_per_m']:.2f} s/1M", flush=True)
-            check_state(conns, counts[-1], extra_keys, {sc.key for sc in scenarios})
+                    for name in filter_servers:
+                        sc = keyspace_scenario(count, name)
+                        if (sc.key, pipeline) not in sizes:
+                            ref = ("bloomgate:keyspace%d" % counts[0], pipeline)
+                            if args.smoke:
+                                sizes[(sc.key, pipeline)] = args.smoke_requests
+                            elif ref in sizes:
+                                sizes[(sc.key, pipeline)] = sizes[ref]
+                            else:
+                                sizes[(sc.key, pipeline)] = bench.calibrate(sc, pipeline)
+                        r = bench.run(sc, pipeline, int(sizes[(sc.key, pipeline)]))
+                        keyspace_results.setdefault((count, pipeline, name), []).append(r)
+                        print(f"round {rnd + 1}/{args.rounds} -P {pipeline:<2} {name:9} "
+                              f"{sc.label:30} {r['rps']:>12,.0f} req/s  p99 {r['p99']:.3f} ms  "
+                              f"CPU {r['cpu_per_m']:.2f} s/1M", flush=True)
+            for name in filter_servers:
+                check_state(conns[name], counts[-1], extra_keys,
+                            {sc.key.replace(name + ":", "bloomgate:", 1)
+                             for sc in scenarios if sc.server == name})
         facts["bloomgate_rss_mib"] = servers["bloomgate"].rss_mib()
         facts["redis_rss_mib"] = servers["redis"].rss_mib()
         facts["load_end"] = os.getloadavg()
@@ -606,15 +647,15 @@ def check_complete(args, scenarios, results, keyspace_results):
     missing = [f"{sc.label} -P {p}" for sc in scenarios for p in args.pipelines
                if not results.get((sc.key, p))]
     missing += [f"keyspace {n} -P {p}" for n in args.keyspace_counts for p in args.pipelines
-                if not keyspace_results.get((n, p))]
+                if not keyspace_results.get((n, p, "bloomgate"))]
     if missing:
         raise BenchError(f"rows without a result: {', '.join(missing)}")
 
 
-def check_state(conns, keyspace_count, extra_keys, ran):
-    """What the load must have left behind; any miss is a failure. `ran`:
-    the scenario keys that ran (all of them unless --only)."""
-    bg = conns["bloomgate"]
+def check_state(bg, keyspace_count, extra_keys, ran):
+    """What the load must have left behind on one Bloomgate; any miss is a
+    failure. `ran`: the scenario keys that ran (all of them unless --only),
+    named as the "bloomgate" server's."""
     if ran & {"bloomgate:bf.add", "bloomgate:bf.madd10", "bloomgate:bf.madd100"}:
         card = bg.call("BF.CARD", "bf")
         if not isinstance(card, int) or card <= 0:
@@ -737,12 +778,12 @@ def build_report(args, facts, scenarios, results, keyspace_results, commands, ar
                          ""])
     counts = args.keyspace_counts
     for p in args.pipelines:
-        base = [r["rps"] for r in keyspace_results.get((counts[0], p), [])]
-        base_cpu = [r["cpu_per_m"] for r in keyspace_results.get((counts[0], p), [])]
+        base = [r["rps"] for r in keyspace_results.get((counts[0], p, "bloomgate"), [])]
+        base_cpu = [r["cpu_per_m"] for r in keyspace_results.get((counts[0], p, "bloomgate"), [])]
         for count in counts[1:]:
-            cur = [r["rps"] for r in keyspace_results.get((count, p), [])]
+            cur = [r["rps"] for r in keyspace_results.get((count, p, "bloomgate"), [])]
             v = [x / y for x, y in zip(cur, base) if y]
-            cur_cpu = [r["cpu_per_m"] for r in keyspace_results.get((count, p), [])]
+            cur_cpu = [r["cpu_per_m"] for r in keyspace_results.get((count, p, "bloomgate"), [])]
             vc = [x / y for x, y in zip(cur_cpu, base_cpu) if y]
             if v:
                 rows.append([f"5. req/s with {count:,} filters / with {counts[0]:,}, -P {p}",
@@ -773,6 +814,9 @@ def build_report(args, facts, scenarios, results, keyspace_results, commands, ar
     w(table(["target", "bound", "measured", "verdict"], rows))
     w("")
 
+    if args.baseline:
+        w(before_after_section(args, scenarios, results, keyspace_results, facts))
+
     # Full table.
     w("## All rows\n")
     rows = []
@@ -786,11 +830,11 @@ def build_report(args, facts, scenarios, results, keyspace_results, commands, ar
                          fmt(med([r["p50"] for r in rs]), 3), fmt(med([r["p99"] for r in rs]), 3),
                          fmt(med([r["cpu_per_m"] for r in rs]), 2),
                          fmt(med([r["items_per_cpu_s"] for r in rs]) / 1e6, 2) if sc.items > 1 else ""])
-        for count in counts:
-            rs = keyspace_results.get((count, p), [])
+        for count, name in ((c, n) for c in counts for n in ("bloomgate", "before")):
+            rs = keyspace_results.get((count, p, name), [])
             if rs:
                 sc = keyspace_scenario(count)
-                rows.append([sc.label + f" (-r {count:,})", "bloomgate", str(p), fmt(med([r["n"] for r in rs])),
+                rows.append([sc.label + f" (-r {count:,})", name, str(p), fmt(med([r["n"] for r in rs])),
                              fmt(med([r["rps"] for r in rs])),
                              fmt(med([r["p50"] for r in rs]), 3), fmt(med([r["p99"] for r in rs]), 3),
                              fmt(med([r["cpu_per_m"] for r in rs]), 2), ""])
@@ -812,6 +856,41 @@ def build_report(args, facts, scenarios, results, keyspace_results, commands, ar
         w(shell_text(["redis-benchmark"] + argv[1:]))
     w("```")
     w("Ports are picked free at start-up and differ between runs.")
+    return "\n".join(lines)
+
+
+def before_after_section(args, scenarios, results, keyspace_results, facts):
+    """Every Bloomgate row against the same row on the "before" build: after /
+    before per round (server CPU per request, req/s, p99), median (min-max)."""
+    def per_round_ratio(after, before, field):
+        return [a[field] / b[field] for a, b in zip(after, before) if b[field]]
+
+    lines = ["## Before and after (`--baseline`)\n",
+             f"after: `{facts['bloomgate']}` ({args.bin}); before: `{facts.get('before', '?')}` "
+             f"({args.baseline}). Ratios are after / before within each round, median "
+             "(min–max); CPU below 1x and req/s above 1x are faster.\n"]
+    rows = []
+    for p in args.pipelines:
+        for sc in scenarios:
+            if sc.server != "bloomgate":
+                continue
+            after = results.get((sc.key, p), [])
+            before = results.get(("before:" + sc.key.split(":", 1)[1], p), [])
+            if after and before:
+                rows.append([sc.label, str(p), ratio_text(per_round_ratio(after, before, "cpu_per_m")),
+                             ratio_text(per_round_ratio(after, before, "rps")),
+                             ratio_text(per_round_ratio(after, before, "p99"))])
+        for count in args.keyspace_counts:
+            after = keyspace_results.get((count, p, "bloomgate"), [])
+            before = keyspace_results.get((count, p, "before"), [])
+            if after and before:
+                rows.append([keyspace_scenario(count).label, str(p),
+                             ratio_text(per_round_ratio(after, before, "cpu_per_m")),
+                             ratio_text(per_round_ratio(after, before, "rps")),
+                             ratio_text(per_round_ratio(after, before, "p99"))])
+    lines.append(table(["row", "-P", "CPU per request, after / before", "req/s, after / before",
+                        "p99, after / before"], rows))
+    lines.append("")
     return "\n".join(lines)
 
 
@@ -866,6 +945,9 @@ def parse_args(argv):
     parser.add_argument("--out", help="results file (default bench/results/server-<date>.md; "
                         "with --smoke, none unless given)")
     parser.add_argument("--no-write", action="store_true", help="print only")
+    parser.add_argument("--baseline", help="a second Bloomgate binary (the 'before' build): every "
+                        "Bloomgate row runs on it too, in turn, and the report adds a before/after "
+                        "table")
     parser.add_argument("--smoke", action="store_true",
                         help="every scenario once with tiny -n; exits non-zero on any failure")
     parser.add_argument("--smoke-requests", type=int, default=2000, help=argparse.SUPPRESS)
