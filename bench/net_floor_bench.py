@@ -88,6 +88,8 @@ def main(argv=None):
     parser.add_argument("--redis-benchmark", default="redis-benchmark")
     parser.add_argument("--backends", default="epoll,io_uring")
     parser.add_argument("--baseline", help="another Bloomgate binary, on io_uring, in the same rounds")
+    parser.add_argument("--baseline-backend", default="io_uring",
+                        help="the baseline's io-backend; 'none' for a build without the option")
     parser.add_argument("--clients", type=int, default=50)
     parser.add_argument("--requests", default="1:300000,16:2000000",
                         help="pipeline:requests per row")
@@ -122,10 +124,13 @@ def main(argv=None):
                 port = sb.free_port()
                 d = os.path.join(tmp, "baseline")
                 os.mkdir(d)
+                # A build older than io-backend takes none (its sockets are on epoll).
+                backend_flag = ([] if args.baseline_backend == "none"
+                                else ["--io-backend", args.baseline_backend])
                 servers["baseline"] = sb.Server(
-                    "baseline io_uring",
-                    [args.baseline, "--port", str(port), "--bind", "127.0.0.1", "--threads", "1",
-                     "--io-backend", "io_uring", "--save", "", "--appendonly", "no", "--dir", d],
+                    "baseline " + (args.baseline_backend if backend_flag else "(epoll)"),
+                    [args.baseline, "--port", str(port), "--bind", "127.0.0.1", "--threads", "1"]
+                    + backend_flag + ["--save", "", "--appendonly", "no", "--dir", d],
                     port, os.path.join(tmp, "baseline.log"))
             for name, server in servers.items():
                 server.start(tmp if name == "redis" else os.path.join(tmp, name))
