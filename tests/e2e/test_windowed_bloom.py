@@ -103,6 +103,20 @@ class WindowedBloomCommands(ServerTestCase):
             self.reserve()
         self.assertEqual(str(caught.exception), text("ERR item exists"))
 
+    def test_debug_lists_each_live_generations_layers(self):
+        # It dereferenced the plain filter a windowed key does not hold and
+        # took the server down.
+        self.reserve()
+        self.r.execute_command("BF.MADD", "w", "a", "b", "c")
+        lines = [line.decode() for line in self.r.execute_command("BF.DEBUG", "w")]
+        self.assertEqual(lines[0], "size:3")
+        self.assertGreaterEqual(len(lines), 2)
+        for line in lines[1:]:
+            self.assertRegex(line, r"^generation:\d+ bytes:\d+ bits:\d+ hashes:\d+ hashwidth:64 "
+                                   r"capacity:\d+ size:\d+ ratio:[0-9.e-]+$")
+        self.assertEqual(sum(int(line.split(" size:")[1].split()[0]) for line in lines[1:]), 3)
+        self.assertTrue(self.r.ping())
+
     def test_insert_creates_a_windowed_filter(self):
         self.assertEqual(self.r.execute_command("BF.INSERT", "i", "CAPACITY", "50", "WINDOW", "1",
                                                 "ITEMS", "a", "a"), [1, 0])

@@ -38,6 +38,20 @@ const FilterFamily& BloomFamily();  // the record, at the end of this file
 // windowed_bloom_commands.cc: BF.INFO's reply for a windowed filter.
 void ReplyWindowedInfo(CommandContext& ctx, const KeyEntry& entry,
                        const WindowedBloomFilter& filter);
+// ... and BF.DEBUG's.
+void ReplyWindowedDebug(CommandContext& ctx, const WindowedBloomFilter& filter);
+
+std::string BloomDebugLine(const BloomLayerInfo& layer) {
+  char line[256];
+  // %g for the ratio, as RedisBloom prints it (0.005, 1.25e-05).
+  std::snprintf(line, sizeof(line),
+                "bytes:%llu bits:%llu hashes:%u hashwidth:64 capacity:%llu size:%llu ratio:%g",
+                static_cast<unsigned long long>(layer.bytes),
+                static_cast<unsigned long long>(layer.bits), layer.probes,
+                static_cast<unsigned long long>(layer.capacity),
+                static_cast<unsigned long long>(layer.items), layer.error_rate);
+  return line;
+}
 
 namespace {
 
@@ -347,21 +361,15 @@ void CmdDebug(CommandContext& ctx) {
     Fail(ctx, BloomStatus::kNotFound);
     return;
   }
+  if (const WindowedBloomFilter* windowed = entry->get<WindowedBloomFilter>()) {
+    ReplyWindowedDebug(ctx, *windowed);
+    return;
+  }
   const ScalableBloomFilter& filter = *entry->bloom();
   const std::vector<BloomLayerInfo> layers = filter.Layers();
   ctx.reply.ArrayHeader(1 + layers.size());
   ctx.reply.Bulk("size:" + std::to_string(filter.items()));
-  for (const BloomLayerInfo& layer : layers) {
-    char line[256];
-    // %g for the ratio, as RedisBloom prints it (0.005, 1.25e-05).
-    std::snprintf(line, sizeof(line),
-                  "bytes:%llu bits:%llu hashes:%u hashwidth:64 capacity:%llu size:%llu ratio:%g",
-                  static_cast<unsigned long long>(layer.bytes),
-                  static_cast<unsigned long long>(layer.bits), layer.probes,
-                  static_cast<unsigned long long>(layer.capacity),
-                  static_cast<unsigned long long>(layer.items), layer.error_rate);
-    ctx.reply.Bulk(line);
-  }
+  for (const BloomLayerInfo& layer : layers) ctx.reply.Bulk(BloomDebugLine(layer));
 }
 
 // BF.MERGE dest src [src ...]: the row lists every argument as a key, so

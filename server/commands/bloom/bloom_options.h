@@ -6,12 +6,14 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include <vector>
 
 #include "config/runtime_config.h"
 #include "filters/layer_chain.h"
+#include "filters/scalable_bloom_filter.h"
 #include "server/commands/arg_parser.h"
 #include "server/resp/reply_builder.h"
 
@@ -77,5 +79,9 @@ void ParseInsertArgs(ArgParser& parser, std::string_view command_name, bool coun
 // non-scaling filter).
 void ReplyBoolsThenError(ReplyBuilder& reply, const std::vector<bool>& results,
                          std::optional<std::string_view> error);
+
+// One layer's line of BF.DEBUG, in RedisBloom's format: "bytes:... bits:...
+// hashes:... hashwidth:64 capacity:... size:... ratio:...".
+std::string BloomDebugLine(const BloomLayerInfo& layer);
 
 }  // namespace bloomgate

@@ -21,23 +21,32 @@ struct LiveGeneration {
   uint32_t layers;
 };
 
-// The generations live at generation `at`, newest first.
-template <typename W>
-std::vector<LiveGeneration> LiveGenerations(const W& filter, uint64_t at) {
-  return filter.WithSlots([&](const auto& slots) {
-    std::vector<LiveGeneration> out;
+// fn(generation, its filter) for each generation live at generation `at`,
+// newest first, under the filter's slot lock.
+template <typename W, typename Fn>
+void ForEachLiveGeneration(const W& filter, uint64_t at, Fn&& fn) {
+  filter.WithSlots([&](const auto& slots) {
     for (uint64_t back = 0; back <= filter.generations() && back <= at; ++back) {
       const auto& s = slots[(at - back) % slots.size()];
       if (!s.present || s.generation != at - back) continue;
-      LiveGeneration g{s.generation, s.filter->items(), s.filter->capacity(), 0,
-                       s.filter->num_layers()};
-      if constexpr (requires { s.filter->saturated_counters(); }) {
-        g.saturated = s.filter->saturated_counters();
-      }
-      out.push_back(g);
+      fn(s.generation, *s.filter);
     }
-    return out;
+    return 0;
   });
+}
+
+// The generations live at generation `at`, newest first.
+template <typename W>
+std::vector<LiveGeneration> LiveGenerations(const W& filter, uint64_t at) {
+  std::vector<LiveGeneration> out;
+  ForEachLiveGeneration(filter, at, [&out](uint64_t generation, const auto& inner) {
+    LiveGeneration g{generation, inner.items(), inner.capacity(), 0, inner.num_layers()};
+    if constexpr (requires { inner.saturated_counters(); }) {
+      g.saturated = inner.saturated_counters();
+    }
+    out.push_back(g);
+  });
+  return out;
 }
 
 // The reply, for `filter` under `entry` at window clock `now`, its live

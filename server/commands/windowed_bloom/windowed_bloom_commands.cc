@@ -1,6 +1,6 @@
 // Windowed Bloom filters: BF.* serves them (bloom_commands.cc asks the entry
 // which kind it holds); this file has what is theirs alone — BF.INFO's
-// window fields, and the family's registration (TYPE name, check-snapshot
+// window fields, BF.DEBUG's generations, and the family's registration (TYPE name, check-snapshot
 // summary, health) with no command rows of its own.
 #include <algorithm>
 #include <cstdio>
@@ -11,6 +11,7 @@
 #include "filters/windowed_bloom_filter.h"
 #include "server/base/clock.h"
 #include "server/catalogue/filter_family.h"
+#include "server/commands/bloom/bloom_options.h"
 #include "server/commands/command_context.h"
 #include "server/commands/family_shared/windowed_info.h"
 
@@ -23,6 +24,24 @@ void ReplyWindowedInfo(CommandContext& ctx, const KeyEntry& entry,
   const int64_t now = ctx.WindowNowMs();
   ReplyWindowInfo(ctx, entry, filter, now,
                   std::max(filter.GenerationAt(now), filter.current_generation()));
+}
+
+// BF.DEBUG of a windowed filter: "size:" and the items live now, then one
+// line per layer of each live generation, newest first, RedisBloom's layer
+// line after "generation:<g> ".
+void ReplyWindowedDebug(CommandContext& ctx, const WindowedBloomFilter& filter) {
+  const int64_t now = ctx.WindowNowMs();
+  std::vector<std::string> lines;
+  ForEachLiveGeneration(filter, std::max(filter.GenerationAt(now), filter.current_generation()),
+                        [&lines](uint64_t generation, const ScalableBloomFilter& inner) {
+                          for (const BloomLayerInfo& layer : inner.Layers()) {
+                            lines.push_back("generation:" + std::to_string(generation) + " " +
+                                            BloomDebugLine(layer));
+                          }
+                        });
+  ctx.reply.ArrayHeader(1 + lines.size());
+  ctx.reply.Bulk("size:" + std::to_string(filter.ItemsAt(now)));
+  for (const std::string& line : lines) ctx.reply.Bulk(line);
 }
 
 namespace {
