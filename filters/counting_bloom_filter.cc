@@ -218,6 +218,28 @@ FilterStatus CountingBloomFilter::AddOne(const Chain::List** list, const KeyHash
   }
 }
 
+template <uint32_t kBits>
+void CountingBloomFilter::AddPassToOnlyLayer(Chain::Layer& layer, std::span<const KeyHash> hashes,
+                                             bool* was_new) {
+  const Probe& probe = layer.probe;
+  uint64_t saturated = 0;
+  for (size_t i = 0; i < hashes.size(); ++i) {
+    internal::ProbeCells<kBits> cells(hashes[i].lo);
+    const internal::CellMasks& masks = cells.For(probe.probes);
+    std::atomic<uint64_t>* block = BlockOf(probe, hashes[i]);
+    const BlockedCountingBloom::BlockReading read =
+        BlockedCountingBloom::ReadBlock<kBits>(block, masks);
+    was_new[i] = !read.has;
+    if (read.below_half) {
+      BlockedCountingBloom::BlockIncrementBelowHalf(block, masks);
+    } else {
+      saturated += BlockedCountingBloom::BlockIncrement<kBits, CounterWrites::kExclusive>(block,
+                                                                                         masks);
+    }
+  }
+  if (saturated != 0) layer.cells->NoteSaturated(saturated);
+}
+
 template <uint32_t kBits, CounterWrites kWrites>
 FilterStatus CountingBloomFilter::AddBatchImpl(std::span<const KeyHash> hashes, bool* was_new,
                                                size_t* done, MemoryRefusal* refusal) {
@@ -228,6 +250,22 @@ FilterStatus CountingBloomFilter::AddBatchImpl(std::span<const KeyHash> hashes, 
     const Chain::List* list = &chain_.Load();
     const size_t end = std::min(hashes.size(), start + BatchPassItems(list->size()));
     for (size_t i = start; i < end; ++i) PrefetchLayers(*list, hashes[i]);
+    // The common case, a filter that has not grown: every item of the pass
+    // goes to its one layer, held or new, and each counts in its fill. With
+    // room for the whole pass no item's fill check can fail, so it is made
+    // once here, and the pass runs without AddOne's layer walk, growth loop
+    // and per-item counts: ~70 of the ~280 instructions of an item's add.
+    if constexpr (kWrites == CounterWrites::kExclusive) {
+      const int64_t pass = static_cast<int64_t>(end - start);
+      if (list->size() == 1 && (*list)[0].HasRoom(pass - 1)) {
+        AddPassToOnlyLayer<kBits>((*list)[0], hashes.subspan(start, end - start),
+                                  was_new + start);
+        (*list)[0].CountItems(pass);
+        *done = end;
+        start = end;
+        continue;
+      }
+    }
     FilterStatus status = FilterStatus::kOk;
     size_t i = start;
     for (; i < end; ++i) {

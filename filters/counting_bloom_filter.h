@@ -345,6 +345,11 @@ class CountingBloomFilter : public ChainedFilter<CountingBloomLayerTraits> {
   FilterStatus AddOne(const Chain::List** list, const KeyHash& h, bool* was_new,
                       PassCounts* pending, MemoryRefusal* refusal);
   static void PrefetchLayers(const Chain::List& list, const KeyHash& h);
+  // A pass of an exclusive batch into a filter of one layer with room for
+  // all of it: the items' counters only (the caller counts the items).
+  template <uint32_t kBits>
+  static void AddPassToOnlyLayer(Chain::Layer& layer, std::span<const KeyHash> hashes,
+                                 bool* was_new);
 };
 
 }  // namespace bloomgate

@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <cstring>
 
 namespace bloomgate {
 namespace {
@@ -79,6 +80,18 @@ void ReplyBuilder::Bool(bool value) {
     out_->append(value ? "#t\r\n" : "#f\r\n", 4);
   } else {
     out_->append(value ? ":1\r\n" : ":0\r\n", 4);
+  }
+}
+
+void ReplyBuilder::Bools(const std::vector<bool>& values) {
+  const char* yes = resp3_ ? "#t\r\n" : ":1\r\n";
+  const char* no = resp3_ ? "#f\r\n" : ":0\r\n";
+  const size_t at = out_->size();
+  out_->resize(at + 4 * values.size());
+  char* to = out_->data() + at;
+  for (const bool value : values) {
+    std::memcpy(to, value ? yes : no, 4);
+    to += 4;
   }
 }
 

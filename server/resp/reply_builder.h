@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace bloomgate {
 
@@ -48,6 +49,9 @@ class ReplyBuilder {
   void Null();       // $-1 / _
   void NullArray();  // *-1 / _
   void Bool(bool value);
+  // Bool of each value, in order: a batch's answers (BF.MADD's, CBF.MADD's)
+  // written with one resize of the buffer rather than an append apiece.
+  void Bools(const std::vector<bool>& values);
   void Double(double value);
   void ArrayHeader(size_t count);
   // An out-of-band message (pub/sub): RESP3's push type '>', RESP2's array.

@@ -29,7 +29,7 @@ namespace bloomgate {
 void ReplyBoolsThenError(ReplyBuilder& reply, const std::vector<bool>& results,
                          std::optional<std::string_view> error) {
   reply.ArrayHeader(results.size() + (error ? 1 : 0));
-  for (bool result : results) reply.Bool(result);
+  reply.Bools(results);
   if (error) reply.Error(*error);
 }
 

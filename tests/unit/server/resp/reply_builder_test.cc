@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <vector>
 
 namespace bloomgate {
 namespace {
@@ -177,6 +178,21 @@ TEST(ReplyBuilder, BoolIsIntegerInResp2AndBooleanInResp3) {
   }
   EXPECT_EQ(b.out2, ":1\r\n:0\r\n");
   EXPECT_EQ(b.out3, "#t\r\n#f\r\n");
+}
+
+TEST(ReplyBuilder, BoolsWritesWhatBoolWouldForEachValueAfterWhatIsThere) {
+  const std::vector<bool> values = {true, false, false, true, true};
+  for (const bool resp3 : {false, true}) {
+    std::string one_by_one = "*5\r\n", batch = "*5\r\n";
+    ReplyBuilder each(&one_by_one), all(&batch);
+    each.set_resp3(resp3);
+    all.set_resp3(resp3);
+    for (const bool value : values) each.Bool(value);
+    all.Bools(values);
+    EXPECT_EQ(batch, one_by_one);
+    all.Bools({});
+    EXPECT_EQ(batch, one_by_one);
+  }
 }
 
 TEST(ReplyBuilder, DoubleIsBulkInResp2AndCommaTypeInResp3) {
