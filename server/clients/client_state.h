@@ -44,6 +44,12 @@ struct ClientState {
   // user never falls back to "default".
   bool user_deleted = false;
   uint32_t auth_failures = 0;  // wrong passwords in a row (AuthThrottle)
+  // The last command name the connection sent, byte for byte, and the row it
+  // named: clients repeat one command (a pipeline of BF.EXISTS), and equal
+  // bytes (~15 instructions) skip the table's case-folding hash and compare
+  // (~270 of a pipelined BF.EXISTS's ~2,700).
+  std::string last_command_name;
+  const CommandSpec* last_command_spec = nullptr;
   bool close_after_reply = false;  // QUIT, protocol errors
   // MONITOR ran (RESET ends it): the connection receives every command's
   // line, is never paused and, as a Redis replica, may not touch keys.

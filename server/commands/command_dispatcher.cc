@@ -429,11 +429,25 @@ CommandOutcome RunCommand(ServerContext& server, ClientState& client, const Comm
 
 namespace {
 
+// The row `name` names: the connection's last one if the bytes are the same
+// (see ClientState::last_command_name), else the table's, remembered.
+const CommandSpec* FindCommand(ServerContext& server, ClientState& client, std::string_view name) {
+  if (client.last_command_spec != nullptr && name == client.last_command_name) {
+    return client.last_command_spec;
+  }
+  const CommandSpec* spec = server.commands.Find(name);
+  if (spec != nullptr) {
+    client.last_command_name.assign(name);  // a row's name: at most a few dozen bytes
+    client.last_command_spec = spec;
+  }
+  return spec;
+}
+
 CommandOutcome DispatchOnce(ServerContext& server, ClientState& client,
                             std::span<const std::string_view> args, ReplyBuilder& reply) {
   WorkerCounters& counters = server.stats.worker(client.worker_index);
   reply.set_error_observer(&server.error_stats);
-  const CommandSpec* spec = server.commands.Find(args[0]);
+  const CommandSpec* spec = FindCommand(server, client, args[0]);
   auto reject = [&](std::string_view text) {
     if (client.in_multi) client.multi_dirty = true;
     reply.Error(text);

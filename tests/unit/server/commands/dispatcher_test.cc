@@ -35,6 +35,23 @@ TEST(Dispatcher, RunsAKnownCommandInAnyCase) {
   EXPECT_EQ(s.Run({"PiNg", "hello"}), Bulk("hello"));
 }
 
+TEST(Dispatcher, TheConnectionsLastCommandNameResolvesOnlyItsOwnBytes) {
+  // The connection remembers the last name it sent (ClientState::
+  // last_command_name); the next name is the table's unless byte-equal.
+  auto server = MakeServer();
+  Session s(server.get());
+  EXPECT_EQ(s.Run({"PING"}), "+PONG\r\n");
+  EXPECT_EQ(s.Run({"PING"}), "+PONG\r\n");
+  EXPECT_EQ(s.Run({"ping"}), "+PONG\r\n");
+  EXPECT_EQ(s.Run({"PIN"}), Err("ERR unknown command 'PIN', with args beginning with: "));
+  EXPECT_EQ(s.Run({"PINGG"}), Err("ERR unknown command 'PINGG', with args beginning with: "));
+  EXPECT_EQ(s.Run({"ping"}), "+PONG\r\n");
+  EXPECT_EQ(s.Run({"ECHO", "x"}), Bulk("x"));
+  EXPECT_EQ(s.Run({"ping"}), "+PONG\r\n");
+  EXPECT_EQ(Calls(*server, "ping"), 5u);
+  EXPECT_EQ(Calls(*server, "echo"), 1u);
+}
+
 TEST(Dispatcher, UnknownCommandQuotesItsArgumentsWithATrailingSpace) {
   auto server = MakeServer();
   Session s(server.get());
