@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "persistence/dump_payload_assembly.h"
@@ -50,6 +51,10 @@ struct ClientState {
   // (~270 of a pipelined BF.EXISTS's ~2,700).
   std::string last_command_name;
   const CommandSpec* last_command_spec = nullptr;
+  // The storage of a Bloom add's effect record (CommandContext::
+  // ReusedEffect), lent to each add and taken back emptied: the record is
+  // made without allocating.
+  std::vector<std::string_view> effect_storage;
   bool close_after_reply = false;  // QUIT, protocol errors
   // MONITOR ran (RESET ends it): the connection receives every command's
   // line, is never paused and, as a Redis replica, may not touch keys.

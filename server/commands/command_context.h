@@ -65,6 +65,14 @@ struct CommandContext {
   bool skip_journal = false;
   std::vector<std::string_view> effect;
   std::string effect_bytes;  // storage `effect` may point into
+  // `effect`, holding the connection's storage (ClientState::effect_storage)
+  // when it had none: for handlers that record an effect on every call
+  // (Bloom adds), so that recording it allocates nothing. The dispatcher
+  // takes the storage back when the command is done.
+  std::vector<std::string_view>* ReusedEffect() {
+    if (effect.capacity() == 0) effect.swap(client.effect_storage);
+    return &effect;
+  }
 
   // The command's keys, each hashed once by the dispatcher (see
   // keyspace/key_ref.h); set by RunCommand.

@@ -259,6 +259,19 @@ class CommandKeyBuffer {
   std::vector<size_t> more_stripes_;
 };
 
+namespace {
+
+// Takes the connection's effect storage (CommandContext::ReusedEffect) back
+// from a command, emptied, its capacity kept up to a bound: a BF.MADD of a
+// million items does not pin 16 MB to its connection.
+void ReturnEffectStorage(CommandContext& ctx) {
+  constexpr size_t kKeptArgs = 1024;
+  ctx.effect.clear();
+  if (ctx.effect.capacity() <= kKeptArgs) ctx.effect.swap(ctx.client.effect_storage);
+}
+
+}  // namespace
+
 void (*after_handler_hook)(const CommandSpec& spec) = nullptr;
 
 CommandOutcome RunCommand(ServerContext& server, ClientState& client, const CommandSpec& spec,
@@ -418,6 +431,7 @@ CommandOutcome RunCommand(ServerContext& server, ClientState& client, const Comm
   }
   if (failed) Bump(stats.failed_calls);
   if (policy.observed) NoteSlowCommand(server, client, spec, args, now_ms, usec);
+  if (ctx.effect.capacity() != 0) ReturnEffectStorage(ctx);
   // After the command ran, as Redis's call() feeds its monitors: EXEC's
   // commands show before the "exec" line.
   if (server.monitors.active() && policy.observed && (spec.flags & kCmdAdmin) == 0 &&

@@ -75,7 +75,7 @@ std::optional<std::string> StoppedBy(const BloomAddResult& result) {
 // concurrent adds reach the log, and could refuse what was acknowledged here.
 void JournalAdds(CommandContext& ctx, std::string_view key,
                  std::span<const std::string_view> items, const BloomAddResult& result) {
-  BloomAddedEffect(key, items, result.added, &ctx.effect_bytes, &ctx.effect);
+  BloomAddedEffect(key, items, result.added, &ctx.effect_bytes, ctx.ReusedEffect());
   // Nothing took effect: nothing to record (a creation journals itself).
   if (ctx.effect.empty()) ctx.skip_journal = true;
 }
