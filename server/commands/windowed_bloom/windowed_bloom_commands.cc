@@ -1,7 +1,7 @@
 // Windowed Bloom filters: BF.* serves them (bloom_commands.cc asks the entry
 // which kind it holds); this file has what is theirs alone — BF.INFO's
-// window fields, BF.DEBUG's generations, and the family's registration (TYPE name, check-snapshot
-// summary, health) with no command rows of its own.
+// window fields, BF.DEBUG's generations, and the family's registration
+// (TYPE name, check-snapshot summary, health) with no command rows of its own.
 #include <algorithm>
 #include <cstdio>
 #include <string>
