@@ -46,6 +46,8 @@ TEST(Dispatcher, TheConnectionsLastCommandNameResolvesOnlyItsOwnBytes) {
   EXPECT_EQ(s.Run({"PIN"}), Err("ERR unknown command 'PIN', with args beginning with: "));
   EXPECT_EQ(s.Run({"PINGG"}), Err("ERR unknown command 'PINGG', with args beginning with: "));
   EXPECT_EQ(s.Run({"ping"}), "+PONG\r\n");
+  // Longer than the remembered name in the same case: not that name.
+  EXPECT_EQ(s.Run({"pingg"}), Err("ERR unknown command 'pingg', with args beginning with: "));
   EXPECT_EQ(s.Run({"ECHO", "x"}), Bulk("x"));
   EXPECT_EQ(s.Run({"ping"}), "+PONG\r\n");
   EXPECT_EQ(Calls(*server, "ping"), 5u);
