@@ -142,7 +142,10 @@ def main():
                     rows.reverse()
                 res = {label: run_benchmark(args, s, a, args.keys, args.requests)
                        for label, a in rows}
-                ratio = res["big"]["cpu_per_req_us"] / res["spread"]["cpu_per_req_us"]
+                # CPU comes in 10 ms ticks: a --smoke row of a few thousand
+                # requests may see none, and then has no ratio (nan).
+                spread_cpu = res["spread"]["cpu_per_req_us"]
+                ratio = res["big"]["cpu_per_req_us"] / spread_cpu if spread_cpu > 0 else float("nan")
                 ratios[name].append(ratio)
                 print(f"round {r + 1} {name}: CPU us/request big {res['big']['cpu_per_req_us']:.3f}, "
                       f"spread {res['spread']['cpu_per_req_us']:.3f}; spread rate / big = "
